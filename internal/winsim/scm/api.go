@@ -1,0 +1,246 @@
+// Package scm is the simulated Windows service control manager of a winsim
+// host, and the small local API (HTTP + JSON over a Unix socket) through which
+// programs running on that simulated host reach it.
+//
+// The agent's simulated service manager is a client of this API; the
+// simulator serves it. The types mirror what Windows' SCM knows about a
+// service (golang.org/x/sys/windows/svc/mgr.Config), so the agent maps them
+// one to one.
+package scm
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"time"
+)
+
+// EnvSocket names the environment variable that tells a program running on a
+// simulated host where its host's service control manager listens. EnvRoot
+// names the Linux folder that the simulated host's C:\ maps to. A program
+// sees both only when it runs on a simulated host.
+const (
+	EnvSocket = "WINSIM_SCM"
+	EnvRoot   = "WINSIM_ROOT"
+)
+
+// StartType is when the SCM starts a service.
+type StartType string
+
+const (
+	StartAuto     StartType = "auto"
+	StartManual   StartType = "manual"
+	StartDisabled StartType = "disabled"
+)
+
+// State is a service's current state, as Windows names them.
+type State string
+
+const (
+	Stopped      State = "Stopped"
+	StartPending State = "StartPending"
+	Running      State = "Running"
+	StopPending  State = "StopPending"
+)
+
+// Action is one recovery action: what the SCM does after the service's
+// Nth failure (the Nth entry; the last entry repeats).
+type Action struct {
+	Type  string        `json:"type"` // "restart" or "none"
+	Delay time.Duration `json:"delay"`
+}
+
+// Config is a service's configuration.
+type Config struct {
+	Name        string `json:"name"`
+	DisplayName string `json:"displayName,omitempty"`
+	Description string `json:"description,omitempty"`
+	// BinaryPathName is the full command line, quoted by the rules of the
+	// Windows command line, exactly as Windows stores it.
+	BinaryPathName string    `json:"binaryPathName"`
+	Dependencies   []string  `json:"dependencies,omitempty"`
+	StartType      StartType `json:"startType"`
+	// Environment is the service's extra environment, "NAME=value" each
+	// (HKLM\SYSTEM\CurrentControlSet\Services\<name>\Environment on Windows).
+	Environment []string `json:"environment,omitempty"`
+	// RecoveryActions and ResetPeriod: failure count resets after ResetPeriod
+	// without a failure.
+	RecoveryActions []Action      `json:"recoveryActions,omitempty"`
+	ResetPeriod     time.Duration `json:"resetPeriod,omitempty"`
+}
+
+// Status is a service's current state.
+type Status struct {
+	Name     string `json:"name"`
+	State    State  `json:"state"`
+	PID      int    `json:"pid,omitempty"`
+	ExitCode int    `json:"exitCode,omitempty"`
+	// Failures counts crashes since the last reset period.
+	Failures int `json:"failures,omitempty"`
+}
+
+// Service is what Get returns.
+type Service struct {
+	Config Config `json:"config"`
+	Status Status `json:"status"`
+}
+
+// HostInfo is what the simulated host says about itself: what a Windows
+// program would learn from the OS (GetComputerNameEx, the registry, the IP
+// helper API).
+type HostInfo struct {
+	Hostname    string   `json:"hostname"`
+	FQDN        string   `json:"fqdn"`
+	IPv4        []string `json:"ipv4"`
+	DefaultIPv4 string   `json:"defaultIPv4"`
+	ProductName string   `json:"productName"` // "Windows Server 2019 Datacenter"
+	Build       string   `json:"build"`       // "10.0.17763"
+}
+
+// Errors the API returns, matched with errors.Is. Their text follows the
+// Windows error they stand for.
+var (
+	ErrNotFound         = errors.New("the specified service does not exist as an installed service")                                                         // ERROR_SERVICE_DOES_NOT_EXIST
+	ErrExists           = errors.New("the specified service already exists")                                                                                 // ERROR_SERVICE_EXISTS
+	ErrDependentRunning = errors.New("a stop control has been sent to a service that other running services are dependent on")                               // ERROR_DEPENDENT_SERVICES_RUNNING
+	ErrDisabled         = errors.New("the service cannot be started, either because it is disabled or because it has no enabled devices associated with it") // ERROR_SERVICE_DISABLED
+	ErrDependencyFailed = errors.New("the dependency service or group failed to start")                                                                      // ERROR_SERVICE_DEPENDENCY_FAIL
+	ErrNotActive        = errors.New("the service has not been started")                                                                                     // ERROR_SERVICE_NOT_ACTIVE
+	ErrInvalid          = errors.New("the parameter is incorrect")                                                                                           // ERROR_INVALID_PARAMETER
+)
+
+// apiErrors maps the code carried on the wire to the error value.
+var apiErrors = map[string]error{
+	"NotFound":         ErrNotFound,
+	"Exists":           ErrExists,
+	"DependentRunning": ErrDependentRunning,
+	"Disabled":         ErrDisabled,
+	"DependencyFailed": ErrDependencyFailed,
+	"NotActive":        ErrNotActive,
+	"Invalid":          ErrInvalid,
+}
+
+// CodeOf returns the wire code of err (one of the keys of apiErrors), or "".
+func CodeOf(err error) string {
+	for code, e := range apiErrors {
+		if errors.Is(err, e) {
+			return code
+		}
+	}
+	return ""
+}
+
+// APIError is the JSON body of a failed request.
+type APIError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// Client talks to one simulated host's SCM.
+type Client struct {
+	http *http.Client
+}
+
+// Dial returns a client for the SCM listening on the Unix socket.
+func Dial(socket string) *Client {
+	tr := &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", socket)
+		},
+	}
+	return &Client{http: &http.Client{Transport: tr}}
+}
+
+// Routes of the API (all JSON):
+//
+//	GET    /v1/host                      -> HostInfo
+//	GET    /v1/services                  -> []Status
+//	POST   /v1/services         Config   -> create
+//	GET    /v1/services/{name}           -> Service
+//	PUT    /v1/services/{name}  Config   -> change configuration (not state)
+//	DELETE /v1/services/{name}           -> delete (marked for deletion; gone once stopped)
+//	POST   /v1/services/{name}/start     -> start (dependencies first)
+//	POST   /v1/services/{name}/stop      -> stop (ErrDependentRunning if running services depend on it)
+
+func (c *Client) Host(ctx context.Context) (HostInfo, error) {
+	var h HostInfo
+	return h, c.do(ctx, http.MethodGet, "/v1/host", nil, &h)
+}
+
+func (c *Client) List(ctx context.Context) ([]Status, error) {
+	var s []Status
+	return s, c.do(ctx, http.MethodGet, "/v1/services", nil, &s)
+}
+
+func (c *Client) Create(ctx context.Context, cfg Config) error {
+	return c.do(ctx, http.MethodPost, "/v1/services", cfg, nil)
+}
+
+func (c *Client) Get(ctx context.Context, name string) (Service, error) {
+	var s Service
+	return s, c.do(ctx, http.MethodGet, "/v1/services/"+url.PathEscape(name), nil, &s)
+}
+
+func (c *Client) Update(ctx context.Context, cfg Config) error {
+	return c.do(ctx, http.MethodPut, "/v1/services/"+url.PathEscape(cfg.Name), cfg, nil)
+}
+
+func (c *Client) Delete(ctx context.Context, name string) error {
+	return c.do(ctx, http.MethodDelete, "/v1/services/"+url.PathEscape(name), nil, nil)
+}
+
+func (c *Client) Start(ctx context.Context, name string) error {
+	return c.do(ctx, http.MethodPost, "/v1/services/"+url.PathEscape(name)+"/start", nil, nil)
+}
+
+func (c *Client) Stop(ctx context.Context, name string) error {
+	return c.do(ctx, http.MethodPost, "/v1/services/"+url.PathEscape(name)+"/stop", nil, nil)
+}
+
+func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://scm"+path, body)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("simulated service control manager: %w", err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	if err != nil {
+		return fmt.Errorf("simulated service control manager: %s %s: %w", method, path, err)
+	}
+	if resp.StatusCode >= 300 {
+		var ae APIError
+		if json.Unmarshal(data, &ae) != nil || ae.Code == "" {
+			return fmt.Errorf("simulated service control manager: %s %s: HTTP %d: %s", method, path, resp.StatusCode, bytes.TrimSpace(data))
+		}
+		if e, ok := apiErrors[ae.Code]; ok {
+			return fmt.Errorf("%w: %s", e, ae.Message)
+		}
+		return fmt.Errorf("simulated service control manager: %s: %s", ae.Code, ae.Message)
+	}
+	if out != nil {
+		if err := json.Unmarshal(data, out); err != nil {
+			return fmt.Errorf("simulated service control manager: %s %s: bad answer: %w", method, path, err)
+		}
+	}
+	return nil
+}
