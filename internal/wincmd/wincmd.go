@@ -42,13 +42,29 @@ func Quote(s string) string {
 	return b.String()
 }
 
-// Join quotes each argument and joins them with spaces.
+// Join builds a command line: the program name (args[0]) quoted as Windows
+// parses it (see QuoteProgram), every other argument with Quote.
 func Join(args ...string) string {
 	q := make([]string, len(args))
 	for i, a := range args {
-		q[i] = Quote(a)
+		if i == 0 {
+			q[i] = QuoteProgram(a)
+		} else {
+			q[i] = Quote(a)
+		}
 	}
 	return strings.Join(q, " ")
+}
+
+// QuoteProgram quotes a program name. Windows reads the program name up to
+// the first space or tab outside quotes, with no backslash escapes, so it is
+// only wrapped in quotes when it needs them (a program name cannot contain a
+// quote).
+func QuoteProgram(s string) string {
+	if s != "" && !strings.ContainsAny(s, " \t") {
+		return s
+	}
+	return `"` + s + `"`
 }
 
 // Split splits a command line the way CommandLineToArgvW does: the program
