@@ -1,0 +1,261 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Finalizer is set on every WindowsInstance; the instance reconciler removes it
+// only after the host has been deconfigured (or found unreachable and left
+// alone with an event), so deleting an instance always deconfigures its host.
+const Finalizer = "winnode.io/deconfigure"
+
+// Labels and annotations carried by WindowsInstances and their Nodes.
+const (
+	// LabelSourceKind names the kind of source that created the instance
+	// (one of the SourceKind values).
+	LabelSourceKind = "winnode.io/source-kind"
+	// LabelSourceName names the source object (e.g. the ConfigMap's name).
+	LabelSourceName = "winnode.io/source-name"
+	// LabelSourceNamespace names the source object's namespace (empty for manual).
+	LabelSourceNamespace = "winnode.io/source-namespace"
+	// LabelInstance is put on objects that belong to one instance (e.g. the
+	// instance's bootstrap token Secret); its value is the instance's name.
+	LabelInstance = "winnode.io/instance"
+
+	// AnnotationVersion on a Node is the winnode version that configured it.
+	AnnotationVersion = "winnode.io/version"
+	// AnnotationHostKey on a Node is the pinned SSH host key (authorized_keys form).
+	AnnotationHostKey = "winnode.io/host-key"
+	// AnnotationKeyFingerprint on the windows-user-data Secret (and, written by
+	// the instance reconciler, on the instance) is the SHA256 fingerprint of the
+	// operator's current SSH public key; a difference means a key rotation.
+	AnnotationKeyFingerprint = "winnode.io/key-fingerprint"
+)
+
+// SourceKind says what created a WindowsInstance.
+// +kubebuilder:validation:Enum=ConfigMap;Machine;Manual
+type SourceKind string
+
+const (
+	// SourceConfigMap: an entry of the windows-instances ConfigMap.
+	SourceConfigMap SourceKind = "ConfigMap"
+	// SourceMachine: an OpenShift Machine API or Cluster API Machine.
+	SourceMachine SourceKind = "Machine"
+	// SourceManual: created by hand (kubectl apply, winnodectl).
+	SourceManual SourceKind = "Manual"
+)
+
+// SourceRef names the object a WindowsInstance came from.
+type SourceRef struct {
+	// Kind of the source: ConfigMap, Machine or Manual.
+	// +kubebuilder:default=Manual
+	Kind SourceKind `json:"kind"`
+	// Namespace of the source object; empty for Manual.
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+	// Name of the source object (ConfigMap or Machine name); empty for Manual.
+	// +optional
+	Name string `json:"name,omitempty"`
+	// Key is the entry inside the source that produced this instance, as
+	// written there (for a ConfigMap: the data key, i.e. the address).
+	// +optional
+	Key string `json:"key,omitempty"`
+}
+
+// WindowsInstanceSpec is what the administrator (or a source) asks for: a
+// Windows host reachable over SSH that should become a worker node.
+type WindowsInstanceSpec struct {
+	// Address is the host's IPv4 address or DNS name, as used for SSH.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Address string `json:"address"`
+	// Username is the Windows administrator account the operator logs in as:
+	// letters, digits and . _ - @ (for user@domain), not starting with . - or @.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=104
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_][A-Za-z0-9._@-]*$`
+	Username string `json:"username"`
+	// Port is the SSH port of the host.
+	// +kubebuilder:default=22
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	// +optional
+	Port int32 `json:"port,omitempty"`
+	// Source names what created this instance; sources delete only their own.
+	// +optional
+	Source SourceRef `json:"source,omitempty"`
+}
+
+// Phase is where a WindowsInstance is in its life.
+// +kubebuilder:validation:Enum=Pending;Configuring;Ready;Upgrading;Deconfiguring;Failed
+type Phase string
+
+const (
+	// PhasePending: known, not yet being configured.
+	PhasePending Phase = "Pending"
+	// PhaseConfiguring: the reconciler is configuring the host (see Status.Step).
+	PhaseConfiguring Phase = "Configuring"
+	// PhaseReady: the host is a Ready node at the operator's version.
+	PhaseReady Phase = "Ready"
+	// PhaseUpgrading: a Ready host is being moved to a new version or key.
+	PhaseUpgrading Phase = "Upgrading"
+	// PhaseDeconfiguring: the instance is being deleted; the host is being cleaned.
+	PhaseDeconfiguring Phase = "Deconfiguring"
+	// PhaseFailed: the last attempt failed (see Status.LastError and the
+	// conditions); the reconciler retries with backoff.
+	PhaseFailed Phase = "Failed"
+)
+
+// Condition types of a WindowsInstance.
+const (
+	// ConditionReachable: the host answered over SSH with the pinned host key
+	// and the operator's private key was accepted.
+	ConditionReachable = "Reachable"
+	// ConditionConfigured: the payload is synced and the agent applied the plan.
+	ConditionConfigured = "Configured"
+	// ConditionNodeReady: the host's Node exists and is Ready.
+	ConditionNodeReady = "NodeReady"
+	// ConditionHostKeyMismatch: the host presented a key different from the
+	// pinned one; nothing is done until an administrator clears
+	// Status.HostKey (e.g. `kubectl edit --subresource=status`) or deletes the
+	// instance. Present (True) only when it applies.
+	ConditionHostKeyMismatch = "HostKeyMismatch"
+)
+
+// Condition reasons of a WindowsInstance (CamelCase, as metav1.Condition requires).
+const (
+	ReasonConnected          = "Connected"
+	ReasonUnreachable        = "Unreachable"
+	ReasonAuthFailed         = "AuthenticationFailed"
+	ReasonNoPrivateKey       = "NoPrivateKey"
+	ReasonInvalidPrivateKey  = "InvalidPrivateKey"
+	ReasonHostKeyChanged     = "HostKeyChanged"
+	ReasonHostKeyPinned      = "HostKeyPinned"
+	ReasonNoContainerRuntime = "NoContainerRuntime"
+	ReasonPayloadSynced      = "PayloadSynced"
+	ReasonPlanApplied        = "PlanApplied"
+	ReasonApplyFailed        = "ApplyFailed"
+	ReasonSyncFailed         = "SyncFailed"
+	ReasonCredentialsFailed  = "CredentialsFailed"
+	ReasonWaitingForNode     = "WaitingForNode"
+	ReasonNodeReady          = "NodeReady"
+	ReasonNodeNotReady       = "NodeNotReady"
+	ReasonDeconfiguring      = "Deconfiguring"
+	ReasonInProgress         = "InProgress"
+)
+
+// WindowsInstanceStatus is what the operator observed and did.
+type WindowsInstanceStatus struct {
+	// Phase is a one-word summary: Pending, Configuring, Ready, Upgrading,
+	// Deconfiguring or Failed.
+	// +optional
+	Phase Phase `json:"phase,omitempty"`
+	// Step is the current step of configuration or deconfiguration, for
+	// progress displays (e.g. "connect", "info", "credentials", "sync",
+	// "apply", "join", "finish", "drain", "remove").
+	// +optional
+	Step string `json:"step,omitempty"`
+	// Conditions: Reachable, Configured, NodeReady and, when it applies,
+	// HostKeyMismatch.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// ObservedGeneration is the spec generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// NodeName is the name the host's kubelet registers (its hostname,
+	// lower-cased). It is recorded before the kubelet starts, and the CSR
+	// approver approves certificates only for this name.
+	// +optional
+	NodeName string `json:"nodeName,omitempty"`
+	// Version is the winnode version the host is configured with.
+	// +optional
+	Version string `json:"version,omitempty"`
+	// HostKey is the pinned SSH host key in authorized_keys form
+	// ("ssh-ed25519 AAAA..."), trusted on first use. Clear it to accept a
+	// changed host key.
+	// +optional
+	HostKey string `json:"hostKey,omitempty"`
+	// HostKeyFingerprint is the SHA256 fingerprint of HostKey ("SHA256:...").
+	// +optional
+	HostKeyFingerprint string `json:"hostKeyFingerprint,omitempty"`
+	// OSBuild is the Windows build the host reported (e.g. "10.0.20348").
+	// +optional
+	OSBuild string `json:"osBuild,omitempty"`
+	// Hostname is the host's name as reported by the agent.
+	// +optional
+	Hostname string `json:"hostname,omitempty"`
+	// Addresses are the host's IPv4 addresses as reported by the agent; the
+	// CSR approver accepts them as IP SANs of the kubelet serving certificate.
+	// +optional
+	Addresses []string `json:"addresses,omitempty"`
+	// FQDN is the host's fully qualified name as reported by the agent.
+	// +optional
+	FQDN string `json:"fqdn,omitempty"`
+	// KeyFingerprint is the SHA256 fingerprint of the operator's SSH key the
+	// host was last configured to accept; it differs from the windows-user-data
+	// Secret's winnode.io/key-fingerprint annotation after a key rotation.
+	// +optional
+	KeyFingerprint string `json:"keyFingerprint,omitempty"`
+	// LastError is the last error, with what to do about it; empty when healthy.
+	// +optional
+	LastError string `json:"lastError,omitempty"`
+	// BootstrapTokenID is the ID (never the secret) of the bootstrap token
+	// issued for this host's kubelet; the CSR approver accepts client CSRs only
+	// from system:bootstrap:<this ID>. Cleared once the token is revoked.
+	// +optional
+	BootstrapTokenID string `json:"bootstrapTokenID,omitempty"`
+	// ConfigurationStarted is when the current configuration attempt began.
+	// +optional
+	ConfigurationStarted *metav1.Time `json:"configurationStarted,omitempty"`
+	// JoinedAt is when the host's Node first became Ready.
+	// +optional
+	JoinedAt *metav1.Time `json:"joinedAt,omitempty"`
+}
+
+// WindowsInstance is one Windows host that the operator turns into a worker
+// node, and removes from the cluster when the instance is deleted.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=wi;winst,categories=winnode
+// +kubebuilder:printcolumn:name="Address",type=string,JSONPath=`.spec.address`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Node",type=string,JSONPath=`.status.nodeName`
+// +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.version`
+// +kubebuilder:printcolumn:name="Step",type=string,JSONPath=`.status.step`,priority=1
+// +kubebuilder:printcolumn:name="Error",type=string,JSONPath=`.status.lastError`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type WindowsInstance struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec: which host, how to reach it, where it came from.
+	Spec WindowsInstanceSpec `json:"spec"`
+	// Status: what the operator observed and did.
+	// +optional
+	Status WindowsInstanceStatus `json:"status,omitempty"`
+}
+
+// WindowsInstanceList is a list of WindowsInstances.
+//
+// +kubebuilder:object:root=true
+type WindowsInstanceList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []WindowsInstance `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&WindowsInstance{}, &WindowsInstanceList{})
+}
+
+// SSHPort returns the spec's port, or 22 when unset (objects created before
+// defaulting, or built in Go without going through the API server).
+func (w *WindowsInstance) SSHPort() int32 {
+	if w.Spec.Port == 0 {
+		return 22
+	}
+	return w.Spec.Port
+}
