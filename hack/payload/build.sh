@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# Builds the payload: the Windows programs the operator copies to every host,
+# from source through the Go module proxy, for GOOS=windows GOARCH=amd64.
+#
+#   kubelet.exe, kube-proxy.exe           k8s.io/kubernetes, version pinned by hack/payload/kubernetes/go.mod
+#   win-bridge.exe, win-overlay.exe,      github.com/containernetworking/plugins, version pinned by
+#   host-local.exe                        hack/payload/cni/go.mod
+#   winnode-agent.exe                     this repository's ./cmd/winnode-agent
+#
+# Usage: hack/payload/build.sh [OUTPUT-DIR]
+#   OUTPUT-DIR defaults to $WINNODE_PAYLOAD_DIR, else <repo>/payload.
+#   It receives the six programs and manifest.json (written with
+#   internal/payload, then loaded back the way the operator loads it).
+#
+# The upstream programs are kept in a cache outside the work tree,
+# ${WINNODE_CACHE:-~/.cache/winnode}/payload/k8s-<version>-cni-<version>-r<recipe>/,
+# and never rebuilt once there (the first kubelet.exe build takes several
+# minutes on 2 cores). winnode-agent.exe is built from the work tree on every
+# run; Go's build cache makes that a relink of a few seconds. Files already in
+# OUTPUT-DIR with the same content are left untouched.
+# Prints OUTPUT-DIR on the last line of stdout.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+
+say() { echo "payload: $*" >&2; }
+
+modversion() { (cd "$1" && go list -m -f '{{.Version}}' "$2"); }
+modtime() { (cd "$1" && go list -m -f '{{.Time.UTC.Format "2006-01-02T15:04:05Z"}}' "$2"); }
+
+out=${1:-${WINNODE_PAYLOAD_DIR:-$root/payload}}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+
+k8s_version=$(modversion "$here/kubernetes" k8s.io/kubernetes)
+cni_version=$(modversion "$here/cni" github.com/containernetworking/plugins)
+# Bump recipe when the way the programs are built changes (flags below), so
+# a cache filled by the old recipe is not reused.
+recipe=1
+cache="${WINNODE_CACHE:-$HOME/.cache/winnode}/payload/k8s-$k8s_version-cni-$cni_version-r$recipe"
+mkdir -p "$cache"
+
+# gobuild DIR OUTPUT PACKAGE LDFLAGS: one Windows build, as release builds do
+# it: static (no cgo), paths trimmed, symbol tables stripped.
+gobuild() {
+	local dir=$1 output=$2 pkg=$3 ldflags=$4
+	(cd "$dir" && GOOS=windows GOARCH=amd64 CGO_ENABLED=0 nice go build -trimpath -ldflags "-s -w $ldflags" -o "$output" "$pkg")
+}
+
+# upstream NAME MODULE-DIR PACKAGE LDFLAGS: build into the cache unless it is there.
+upstream() {
+	local name=$1 dir=$2 pkg=$3 ldflags=$4
+	if [ -f "$cache/$name" ]; then
+		say "$name: in cache $cache"
+		return
+	fi
+	say "$name: building $pkg for windows/amd64 (kubelet.exe: several minutes on 2 cores)"
+	local start=$SECONDS
+	gobuild "$dir" "$cache/$name.tmp" "$pkg" "$ldflags"
+	mv "$cache/$name.tmp" "$cache/$name"
+	say "$name: built in $((SECONDS - start))s"
+}
+
+# place NAME SOURCE: copy into the payload folder unless the same bytes are there.
+place() {
+	local name=$1 src=$2
+	if cmp -s "$src" "$out/$name"; then
+		return
+	fi
+	cp "$src" "$out/.$name.tmp"
+	mv "$out/.$name.tmp" "$out/$name"
+	say "$name: copied to $out"
+}
+
+# Version variables that `kubelet.exe --version` and `kube-proxy.exe --version`
+# print; the build date is the module's publication time, so the same version
+# always builds the same bytes.
+major=${k8s_version#v}; major=${major%%.*}
+minor=${k8s_version#v*.}; minor=${minor%%.*}
+k8s_date=$(modtime "$here/kubernetes" k8s.io/kubernetes)
+k8s_ldflags=""
+for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+	k8s_ldflags+=" -X $pkg.gitVersion=$k8s_version -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor"
+	k8s_ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=$k8s_date -X $pkg.gitCommit=$k8s_version"
+done
+# What the CNI plugins print for VERSION and in their errors.
+cni_ldflags="-X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion=$cni_version"
+
+cni=github.com/containernetworking/plugins/plugins
+upstream win-bridge.exe "$here/cni" $cni/main/windows/win-bridge "$cni_ldflags"
+upstream win-overlay.exe "$here/cni" $cni/main/windows/win-overlay "$cni_ldflags"
+upstream host-local.exe "$here/cni" $cni/ipam/host-local "$cni_ldflags"
+upstream kube-proxy.exe "$here/kubernetes" k8s.io/kubernetes/cmd/kube-proxy "$k8s_ldflags"
+upstream kubelet.exe "$here/kubernetes" k8s.io/kubernetes/cmd/kubelet "$k8s_ldflags"
+
+# The agent is this repository's own program: its version is the work tree's.
+agent_version=${WINNODE_VERSION:-$(git -C "$root" describe --tags --always --dirty 2>/dev/null || echo dev)}
+if ! (cd "$root" && go list ./cmd/winnode-agent >/dev/null 2>&1); then
+	say "ERROR: ./cmd/winnode-agent does not exist or does not build yet; a payload without the agent is useless to the operator"
+	exit 1
+fi
+say "winnode-agent.exe: building ./cmd/winnode-agent ($agent_version) for windows/amd64"
+agent_tmp=$(mktemp -d)
+trap 'rm -rf "$agent_tmp"' EXIT
+gobuild "$root" "$agent_tmp/winnode-agent.exe" ./cmd/winnode-agent ""
+
+for name in kubelet.exe kube-proxy.exe win-bridge.exe win-overlay.exe host-local.exe; do
+	place "$name" "$cache/$name"
+done
+place winnode-agent.exe "$agent_tmp/winnode-agent.exe"
+
+# Where each file goes on the host (docs/install.md explains the layout).
+(cd "$root" && go run ./hack/payload/manifest "$out" \
+	kubelet.exe 'C:\k\kubelet.exe' "$k8s_version" \
+	kube-proxy.exe 'C:\k\kube-proxy.exe' "$k8s_version" \
+	win-bridge.exe 'C:\k\cni\bin\win-bridge.exe' "$cni_version" \
+	win-overlay.exe 'C:\k\cni\bin\win-overlay.exe' "$cni_version" \
+	host-local.exe 'C:\k\cni\bin\host-local.exe' "$cni_version" \
+	winnode-agent.exe 'C:\k\winnode-agent.exe' "$agent_version")
+say "payload ready: kubernetes $k8s_version, CNI plugins $cni_version, agent $agent_version"
+echo "$out"
