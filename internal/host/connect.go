@@ -1,0 +1,289 @@
+// Package host is the operator's (and winnodectl's) client to one Windows
+// host: SSH with host key pinning (connect.go), running exactly one program
+// and decoding the agent's JSON answer (run.go, answer.go), and uploading
+// files by hash over SFTP (sync.go).
+//
+// It knows nothing about Kubernetes: callers pass in keys and pinned host
+// keys and persist what they learn (the host key presented on first use).
+package host
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/pkg/sftp"
+	"golang.org/x/crypto/ssh"
+)
+
+// Options says how to reach a host.
+type Options struct {
+	// Address is an IPv4 address or DNS name (no port).
+	Address string
+	// Port defaults to 22.
+	Port int
+	// User is the Windows account (an administrator).
+	User string
+	// Signer is the private key (from Secret cloud-private-key).
+	Signer ssh.Signer
+	// PinnedHostKey is the host key trusted before, in authorized_keys form
+	// ("ssh-ed25519 AAAA..."). Empty means trust on first use: any key is
+	// accepted and reported by Client.HostKey for the caller to persist.
+	PinnedHostKey string
+	// DialTimeout bounds the TCP connection and the SSH handshake; default
+	// 30s.
+	DialTimeout time.Duration
+	// KeepaliveInterval is how often a keepalive is sent; a connection that
+	// answers none for KeepaliveCountMax intervals is closed. Default 15s;
+	// negative disables keepalives.
+	KeepaliveInterval time.Duration
+	// KeepaliveCountMax defaults to 3.
+	KeepaliveCountMax int
+	// MaxOutput bounds the stdout that Run keeps; default 16 MiB.
+	MaxOutput int
+}
+
+// Client is a connection to one host. It is safe for concurrent use.
+type Client struct {
+	ssh       *ssh.Client
+	address   string // host:port, for messages
+	hostKey   ssh.PublicKey
+	maxOutput int
+
+	mu   sync.Mutex
+	sftp *sftp.Client // opened on first use
+
+	closeOnce sync.Once
+	done      chan struct{}
+}
+
+const (
+	defaultDialTimeout       = 30 * time.Second
+	defaultKeepaliveInterval = 15 * time.Second
+	defaultKeepaliveCountMax = 3
+	defaultMaxOutput         = 16 << 20
+)
+
+// Connect dials the host, checks its host key and authenticates.
+//
+// The host key is checked during the key exchange, before any credential is
+// sent: a key other than opts.PinnedHostKey fails with *HostKeyMismatchError.
+// Other failures are *UnreachableError (dial, timeout, connection lost) or
+// *AuthError (the key was refused).
+func Connect(ctx context.Context, opts Options) (*Client, error) {
+	if opts.Signer == nil {
+		return nil, errors.New("host: connect: no private key given")
+	}
+	if opts.Address == "" {
+		return nil, errors.New("host: connect: no address given")
+	}
+	if opts.User == "" {
+		return nil, fmt.Errorf("host %s: connect: no user name given", opts.Address)
+	}
+	port := opts.Port
+	if port == 0 {
+		port = 22
+	}
+	if port < 1 || port > 65535 {
+		return nil, fmt.Errorf("host %s: connect: port %d is not 1-65535", opts.Address, port)
+	}
+	addr := net.JoinHostPort(opts.Address, strconv.Itoa(port))
+
+	var pinned ssh.PublicKey
+	if strings.TrimSpace(opts.PinnedHostKey) != "" {
+		k, _, _, _, err := ssh.ParseAuthorizedKey([]byte(opts.PinnedHostKey))
+		if err != nil {
+			return nil, fmt.Errorf("host %s: the pinned host key is not in authorized_keys form (\"ssh-ed25519 AAAA...\"): %v", addr, err)
+		}
+		pinned = k
+	}
+
+	timeout := opts.DialTimeout
+	if timeout <= 0 {
+		timeout = defaultDialTimeout
+	}
+
+	// The callback records what happened so that the handshake's error,
+	// which x/crypto/ssh wraps in text, can be classified reliably.
+	var (
+		presented ssh.PublicKey
+		mismatch  *HostKeyMismatchError
+	)
+	config := &ssh.ClientConfig{
+		User: opts.User,
+		Auth: []ssh.AuthMethod{ssh.PublicKeys(opts.Signer)},
+		HostKeyCallback: func(_ string, _ net.Addr, key ssh.PublicKey) error {
+			presented = key
+			if pinned != nil && !bytes.Equal(key.Marshal(), pinned.Marshal()) {
+				mismatch = &HostKeyMismatchError{
+					Address:              addr,
+					PinnedFingerprint:    ssh.FingerprintSHA256(pinned),
+					PresentedFingerprint: ssh.FingerprintSHA256(key),
+					PresentedKey:         authorizedKey(key),
+				}
+				return mismatch
+			}
+			return nil
+		},
+		Timeout: timeout,
+	}
+	if pinned != nil {
+		// A host has several host keys (RSA, ECDSA, ed25519): ask for the
+		// kind that was pinned, or the server may present another one and
+		// look changed when it is not.
+		config.HostKeyAlgorithms = hostKeyAlgorithms(pinned)
+	}
+
+	dialCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var d net.Dialer
+	conn, err := d.DialContext(dialCtx, "tcp", addr)
+	if err != nil {
+		return nil, &UnreachableError{Address: addr, Err: err}
+	}
+	// The handshake has no context: bound it with a deadline, and close the
+	// connection if ctx ends first.
+	deadline, _ := dialCtx.Deadline()
+	_ = conn.SetDeadline(deadline)
+	stop := context.AfterFunc(dialCtx, func() { _ = conn.Close() })
+	sshConn, chans, reqs, err := ssh.NewClientConn(conn, addr, config)
+	stopped := stop()
+	if err != nil {
+		_ = conn.Close()
+		switch {
+		case mismatch != nil:
+			return nil, mismatch
+		case presented != nil && strings.Contains(err.Error(), "unable to authenticate"):
+			return nil, &AuthError{Address: addr, User: opts.User, KeyFingerprint: ssh.FingerprintSHA256(opts.Signer.PublicKey()), Err: err}
+		case ctx.Err() != nil:
+			return nil, &UnreachableError{Address: addr, Err: fmt.Errorf("SSH handshake: %w", ctx.Err())}
+		case !stopped || dialCtx.Err() != nil:
+			return nil, &UnreachableError{Address: addr, Err: fmt.Errorf("SSH handshake did not finish within %s", timeout)}
+		}
+		return nil, &UnreachableError{Address: addr, Err: err}
+	}
+	if !stopped {
+		// ctx ended just as the handshake finished; the connection is closed.
+		_ = sshConn.Close()
+		return nil, &UnreachableError{Address: addr, Err: fmt.Errorf("SSH handshake: %w", context.Cause(dialCtx))}
+	}
+	_ = conn.SetDeadline(time.Time{})
+
+	maxOut := opts.MaxOutput
+	if maxOut <= 0 {
+		maxOut = defaultMaxOutput
+	}
+	c := &Client{
+		ssh:       ssh.NewClient(sshConn, chans, reqs),
+		address:   addr,
+		hostKey:   presented,
+		maxOutput: maxOut,
+		done:      make(chan struct{}),
+	}
+	interval := opts.KeepaliveInterval
+	if interval == 0 {
+		interval = defaultKeepaliveInterval
+	}
+	if interval > 0 {
+		count := opts.KeepaliveCountMax
+		if count <= 0 {
+			count = defaultKeepaliveCountMax
+		}
+		go c.keepalive(interval, count)
+	}
+	go func() {
+		// When the connection ends by itself (host gone, dropped), release
+		// the keepalive goroutine.
+		_ = c.ssh.Wait()
+		c.closeDone()
+	}()
+	return c, nil
+}
+
+// Address is host:port, as used in error messages.
+func (c *Client) Address() string { return c.address }
+
+// HostKey is the key the host presented, in authorized_keys form (one line,
+// no comment, no newline): what to persist and pass as PinnedHostKey.
+func (c *Client) HostKey() string { return authorizedKey(c.hostKey) }
+
+// HostKeyFingerprint is the SHA256 fingerprint of the presented host key.
+func (c *Client) HostKeyFingerprint() string { return ssh.FingerprintSHA256(c.hostKey) }
+
+// Close closes the SFTP session, if any, and the connection.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	if c.sftp != nil {
+		_ = c.sftp.Close()
+		c.sftp = nil
+	}
+	c.mu.Unlock()
+	c.closeDone()
+	err := c.ssh.Close()
+	if errors.Is(err, net.ErrClosed) {
+		return nil
+	}
+	return err
+}
+
+func (c *Client) closeDone() { c.closeOnce.Do(func() { close(c.done) }) }
+
+// keepalive sends keepalive@openssh.com requests (as OpenSSH's
+// ServerAliveInterval does) and closes the connection when the host stops
+// answering, so that a hung link turns into an error instead of a hang.
+func (c *Client) keepalive(interval time.Duration, countMax int) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	answered := make(chan error, 1)
+	pending, missed := false, 0
+	for {
+		select {
+		case <-c.done:
+			return
+		case err := <-answered:
+			pending = false
+			if err != nil {
+				_ = c.ssh.Close()
+				return
+			}
+			missed = 0
+		case <-t.C:
+			if pending {
+				missed++
+				if missed >= countMax {
+					_ = c.ssh.Close()
+					return
+				}
+				continue
+			}
+			pending = true
+			go func() {
+				_, _, err := c.ssh.SendRequest("keepalive@openssh.com", true, nil)
+				answered <- err
+			}()
+		}
+	}
+}
+
+// authorizedKey is the authorized_keys form without the trailing newline.
+func authorizedKey(k ssh.PublicKey) string {
+	if k == nil {
+		return ""
+	}
+	return strings.TrimSpace(string(ssh.MarshalAuthorizedKey(k)))
+}
+
+// hostKeyAlgorithms lists the algorithms that make a server present a key of
+// the pinned key's type.
+func hostKeyAlgorithms(k ssh.PublicKey) []string {
+	if k.Type() == ssh.KeyAlgoRSA {
+		return []string{ssh.KeyAlgoRSASHA512, ssh.KeyAlgoRSASHA256, ssh.KeyAlgoRSA}
+	}
+	return []string{k.Type()}
+}

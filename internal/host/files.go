@@ -1,0 +1,58 @@
+package host
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+
+	"github.com/winnode/winnode/internal/winpath"
+)
+
+// Stat describes a file or folder on the host (SFTP); a missing one is an
+// error that matches fs.ErrNotExist.
+func (c *Client) Stat(ctx context.Context, hostPath string) (fs.FileInfo, error) {
+	p, err := winpath.Parse(hostPath)
+	if err != nil {
+		return nil, fmt.Errorf("host %s: stat: %w", c.address, err)
+	}
+	client, err := c.sftpClient()
+	if err != nil {
+		return nil, err
+	}
+	stop := context.AfterFunc(ctx, func() { c.dropSFTP(client) })
+	defer stop()
+	fi, err := client.Stat(p.SFTP())
+	if err != nil {
+		return nil, fmt.Errorf("host %s: stat %s: %w", c.address, p, err)
+	}
+	return fi, nil
+}
+
+// ReadFile reads a file of at most limit bytes from the host (SFTP); a
+// larger file is an error, a missing one matches fs.ErrNotExist.
+func (c *Client) ReadFile(ctx context.Context, hostPath string, limit int64) ([]byte, error) {
+	p, err := winpath.Parse(hostPath)
+	if err != nil {
+		return nil, fmt.Errorf("host %s: read: %w", c.address, err)
+	}
+	client, err := c.sftpClient()
+	if err != nil {
+		return nil, err
+	}
+	stop := context.AfterFunc(ctx, func() { c.dropSFTP(client) })
+	defer stop()
+	f, err := client.Open(p.SFTP())
+	if err != nil {
+		return nil, fmt.Errorf("host %s: read %s: %w", c.address, p, err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("host %s: read %s: %w", c.address, p, err)
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("host %s: read %s: larger than %d bytes", c.address, p, limit)
+	}
+	return b, nil
+}

@@ -1,0 +1,403 @@
+package host
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"io/fs"
+	"os"
+	"strings"
+
+	"github.com/pkg/sftp"
+
+	"github.com/winnode/winnode/internal/winpath"
+)
+
+// LocalFile is one file the host must have.
+type LocalFile struct {
+	// LocalPath is where the content is read from (streamed, never held in
+	// memory), or, when empty, Content is the content (small generated
+	// files: a kubeconfig, a plan).
+	LocalPath string
+	Content   []byte
+	// HostPath is where the agent installs it, in Windows form
+	// (`C:\k\kubelet.exe`).
+	HostPath string
+	// SHA256 (64 lower-case hex digits) and Size describe the content.
+	SHA256 string
+	Size   int64
+}
+
+// Progress reports an upload, for a progress bar.
+type Progress struct {
+	// File is the host path of the file being uploaded.
+	File                string
+	FileDone, FileTotal int64
+	// BytesDone and BytesTotal count what this sync uploads (files already
+	// on the host are not in the total).
+	BytesDone, BytesTotal int64
+	FilesDone, FilesTotal int
+}
+
+// SyncResult says what a sync moved.
+type SyncResult struct {
+	BytesUploaded int64
+	FilesUploaded int
+	// FilesSkipped counts files that needed no upload: installed with the
+	// same hash, or already staged by an earlier sync (FilesAlreadyStaged of
+	// them).
+	FilesSkipped       int
+	FilesAlreadyStaged int
+}
+
+// progressStep is how many bytes go by between progress reports.
+const progressStep = 1 << 20
+
+// Sync uploads the files the host does not have to its staging folder, each
+// as the content-addressed blob `<stagingDir>\<sha256>`; the agent moves
+// blobs into place when it applies a plan.
+//
+// installed maps host paths to the sha256 of the file installed there (the
+// agent's info; nil on a new host); a file installed with its hash is
+// skipped, and so is a blob already staged with the right size, so a sync
+// retried after a failure resumes where it stopped. Each blob is written to
+// `<sha256>.part`, its size and hash checked, then renamed.
+//
+// progress, if not nil, is called from one goroutine at a time during
+// uploads. Contents are never logged.
+func (c *Client) Sync(ctx context.Context, files []LocalFile, installed map[string]string, stagingDir string, progress func(Progress)) (SyncResult, error) {
+	var res SyncResult
+	staging, err := winpath.Parse(stagingDir)
+	if err != nil {
+		return res, fmt.Errorf("host %s: sync: staging folder: %w", c.address, err)
+	}
+	blobs, skipped, err := planSync(files, installed)
+	if err != nil {
+		return res, fmt.Errorf("host %s: sync: %w", c.address, err)
+	}
+	res.FilesSkipped = skipped
+	if len(blobs) == 0 {
+		return res, nil
+	}
+
+	client, err := c.sftpClient()
+	if err != nil {
+		return res, err
+	}
+	// SFTP calls take no context: closing the SFTP session ends them.
+	stop := context.AfterFunc(ctx, func() { c.dropSFTP(client) })
+	defer stop()
+	fail := func(err error) (SyncResult, error) {
+		// The SFTP session may be broken; the next call opens a new one.
+		c.dropSFTP(client)
+		if ctx.Err() != nil {
+			err = fmt.Errorf("%w (stopped: %v)", err, context.Cause(ctx))
+		}
+		return res, err
+	}
+
+	if err := c.mkdirAll(client, staging); err != nil {
+		return fail(err)
+	}
+
+	// Blobs already staged need no upload.
+	var todo []blob
+	for _, b := range blobs {
+		fi, err := client.Stat(staging.Join(b.SHA256).SFTP())
+		switch {
+		case err == nil && fi.Mode().IsRegular() && fi.Size() == b.Size:
+			res.FilesSkipped += len(b.HostPaths)
+			res.FilesAlreadyStaged += len(b.HostPaths)
+		case err == nil || errors.Is(err, fs.ErrNotExist):
+			todo = append(todo, b)
+		default:
+			return fail(fmt.Errorf("host %s: sync: look for staged %s: %w", c.address, staging.Join(b.SHA256), err))
+		}
+	}
+
+	p := Progress{FilesTotal: len(todo)}
+	for _, b := range todo {
+		p.BytesTotal += b.Size
+	}
+	for _, b := range todo {
+		if err := ctx.Err(); err != nil {
+			return fail(fmt.Errorf("host %s: sync: %w", c.address, err))
+		}
+		n, err := c.upload(ctx, client, staging, b, &p, progress)
+		res.BytesUploaded += n
+		if err != nil {
+			return fail(err)
+		}
+		res.FilesUploaded += len(b.HostPaths)
+		p.FilesDone++
+	}
+	return res, nil
+}
+
+// blob is one content to stage, and the host paths that want it.
+type blob struct {
+	SHA256    string
+	Size      int64
+	Source    LocalFile
+	HostPaths []string
+}
+
+// planSync decides what to upload: the distinct contents of the files not
+// installed with their hash. It checks every file first, so that nothing is
+// uploaded when one entry is wrong.
+func planSync(files []LocalFile, installed map[string]string) (blobs []blob, skipped int, err error) {
+	type inst struct {
+		path winpath.Path
+		sha  string
+	}
+	var have []inst
+	for p, sum := range installed {
+		if parsed, err := winpath.Parse(p); err == nil {
+			have = append(have, inst{parsed, sum})
+		} // a path the agent reports that cannot be parsed matches nothing
+	}
+	bySum := map[string]int{}
+	var errs []error
+	for i, f := range files {
+		hp, err := winpath.Parse(f.HostPath)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("file %d: host path: %w", i, err))
+			continue
+		}
+		if err := checkFile(f); err != nil {
+			errs = append(errs, fmt.Errorf("file %s: %w", hp, err))
+			continue
+		}
+		upToDate := false
+		for _, h := range have {
+			if h.path.Equal(hp) && strings.EqualFold(h.sha, f.SHA256) {
+				upToDate = true
+				break
+			}
+		}
+		if upToDate {
+			skipped++
+			continue
+		}
+		if j, ok := bySum[f.SHA256]; ok {
+			if blobs[j].Size != f.Size {
+				errs = append(errs, fmt.Errorf("file %s: sha256 %s is also given for %s with size %d, not %d", hp, f.SHA256, blobs[j].HostPaths[0], blobs[j].Size, f.Size))
+				continue
+			}
+			blobs[j].HostPaths = append(blobs[j].HostPaths, hp.String())
+			continue
+		}
+		bySum[f.SHA256] = len(blobs)
+		blobs = append(blobs, blob{SHA256: f.SHA256, Size: f.Size, Source: f, HostPaths: []string{hp.String()}})
+	}
+	if len(errs) > 0 {
+		return nil, 0, errors.Join(errs...)
+	}
+	return blobs, skipped, nil
+}
+
+// checkFile checks one entry's description (not the local file's content,
+// which is checked while it streams).
+func checkFile(f LocalFile) error {
+	if !isSHA256(f.SHA256) {
+		return fmt.Errorf("sha256 %q is not 64 lower-case hex digits", f.SHA256)
+	}
+	if f.Size < 0 {
+		return fmt.Errorf("size %d is negative", f.Size)
+	}
+	switch {
+	case f.LocalPath != "" && f.Content != nil:
+		return errors.New("both a local path and content are given; give one")
+	case f.LocalPath == "" && int64(len(f.Content)) != f.Size:
+		return fmt.Errorf("content is %d bytes, not %d", len(f.Content), f.Size)
+	case f.LocalPath == "":
+		if sum := sha256.Sum256(f.Content); hex.EncodeToString(sum[:]) != f.SHA256 {
+			return fmt.Errorf("content's sha256 is %x, not %s", sum, f.SHA256)
+		}
+	}
+	return nil
+}
+
+func isSHA256(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= '0' && r <= '9' || r >= 'a' && r <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// upload stages one blob and returns the bytes sent.
+func (c *Client) upload(ctx context.Context, client *sftp.Client, staging winpath.Path, b blob, p *Progress, progress func(Progress)) (int64, error) {
+	final := staging.Join(b.SHA256)
+	part := staging.Join(b.SHA256 + ".part")
+	what := b.HostPaths[0]
+	if b.Source.LocalPath != "" {
+		what = b.Source.LocalPath
+	}
+	failf := func(format string, args ...any) error {
+		return fmt.Errorf("host %s: upload %s (for %s) to %s: %s", c.address, what, strings.Join(b.HostPaths, ", "), final, fmt.Sprintf(format, args...))
+	}
+
+	var src io.Reader
+	if b.Source.LocalPath != "" {
+		f, err := os.Open(b.Source.LocalPath)
+		if err != nil {
+			return 0, failf("%v", err)
+		}
+		defer f.Close()
+		if fi, err := f.Stat(); err != nil {
+			return 0, failf("%v", err)
+		} else if fi.Size() != b.Size {
+			return 0, failf("the local file is %d bytes, but %d are expected: it changed since its hash was taken", fi.Size(), b.Size)
+		}
+		src = f
+	} else {
+		src = bytes.NewReader(b.Source.Content)
+	}
+
+	dst, err := client.Create(part.SFTP())
+	if err != nil {
+		return 0, failf("create %s: %v", part, err)
+	}
+	p.File, p.FileDone, p.FileTotal = b.HostPaths[0], 0, b.Size
+	if progress != nil {
+		progress(*p)
+	}
+	r := &countingReader{ctx: ctx, r: io.LimitReader(src, b.Size), hash: sha256.New(), p: p, report: progress}
+	// ReadFromWithConcurrency keeps many writes in flight (the client is
+	// opened with UseConcurrentWrites): what makes high-latency links fast.
+	n, err := dst.ReadFromWithConcurrency(r, 0)
+	if cerr := dst.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return n, failf("%v", err)
+	}
+	if n != b.Size {
+		return n, failf("the local content ended after %d of %d bytes", n, b.Size)
+	}
+	if sum := hex.EncodeToString(r.hash.Sum(nil)); sum != b.SHA256 {
+		_ = client.Remove(part.SFTP())
+		return n, failf("the local content's sha256 is %s, not %s: it changed since its hash was taken", sum, b.SHA256)
+	}
+	fi, err := client.Stat(part.SFTP())
+	if err != nil {
+		return n, failf("check %s: %v", part, err)
+	}
+	if fi.Size() != b.Size {
+		return n, failf("%s is %d bytes on the host after the upload, not %d", part, fi.Size(), b.Size)
+	}
+	if err := rename(client, part.SFTP(), final.SFTP()); err != nil {
+		return n, failf("rename %s: %v", part, err)
+	}
+	if progress != nil && r.reported != b.Size {
+		r.reported = b.Size
+		progress(*p)
+	}
+	return n, nil
+}
+
+// rename replaces newpath with oldpath: atomically where the server has the
+// posix-rename extension (Windows OpenSSH and winsim do), else by removing
+// newpath first (plain SFTP rename refuses to overwrite).
+func rename(client *sftp.Client, oldpath, newpath string) error {
+	if _, ok := client.HasExtension("posix-rename@openssh.com"); ok {
+		return client.PosixRename(oldpath, newpath)
+	}
+	if err := client.Remove(newpath); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return client.Rename(oldpath, newpath)
+}
+
+// countingReader hashes what it reads, stops when ctx ends, and reports
+// progress every progressStep bytes.
+type countingReader struct {
+	ctx      context.Context
+	r        io.Reader
+	hash     hash.Hash
+	p        *Progress
+	report   func(Progress)
+	reported int64 // FileDone at the last report
+}
+
+func (r *countingReader) Read(b []byte) (int, error) {
+	if err := r.ctx.Err(); err != nil {
+		return 0, err
+	}
+	n, err := r.r.Read(b)
+	r.hash.Write(b[:n])
+	r.p.FileDone += int64(n)
+	r.p.BytesDone += int64(n)
+	if r.report != nil && (r.p.FileDone-r.reported >= progressStep || (err == io.EOF && r.p.FileDone != r.reported)) {
+		r.reported = r.p.FileDone
+		r.report(*r.p)
+	}
+	return n, err
+}
+
+// mkdirAll creates dir and its parents, one SFTP path at a time (the SFTP
+// form of a drive root, `/C:`, cannot be created, only found).
+func (c *Client) mkdirAll(client *sftp.Client, dir winpath.Path) error {
+	if fi, err := client.Stat(dir.SFTP()); err == nil && fi.IsDir() {
+		return nil
+	}
+	for i := 1; i <= len(dir.Parts); i++ {
+		p := winpath.Path{Drive: dir.Drive, Parts: dir.Parts[:i]}
+		fi, err := client.Stat(p.SFTP())
+		switch {
+		case err == nil && fi.IsDir():
+			continue
+		case err == nil:
+			return fmt.Errorf("host %s: create folder %s: %s is a file", c.address, dir, p)
+		case !errors.Is(err, fs.ErrNotExist):
+			return fmt.Errorf("host %s: create folder %s: look at %s: %w", c.address, dir, p, err)
+		}
+		if err := client.Mkdir(p.SFTP()); err != nil {
+			// Someone else (a concurrent sync) may have just created it.
+			if fi, serr := client.Stat(p.SFTP()); serr == nil && fi.IsDir() {
+				continue
+			}
+			return fmt.Errorf("host %s: create folder %s: %w", c.address, p, err)
+		}
+	}
+	return nil
+}
+
+// sftpClient returns the connection's SFTP session, opening it on first use.
+func (c *Client) sftpClient() (*sftp.Client, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sftp != nil {
+		return c.sftp, nil
+	}
+	client, err := sftp.NewClient(c.ssh,
+		sftp.UseConcurrentWrites(true),
+		sftp.MaxConcurrentRequestsPerFile(64),
+	)
+	if err != nil {
+		return nil, &UnreachableError{Address: c.address, Err: fmt.Errorf("open the SFTP subsystem: %w", err)}
+	}
+	c.sftp = client
+	return client, nil
+}
+
+// dropSFTP closes an SFTP session that may be broken, if it is still the
+// current one.
+func (c *Client) dropSFTP(client *sftp.Client) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sftp == client {
+		c.sftp = nil
+	}
+	_ = client.Close()
+}
