@@ -101,6 +101,9 @@ type HostInfo struct {
 	DefaultIPv4 string   `json:"defaultIPv4"`
 	ProductName string   `json:"productName"` // "Windows Server 2019 Datacenter"
 	Build       string   `json:"build"`       // "10.0.17763"
+	// BootTime is when the host last booted (added by winsim; a reboot
+	// changes it).
+	BootTime time.Time `json:"bootTime,omitzero"`
 }
 
 // Errors the API returns, matched with errors.Is. Their text follows the
@@ -113,6 +116,10 @@ var (
 	ErrDependencyFailed = errors.New("the dependency service or group failed to start")                                                                      // ERROR_SERVICE_DEPENDENCY_FAIL
 	ErrNotActive        = errors.New("the service has not been started")                                                                                     // ERROR_SERVICE_NOT_ACTIVE
 	ErrInvalid          = errors.New("the parameter is incorrect")                                                                                           // ERROR_INVALID_PARAMETER
+	// Added by winsim (additive to the contract):
+	ErrAlreadyRunning  = errors.New("an instance of the service is already running")      // ERROR_SERVICE_ALREADY_RUNNING
+	ErrFileNotFound    = errors.New("the system cannot find the file specified")          // ERROR_FILE_NOT_FOUND (the service's program is missing)
+	ErrMarkedForDelete = errors.New("the specified service has been marked for deletion") // ERROR_SERVICE_MARKED_FOR_DELETE
 )
 
 // apiErrors maps the code carried on the wire to the error value.
@@ -124,6 +131,9 @@ var apiErrors = map[string]error{
 	"DependencyFailed": ErrDependencyFailed,
 	"NotActive":        ErrNotActive,
 	"Invalid":          ErrInvalid,
+	"AlreadyRunning":   ErrAlreadyRunning,
+	"FileNotFound":     ErrFileNotFound,
+	"MarkedForDelete":  ErrMarkedForDelete,
 }
 
 // CodeOf returns the wire code of err (one of the keys of apiErrors), or "".

@@ -1,0 +1,54 @@
+package winsim
+
+import (
+	"fmt"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+)
+
+// Faults on demand. Each one logs what it does, so a test's output tells
+// which failure the simulated host was put through.
+
+// Reboot restarts the host as Windows does: SSH sessions drop, every
+// program started over SSH ends, the services get a stop request and end,
+// the host stays unreachable for Options.BootDelay, then SSH comes back and
+// the auto-start services start. It returns once the host is up again.
+func (h *Host) Reboot() error {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return fmt.Errorf("simulated host %s: closed", h.id.Hostname)
+	}
+	h.mu.Unlock()
+	h.log.Info("simulated host: rebooting (fault injection)", "downFor", h.opts.BootDelay)
+	h.shutdown()
+	time.Sleep(h.opts.BootDelay)
+	h.mu.Lock()
+	closed := h.closed
+	h.mu.Unlock()
+	if closed {
+		return fmt.Errorf("simulated host %s: closed during reboot", h.id.Hostname)
+	}
+	if err := h.boot(); err != nil {
+		return fmt.Errorf("simulated host %s: booting after reboot: %w", h.id.Hostname, err)
+	}
+	h.log.Info("simulated host: rebooted", "address", h.Addr())
+	return nil
+}
+
+// CrashService kills a running service's process as a crash would; the
+// service's recovery actions then apply.
+func (h *Host) CrashService(name string) error {
+	return h.scm.Crash(name)
+}
+
+// RotateHostKey replaces the host key (as reinstalling OpenSSH would) and
+// returns the new public key. Connections made from now on see the new key.
+func (h *Host) RotateHostKey() (ssh.PublicKey, error) {
+	if err := h.newHostKey(); err != nil {
+		return nil, err
+	}
+	h.log.Info("simulated host: host key rotated (fault injection)", "hostKey", h.Fingerprint())
+	return h.HostKey(), nil
+}

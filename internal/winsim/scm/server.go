@@ -1,0 +1,114 @@
+package scm
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// Serve answers the API of this package (see the routes above Client.Host)
+// on ln until ln is closed. info says what the host reports about itself.
+func (m *Manager) Serve(ln net.Listener, info func() HostInfo) error {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/host", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, info())
+	})
+	mux.HandleFunc("GET /v1/services", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, m.List())
+	})
+	mux.HandleFunc("POST /v1/services", func(w http.ResponseWriter, r *http.Request) {
+		var c Config
+		if !readJSON(w, r, &c) {
+			return
+		}
+		reply(w, m.Create(c))
+	})
+	mux.HandleFunc("GET /v1/services/{name}", func(w http.ResponseWriter, r *http.Request) {
+		s, err := m.Get(r.PathValue("name"))
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, s)
+	})
+	mux.HandleFunc("PUT /v1/services/{name}", func(w http.ResponseWriter, r *http.Request) {
+		var c Config
+		if !readJSON(w, r, &c) {
+			return
+		}
+		if c.Name == "" {
+			c.Name = r.PathValue("name")
+		}
+		if c.Name != r.PathValue("name") {
+			writeError(w, fmt.Errorf("%w: the body names service %q, the path %q", ErrInvalid, c.Name, r.PathValue("name")))
+			return
+		}
+		reply(w, m.Update(c))
+	})
+	mux.HandleFunc("DELETE /v1/services/{name}", func(w http.ResponseWriter, r *http.Request) {
+		reply(w, m.Delete(r.PathValue("name")))
+	})
+	mux.HandleFunc("POST /v1/services/{name}/start", func(w http.ResponseWriter, r *http.Request) {
+		reply(w, m.Start(r.PathValue("name")))
+	})
+	mux.HandleFunc("POST /v1/services/{name}/stop", func(w http.ResponseWriter, r *http.Request) {
+		reply(w, m.Stop(r.Context(), r.PathValue("name")))
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	err := srv.Serve(ln)
+	_ = srv.Close()
+	if errors.Is(err, net.ErrClosed) || errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+func readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
+	data, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	if err == nil {
+		err = json.Unmarshal(data, v)
+	}
+	if err != nil {
+		writeError(w, fmt.Errorf("%w: request body: %v", ErrInvalid, err))
+		return false
+	}
+	return true
+}
+
+func reply(w http.ResponseWriter, err error) {
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, struct{}{})
+}
+
+func writeError(w http.ResponseWriter, err error) {
+	code := CodeOf(err)
+	status := http.StatusConflict
+	switch code {
+	case "NotFound":
+		status = http.StatusNotFound
+	case "Invalid":
+		status = http.StatusBadRequest
+	case "":
+		code, status = "Failed", http.StatusInternalServerError
+	}
+	// The client puts the error's own text back in front of the message.
+	msg := err.Error()
+	if e, ok := apiErrors[code]; ok {
+		msg = strings.TrimPrefix(msg, e.Error()+": ")
+	}
+	writeJSON(w, status, APIError{Code: code, Message: msg})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}

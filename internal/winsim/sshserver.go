@@ -1,0 +1,365 @@
+package winsim
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/pkg/sftp"
+	"golang.org/x/crypto/ssh"
+
+	"github.com/winnode/winnode/internal/winpath"
+	"github.com/winnode/winnode/internal/winsim/winexec"
+)
+
+// serverVersion is what Windows Server's built-in OpenSSH announces.
+const serverVersion = "SSH-2.0-OpenSSH_for_Windows_8.1"
+
+// trackedConn is one SSH connection: shaped by the host's link settings and
+// remembered so that faults can drop it.
+type trackedConn struct {
+	net.Conn
+	host *Host
+	once sync.Once
+}
+
+func (c *trackedConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.host.link.delay(n)
+	}
+	return n, err
+}
+
+func (c *trackedConn) Write(p []byte) (int, error) {
+	written := 0
+	for len(p) > 0 {
+		chunk := min(len(p), linkChunk)
+		c.host.link.delay(chunk)
+		n, err := c.Conn.Write(p[:chunk])
+		written += n
+		if err != nil {
+			return written, err
+		}
+		p = p[chunk:]
+	}
+	return written, nil
+}
+
+func (c *trackedConn) Close() error {
+	c.once.Do(func() {
+		c.host.mu.Lock()
+		delete(c.host.conns, c)
+		c.host.mu.Unlock()
+	})
+	return c.Conn.Close()
+}
+
+func (h *Host) acceptLoop(ln net.Listener) {
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			h.log.Warn("simulated host: accepting an SSH connection failed", "err", err)
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		c := &trackedConn{Conn: nc, host: h}
+		h.mu.Lock()
+		if !h.up {
+			h.mu.Unlock()
+			nc.Close()
+			continue
+		}
+		h.conns[c] = struct{}{}
+		h.mu.Unlock()
+		go h.serveConn(c)
+	}
+}
+
+// serverConfig is built per connection so that a rotated host key applies
+// to the next connection.
+func (h *Host) serverConfig() *ssh.ServerConfig {
+	cfg := &ssh.ServerConfig{
+		ServerVersion:     serverVersion,
+		PublicKeyCallback: h.checkKey,
+		MaxAuthTries:      6,
+	}
+	h.mu.Lock()
+	cfg.AddHostKey(h.signer)
+	h.mu.Unlock()
+	return cfg
+}
+
+// checkKey accepts the user (case-insensitively, as Windows compares account
+// names, optionally as HOSTNAME\user) when the key is listed in
+// administrators_authorized_keys, read afresh on every attempt.
+func (h *Host) checkKey(meta ssh.ConnMetadata, key ssh.PublicKey) (*ssh.Permissions, error) {
+	user := meta.User()
+	if i := strings.LastIndexByte(user, '\\'); i >= 0 {
+		if !strings.EqualFold(user[:i], h.id.Hostname) && user[:i] != "." {
+			return nil, fmt.Errorf("simulated host: unknown domain in user %q", user)
+		}
+		user = user[i+1:]
+	}
+	if !strings.EqualFold(user, h.opts.User) {
+		return nil, fmt.Errorf("simulated host: user %q may not log in", meta.User())
+	}
+	file, err := h.Path(AuthorizedKeysPath)
+	if err != nil {
+		return nil, err
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("simulated host: no authorized keys: %w", err)
+	}
+	want := key.Marshal()
+	for len(bytes.TrimSpace(data)) > 0 {
+		pub, _, _, rest, err := ssh.ParseAuthorizedKey(data)
+		if err != nil {
+			break
+		}
+		if bytes.Equal(pub.Marshal(), want) {
+			return &ssh.Permissions{Extensions: map[string]string{"pubkey-fp": ssh.FingerprintSHA256(key)}}, nil
+		}
+		data = rest
+	}
+	return nil, fmt.Errorf("simulated host: key %s is not authorized for %s", ssh.FingerprintSHA256(key), meta.User())
+}
+
+func (h *Host) serveConn(c *trackedConn) {
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(30 * time.Second)) // handshake
+	sconn, chans, reqs, err := ssh.NewServerConn(c, h.serverConfig())
+	if err != nil {
+		h.log.Info("simulated host: SSH handshake refused", "remote", c.RemoteAddr().String(), "err", err)
+		return
+	}
+	_ = c.SetDeadline(time.Time{})
+	h.log.Info("simulated host: SSH login", "user", sconn.User(), "key", sconn.Permissions.Extensions["pubkey-fp"], "remote", c.RemoteAddr().String())
+	go ssh.DiscardRequests(reqs)
+	var wg sync.WaitGroup
+	for nch := range chans {
+		if nch.ChannelType() != "session" {
+			_ = nch.Reject(ssh.UnknownChannelType, "the simulated host only opens sessions")
+			continue
+		}
+		ch, creqs, err := nch.Accept()
+		if err != nil {
+			continue
+		}
+		s := &session{host: h, ch: ch, reqs: creqs}
+		wg.Add(1)
+		go func() { defer wg.Done(); s.serve() }()
+	}
+	// The connection is gone; each session ends what it still runs, as
+	// Windows OpenSSH does with the job object of a session.
+	sconn.Close()
+	wg.Wait()
+}
+
+// session is one SSH session channel: exec, the sftp subsystem or a shell.
+type session struct {
+	host *Host
+	ch   ssh.Channel
+	reqs <-chan *ssh.Request
+	env  []string
+
+	mu   sync.Mutex
+	proc *os.Process
+	done bool
+}
+
+func (s *session) serve() {
+	defer s.ch.Close()
+	for req := range s.reqs {
+		switch req.Type {
+		case "env":
+			var kv struct{ Name, Value string }
+			if ssh.Unmarshal(req.Payload, &kv) == nil && !strings.HasPrefix(kv.Name, "WINSIM_") {
+				s.env = append(s.env, kv.Name+"="+kv.Value)
+			}
+			reply(req, true)
+		case "pty-req", "window-change":
+			reply(req, false)
+		case "exec":
+			var cmd struct{ Command string }
+			if err := ssh.Unmarshal(req.Payload, &cmd); err != nil {
+				reply(req, false)
+				continue
+			}
+			reply(req, true)
+			go s.finish(s.exec(cmd.Command))
+		case "subsystem":
+			var sub struct{ Name string }
+			if err := ssh.Unmarshal(req.Payload, &sub); err != nil || sub.Name != "sftp" {
+				reply(req, false)
+				continue
+			}
+			reply(req, true)
+			go s.finish(s.sftp())
+		case "shell":
+			reply(req, true)
+			go func() {
+				fmt.Fprint(s.ch.Stderr(), "This is a simulated Windows host (winsim): interactive shells are not simulated.\r\nRun one program instead, for example: ssh Administrator@host C:\\k\\winnode-agent.exe info\r\n")
+				s.finish(1)
+			}()
+		default:
+			reply(req, false)
+		}
+	}
+	// The channel is closed (client left or the connection dropped).
+	s.kill()
+}
+
+func reply(req *ssh.Request, ok bool) {
+	if req.WantReply {
+		_ = req.Reply(ok, nil)
+	}
+}
+
+// finish sends the exit status and closes the channel.
+func (s *session) finish(code int) {
+	s.mu.Lock()
+	s.done = true
+	s.mu.Unlock()
+	status := make([]byte, 4)
+	binary.BigEndian.PutUint32(status, uint32(code))
+	_, _ = s.ch.SendRequest("exit-status", false, status)
+	_ = s.ch.CloseWrite()
+	_ = s.ch.Close()
+}
+
+func (s *session) kill() {
+	s.mu.Lock()
+	p := s.proc
+	s.mu.Unlock()
+	if p != nil {
+		_ = winexec.KillGroup(p)
+	}
+}
+
+// exec runs one program as cmd.exe /c would and returns its exit code.
+func (s *session) exec(cmdline string) int {
+	h := s.host
+	home, _ := winpath.Parse(`C:\Users\` + h.opts.User)
+	cmd, err := winexec.Command(h.execHost(), home, cmdline, s.env)
+	if err != nil {
+		h.log.Info("simulated host: exec refused", "command", firstWord(cmdline), "err", err)
+		fmt.Fprintf(s.ch.Stderr(), "%s\r\n", err)
+		return 1
+	}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		fmt.Fprintf(s.ch.Stderr(), "simulated host: %v\r\n", err)
+		return 1
+	}
+	cmd.Stdout = s.ch
+	cmd.Stderr = s.ch.Stderr()
+	cmd.WaitDelay = 2 * time.Second
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintf(s.ch.Stderr(), "simulated host: starting %s: %v\r\n", firstWord(cmdline), err)
+		return 1
+	}
+	s.mu.Lock()
+	s.proc = cmd.Process
+	s.mu.Unlock()
+	h.trackSession(s, true)
+	defer h.trackSession(s, false)
+	h.log.Info("simulated host: exec", "program", firstWord(cmdline), "pid", cmd.Process.Pid)
+	go func() {
+		_, _ = io.Copy(stdin, s.ch)
+		_ = stdin.Close()
+	}()
+	_ = cmd.Wait()
+	s.mu.Lock()
+	s.proc = nil
+	s.mu.Unlock()
+	code := 1
+	if cmd.ProcessState != nil {
+		code = cmd.ProcessState.ExitCode()
+	}
+	if code < 0 { // ended by a signal: Windows reports TerminateProcess's code 1
+		code = 1
+	}
+	return code
+}
+
+func firstWord(cmdline string) string {
+	args := winexec.SplitCommandLine(cmdline)
+	if len(args) == 0 {
+		return ""
+	}
+	return args[0]
+}
+
+func (h *Host) trackSession(s *session, add bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if add {
+		h.sessions[s] = struct{}{}
+	} else {
+		delete(h.sessions, s)
+	}
+}
+
+// killSessions ends every program started over SSH.
+func (h *Host) killSessions() {
+	h.mu.Lock()
+	var all []*session
+	for s := range h.sessions {
+		all = append(all, s)
+	}
+	h.mu.Unlock()
+	for _, s := range all {
+		s.kill()
+	}
+}
+
+// sftp serves the SFTP subsystem over the host's filesystem.
+func (s *session) sftp() int {
+	fs := &hostFS{host: s.host}
+	home := winpathSFTP(`C:\Users\` + s.host.opts.User)
+	srv := sftp.NewRequestServer(s.ch, sftp.Handlers{FileGet: fs, FilePut: fs, FileCmd: fs, FileList: fs},
+		sftp.WithStartDirectory(home))
+	err := srv.Serve()
+	_ = srv.Close()
+	if err != nil && !errors.Is(err, io.EOF) {
+		return 1
+	}
+	return 0
+}
+
+func winpathSFTP(p string) string {
+	parsed, err := winpath.Parse(p)
+	if err != nil {
+		return "/C:/"
+	}
+	return parsed.SFTP()
+}
+
+// DropConnections closes every SSH connection to the host, as a network
+// failure would. Programs started over those connections end.
+func (h *Host) DropConnections() {
+	h.mu.Lock()
+	var all []*trackedConn
+	for c := range h.conns {
+		all = append(all, c)
+	}
+	h.mu.Unlock()
+	for _, c := range all {
+		_ = c.Close()
+	}
+	if len(all) > 0 {
+		h.log.Info("simulated host: dropped SSH connections", "count", len(all))
+	}
+}
