@@ -26,6 +26,8 @@ type linkShaper struct {
 	mu      sync.Mutex
 	opts    LinkOptions
 	limiter *rate.Limiter
+	changed chan struct{} // closed when the settings change, ending waits
+	shaped  int64         // bytes that went through a limit (for tests)
 }
 
 func (l *linkShaper) set(o LinkOptions) {
@@ -33,6 +35,10 @@ func (l *linkShaper) set(o LinkOptions) {
 	defer l.mu.Unlock()
 	l.opts = o
 	l.limiter = nil
+	if l.changed != nil {
+		close(l.changed)
+	}
+	l.changed = make(chan struct{})
 	if o.BytesPerSecond > 0 {
 		l.limiter = rate.NewLimiter(rate.Limit(o.BytesPerSecond), max(o.BytesPerSecond, linkChunk))
 	}
@@ -41,17 +47,40 @@ func (l *linkShaper) set(o LinkOptions) {
 // delay waits as long as n bytes take on the link.
 func (l *linkShaper) delay(n int) {
 	l.mu.Lock()
-	latency, limiter := l.opts.Latency, l.limiter
-	l.mu.Unlock()
-	if latency > 0 {
-		time.Sleep(latency)
-	}
+	latency, limiter, changed := l.opts.Latency, l.limiter, l.changed
 	if limiter != nil {
-		for n > 0 {
-			chunk := min(n, limiter.Burst())
-			_ = limiter.WaitN(context.Background(), chunk)
-			n -= chunk
+		l.shaped += int64(n)
+	}
+	l.mu.Unlock()
+	if latency == 0 && limiter == nil {
+		return
+	}
+	// A change of settings ends the wait, so that lifting a fault takes
+	// effect at once.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-changed:
+			cancel()
+		case <-ctx.Done():
 		}
+	}()
+	if latency > 0 {
+		t := time.NewTimer(latency)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return
+		}
+	}
+	for n > 0 && limiter != nil {
+		chunk := min(n, limiter.Burst())
+		if limiter.WaitN(ctx, chunk) != nil {
+			return
+		}
+		n -= chunk
 	}
 }
 

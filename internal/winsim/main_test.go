@@ -92,10 +92,7 @@ func newTestHost(t *testing.T, opts Options) *testHost {
 	}
 	t.Cleanup(func() { h.Close() })
 	_, priv, _ := ed25519.GenerateKey(rand.Reader)
-	signer, err := ssh.NewSignerFromKey(priv)
-	if err != nil {
-		t.Fatal(err)
-	}
+	signer, _ := ssh.NewSignerFromKey(priv)
 	if err := h.AuthorizeKey(signer.PublicKey()); err != nil {
 		t.Fatalf("AuthorizeKey: %v", err)
 	}
@@ -160,3 +157,13 @@ func run(t *testing.T, c *ssh.Client, cmdline, stdin string) (string, string, in
 }
 
 var fixedTime = time.Date(2024, 5, 6, 7, 8, 9, 0, time.UTC)
+
+func newSigner(t *testing.T) ssh.Signer {
+	t.Helper()
+	_, priv, _ := ed25519.GenerateKey(rand.Reader)
+	s, err := ssh.NewSignerFromKey(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}

@@ -23,9 +23,9 @@ func TestExecOverGoClient(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
 	var got struct {
-		Args                     []string
-		Root, SCM, CWD           string
-		Computername             string
+		Args           []string
+		Root, SCM, CWD string
+		Computername   string
 	}
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatalf("stdout is not the helper's JSON: %v: %q", err, out)

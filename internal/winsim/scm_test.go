@@ -1,0 +1,262 @@
+package winsim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/winnode/winnode/internal/winsim/scm"
+	"github.com/winnode/winnode/internal/winsim/winexec"
+)
+
+// eventually polls cond until it holds or the bound passes.
+func eventually(t *testing.T, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	var last string
+	for time.Now().Before(deadline) {
+		ok, state := cond()
+		if ok {
+			return
+		}
+		last = state
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("timed out after 20s waiting for %s; last seen: %s", what, last)
+}
+
+func waitLog(t *testing.T, h *Host, service, text string) {
+	t.Helper()
+	file, _ := h.Path(`C:\ProgramData\winsim\logs\` + service + ".log")
+	eventually(t, fmt.Sprintf("%q in %s's log", text, service), func() (bool, string) {
+		data, err := os.ReadFile(file)
+		return strings.Contains(string(data), text), fmt.Sprintf("%q %v", data, err)
+	})
+}
+
+func serviceState(t *testing.T, c *scm.Client, name string) scm.Status {
+	t.Helper()
+	s, err := c.Get(context.Background(), name)
+	if err != nil {
+		t.Fatalf("Get %s: %v", name, err)
+	}
+	return s.Status
+}
+
+func helperService(name string, start scm.StartType, deps ...string) scm.Config {
+	return scm.Config{
+		Name:           name,
+		BinaryPathName: winexec.JoinCommandLine(`C:\k\helper.exe`, "serve", name),
+		StartType:      start,
+		Dependencies:   deps,
+		Environment:    []string{"CUSTOM=1"},
+	}
+}
+
+func TestSCMDependencies(t *testing.T) {
+	th := newTestHost(t, Options{})
+	installHelper(t, th.Host, `C:\k\helper.exe`)
+	c := th.SCM()
+	ctx := context.Background()
+
+	for _, cfg := range []scm.Config{
+		helperService("base", scm.StartManual),
+		helperService("middle", scm.StartManual, "base"),
+		helperService("top", scm.StartManual, "middle"),
+		helperService("off", scm.StartDisabled),
+		helperService("needsoff", scm.StartManual, "off"),
+	} {
+		if err := c.Create(ctx, cfg); err != nil {
+			t.Fatalf("Create %s: %v", cfg.Name, err)
+		}
+	}
+	if err := c.Create(ctx, helperService("BASE", scm.StartManual)); !errors.Is(err, scm.ErrExists) {
+		t.Errorf("creating BASE again (names are case-insensitive): %v, want ErrExists", err)
+	}
+
+	// Starting the top starts its dependencies first.
+	if err := c.Start(ctx, "top"); err != nil {
+		t.Fatalf("Start top: %v", err)
+	}
+	for _, n := range []string{"base", "middle", "top"} {
+		if st := serviceState(t, c, n); st.State != scm.Running || st.PID == 0 {
+			t.Errorf("%s after starting top: %+v, want Running", n, st)
+		}
+	}
+	if base, top := serviceState(t, c, "base").PID, serviceState(t, c, "top").PID; base > top {
+		t.Errorf("base (pid %d) started after top (pid %d)", base, top)
+	}
+	// A Linux process cannot say when it is ready; wait for the output.
+	for _, n := range []string{"base", "middle", "top"} {
+		waitLog(t, th.Host, n, n+" started")
+	}
+	if err := c.Start(ctx, "top"); !errors.Is(err, scm.ErrAlreadyRunning) {
+		t.Errorf("Start of a running service: %v, want ErrAlreadyRunning", err)
+	}
+
+	// A depended-on service refuses to stop while its dependents run.
+	err := c.Stop(ctx, "base")
+	if !errors.Is(err, scm.ErrDependentRunning) || !strings.Contains(err.Error(), "middle") {
+		t.Errorf("Stop base: %v, want ErrDependentRunning naming middle", err)
+	}
+	for _, n := range []string{"top", "middle", "base"} {
+		if err := c.Stop(ctx, n); err != nil {
+			t.Fatalf("Stop %s: %v", n, err)
+		}
+		if st := serviceState(t, c, n); st.State != scm.Stopped {
+			t.Errorf("%s after Stop: %s", n, st.State)
+		}
+	}
+	if err := c.Stop(ctx, "base"); !errors.Is(err, scm.ErrNotActive) {
+		t.Errorf("Stop of a stopped service: %v, want ErrNotActive", err)
+	}
+
+	// Disabled services and their dependents do not start.
+	if err := c.Start(ctx, "off"); !errors.Is(err, scm.ErrDisabled) {
+		t.Errorf("Start off: %v, want ErrDisabled", err)
+	}
+	if err := c.Start(ctx, "needsoff"); !errors.Is(err, scm.ErrDependencyFailed) {
+		t.Errorf("Start needsoff: %v, want ErrDependencyFailed", err)
+	}
+	if err := c.Start(ctx, "nosuch"); !errors.Is(err, scm.ErrNotFound) {
+		t.Errorf("Start nosuch: %v, want ErrNotFound", err)
+	}
+	bad := helperService("badprog", scm.StartManual)
+	bad.BinaryPathName = `C:\k\missing.exe --x`
+	if err := c.Create(ctx, bad); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(ctx, "badprog"); !errors.Is(err, scm.ErrFileNotFound) {
+		t.Errorf("Start of a service whose program is missing: %v, want ErrFileNotFound", err)
+	}
+
+	// Each service's output lands in its log file on the host.
+	logFile, _ := th.Path(`C:\ProgramData\winsim\logs\base.log`)
+	data, err := os.ReadFile(logFile)
+	if err != nil || !strings.Contains(string(data), "base started") || !strings.Contains(string(data), "base stopping") {
+		t.Errorf("base.log = %q, %v; want the service's output", data, err)
+	}
+
+	// Change configuration, then delete.
+	upd := helperService("top", scm.StartAuto, "middle")
+	upd.DisplayName = "Top service"
+	if err := c.Update(ctx, upd); err != nil {
+		t.Fatalf("Update: %v", err)
+	}
+	if s, _ := c.Get(ctx, "top"); s.Config.StartType != scm.StartAuto || s.Config.DisplayName != "Top service" {
+		t.Errorf("after Update: %+v", s.Config)
+	}
+	if err := c.Delete(ctx, "top"); err != nil {
+		t.Fatalf("Delete: %v", err)
+	}
+	if _, err := c.Get(ctx, "top"); !errors.Is(err, scm.ErrNotFound) {
+		t.Errorf("Get after Delete: %v, want ErrNotFound", err)
+	}
+	list, err := c.List(ctx)
+	if err != nil || len(list) != 5 {
+		t.Errorf("List = %v, %v; want 5 services", list, err)
+	}
+	info, err := c.Host(ctx)
+	if err != nil || info.Hostname != th.Hostname() || info.DefaultIPv4 != th.IP() || info.Build != "10.0.17763" || info.ProductName != "Windows Server 2019 Datacenter" {
+		t.Errorf("Host = %+v, %v", info, err)
+	}
+}
+
+func TestSCMRecoveryAfterCrash(t *testing.T) {
+	th := newTestHost(t, Options{})
+	installHelper(t, th.Host, `C:\k\helper.exe`)
+	c := th.SCM()
+	ctx := context.Background()
+
+	cfg := helperService("kubelet", scm.StartManual)
+	cfg.RecoveryActions = []scm.Action{{Type: "restart", Delay: 100 * time.Millisecond}}
+	cfg.ResetPeriod = time.Hour
+	noRecovery := helperService("oneshot", scm.StartManual)
+	for _, c2 := range []scm.Config{cfg, noRecovery} {
+		if err := c.Create(ctx, c2); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Start(ctx, c2.Name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first := serviceState(t, c, "kubelet").PID
+	for i := 1; i <= 2; i++ {
+		if err := th.CrashService("kubelet"); err != nil {
+			t.Fatalf("CrashService: %v", err)
+		}
+		eventually(t, "kubelet restarted by its recovery action", func() (bool, string) {
+			st := serviceState(t, c, "kubelet")
+			return st.State == scm.Running && st.PID != first && st.Failures == i, fmt.Sprintf("%+v", st)
+		})
+		first = serviceState(t, c, "kubelet").PID
+	}
+	if err := th.CrashService("oneshot"); err != nil {
+		t.Fatal(err)
+	}
+	if st := serviceState(t, c, "oneshot"); st.State != scm.Stopped || st.Failures != 1 || st.ExitCode == 0 {
+		t.Errorf("oneshot after a crash without recovery actions: %+v, want Stopped with a failure", st)
+	}
+}
+
+func TestReboot(t *testing.T) {
+	th := newTestHost(t, Options{})
+	installHelper(t, th.Host, `C:\k\helper.exe`)
+	c := th.SCM()
+	ctx := context.Background()
+	if err := c.Create(ctx, helperService("auto1", scm.StartAuto)); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create(ctx, helperService("manual1", scm.StartManual)); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"auto1", "manual1"} {
+		if err := c.Start(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := serviceState(t, c, "auto1").PID
+	client := th.dial(t)
+	sess, err := client.NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sess.Start(`C:\k\helper.exe cat`); err != nil {
+		t.Fatal(err)
+	}
+	info, _ := c.Host(ctx)
+
+	if err := th.Reboot(); err != nil {
+		t.Fatalf("Reboot: %v", err)
+	}
+	// The SSH session dropped with the host.
+	waitErr := make(chan error, 1)
+	go func() { waitErr <- sess.Wait() }()
+	select {
+	case err := <-waitErr:
+		if err == nil {
+			t.Errorf("the session survived a reboot")
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("the SSH session was still open 20s after the reboot")
+	}
+	// Auto-start services are back with new processes, manual ones are not.
+	if st := serviceState(t, c, "auto1"); st.State != scm.Running || st.PID == before {
+		t.Errorf("auto1 after reboot: %+v, want Running in a new process", st)
+	}
+	if st := serviceState(t, c, "manual1"); st.State != scm.Stopped {
+		t.Errorf("manual1 after reboot: %+v, want Stopped", st)
+	}
+	after, err := c.Host(ctx)
+	if err != nil || !after.BootTime.After(info.BootTime) {
+		t.Errorf("boot time %v then %v (%v): want it to move", info.BootTime, after.BootTime, err)
+	}
+	// And it takes new SSH connections.
+	if out, _, code := run(t, th.dial(t), `C:\k\helper.exe json`, ""); code != 0 || out == "" {
+		t.Errorf("exec after reboot: exit %d", code)
+	}
+}
