@@ -24,7 +24,7 @@ func (c *Client) Stat(ctx context.Context, hostPath string) (fs.FileInfo, error)
 	defer stop()
 	fi, err := client.Stat(p.SFTP())
 	if err != nil {
-		return nil, fmt.Errorf("host %s: stat %s: %w", c.address, p, err)
+		return nil, c.sftpError("stat", p, err)
 	}
 	return fi, nil
 }
@@ -44,15 +44,24 @@ func (c *Client) ReadFile(ctx context.Context, hostPath string, limit int64) ([]
 	defer stop()
 	f, err := client.Open(p.SFTP())
 	if err != nil {
-		return nil, fmt.Errorf("host %s: read %s: %w", c.address, p, err)
+		return nil, c.sftpError("read", p, err)
 	}
 	defer f.Close()
 	b, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {
-		return nil, fmt.Errorf("host %s: read %s: %w", c.address, p, err)
+		return nil, c.sftpError("read", p, err)
 	}
 	if int64(len(b)) > limit {
 		return nil, fmt.Errorf("host %s: read %s: larger than %d bytes", c.address, p, limit)
 	}
 	return b, nil
+}
+
+// sftpError names the host, the operation and the path, and makes a lost
+// connection an *UnreachableError.
+func (c *Client) sftpError(op string, p winpath.Path, err error) error {
+	if c.connectionLost(err) {
+		return &UnreachableError{Address: c.address, Err: fmt.Errorf("%s %s: %w", op, p, err)}
+	}
+	return fmt.Errorf("host %s: %s %s: %w", c.address, op, p, err)
 }

@@ -46,6 +46,7 @@ func TestRunAgent(t *testing.T) {
 		if !strings.Contains(err.Error(), h.IP()) {
 			t.Errorf("error %q does not name the host", err)
 		}
+		t.Logf("agent error: %v", err)
 	})
 	t.Run("garbage", func(t *testing.T) {
 		err := c.RunAgent(ctx, fakeAgentPath, []string{"garbage"}, nil, new(plan.Info))
@@ -53,6 +54,7 @@ func TestRunAgent(t *testing.T) {
 		if !errors.As(err, &ne) || !strings.Contains(ne.StdoutPrefix, "Windows PowerShell") {
 			t.Fatalf("RunAgent garbage: %v, want *NonsenseError quoting the output", err)
 		}
+		t.Logf("garbage: %v", err)
 	})
 	t.Run("missing program", func(t *testing.T) {
 		err := c.RunAgent(ctx, `C:\k\winnode-agent.exe`, []string{"info"}, nil, new(plan.Info))
@@ -60,6 +62,7 @@ func TestRunAgent(t *testing.T) {
 		if !errors.As(err, &pe) || pe.Program != `C:\k\winnode-agent.exe` {
 			t.Fatalf("RunAgent of a missing program: %v, want *ProgramNotFoundError", err)
 		}
+		t.Logf("missing program: %v", err)
 	})
 	t.Run("stdin and arguments", func(t *testing.T) {
 		var got struct {

@@ -10,6 +10,7 @@ import (
 	"hash"
 	"io"
 	"io/fs"
+	"net"
 	"os"
 	"strings"
 
@@ -95,10 +96,13 @@ func (c *Client) Sync(ctx context.Context, files []LocalFile, installed map[stri
 	fail := func(err error) (SyncResult, error) {
 		// The SFTP session may be broken; the next call opens a new one.
 		c.dropSFTP(client)
-		if ctx.Err() != nil {
-			err = fmt.Errorf("%w (stopped: %v)", err, context.Cause(ctx))
+		switch {
+		case ctx.Err() != nil:
+			return res, fmt.Errorf("host %s: sync: %w (stopped: %w)", c.address, err, context.Cause(ctx))
+		case c.connectionLost(err):
+			return res, &UnreachableError{Address: c.address, Err: fmt.Errorf("sync: %w", err)}
 		}
-		return res, err
+		return res, fmt.Errorf("host %s: sync: %w", c.address, err)
 	}
 
 	if err := c.mkdirAll(client, staging); err != nil {
@@ -116,7 +120,7 @@ func (c *Client) Sync(ctx context.Context, files []LocalFile, installed map[stri
 		case err == nil || errors.Is(err, fs.ErrNotExist):
 			todo = append(todo, b)
 		default:
-			return fail(fmt.Errorf("host %s: sync: look for staged %s: %w", c.address, staging.Join(b.SHA256), err))
+			return fail(fmt.Errorf("look for staged %s: %w", staging.Join(b.SHA256), err))
 		}
 	}
 
@@ -126,7 +130,7 @@ func (c *Client) Sync(ctx context.Context, files []LocalFile, installed map[stri
 	}
 	for _, b := range todo {
 		if err := ctx.Err(); err != nil {
-			return fail(fmt.Errorf("host %s: sync: %w", c.address, err))
+			return fail(err)
 		}
 		n, err := c.upload(ctx, client, staging, b, &p, progress)
 		res.BytesUploaded += n
@@ -244,18 +248,18 @@ func (c *Client) upload(ctx context.Context, client *sftp.Client, staging winpat
 		what = b.Source.LocalPath
 	}
 	failf := func(format string, args ...any) error {
-		return fmt.Errorf("host %s: upload %s (for %s) to %s: %s", c.address, what, strings.Join(b.HostPaths, ", "), final, fmt.Sprintf(format, args...))
+		return fmt.Errorf("upload %s (for %s) to %s: %w", what, strings.Join(b.HostPaths, ", "), final, fmt.Errorf(format, args...))
 	}
 
 	var src io.Reader
 	if b.Source.LocalPath != "" {
 		f, err := os.Open(b.Source.LocalPath)
 		if err != nil {
-			return 0, failf("%v", err)
+			return 0, failf("%w", err)
 		}
 		defer f.Close()
 		if fi, err := f.Stat(); err != nil {
-			return 0, failf("%v", err)
+			return 0, failf("%w", err)
 		} else if fi.Size() != b.Size {
 			return 0, failf("the local file is %d bytes, but %d are expected: it changed since its hash was taken", fi.Size(), b.Size)
 		}
@@ -266,7 +270,7 @@ func (c *Client) upload(ctx context.Context, client *sftp.Client, staging winpat
 
 	dst, err := client.Create(part.SFTP())
 	if err != nil {
-		return 0, failf("create %s: %v", part, err)
+		return 0, failf("create %s: %w", part, err)
 	}
 	p.File, p.FileDone, p.FileTotal = b.HostPaths[0], 0, b.Size
 	if progress != nil {
@@ -280,7 +284,7 @@ func (c *Client) upload(ctx context.Context, client *sftp.Client, staging winpat
 		err = cerr
 	}
 	if err != nil {
-		return n, failf("%v", err)
+		return n, failf("%w", err)
 	}
 	if n != b.Size {
 		return n, failf("the local content ended after %d of %d bytes", n, b.Size)
@@ -291,13 +295,13 @@ func (c *Client) upload(ctx context.Context, client *sftp.Client, staging winpat
 	}
 	fi, err := client.Stat(part.SFTP())
 	if err != nil {
-		return n, failf("check %s: %v", part, err)
+		return n, failf("check %s: %w", part, err)
 	}
 	if fi.Size() != b.Size {
 		return n, failf("%s is %d bytes on the host after the upload, not %d", part, fi.Size(), b.Size)
 	}
 	if err := rename(client, part.SFTP(), final.SFTP()); err != nil {
-		return n, failf("rename %s: %v", part, err)
+		return n, failf("rename %s: %w", part, err)
 	}
 	if progress != nil && r.reported != b.Size {
 		r.reported = b.Size
@@ -358,19 +362,32 @@ func (c *Client) mkdirAll(client *sftp.Client, dir winpath.Path) error {
 		case err == nil && fi.IsDir():
 			continue
 		case err == nil:
-			return fmt.Errorf("host %s: create folder %s: %s is a file", c.address, dir, p)
+			return fmt.Errorf("create folder %s: %s is a file", dir, p)
 		case !errors.Is(err, fs.ErrNotExist):
-			return fmt.Errorf("host %s: create folder %s: look at %s: %w", c.address, dir, p, err)
+			return fmt.Errorf("create folder %s: look at %s: %w", dir, p, err)
 		}
 		if err := client.Mkdir(p.SFTP()); err != nil {
 			// Someone else (a concurrent sync) may have just created it.
 			if fi, serr := client.Stat(p.SFTP()); serr == nil && fi.IsDir() {
 				continue
 			}
-			return fmt.Errorf("host %s: create folder %s: %w", c.address, p, err)
+			return fmt.Errorf("create folder %s: %w", p, err)
 		}
 	}
 	return nil
+}
+
+// connectionLost reports whether err means the SSH connection is gone.
+func (c *Client) connectionLost(err error) bool {
+	if errors.Is(err, sftp.ErrSSHFxConnectionLost) || errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
+		return true
+	}
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
 }
 
 // sftpClient returns the connection's SFTP session, opening it on first use.
