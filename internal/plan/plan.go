@@ -1,0 +1,200 @@
+// Package plan is the contract between the winnode operator and the agent on
+// a Windows host: the JSON plan that says what the host must look like
+// (directories, files by hash, Windows services, firewall ports, checks), and
+// the JSON documents the agent answers with (Result, ErrorDocument, Info).
+//
+// The operator renders plans with these types (render*.go, a pure function of
+// cluster and host facts); the agent decodes them with Decode, which
+// validates everything it can without touching the host. A plan never
+// contains secret content: files are named by path and sha256 only, and their
+// bytes travel separately (see "Staging" below).
+//
+// # Staging
+//
+// Before running `winnode-agent apply`, the operator uploads every plan file
+// whose hash differs from the host's installed manifest (Info.InstalledPlan)
+// to `<StagingDir>\<sha256>` (lower-case hex, no extension). The agent then,
+// for each file: leaves a destination that already has the right hash alone;
+// otherwise moves the staged blob with the right hash into place (stopping
+// the services that use the file first); otherwise fails naming the file.
+// Consumed blobs are removed after a successful apply.
+package plan
+
+import (
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// SchemaVersion is the only plan (and result) schema this package reads and
+// writes. A change that old agents cannot read gets a new version.
+const SchemaVersion = "winnode.io/v1"
+
+// DefaultStagingDir is where the operator uploads file blobs when the plan
+// names no StagingDir.
+const DefaultStagingDir = `C:\k\.staging`
+
+// ServiceDescription is the description of every service winnode installs;
+// it tells a Windows administrator looking at services.msc who owns it.
+const ServiceDescription = "Managed by winnode"
+
+// Plan is what one Windows host must look like after `winnode-agent apply`.
+type Plan struct {
+	// SchemaVersion must be SchemaVersion.
+	SchemaVersion string `json:"schemaVersion"`
+	// Version names this plan's content (for example the operator version
+	// and a hash of the plan); the agent records it and reports it in Info.
+	Version string `json:"version"`
+	// StagingDir is where the operator uploads file blobs named by their
+	// sha256; empty means DefaultStagingDir.
+	StagingDir string `json:"stagingDir,omitempty"`
+	// Directories are created if missing (parents included).
+	Directories []Directory `json:"directories,omitempty"`
+	// Files are installed from staged blobs unless already in place.
+	Files []File `json:"files,omitempty"`
+	// HostServices are services the plan relies on but does not manage
+	// (containerd): they must exist; plan services may depend on them.
+	HostServices []string `json:"hostServices,omitempty"`
+	// Services are the Windows services the plan manages.
+	Services []Service `json:"services,omitempty"`
+	// FirewallPorts are opened for inbound traffic.
+	FirewallPorts []FirewallPort `json:"firewallPorts,omitempty"`
+	// Checks are verified after applying; a failed check fails the apply.
+	Checks []Check `json:"checks,omitempty"`
+}
+
+// Directory is a folder the plan creates and, on remove, deletes.
+type Directory struct {
+	// Path is an absolute Windows path, `C:\k\logs`.
+	Path string `json:"path"`
+	// Logs marks a folder of logs: `remove` keeps it (and everything under
+	// it) unless asked to purge logs, and `apply` never empties it.
+	Logs bool `json:"logs,omitempty"`
+}
+
+// File is one file the plan installs, named by its content.
+type File struct {
+	// Path is the absolute Windows destination path, `C:\k\kubelet.exe`.
+	Path string `json:"path"`
+	// SHA256 is the lower-case hex sha256 of the content.
+	SHA256 string `json:"sha256"`
+	// Size is the content's length in bytes.
+	Size int64 `json:"size"`
+}
+
+// StartType is when Windows starts a service.
+type StartType string
+
+const (
+	StartAuto     StartType = "auto"
+	StartManual   StartType = "manual"
+	StartDisabled StartType = "disabled"
+)
+
+// Service is one Windows service the plan manages.
+type Service struct {
+	// Name is the service's key name (`kubelet`); compared
+	// case-insensitively, as Windows does.
+	Name        string `json:"name"`
+	DisplayName string `json:"displayName,omitempty"`
+	// Description is always ServiceDescription; Decode fills it in when
+	// empty and rejects anything else.
+	Description string `json:"description,omitempty"`
+	// Binary is the executable's absolute Windows path; it must be one of
+	// the plan's Files, so its hash is checked before every start.
+	Binary string `json:"binary"`
+	// Args are the arguments, one per entry, unquoted: the agent quotes them
+	// by the rules of the Windows command line (see CommandLine).
+	Args []string `json:"args,omitempty"`
+	// Uses lists other plan files the service reads (its config file,
+	// kubeconfig, CA): when one of them changes the service is restarted.
+	Uses []string `json:"uses,omitempty"`
+	// Dependencies are names of plan services or HostServices that Windows
+	// starts before this one.
+	Dependencies []string  `json:"dependencies,omitempty"`
+	StartType    StartType `json:"startType"`
+	// Recovery says what Windows does when the service fails.
+	Recovery Recovery `json:"recovery,omitempty"`
+	// Environment is the service's extra environment variables.
+	Environment map[string]string `json:"environment,omitempty"`
+}
+
+// Recovery is a service's failure actions.
+type Recovery struct {
+	// Actions apply to the 1st, 2nd, ... failure; the last one repeats.
+	Actions []RecoveryAction `json:"actions,omitempty"`
+	// ResetPeriod is how long without a failure resets the failure count.
+	ResetPeriod metav1.Duration `json:"resetPeriod,omitempty"`
+}
+
+// RecoveryActionType is what Windows does after a failure.
+type RecoveryActionType string
+
+const (
+	RecoveryRestart RecoveryActionType = "restart"
+	RecoveryNone    RecoveryActionType = "none"
+)
+
+// RecoveryAction is one failure action: what to do, after how long.
+type RecoveryAction struct {
+	Type  RecoveryActionType `json:"type"`
+	Delay metav1.Duration    `json:"delay"`
+}
+
+// Protocol of a firewall rule.
+type Protocol string
+
+const (
+	TCP Protocol = "TCP"
+	UDP Protocol = "UDP"
+)
+
+// FirewallPort is one inbound port to allow.
+type FirewallPort struct {
+	// Name is a short identifier ([a-z0-9-]), used in the rule's name
+	// "winnode-<name>".
+	Name     string   `json:"name"`
+	Protocol Protocol `json:"protocol"`
+	Port     int      `json:"port"`
+}
+
+// CheckType is what a Check verifies.
+type CheckType string
+
+const (
+	// CheckServiceRunning: Check.Service is Running.
+	CheckServiceRunning CheckType = "serviceRunning"
+	// CheckFileExists: Check.Path exists.
+	CheckFileExists CheckType = "fileExists"
+)
+
+// Check is one thing verified after applying.
+type Check struct {
+	Type    CheckType `json:"type"`
+	Service string    `json:"service,omitempty"`
+	Path    string    `json:"path,omitempty"`
+}
+
+// Staging returns the plan's staging folder.
+func (p *Plan) Staging() string {
+	if p.StagingDir == "" {
+		return DefaultStagingDir
+	}
+	return p.StagingDir
+}
+
+// Service returns the plan service with this name (case-insensitive).
+func (p *Plan) Service(name string) (*Service, bool) {
+	for i := range p.Services {
+		if strings.EqualFold(p.Services[i].Name, name) {
+			return &p.Services[i], true
+		}
+	}
+	return nil, false
+}
+
+// Files returns the paths of every plan file the service depends on: its
+// binary and its Uses.
+func (s *Service) Files() []string {
+	return append([]string{s.Binary}, s.Uses...)
+}

@@ -1,0 +1,276 @@
+package plan
+
+import (
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+const hashA = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+const hashB = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+
+// examplePlan is a small valid plan: kubelet and kube-proxy on containerd.
+func examplePlan() *Plan {
+	return &Plan{
+		SchemaVersion: SchemaVersion,
+		Version:       "v0.1.0-abc",
+		Directories:   []Directory{{Path: `C:\k`}, {Path: `C:\k\logs`, Logs: true}},
+		Files: []File{
+			{Path: `C:\k\kubelet.exe`, SHA256: hashA, Size: 10},
+			{Path: `C:\k\kube-proxy.exe`, SHA256: hashB, Size: 20},
+			{Path: `C:\k\kubelet.yaml`, SHA256: hashB, Size: 20},
+		},
+		HostServices: []string{"containerd"},
+		Services: []Service{
+			{
+				Name: "kube-proxy", Binary: `C:\k\kube-proxy.exe`, Args: []string{"--v=2"},
+				Dependencies: []string{"kubelet"}, StartType: StartAuto,
+			},
+			{
+				Name: "kubelet", DisplayName: "Kubernetes kubelet", Binary: `C:\k\kubelet.exe`,
+				Args: []string{`--config=C:\k\kubelet.yaml`, "--node-ip", "10.0.0.5"}, Uses: []string{`C:\k\kubelet.yaml`},
+				Dependencies: []string{"containerd"}, StartType: StartAuto,
+				Recovery: Recovery{
+					Actions:     []RecoveryAction{{Type: RecoveryRestart, Delay: metav1.Duration{Duration: 5 * time.Second}}},
+					ResetPeriod: metav1.Duration{Duration: time.Hour},
+				},
+				Environment: map[string]string{"KUBE_NETWORK": "cbr0"},
+			},
+		},
+		FirewallPorts: []FirewallPort{{Name: "kubelet", Protocol: TCP, Port: 10250}},
+		Checks:        []Check{{Type: CheckServiceRunning, Service: "kubelet"}, {Type: CheckFileExists, Path: `C:\k\kubelet.yaml`}},
+	}
+}
+
+func encode(t testing.TB, p *Plan) []byte {
+	t.Helper()
+	b, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestDecodeValid(t *testing.T) {
+	p := examplePlan()
+	p.Files[0].Path = `/c:/k/../k/kubelet.exe` // SFTP form, lower-case drive, ".."
+	p.Services[1].Binary = `c:/K/kubelet.exe`
+	got, err := Decode(encode(t, p))
+	if err != nil {
+		t.Fatalf("Decode: %v", err)
+	}
+	if got.Files[0].Path != `C:\k\kubelet.exe` {
+		t.Errorf("file path not canonical: %q", got.Files[0].Path)
+	}
+	if got.Services[1].Binary != `C:\K\kubelet.exe` {
+		t.Errorf("binary path not canonical: %q", got.Services[1].Binary)
+	}
+	if got.Services[0].Description != ServiceDescription {
+		t.Errorf("description = %q, want default %q", got.Services[0].Description, ServiceDescription)
+	}
+	if got.Staging() != DefaultStagingDir {
+		t.Errorf("staging = %q", got.Staging())
+	}
+	if got.Services[1].Recovery.Actions[0].Delay.Duration != 5*time.Second {
+		t.Errorf("recovery delay lost: %+v", got.Services[1].Recovery)
+	}
+}
+
+func TestDecodeRejects(t *testing.T) {
+	cases := []struct {
+		name   string
+		mutate func(p *Plan)
+		raw    string // used instead of the plan when set
+		want   string // substring of the error
+	}{
+		{name: "unknown schema", mutate: func(p *Plan) { p.SchemaVersion = "winnode.io/v9" }, want: `schemaVersion "winnode.io/v9" is not supported`},
+		{name: "no schema", raw: `{"version":"x"}`, want: `schemaVersion "" is not supported`},
+		{name: "not an object", raw: `[1]`, want: "not a JSON object"},
+		{name: "unknown field", raw: `{"schemaVersion":"` + SchemaVersion + `","version":"x","extra":1}`, want: `unknown field "extra"`},
+		{name: "trailing data", raw: `{"schemaVersion":"` + SchemaVersion + `","version":"x"} {}`, want: "after top-level value"},
+		{name: "no version", mutate: func(p *Plan) { p.Version = "" }, want: "version: Required"},
+		{name: "relative file path", mutate: func(p *Plan) { p.Files[2].Path = `k\kubelet.yaml` }, want: "files[2].path"},
+		{name: "UNC path", mutate: func(p *Plan) { p.Directories[0].Path = `\\server\share` }, want: "directories[0].path"},
+		{name: "drive root", mutate: func(p *Plan) { p.Directories[0].Path = `C:\` }, want: "a drive root"},
+		{name: "windows folder", mutate: func(p *Plan) { p.Directories[0].Path = `c:\windows\system32` }, want: `under C:\Windows`},
+		{name: "bad hash", mutate: func(p *Plan) { p.Files[1].SHA256 = strings.ToUpper(hashB) }, want: "files[1].sha256"},
+		{name: "short hash", mutate: func(p *Plan) { p.Files[1].SHA256 = "abc" }, want: "files[1].sha256"},
+		{name: "negative size", mutate: func(p *Plan) { p.Files[1].Size = -1 }, want: "files[1].size"},
+		{name: "duplicate file by case", mutate: func(p *Plan) { p.Files[1].Path = `C:\K\KUBELET.EXE` }, want: "files[1].path: Duplicate"},
+		{name: "file is a directory", mutate: func(p *Plan) { p.Files[2].Path = `C:\k\logs` }, want: "is also listed as a directory"},
+		{name: "binary not a plan file", mutate: func(p *Plan) { p.Services[0].Binary = `C:\k\other.exe` }, want: "services[0].binary"},
+		{name: "uses unknown file", mutate: func(p *Plan) { p.Services[1].Uses = []string{`C:\k\nope.yaml`} }, want: "services[1].uses[0]: Not found"},
+		{name: "unknown dependency", mutate: func(p *Plan) { p.Services[0].Dependencies = []string{"kubelett"} }, want: `services[0].dependencies[0]: Not found: "kubelett"`},
+		{name: "self dependency", mutate: func(p *Plan) { p.Services[0].Dependencies = []string{"KUBE-PROXY"} }, want: "cannot depend on itself"},
+		{name: "cycle", mutate: func(p *Plan) { p.Services[1].Dependencies = []string{"kube-proxy"} }, want: "cycle: kube-proxy -> kubelet -> kube-proxy"},
+		{name: "duplicate service", mutate: func(p *Plan) { p.Services[1].Name = "Kube-Proxy" }, want: "services[1].name: Duplicate"},
+		{name: "service shadows host service", mutate: func(p *Plan) { p.Services[1].Name = "containerd" }, want: "services[1].name: Duplicate"},
+		{name: "bad service name", mutate: func(p *Plan) { p.Services[1].Name = `a\b` }, want: "services[1].name"},
+		{name: "bad start type", mutate: func(p *Plan) { p.Services[1].StartType = "boot" }, want: "services[1].startType: Unsupported"},
+		{name: "foreign description", mutate: func(p *Plan) { p.Services[1].Description = "mine" }, want: "services[1].description"},
+		{name: "bad recovery", mutate: func(p *Plan) { p.Services[1].Recovery.Actions[0].Type = "reboot" }, want: "recovery.actions[0].type"},
+		{name: "negative delay", mutate: func(p *Plan) { p.Services[1].Recovery.Actions[0].Delay.Duration = -time.Second }, want: "recovery.actions[0].delay"},
+		{name: "NUL in arg", mutate: func(p *Plan) { p.Services[1].Args[0] = "a\x00b" }, want: "services[1].args[0]"},
+		{name: "bad env name", mutate: func(p *Plan) { p.Services[1].Environment = map[string]string{"A=B": "c"} }, want: "services[1].environment[A=B]"},
+		{name: "bad firewall port", mutate: func(p *Plan) { p.FirewallPorts[0].Port = 70000 }, want: "firewallPorts[0].port"},
+		{name: "bad firewall protocol", mutate: func(p *Plan) { p.FirewallPorts[0].Protocol = "ICMP" }, want: "firewallPorts[0].protocol"},
+		{name: "bad firewall name", mutate: func(p *Plan) { p.FirewallPorts[0].Name = "Kubelet Port" }, want: "firewallPorts[0].name"},
+		{name: "check unknown service", mutate: func(p *Plan) { p.Checks[0].Service = "nope" }, want: "checks[0].service"},
+		{name: "check bad type", mutate: func(p *Plan) { p.Checks[0].Type = "magic" }, want: "checks[0].type"},
+		{name: "bad staging dir", mutate: func(p *Plan) { p.StagingDir = "staging" }, want: "stagingDir"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			data := []byte(tc.raw)
+			if tc.raw == "" {
+				p := examplePlan()
+				tc.mutate(p)
+				data = encode(t, p)
+			}
+			_, err := Decode(data)
+			if err == nil {
+				t.Fatalf("Decode accepted %s", data)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %q does not contain %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestDecodeReportsEveryProblem(t *testing.T) {
+	p := examplePlan()
+	p.Files[0].SHA256 = "x"
+	p.FirewallPorts[0].Port = 0
+	_, err := Decode(encode(t, p))
+	if err == nil || !strings.Contains(err.Error(), "files[0].sha256") || !strings.Contains(err.Error(), "firewallPorts[0].port") {
+		t.Fatalf("want both problems reported, got %v", err)
+	}
+}
+
+func TestStartOrder(t *testing.T) {
+	services := []Service{
+		{Name: "c", Dependencies: []string{"b", "containerd"}},
+		{Name: "a"},
+		{Name: "b", Dependencies: []string{"A"}},
+		{Name: "d"},
+	}
+	got, err := StartOrder(services)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "a b c d"; strings.Join(got, " ") != want {
+		t.Fatalf("order %v, want %s", got, want)
+	}
+	services[1].Dependencies = []string{"c"}
+	if _, err := StartOrder(services); err == nil || !strings.Contains(err.Error(), "c -> b -> a -> c") {
+		t.Fatalf("want cycle c -> b -> a -> c, got %v", err)
+	}
+}
+
+func TestEscapeArg(t *testing.T) {
+	cases := map[string]string{
+		``:                   `""`,
+		`plain`:              `plain`,
+		`C:\k\kubelet.exe`:   `C:\k\kubelet.exe`,
+		`C:\Program Files\x`: `"C:\Program Files\x"`,
+		`a"b`:                `a\"b`,
+		`a\"b`:               `a\\\"b`,
+		`with space\`:        `"with space\\"`,
+		`--opt=a b`:          `"--opt=a b"`,
+		"tab\there":          "\"tab\there\"",
+		`\\server\share\`:    `\\server\share\`,
+		`say "hi" \ there\\`: `"say \"hi\" \ there\\\\"`,
+	}
+	for in, want := range cases {
+		if got := EscapeArg(in); got != want {
+			t.Errorf("EscapeArg(%q) = %q, want %q", in, got, want)
+		}
+	}
+	got := CommandLine(`C:\Program Files\winnode\kubelet.exe`, []string{"--config", `C:\k\kubelet config.yaml`, ""})
+	if want := `"C:\Program Files\winnode\kubelet.exe" --config "C:\k\kubelet config.yaml" ""`; got != want {
+		t.Errorf("CommandLine = %s, want %s", got, want)
+	}
+}
+
+func TestKubeletConfigGolden(t *testing.T) {
+	c, err := KubeletConfig(KubeletConfigOptions{
+		ClientCAFile: `c:/k/kubelet-ca.crt`,
+		ClusterDNS:   []string{"10.96.0.10"},
+		Verbosity:    2,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := KubeletConfigYAML(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "kubelet-config.yaml", got)
+
+	if _, err := KubeletConfig(KubeletConfigOptions{ClientCAFile: "kubelet-ca.crt"}); err == nil {
+		t.Error("a relative client CA path was accepted")
+	}
+}
+
+func TestPlanJSONGolden(t *testing.T) {
+	b, err := json.MarshalIndent(examplePlan(), "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "plan.json", append(b, '\n'))
+	if _, err := Decode(b); err != nil {
+		t.Fatalf("the golden plan does not decode: %v", err)
+	}
+}
+
+// golden compares got with testdata/name; -update rewrites it.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if string(got) != string(want) {
+		t.Errorf("%s differs from golden file (go test -update rewrites it):\n--- got\n%s\n--- want\n%s", name, got, want)
+	}
+}
+
+func FuzzDecode(f *testing.F) {
+	f.Add(encode(f, examplePlan()))
+	f.Add([]byte(`{"schemaVersion":"` + SchemaVersion + `","version":"x","services":[{"name":"a","binary":"C:\\a.exe","startType":"auto","dependencies":["a"]}]}`))
+	f.Add([]byte(`{"schemaVersion":"` + SchemaVersion + `","version":"x","files":[{"path":"/C:/k/../../x","sha256":"` + hashA + `"}]}`))
+	f.Add([]byte(`{}`))
+	f.Add([]byte(`null`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p, err := Decode(data)
+		if err != nil {
+			return
+		}
+		// A decoded plan re-encodes to a plan that decodes to the same thing.
+		again, err := Decode(encode(t, p))
+		if err != nil {
+			t.Fatalf("a decoded plan does not decode again: %v\n%s", err, encode(t, p))
+		}
+		if string(encode(t, again)) != string(encode(t, p)) {
+			t.Fatalf("decoding is not stable:\n%s\n%s", encode(t, p), encode(t, again))
+		}
+		if _, err := StartOrder(p.Services); err != nil {
+			t.Fatalf("a decoded plan has no start order: %v", err)
+		}
+	})
+}

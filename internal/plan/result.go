@@ -1,0 +1,183 @@
+package plan
+
+import (
+	"errors"
+	"fmt"
+)
+
+// The agent prints exactly one JSON document on stdout per run: a Result
+// (apply, remove, bootstrap), an Info (info), or, when it exits non-zero, an
+// ErrorDocument. All carry SchemaVersion.
+
+// ServiceAction is what apply or remove did to a service.
+type ServiceAction string
+
+const (
+	ServiceCreated   ServiceAction = "created"
+	ServiceUpdated   ServiceAction = "updated"
+	ServiceUnchanged ServiceAction = "unchanged"
+	ServiceRemoved   ServiceAction = "removed"
+)
+
+// FileAction is what apply or remove did to a file.
+type FileAction string
+
+const (
+	FileInstalled FileAction = "installed"
+	FileUnchanged FileAction = "unchanged"
+	FileRemoved   FileAction = "removed"
+)
+
+// Result is the agent's answer to a successful apply, remove or bootstrap.
+type Result struct {
+	SchemaVersion string `json:"schemaVersion"`
+	// Command is "apply", "remove" or "bootstrap".
+	Command string `json:"command"`
+	// PlanVersion is the plan applied (empty for remove).
+	PlanVersion string          `json:"planVersion,omitempty"`
+	Services    []ServiceResult `json:"services"`
+	Files       []FileResult    `json:"files"`
+	Checks      []CheckResult   `json:"checks,omitempty"`
+	// DryRun is set when nothing was changed (bootstrap --dry-run).
+	DryRun bool `json:"dryRun,omitempty"`
+}
+
+// ServiceResult is one service's outcome.
+type ServiceResult struct {
+	Name   string        `json:"name"`
+	Action ServiceAction `json:"action"`
+	// Restarted is set when a service that was running was stopped and
+	// started again (its configuration or one of its files changed, or a
+	// service it depends on was restarted).
+	Restarted bool `json:"restarted,omitempty"`
+	// State is the service's final state (Running, Stopped, ...; "" once
+	// removed).
+	State string `json:"state,omitempty"`
+}
+
+// FileResult is one file's outcome.
+type FileResult struct {
+	Path   string     `json:"path"`
+	Action FileAction `json:"action"`
+}
+
+// CheckResult is one post-apply check's outcome.
+type CheckResult struct {
+	Check   Check  `json:"check"`
+	OK      bool   `json:"ok"`
+	Message string `json:"message,omitempty"`
+}
+
+// ErrorCode is a machine-readable failure reason.
+type ErrorCode string
+
+const (
+	// ErrUsage: bad command line.
+	ErrUsage ErrorCode = "Usage"
+	// ErrPlanInvalid: the plan could not be read or failed validation.
+	ErrPlanInvalid ErrorCode = "PlanInvalid"
+	// ErrFileMissing: a plan file is neither in place nor staged with the
+	// right hash: upload it to the staging folder and apply again.
+	ErrFileMissing ErrorCode = "FileMissing"
+	// ErrFileInstall: moving a file into place or creating a folder failed.
+	ErrFileInstall ErrorCode = "FileInstall"
+	// ErrHostServiceMissing: a service the plan relies on (containerd) is
+	// not installed.
+	ErrHostServiceMissing ErrorCode = "HostServiceMissing"
+	// ErrService: the service manager refused an operation.
+	ErrService ErrorCode = "Service"
+	// ErrTimeout: a service did not reach the wanted state in time.
+	ErrTimeout ErrorCode = "Timeout"
+	// ErrCheckFailed: a post-apply check failed.
+	ErrCheckFailed ErrorCode = "CheckFailed"
+	// ErrFirewall: opening or closing a firewall port failed.
+	ErrFirewall ErrorCode = "Firewall"
+	// ErrIgnition: the Ignition file is malformed or unsupported.
+	ErrIgnition ErrorCode = "Ignition"
+	// ErrHost: the host (service manager, filesystem, state) could not be
+	// reached or read.
+	ErrHost ErrorCode = "Host"
+)
+
+// Error is a failure the agent reports; it is also a Go error.
+type Error struct {
+	Code    ErrorCode `json:"code"`
+	Message string    `json:"message"`
+	// Service and File name what the error is about, when it is about one.
+	Service string `json:"service,omitempty"`
+	File    string `json:"file,omitempty"`
+}
+
+func (e *Error) Error() string {
+	switch {
+	case e.Service != "":
+		return fmt.Sprintf("%s: service %s: %s", e.Code, e.Service, e.Message)
+	case e.File != "":
+		return fmt.Sprintf("%s: file %s: %s", e.Code, e.File, e.Message)
+	}
+	return fmt.Sprintf("%s: %s", e.Code, e.Message)
+}
+
+// Errorf makes an Error.
+func Errorf(code ErrorCode, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// AsError returns err as an *Error, wrapping other errors with code.
+func AsError(err error, code ErrorCode) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return &Error{Code: code, Message: err.Error()}
+}
+
+// ErrorDocument is what the agent prints on stdout when it fails. Result
+// holds what was done before the failure, when the command got that far.
+type ErrorDocument struct {
+	SchemaVersion string  `json:"schemaVersion"`
+	Error         Error   `json:"error"`
+	Result        *Result `json:"result,omitempty"`
+}
+
+// Info is what `winnode-agent info` prints: the host facts the operator
+// renders a plan from, and what is installed.
+type Info struct {
+	SchemaVersion string `json:"schemaVersion"`
+	Hostname      string `json:"hostname"`
+	FQDN          string `json:"fqdn"`
+	// IPv4 lists the host's IPv4 addresses; DefaultIPv4 is the one on the
+	// interface that carries the default route ("" if none).
+	IPv4        []string `json:"ipv4"`
+	DefaultIPv4 string   `json:"defaultIPv4"`
+	OS          OSInfo   `json:"os"`
+	// Containerd is the container runtime's service.
+	Containerd   ServiceInfo `json:"containerd"`
+	AgentVersion string      `json:"agentVersion"`
+	// InstalledPlan is nil on a host winnode never configured.
+	InstalledPlan *InstalledPlan `json:"installedPlan,omitempty"`
+}
+
+// OSInfo names the Windows release.
+type OSInfo struct {
+	ProductName string `json:"productName"` // "Windows Server 2022 Datacenter"
+	Build       string `json:"build"`       // "10.0.20348"
+}
+
+// ServiceInfo says whether a service exists and runs.
+type ServiceInfo struct {
+	Present bool   `json:"present"`
+	Running bool   `json:"running"`
+	State   string `json:"state,omitempty"`
+}
+
+// InstalledPlan is the last plan applied to the host.
+type InstalledPlan struct {
+	Version string `json:"version"`
+	// Files maps each installed file's Windows path to its sha256: the
+	// operator uploads only the plan files whose hash differs.
+	Files map[string]string `json:"files"`
+	// Complete is false when the last apply did not finish (the files map
+	// then holds only what was verified in place).
+	Complete bool `json:"complete"`
+}
