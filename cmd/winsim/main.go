@@ -1,0 +1,114 @@
+// Command winsim runs simulated Windows Server hosts on this Linux machine,
+// reached over real SSH and SFTP, for demos and tests (see
+// internal/winsim/README.md). Nothing here is Windows: it is a simulation.
+//
+//	winsim --hosts N --authorized-key FILE.pub --state DIR [--windows-build 2019|2022]
+//
+// prints one line per host, `<hostname> <ip>:<port> <SHA256:fingerprint>`,
+// then runs until interrupted and stops everything it started. The state
+// folder keeps the hosts (identity, host keys, files, services) between runs.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/crypto/ssh"
+
+	"github.com/winnode/winnode/internal/winsim"
+)
+
+func main() {
+	var (
+		hosts   int
+		keyFile string
+		state   string
+		build   string
+		standin string
+	)
+	cmd := &cobra.Command{
+		Use:           "winsim --hosts N --authorized-key FILE.pub --state DIR [--windows-build 2019|2022]",
+		Short:         "Run simulated Windows Server hosts reached over real SSH and SFTP",
+		Args:          cobra.NoArgs,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return run(hosts, keyFile, state, build, standin)
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&hosts, "hosts", 1, "number of simulated hosts")
+	f.StringVar(&keyFile, "authorized-key", "", "public key (OpenSSH .pub) allowed to log in as Administrator on every host")
+	f.StringVar(&state, "state", "", "folder keeping the hosts' state between runs")
+	f.StringVar(&build, "windows-build", "", "Windows Server build to simulate: 2019 or 2022 (default: as saved, else 2019)")
+	f.StringVar(&standin, "standin", "", "Linux build of winsim-standin, installed as containerd.exe (default: winsim-standin beside this program or on PATH)")
+	_ = cmd.MarkFlagRequired("authorized-key")
+	_ = cmd.MarkFlagRequired("state")
+	if err := cmd.Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "winsim:", err)
+		os.Exit(1)
+	}
+}
+
+func run(n int, keyFile, state, build, standin string) error {
+	if build != "" && build != "2019" && build != "2022" {
+		return fmt.Errorf("--windows-build %q: want 2019 or 2022", build)
+	}
+	data, err := os.ReadFile(keyFile)
+	if err != nil {
+		return fmt.Errorf("--authorized-key: %w", err)
+	}
+	pub, _, _, _, err := ssh.ParseAuthorizedKey(data)
+	if err != nil {
+		return fmt.Errorf("--authorized-key %s: not an OpenSSH public key (want the .pub file): %w", keyFile, err)
+	}
+	if standin == "" {
+		standin = findStandin()
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	if standin == "" {
+		log.Warn("simulated hosts: winsim-standin not found (use --standin); containerd will not be installed on them")
+	}
+	fleet, err := winsim.StartFleet(n, winsim.Options{StateDir: state, Build: build, StandinBinary: standin, Logger: log})
+	if err != nil {
+		return err
+	}
+	for _, h := range fleet.Hosts {
+		if err := h.AuthorizeKey(pub); err != nil {
+			fleet.Close()
+			return err
+		}
+	}
+	for _, h := range fleet.Hosts {
+		fmt.Printf("%s %s %s\n", h.Hostname(), h.Addr(), h.Fingerprint())
+	}
+	log.Info("simulated hosts running; interrupt to stop", "hosts", n, "state", state)
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	<-sig
+	log.Info("stopping the simulated hosts")
+	return fleet.Close()
+}
+
+// findStandin looks for winsim-standin beside this program, then on PATH.
+func findStandin() string {
+	if self, err := os.Executable(); err == nil {
+		p := filepath.Join(filepath.Dir(self), "winsim-standin")
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	if p, err := exec.LookPath("winsim-standin"); err == nil {
+		return p
+	} else if !errors.Is(err, exec.ErrNotFound) {
+		return ""
+	}
+	return ""
+}

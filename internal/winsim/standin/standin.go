@@ -1,0 +1,161 @@
+// Package standin holds the simulated Windows programs that run on winsim
+// hosts in place of kubelet.exe, kube-proxy.exe and containerd.exe. One
+// Linux binary (cmd/winsim-standin) carries all three and picks one by the
+// name it was started under. Each validates its flags as the real program
+// does and says in its log that it is simulated.
+package standin
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/winnode/winnode/internal/winpath"
+	"github.com/winnode/winnode/internal/winsim/scm"
+)
+
+// Program names the stand-in answers to.
+const (
+	Kubelet    = "kubelet"
+	KubeProxy  = "kube-proxy"
+	Containerd = "containerd"
+)
+
+// ProgramName is the stand-in program that argv0 names: its base name
+// (with / or \ separators), lower-cased, without ".exe".
+func ProgramName(argv0 string) string {
+	base := argv0
+	if i := strings.LastIndexAny(base, `/\`); i >= 0 {
+		base = base[i+1:]
+	}
+	base = strings.ToLower(base)
+	return strings.TrimSuffix(base, ".exe")
+}
+
+// Main runs the stand-in program named by argv0 with args and returns its
+// exit code.
+func Main(argv0 string, args []string) int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	switch name := ProgramName(argv0); name {
+	case Kubelet:
+		return runKubelet(ctx, args)
+	case KubeProxy:
+		return runKubeProxy(ctx, args)
+	case Containerd:
+		return runContainerd(ctx, args)
+	default:
+		fmt.Fprintf(os.Stderr, "winsim-standin: started as %q; this simulated program answers only to %s.exe, %s.exe or %s.exe (copy or link it under one of those names)\n", argv0, Kubelet, KubeProxy, Containerd)
+		return 1
+	}
+}
+
+// logger writes a stand-in's log lines to stderr (which the simulated SCM
+// keeps in the service's log) and, when asked, to --log-file. Every line
+// says the program is simulated.
+type logger struct {
+	mu      sync.Mutex
+	program string
+	out     io.Writer
+	verbose int
+}
+
+func newLogger(program string) *logger {
+	return &logger{program: program, out: os.Stderr}
+}
+
+// toFile also writes to file (a Windows path on a simulated host).
+func (l *logger) toFile(file string) error {
+	p, err := hostPath(file)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return fmt.Errorf("--log-file %s: %w", file, err)
+	}
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("--log-file %s: %w", file, err)
+	}
+	l.mu.Lock()
+	l.out = io.MultiWriter(os.Stderr, f)
+	l.mu.Unlock()
+	return nil
+}
+
+func (l *logger) logf(level byte, format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := time.Now()
+	fmt.Fprintf(l.out, "%c%s %7d] %s (simulated by winsim): %s\n", level, now.Format("0102 15:04:05.000000"), os.Getpid(), l.program, fmt.Sprintf(format, args...))
+}
+
+func (l *logger) Infof(format string, args ...any)    { l.logf('I', format, args...) }
+func (l *logger) Warningf(format string, args ...any) { l.logf('W', format, args...) }
+func (l *logger) Errorf(format string, args ...any)   { l.logf('E', format, args...) }
+
+// V logs only at verbosity v or more (--v).
+func (l *logger) V(v int, format string, args ...any) {
+	if l.verbose >= v {
+		l.logf('I', format, args...)
+	}
+}
+
+// hostPath maps a path given to a stand-in program to the Linux file. On a
+// simulated host (WINSIM_ROOT set), `C:\x`, `C:/x` and `/x` (the current
+// drive's root, as on Windows) are paths on the host's C:\; anything else
+// is relative to the working folder.
+func hostPath(p string) (string, error) {
+	root := os.Getenv(scm.EnvRoot)
+	if root == "" || p == "" {
+		return p, nil
+	}
+	if strings.HasPrefix(p, `\\`) {
+		return "", fmt.Errorf("path %s: network paths are not simulated", p)
+	}
+	if strings.HasPrefix(p, "/") || strings.HasPrefix(p, `\`) {
+		p = "C:" + p
+	}
+	if wp, err := winpath.Parse(p); err == nil {
+		return winpath.Resolve(root, wp)
+	}
+	if len(p) > 1 && p[1] == ':' {
+		return "", fmt.Errorf("path %s: not a valid path on the simulated host", p)
+	}
+	return strings.ReplaceAll(p, `\`, "/"), nil
+}
+
+// windowsForm returns p as the program would write it into a file on a
+// Windows host: Windows paths stay as they are.
+func windowsForm(p string) string {
+	if os.Getenv(scm.EnvRoot) == "" {
+		return p
+	}
+	if strings.HasPrefix(p, "/") {
+		p = "C:" + p
+	}
+	if wp, err := winpath.Parse(p); err == nil {
+		return wp.String()
+	}
+	return p
+}
+
+// scmClient is the simulated host's service control manager, or an error
+// when the program does not run on a simulated host.
+func scmClient() (*scm.Client, error) {
+	sock := os.Getenv(scm.EnvSocket)
+	if sock == "" {
+		return nil, fmt.Errorf("%s is not set: the stand-in programs run only on a simulated Windows host (winsim)", scm.EnvSocket)
+	}
+	return scm.Dial(sock), nil
+}
+
+// timeNow is time.Now, named for the one place that compares expiry.
+var timeNow = time.Now
