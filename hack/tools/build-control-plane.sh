@@ -24,6 +24,10 @@ out="$root/bin/k8s/$k8s_version"
 cache="${WINNODE_CACHE:-$HOME/.cache/winnode}/k8s/$k8s_version-etcd-$etcd_version"
 mkdir -p "$out" "$cache"
 
+# One build at a time: test packages started side by side may all ask.
+exec 9>"$cache/.lock"
+flock 9
+
 # build NAME MODULE-DIR PACKAGE LDFLAGS
 build() {
 	local name=$1 dir=$2 pkg=$3 ldflags=$4

@@ -1,0 +1,140 @@
+package testenv
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+)
+
+const modulePath = "github.com/winnode/winnode"
+
+// EnvBinDir names the environment variable that points at a folder holding
+// etcd, kube-apiserver and kube-controller-manager (the Makefile sets it).
+// Without it the environment runs hack/tools/build-control-plane.sh, which
+// builds them once and caches them.
+const EnvBinDir = "WINNODE_K8S_BIN"
+
+var controlPlaneBinaries = []string{"etcd", "kube-apiserver", "kube-controller-manager"}
+
+// RepoRoot finds the winnode source tree: from the working directory upwards,
+// then from where this file was compiled.
+func RepoRoot() (string, error) {
+	var starts []string
+	if wd, err := os.Getwd(); err == nil {
+		starts = append(starts, wd)
+	}
+	if _, file, _, ok := runtime.Caller(0); ok {
+		starts = append(starts, filepath.Dir(file))
+	}
+	for _, dir := range starts {
+		for d := dir; ; d = filepath.Dir(d) {
+			data, err := os.ReadFile(filepath.Join(d, "go.mod"))
+			if err == nil && bytes.HasPrefix(data, []byte("module "+modulePath+"\n")) {
+				return d, nil
+			}
+			if filepath.Dir(d) == d {
+				break
+			}
+		}
+	}
+	return "", fmt.Errorf("cannot find the winnode source tree (go.mod of %s) above %v; set %s to a folder with %s",
+		modulePath, starts, EnvBinDir, strings.Join(controlPlaneBinaries, ", "))
+}
+
+// controlPlaneBinDir returns the folder with the control-plane binaries,
+// building them if needed.
+func controlPlaneBinDir() (string, error) {
+	for _, env := range []string{EnvBinDir, "KUBEBUILDER_ASSETS"} {
+		if dir := os.Getenv(env); dir != "" && hasAll(dir) {
+			return dir, nil
+		}
+	}
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	cmd := exec.Command("bash", filepath.Join(root, "hack/tools/build-control-plane.sh"))
+	cmd.Dir = root
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("building the control plane with hack/tools/build-control-plane.sh: %w", err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	dir := lines[len(lines)-1]
+	if !hasAll(dir) {
+		return "", fmt.Errorf("hack/tools/build-control-plane.sh printed %q, which lacks %v", dir, controlPlaneBinaries)
+	}
+	return dir, nil
+}
+
+func hasAll(dir string) bool {
+	for _, b := range controlPlaneBinaries {
+		if fi, err := os.Stat(filepath.Join(dir, b)); err != nil || fi.IsDir() {
+			return false
+		}
+	}
+	return true
+}
+
+var binaries struct {
+	sync.Mutex
+	dir   string
+	paths map[string]string
+}
+
+// Binary builds one of the project's programs for this machine, once per test
+// binary, and returns its path: pkg is relative to the module, like
+// "cmd/winnode-agent". Tests use it to put the project's Linux builds on
+// simulated hosts. The Go build cache makes repeated builds cheap.
+func Binary(t testing.TB, pkg string) string {
+	t.Helper()
+	path, err := BuildBinary(pkg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// BuildBinary is Binary for callers outside tests (the demo).
+func BuildBinary(pkg string) (string, error) {
+	binaries.Lock()
+	defer binaries.Unlock()
+	if p, ok := binaries.paths[pkg]; ok {
+		return p, nil
+	}
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	if binaries.dir == "" {
+		if binaries.dir, err = os.MkdirTemp("", "winnode-bin-"); err != nil {
+			return "", err
+		}
+		binaries.paths = map[string]string{}
+	}
+	out := filepath.Join(binaries.dir, filepath.Base(pkg))
+	cmd := exec.Command("go", "build", "-o", out, "./"+strings.TrimPrefix(pkg, "./"))
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build %s: %v\n%s", pkg, err, msg)
+	}
+	binaries.paths[pkg] = out
+	return out, nil
+}
+
+func removeBinaries() {
+	binaries.Lock()
+	defer binaries.Unlock()
+	if binaries.dir != "" {
+		_ = os.RemoveAll(binaries.dir)
+		binaries.dir, binaries.paths = "", nil
+	}
+}

@@ -1,0 +1,390 @@
+// Package testenv starts a real Kubernetes control plane on this machine for
+// tests and for the demo: etcd, kube-apiserver and kube-controller-manager,
+// built from source by hack/tools (never downloaded), on free loopback ports,
+// in a temporary folder.
+//
+// It is configured like a kubeadm cluster wherever winnode touches it:
+// bootstrap-token authentication, Node and RBAC authorization, the
+// NodeRestriction admission plugin, one cluster CA that signs kubelet
+// certificates through kube-controller-manager, the bootstrap signer and token
+// cleaner, the node lifecycle controller and the garbage collector, and the
+// kube-public/cluster-info ConfigMap that joining nodes read.
+//
+// controller-runtime's envtest starts only etcd and kube-apiserver, and keeps
+// its client CA's key to itself, so kube-controller-manager could not sign
+// kubelet certificates that the API server trusts; this package therefore
+// runs the processes itself and uses envtest only to install CRDs.
+package testenv
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+// Options tune an environment. The zero value is what tests want.
+type Options struct {
+	// CRDDirectoryPaths are installed once the API server is up. Default:
+	// the project's config/crd/bases, when it exists.
+	CRDDirectoryPaths []string
+	// NodeMonitorGracePeriod is how long a node may go without heartbeat
+	// before the node lifecycle controller marks it NotReady (default 20s,
+	// twice the kubelet's 10s lease renewal).
+	NodeMonitorGracePeriod time.Duration
+	// StartTimeout bounds the whole start-up (default 3 minutes).
+	StartTimeout time.Duration
+}
+
+// Env is a running control plane.
+type Env struct {
+	// Config authenticates as a cluster administrator (system:masters).
+	Config *rest.Config
+	// KubeconfigPath is an admin kubeconfig file for kubectl and the demo.
+	KubeconfigPath string
+	// Dir holds the certificates, the etcd data and each component's log.
+	Dir string
+	// CACertFile and CAKeyFile are the cluster CA.
+	CACertFile, CAKeyFile string
+	// Host is the API server's URL (https://127.0.0.1:port).
+	Host string
+
+	pki   *pki
+	procs []*process
+}
+
+// Start brings up etcd, kube-apiserver and kube-controller-manager and waits
+// until each is serving. On error, everything it started is stopped.
+func Start(ctx context.Context, opts Options) (_ *Env, err error) {
+	if opts.NodeMonitorGracePeriod == 0 {
+		opts.NodeMonitorGracePeriod = 20 * time.Second
+	}
+	if opts.StartTimeout == 0 {
+		opts.StartTimeout = 3 * time.Minute
+	}
+	ctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
+	defer cancel()
+
+	reapStale()
+	binDir, err := controlPlaneBinDir()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", dirPrefix)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "owner"), []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
+		return nil, err
+	}
+	e := &Env{Dir: dir}
+	defer func() {
+		if err != nil {
+			err = fmt.Errorf("%w\n%s", err, e.Logs(30))
+			_ = e.Stop()
+		}
+	}()
+
+	if e.pki, err = newPKI(filepath.Join(dir, "pki")); err != nil {
+		return nil, err
+	}
+	e.CACertFile, e.CAKeyFile = e.pki.path("ca.crt"), e.pki.path("ca.key")
+	ports, err := freePorts(4)
+	if err != nil {
+		return nil, err
+	}
+	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", ports[0])
+	peerURL := fmt.Sprintf("http://127.0.0.1:%d", ports[1])
+	e.Host = fmt.Sprintf("https://127.0.0.1:%d", ports[2])
+
+	// etcd. --unsafe-no-fsync: the data lives for one test run.
+	etcd, err := startProcess(dir, "etcd", filepath.Join(binDir, "etcd"),
+		"--name=default", "--data-dir="+filepath.Join(dir, "etcd"),
+		"--listen-client-urls="+etcdURL, "--advertise-client-urls="+etcdURL,
+		"--listen-peer-urls="+peerURL, "--initial-advertise-peer-urls="+peerURL,
+		"--initial-cluster=default="+peerURL, "--unsafe-no-fsync", "--log-level=warn")
+	if err != nil {
+		return nil, err
+	}
+	e.procs = append(e.procs, etcd)
+	if err := waitHTTP(ctx, etcd, http.DefaultClient, etcdURL+"/health"); err != nil {
+		return nil, err
+	}
+
+	// kube-apiserver.
+	if err := e.pki.issue("apiserver", "kube-apiserver", nil, true,
+		[]net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("10.0.0.1")},
+		[]string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"}); err != nil {
+		return nil, err
+	}
+	if err := e.pki.issue("admin", "winnode-testenv-admin", []string{"system:masters"}, false, nil, nil); err != nil {
+		return nil, err
+	}
+	if err := e.pki.issue("controller-manager", "system:kube-controller-manager", nil, false, nil, nil); err != nil {
+		return nil, err
+	}
+	p := e.pki.path
+	apiserver, err := startProcess(dir, "kube-apiserver", filepath.Join(binDir, "kube-apiserver"),
+		"--etcd-servers="+etcdURL,
+		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--secure-port="+strconv.Itoa(ports[2]),
+		"--tls-cert-file="+p("apiserver.crt"), "--tls-private-key-file="+p("apiserver.key"),
+		"--client-ca-file="+p("ca.crt"),
+		"--enable-bootstrap-token-auth=true",
+		"--authorization-mode=Node,RBAC",
+		"--enable-admission-plugins=NodeRestriction",
+		"--service-account-key-file="+p("sa.pub"),
+		"--service-account-signing-key-file="+p("sa.key"),
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--service-cluster-ip-range=10.0.0.0/24",
+		"--allow-privileged=true",
+		"--cert-dir="+filepath.Join(dir, "apiserver-certs"),
+		"--profiling=false",
+		"--v=1")
+	if err != nil {
+		return nil, err
+	}
+	e.procs = append(e.procs, apiserver)
+
+	e.Config = &rest.Config{
+		Host: e.Host,
+		TLSClientConfig: rest.TLSClientConfig{
+			CAFile: p("ca.crt"), CertFile: p("admin.crt"), KeyFile: p("admin.key"),
+		},
+		QPS: 200, Burst: 400,
+	}
+	e.KubeconfigPath = filepath.Join(dir, "admin.kubeconfig")
+	if err := writeKubeconfig(e.KubeconfigPath, e.Host, p("ca.crt"), "winnode-testenv-admin", p("admin.crt"), p("admin.key")); err != nil {
+		return nil, err
+	}
+	client, err := kubernetes.NewForConfig(e.Config)
+	if err != nil {
+		return nil, err
+	}
+	if err := waitFor(ctx, apiserver, "kube-apiserver /readyz", func(ctx context.Context) (bool, error) {
+		res := client.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx)
+		var code int
+		res.StatusCode(&code)
+		return code == http.StatusOK, nil
+	}); err != nil {
+		return nil, err
+	}
+
+	// kube-controller-manager.
+	kcmKubeconfig := filepath.Join(dir, "controller-manager.kubeconfig")
+	if err := writeKubeconfig(kcmKubeconfig, e.Host, p("ca.crt"), "system:kube-controller-manager", p("controller-manager.crt"), p("controller-manager.key")); err != nil {
+		return nil, err
+	}
+	kcm, err := startProcess(dir, "kube-controller-manager", filepath.Join(binDir, "kube-controller-manager"),
+		"--kubeconfig="+kcmKubeconfig,
+		"--authentication-kubeconfig="+kcmKubeconfig,
+		"--authorization-kubeconfig="+kcmKubeconfig,
+		"--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(ports[3]),
+		"--cert-dir="+filepath.Join(dir, "kcm-certs"),
+		"--leader-elect=false",
+		"--controllers=*,bootstrapsigner,tokencleaner",
+		"--cluster-signing-cert-file="+p("ca.crt"),
+		"--cluster-signing-key-file="+p("ca.key"),
+		"--root-ca-file="+p("ca.crt"),
+		"--service-account-private-key-file="+p("sa.key"),
+		"--use-service-account-credentials=true",
+		"--node-monitor-grace-period="+opts.NodeMonitorGracePeriod.String(),
+		"--node-monitor-period=2s",
+		"--profiling=false",
+		"--v=1")
+	if err != nil {
+		return nil, err
+	}
+	e.procs = append(e.procs, kcm)
+	// The service-account controller creating "default" in "default" shows
+	// the controller manager is up and acting with its per-controller
+	// service-account credentials.
+	if err := waitFor(ctx, kcm, "kube-controller-manager (default ServiceAccount)", func(ctx context.Context) (bool, error) {
+		_, err := client.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, nil
+	}); err != nil {
+		return nil, err
+	}
+
+	if err := e.publishClusterInfo(ctx, client); err != nil {
+		return nil, err
+	}
+	crds := opts.CRDDirectoryPaths
+	if crds == nil {
+		if root, err := RepoRoot(); err == nil {
+			if _, err := os.Stat(filepath.Join(root, "config/crd/bases")); err == nil {
+				crds = []string{filepath.Join(root, "config/crd/bases")}
+			}
+		}
+	}
+	if len(crds) > 0 {
+		if _, err := envtest.InstallCRDs(e.Config, envtest.CRDInstallOptions{Paths: crds, ErrorIfPathMissing: true}); err != nil {
+			return nil, fmt.Errorf("installing CRDs from %v: %w", crds, err)
+		}
+	}
+	return e, nil
+}
+
+// publishClusterInfo creates kube-public/cluster-info as kubeadm does: a
+// kubeconfig with the API server's address and CA, readable anonymously, that
+// the bootstrap signer signs for each bootstrap token.
+func (e *Env) publishClusterInfo(ctx context.Context, client kubernetes.Interface) error {
+	ca, err := os.ReadFile(e.CACertFile)
+	if err != nil {
+		return err
+	}
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters[""] = &clientcmdapi.Cluster{Server: e.Host, CertificateAuthorityData: ca}
+	data, err := clientcmd.Write(*cfg)
+	if err != nil {
+		return err
+	}
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "cluster-info", Namespace: metav1.NamespacePublic},
+		Data:       map[string]string{"kubeconfig": string(data)},
+	}
+	if _, err := client.CoreV1().ConfigMaps(metav1.NamespacePublic).Create(ctx, cm, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating kube-public/cluster-info: %w", err)
+	}
+	role := &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Name: "kubeadm:bootstrap-signer-clusterinfo", Namespace: metav1.NamespacePublic},
+		Rules: []rbacv1.PolicyRule{{
+			APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{"cluster-info"}, Verbs: []string{"get"},
+		}},
+	}
+	if _, err := client.RbacV1().Roles(metav1.NamespacePublic).Create(ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	binding := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: role.Name, Namespace: metav1.NamespacePublic},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "system:anonymous"}},
+	}
+	if _, err := client.RbacV1().RoleBindings(metav1.NamespacePublic).Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	return nil
+}
+
+// UserConfig returns a client configuration that authenticates with a client
+// certificate from the cluster CA, as user with groups.
+func (e *Env) UserConfig(user string, groups ...string) (*rest.Config, error) {
+	name := "user-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	if err := e.pki.issue(name, user, groups, false, nil, nil); err != nil {
+		return nil, err
+	}
+	return &rest.Config{
+		Host: e.Host,
+		TLSClientConfig: rest.TLSClientConfig{
+			CAFile: e.CACertFile, CertFile: e.pki.path(name + ".crt"), KeyFile: e.pki.path(name + ".key"),
+		},
+	}, nil
+}
+
+// AnonymousConfig returns a client configuration that trusts the cluster CA
+// and carries no credentials (callers add a bearer token).
+func (e *Env) AnonymousConfig() *rest.Config {
+	return &rest.Config{Host: e.Host, TLSClientConfig: rest.TLSClientConfig{CAFile: e.CACertFile}}
+}
+
+// PIDs lists the processes the environment started.
+func (e *Env) PIDs() []int {
+	var pids []int
+	for _, p := range e.procs {
+		pids = append(pids, p.cmd.Process.Pid)
+	}
+	return pids
+}
+
+// Logs returns the last lines of each component's log.
+func (e *Env) Logs(lines int) string {
+	var b strings.Builder
+	for _, p := range e.procs {
+		fmt.Fprintf(&b, "----- %s (last %d lines of %s) -----\n%s\n", p.name, lines, p.logPath, p.tail(lines))
+	}
+	return b.String()
+}
+
+// Stop stops every process in reverse order of start and removes the folder
+// (kept when WINNODE_KEEP_TESTENV is set, for a post-mortem).
+func (e *Env) Stop() error {
+	for i := len(e.procs) - 1; i >= 0; i-- {
+		e.procs[i].stop(10 * time.Second)
+	}
+	e.procs = nil
+	if os.Getenv("WINNODE_KEEP_TESTENV") != "" {
+		fmt.Fprintf(os.Stderr, "testenv: kept %s\n", e.Dir)
+		return nil
+	}
+	return os.RemoveAll(e.Dir)
+}
+
+func writeKubeconfig(path, server, caFile, user, certFile, keyFile string) error {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["winnode-testenv"] = &clientcmdapi.Cluster{Server: server, CertificateAuthority: caFile}
+	cfg.AuthInfos[user] = &clientcmdapi.AuthInfo{ClientCertificate: certFile, ClientKey: keyFile}
+	cfg.Contexts["winnode-testenv"] = &clientcmdapi.Context{Cluster: "winnode-testenv", AuthInfo: user}
+	cfg.CurrentContext = "winnode-testenv"
+	return clientcmd.WriteToFile(*cfg, path)
+}
+
+// freePorts asks the kernel for n free loopback ports.
+func freePorts(n int) ([]int, error) {
+	var ports []int
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+func waitHTTP(ctx context.Context, p *process, c *http.Client, url string) error {
+	return waitFor(ctx, p, url, func(ctx context.Context) (bool, error) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		resp, err := c.Do(req)
+		if err != nil {
+			return false, nil
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+}
+
+// waitFor polls cond until it holds, the context ends, or the process exits.
+func waitFor(ctx context.Context, p *process, what string, cond wait.ConditionWithContextFunc) error {
+	err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		if p.exited() {
+			return false, fmt.Errorf("%s exited while waiting for %s: %v", p.name, what, p.waitErr)
+		}
+		return cond(ctx)
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for %s: %w", what, err)
+	}
+	return nil
+}

@@ -1,0 +1,78 @@
+package testenv
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"testing"
+)
+
+// One control plane per test binary: a suite pays the start-up once.
+var shared struct {
+	sync.Mutex
+	main    bool
+	started bool
+	env     *Env
+	err     error
+}
+
+// Main runs the package's tests and then stops the shared control plane and
+// removes built binaries. Call it from TestMain; it exits the process. An
+// interrupt (SIGINT, SIGTERM) also stops the control plane before exiting.
+func Main(m *testing.M) {
+	shared.Lock()
+	shared.main = true
+	shared.Unlock()
+
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	go func() {
+		s := <-sigs
+		fmt.Fprintf(os.Stderr, "testenv: %v: stopping the control plane\n", s)
+		cleanup()
+		os.Exit(2)
+	}()
+
+	code := m.Run()
+	cleanup()
+	os.Exit(code)
+}
+
+func cleanup() {
+	shared.Lock()
+	defer shared.Unlock()
+	if shared.env != nil {
+		_ = shared.env.Stop()
+		shared.env = nil
+	}
+	removeBinaries()
+}
+
+// Get returns the test binary's shared control plane, starting it on first
+// use. When the calling test fails, the tail of each component's log is
+// printed with it.
+func Get(t testing.TB) *Env {
+	t.Helper()
+	shared.Lock()
+	defer shared.Unlock()
+	if !shared.main {
+		t.Fatal("testenv.Get: the package's TestMain must call testenv.Main(m), which stops the control plane after the tests")
+	}
+	if !shared.started {
+		shared.started = true
+		shared.env, shared.err = Start(context.Background(), Options{})
+	}
+	if shared.err != nil {
+		t.Fatalf("starting the control plane: %v", shared.err)
+	}
+	env := shared.env
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("control plane logs:\n%s", env.Logs(40))
+		}
+	})
+	return env
+}
