@@ -11,6 +11,8 @@
 #   OUTPUT-DIR defaults to $WINNODE_PAYLOAD_DIR, else <repo>/payload.
 #   It receives the six programs and manifest.json (written with
 #   internal/payload, then loaded back the way the operator loads it).
+#   WINNODE_VERSION, if set, is the agent's version in the manifest (default:
+#   `git describe --tags --always --dirty`, or "dev" outside a git work tree).
 #
 # The upstream programs are kept in a cache outside the work tree,
 # ${WINNODE_CACHE:-~/.cache/winnode}/payload/k8s-<version>-cni-<version>-r<recipe>/,
@@ -41,23 +43,26 @@ recipe=1
 cache="${WINNODE_CACHE:-$HOME/.cache/winnode}/payload/k8s-$k8s_version-cni-$cni_version-r$recipe"
 mkdir -p "$cache"
 
-# gobuild DIR OUTPUT PACKAGE LDFLAGS: one Windows build, as release builds do
-# it: static (no cgo), paths trimmed, symbol tables stripped.
+# gobuild DIR OUTPUT PACKAGE LDFLAGS [TAGS]: one Windows build, as release
+# builds do it: static (no cgo), symbol tables stripped. Unlike release builds
+# it does not use -trimpath, because -trimpath leaves -ldflags out of the
+# build information: this way `go version -m kubelet.exe` shows the -X flags
+# that set the version the program reports (the tests check them).
 gobuild() {
-	local dir=$1 output=$2 pkg=$3 ldflags=$4
-	(cd "$dir" && GOOS=windows GOARCH=amd64 CGO_ENABLED=0 nice go build -trimpath -ldflags "-s -w $ldflags" -o "$output" "$pkg")
+	local dir=$1 output=$2 pkg=$3 ldflags=$4 tags=${5:-}
+	(cd "$dir" && GOOS=windows GOARCH=amd64 CGO_ENABLED=0 nice go build -tags "$tags" -ldflags "-s -w $ldflags" -o "$output" "$pkg")
 }
 
-# upstream NAME MODULE-DIR PACKAGE LDFLAGS: build into the cache unless it is there.
+# upstream NAME MODULE-DIR PACKAGE LDFLAGS [TAGS]: build into the cache unless it is there.
 upstream() {
-	local name=$1 dir=$2 pkg=$3 ldflags=$4
+	local name=$1 dir=$2 pkg=$3 ldflags=$4 tags=${5:-}
 	if [ -f "$cache/$name" ]; then
 		say "$name: in cache $cache"
 		return
 	fi
 	say "$name: building $pkg for windows/amd64 (kubelet.exe: several minutes on 2 cores)"
 	local start=$SECONDS
-	gobuild "$dir" "$cache/$name.tmp" "$pkg" "$ldflags"
+	gobuild "$dir" "$cache/$name.tmp" "$pkg" "$ldflags" "$tags"
 	mv "$cache/$name.tmp" "$cache/$name"
 	say "$name: built in $((SECONDS - start))s"
 }
@@ -91,8 +96,10 @@ cni=github.com/containernetworking/plugins/plugins
 upstream win-bridge.exe "$here/cni" $cni/main/windows/win-bridge "$cni_ldflags"
 upstream win-overlay.exe "$here/cni" $cni/main/windows/win-overlay "$cni_ldflags"
 upstream host-local.exe "$here/cni" $cni/ipam/host-local "$cni_ldflags"
-upstream kube-proxy.exe "$here/kubernetes" k8s.io/kubernetes/cmd/kube-proxy "$k8s_ldflags"
-upstream kubelet.exe "$here/kubernetes" k8s.io/kubernetes/cmd/kubelet "$k8s_ldflags"
+# The build tags of Kubernetes' own release builds (hack/lib/golang.sh).
+k8s_tags=selinux,notest,grpcnotrace
+upstream kube-proxy.exe "$here/kubernetes" k8s.io/kubernetes/cmd/kube-proxy "$k8s_ldflags" $k8s_tags
+upstream kubelet.exe "$here/kubernetes" k8s.io/kubernetes/cmd/kubelet "$k8s_ldflags" $k8s_tags
 
 # The agent is this repository's own program: its version is the work tree's.
 agent_version=${WINNODE_VERSION:-$(git -C "$root" describe --tags --always --dirty 2>/dev/null || echo dev)}
