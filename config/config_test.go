@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -512,8 +511,9 @@ func TestRBACGrantsWhatTheOperatorNeedsAndNoMore(t *testing.T) {
 		{verb: "delete", resource: "secrets", namespace: "kube-system", name: "bootstrap-token-abcdef"},
 		{verb: "get", resource: "configmaps", namespace: "kube-public", name: "cluster-info"},
 		{verb: "create", group: "rbac.authorization.k8s.io", resource: "clusterrolebindings"},
+		{verb: "get", group: "rbac.authorization.k8s.io", resource: "clusterrolebindings", name: "winnode:bootstrappers:node-bootstrapper"},
+		{verb: "delete", group: "rbac.authorization.k8s.io", resource: "clusterrolebindings", name: "winnode:bootstrappers:node-bootstrapper"},
 		{verb: "bind", group: "rbac.authorization.k8s.io", resource: "clusterroles", name: "system:node-bootstrapper"},
-		{verb: "bind", group: "rbac.authorization.k8s.io", resource: "clusterroles", name: "system:certificates.k8s.io:certificatesigningrequests:nodeclient"},
 	}
 	for _, a := range need {
 		if !allowed(t, c, a) {
@@ -535,9 +535,13 @@ func TestRBACGrantsWhatTheOperatorNeedsAndNoMore(t *testing.T) {
 		{verb: "approve", group: "certificates.k8s.io", resource: "signers", name: "kubernetes.io/kube-apiserver-client"},
 		{verb: "delete", group: "certificates.k8s.io", resource: "certificatesigningrequests"},
 		{verb: "bind", group: "rbac.authorization.k8s.io", resource: "clusterroles", name: "cluster-admin"},
+		// Bound, this role would let kube-controller-manager auto-approve the
+		// bootstrap group's CSRs for any node name (see internal/bootstrap/rbac.go).
+		{verb: "bind", group: "rbac.authorization.k8s.io", resource: "clusterroles", name: "system:certificates.k8s.io:certificatesigningrequests:nodeclient"},
+		{verb: "get", group: "rbac.authorization.k8s.io", resource: "clusterrolebindings", name: "cluster-admin"},
 		{verb: "escalate", group: "rbac.authorization.k8s.io", resource: "clusterroles", name: "system:node-bootstrapper"},
 		{verb: "create", group: "rbac.authorization.k8s.io", resource: "clusterroles"},
-		{verb: "delete", group: "rbac.authorization.k8s.io", resource: "clusterrolebindings"},
+		{verb: "delete", group: "rbac.authorization.k8s.io", resource: "clusterrolebindings", name: "cluster-admin"},
 		{verb: "create", group: "rbac.authorization.k8s.io", resource: "rolebindings", namespace: "kube-system"},
 		{verb: "create", group: "apiextensions.k8s.io", resource: "customresourcedefinitions"},
 	}
@@ -551,7 +555,8 @@ func TestRBACGrantsWhatTheOperatorNeedsAndNoMore(t *testing.T) {
 // TestOperatorCanBindTheBootstrapGroup does, as the operator's ServiceAccount,
 // what the operator does for plain-Kubernetes joins: bind the bootstrap group
 // to system:node-bootstrapper. RBAC's escalation check passes only through
-// the "bind" rule; binding the same group to cluster-admin is refused.
+// the "bind" rule; binding the group to the nodeclient role or to
+// cluster-admin is refused.
 func TestOperatorCanBindTheBootstrapGroup(t *testing.T) {
 	env := testenv.Get(t)
 	admin := newClient(t, env.Config)
@@ -571,12 +576,11 @@ func TestOperatorCanBindTheBootstrapGroup(t *testing.T) {
 			Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "Group", Name: "system:bootstrappers:winnode-config-test"}},
 		}
 	}
-	for _, role := range []string{"system:node-bootstrapper", "system:certificates.k8s.io:certificatesigningrequests:nodeclient"} {
-		name := fmt.Sprintf("winnode-config-test-%d", time.Now().UnixNano())
-		b := binding(name, role)
-		if err := op.Create(ctx, b, client.DryRunAll); err != nil {
-			t.Errorf("the operator cannot bind the bootstrap group to %s: %v", role, err)
-		}
+	if err := op.Create(ctx, binding("winnode-config-test-bootstrapper", "system:node-bootstrapper"), client.DryRunAll); err != nil {
+		t.Errorf("the operator cannot bind the bootstrap group to system:node-bootstrapper: %v", err)
+	}
+	if err := op.Create(ctx, binding("winnode-config-test-nodeclient", "system:certificates.k8s.io:certificatesigningrequests:nodeclient"), client.DryRunAll); err == nil {
+		t.Error("the operator could bind a group to the nodeclient role (auto-approval of node CSRs)")
 	}
 	if err := op.Create(ctx, binding("winnode-config-test-admin", "cluster-admin"), client.DryRunAll); err == nil {
 		t.Error("the operator could bind a group to cluster-admin")
