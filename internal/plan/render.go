@@ -1,0 +1,320 @@
+package plan
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/winnode/winnode/internal/payload"
+	"github.com/winnode/winnode/internal/winpath"
+)
+
+// Where a rendered plan puts things on the host. The payload's own files go
+// where its manifest says (HostPath); these are the files the operator
+// generates and the folders the plan owns.
+const (
+	KDir                    = `C:\k`
+	KubeletConfigPath       = `C:\k\kubelet.yaml`
+	BootstrapKubeconfigPath = `C:\k\bootstrap-kubeconfig`
+	// KubeconfigPath is written by the kubelet itself after its TLS
+	// bootstrap (it holds the node's client certificate); kube-proxy reads
+	// it too. It is not a plan file.
+	KubeconfigPath   = `C:\k\kubeconfig`
+	ClusterCAPath    = `C:\k\ca.crt`
+	KubeletStateDir  = `C:\var\lib\kubelet`
+	KubeletCertDir   = `C:\var\lib\kubelet\pki`
+	KubeletLogDir    = `C:\var\log\kubelet`
+	KubeProxyLogDir  = `C:\var\log\kube-proxy`
+	KubeletService   = "kubelet"
+	KubeProxyService = "kube-proxy"
+	// ContainerdService is the container runtime's service: the plan relies
+	// on it and never manages it.
+	ContainerdService = "containerd"
+)
+
+// Payload entries the renderer needs by name.
+const (
+	PayloadAgent     = "winnode-agent.exe"
+	PayloadKubelet   = "kubelet.exe"
+	PayloadKubeProxy = "kube-proxy.exe"
+)
+
+// WindowsTaint is the taint every Windows node registers with, so that
+// Linux pods stay off.
+const WindowsTaint = "os=Windows:NoSchedule"
+
+// ClusterFacts are what the renderer needs to know about the cluster.
+type ClusterFacts struct {
+	// Server is the API server URL the kubelet bootstraps against (only
+	// recorded in the bootstrap kubeconfig, whose hash is below).
+	Server string
+	// CAData is the cluster CA bundle (PEM): written to ClusterCAPath and
+	// used by the kubelet to authenticate the API server's client
+	// certificate.
+	CAData []byte
+	// ClusterDNS are the cluster DNS service IPs; ClusterDomain defaults to
+	// cluster.local.
+	ClusterDNS    []string
+	ClusterDomain string
+	// BootstrapKubeconfig describes the bootstrap kubeconfig the kubelet
+	// starts with. It holds a token, so the renderer never sees its content:
+	// the caller renders it (internal/bootstrap), uploads it, and passes its
+	// hash and size here (or, when the host's kubelet already has its
+	// certificate, the hash of the one already installed).
+	BootstrapKubeconfig FileDigest
+}
+
+// FileDigest names a file's content by hash.
+type FileDigest struct {
+	SHA256 string
+	Size   int64
+}
+
+// DigestOf is the FileDigest of content.
+func DigestOf(content []byte) FileDigest {
+	sum := sha256.Sum256(content)
+	return FileDigest{SHA256: hex.EncodeToString(sum[:]), Size: int64(len(content))}
+}
+
+// HostFacts are what the renderer needs to know about the host: the agent's
+// Info, and the address the operator reaches it on.
+type HostFacts struct {
+	Info *Info
+	// Address is the WindowsInstance's spec.address; when it is one of the
+	// host's IPv4 addresses the kubelet uses it as its node IP.
+	Address string
+}
+
+// NodeName is the name the host's kubelet registers: its hostname,
+// lower-cased (what the kubelet itself does with the hostname).
+func NodeName(hostname string) string { return strings.ToLower(hostname) }
+
+// RenderInput is everything a plan depends on.
+type RenderInput struct {
+	Cluster ClusterFacts
+	Host    HostFacts
+	Payload *payload.Manifest
+	// OperatorVersion is the winnode version doing the rendering; it is part
+	// of Plan.Version, so a new operator version reconfigures every host.
+	OperatorVersion string
+}
+
+// Rendered is a plan and the generated files it names that the operator
+// must upload (the payload's files are uploaded from the payload folder; the
+// bootstrap kubeconfig by the caller, who holds its content).
+type Rendered struct {
+	Plan *Plan
+	// JSON is the plan as uploaded to the host: same input, same bytes.
+	JSON []byte
+	// Generated are files whose content the renderer produced (kubelet
+	// configuration, cluster CA), by host path.
+	Generated []GeneratedFile
+}
+
+// GeneratedFile is one generated plan file with its content.
+type GeneratedFile struct {
+	HostPath string
+	Content  []byte
+}
+
+// Render is the pure function from cluster facts, host facts, payload
+// manifest and operator version to the plan for one host. Same input, same
+// bytes (Rendered.JSON); nothing it reads comes from the clock or the
+// environment.
+func Render(in RenderInput) (*Rendered, error) {
+	if err := in.check(); err != nil {
+		return nil, err
+	}
+	info := in.Host.Info
+	nodeName := NodeName(info.Hostname)
+	nodeIP := chooseNodeIP(info, in.Host.Address)
+
+	kc, err := KubeletConfig(KubeletConfigOptions{
+		ClientCAFile:  ClusterCAPath,
+		ClusterDNS:    in.Cluster.ClusterDNS,
+		ClusterDomain: in.Cluster.ClusterDomain,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("rendering the plan for host %s: %w", info.Hostname, err)
+	}
+	kubeletYAML, err := KubeletConfigYAML(kc)
+	if err != nil {
+		return nil, fmt.Errorf("rendering the plan for host %s: %w", info.Hostname, err)
+	}
+	generated := []GeneratedFile{
+		{HostPath: ClusterCAPath, Content: in.Cluster.CAData},
+		{HostPath: KubeletConfigPath, Content: kubeletYAML},
+	}
+
+	p := &Plan{
+		SchemaVersion: SchemaVersion,
+		StagingDir:    DefaultStagingDir,
+		Directories: []Directory{
+			{Path: KDir},
+			{Path: KubeletStateDir},
+			{Path: KubeletLogDir, Logs: true},
+			{Path: KubeProxyLogDir, Logs: true},
+		},
+		HostServices: []string{ContainerdService},
+	}
+	for _, f := range in.Payload.Files {
+		p.Files = append(p.Files, File{Path: f.HostPath, SHA256: f.SHA256, Size: f.Size})
+	}
+	for _, g := range generated {
+		d := DigestOf(g.Content)
+		p.Files = append(p.Files, File{Path: g.HostPath, SHA256: d.SHA256, Size: d.Size})
+	}
+	p.Files = append(p.Files, File{Path: BootstrapKubeconfigPath, SHA256: in.Cluster.BootstrapKubeconfig.SHA256, Size: in.Cluster.BootstrapKubeconfig.Size})
+	// A stable order: by path, as Windows compares them.
+	slices.SortFunc(p.Files, func(a, b File) int { return strings.Compare(strings.ToLower(a.Path), strings.ToLower(b.Path)) })
+
+	kubelet, _ := in.Payload.Lookup(PayloadKubelet)
+	proxy, _ := in.Payload.Lookup(PayloadKubeProxy)
+	restart := Recovery{
+		Actions: []RecoveryAction{
+			{Type: RecoveryRestart, Delay: metav1.Duration{Duration: 2 * time.Second}},
+			{Type: RecoveryRestart, Delay: metav1.Duration{Duration: 5 * time.Second}},
+			{Type: RecoveryRestart, Delay: metav1.Duration{Duration: 10 * time.Second}},
+		},
+		ResetPeriod: metav1.Duration{Duration: 24 * time.Hour},
+	}
+	kubeletArgs := []string{
+		"--windows-service",
+		"--config=" + KubeletConfigPath,
+		"--bootstrap-kubeconfig=" + BootstrapKubeconfigPath,
+		"--kubeconfig=" + KubeconfigPath,
+		"--cert-dir=" + KubeletCertDir,
+		"--hostname-override=" + nodeName,
+		"--register-with-taints=" + WindowsTaint,
+		"--logtostderr=false",
+		`--log-file=` + KubeletLogDir + `\kubelet.log`,
+		"--v=2",
+	}
+	if nodeIP != "" {
+		kubeletArgs = append(kubeletArgs, "--node-ip="+nodeIP)
+	}
+	p.Services = []Service{
+		{
+			Name:         KubeletService,
+			DisplayName:  "Kubernetes kubelet",
+			Binary:       kubelet.HostPath,
+			Args:         kubeletArgs,
+			Uses:         []string{KubeletConfigPath, BootstrapKubeconfigPath, ClusterCAPath},
+			Dependencies: []string{ContainerdService},
+			StartType:    StartAuto,
+			Recovery:     restart,
+		},
+		{
+			Name:        KubeProxyService,
+			DisplayName: "Kubernetes kube-proxy",
+			Binary:      proxy.HostPath,
+			Args: []string{
+				"--windows-service",
+				"--kubeconfig=" + KubeconfigPath,
+				"--hostname-override=" + nodeName,
+				"--proxy-mode=kernelspace",
+				"--logtostderr=false",
+				`--log-file=` + KubeProxyLogDir + `\kube-proxy.log`,
+				"--v=2",
+			},
+			// kube-proxy reads the kubeconfig the kubelet writes after its
+			// TLS bootstrap: until then it exits and Windows restarts it.
+			Dependencies: []string{KubeletService},
+			StartType:    StartAuto,
+			Recovery:     restart,
+		},
+	}
+	p.FirewallPorts = []FirewallPort{{Name: "kubelet", Protocol: TCP, Port: 10250}}
+	p.Checks = []Check{
+		{Type: CheckServiceRunning, Service: KubeletService},
+		{Type: CheckFileExists, Path: KubeletConfigPath},
+	}
+
+	// The version names the content: the operator version and a hash of
+	// everything else, so an identical plan has an identical version.
+	body, err := json.Marshal(p)
+	if err != nil {
+		return nil, fmt.Errorf("rendering the plan for host %s: %w", info.Hostname, err)
+	}
+	sum := sha256.Sum256(body)
+	p.Version = in.OperatorVersion + "-" + hex.EncodeToString(sum[:])[:12]
+	if err := p.Validate(); err != nil {
+		return nil, fmt.Errorf("rendering the plan for host %s: %w", info.Hostname, err)
+	}
+	out, err := json.MarshalIndent(p, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("rendering the plan for host %s: %w", info.Hostname, err)
+	}
+	return &Rendered{Plan: p, JSON: append(out, '\n'), Generated: generated}, nil
+}
+
+// check refuses input the plan cannot be made from, naming what is missing.
+func (in RenderInput) check() error {
+	var errs []error
+	if in.Host.Info == nil {
+		return errors.New("rendering a plan: no host facts (the agent's info)")
+	}
+	host := in.Host.Info.Hostname
+	if host == "" {
+		errs = append(errs, errors.New("the agent reported no hostname"))
+	}
+	if strings.TrimSpace(in.OperatorVersion) == "" {
+		errs = append(errs, errors.New("no operator version"))
+	}
+	if len(in.Cluster.CAData) == 0 {
+		errs = append(errs, errors.New("no cluster CA"))
+	}
+	if d := in.Cluster.BootstrapKubeconfig; d.SHA256 == "" || d.Size <= 0 {
+		errs = append(errs, errors.New("no bootstrap kubeconfig digest"))
+	}
+	if in.Payload == nil {
+		errs = append(errs, errors.New("no payload manifest"))
+	} else {
+		for _, name := range []string{PayloadAgent, PayloadKubelet, PayloadKubeProxy} {
+			f, ok := in.Payload.Lookup(name)
+			if !ok {
+				errs = append(errs, fmt.Errorf("the payload has no %s (rebuild it with `make payload`)", name))
+				continue
+			}
+			if _, err := winpath.Parse(f.HostPath); err != nil {
+				errs = append(errs, fmt.Errorf("payload entry %s: %w", name, err))
+			}
+		}
+		for _, f := range in.Payload.Files {
+			for _, gen := range []string{ClusterCAPath, KubeletConfigPath, BootstrapKubeconfigPath, KubeconfigPath} {
+				if strings.EqualFold(f.HostPath, gen) {
+					errs = append(errs, fmt.Errorf("payload entry %s is installed at %s, where the operator writes a generated file", f.Name, gen))
+				}
+			}
+		}
+	}
+	for _, ip := range in.Cluster.ClusterDNS {
+		if net.ParseIP(ip) == nil {
+			errs = append(errs, fmt.Errorf("cluster DNS address %q is not an IP address", ip))
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("rendering the plan for host %q: %w", host, errors.Join(errs...))
+	}
+	return nil
+}
+
+// chooseNodeIP is the address the operator reaches the host on, when the
+// host reports it as its own; else the host's default-route address; else
+// none (the kubelet then picks one).
+func chooseNodeIP(info *Info, address string) string {
+	for _, ip := range info.IPv4 {
+		if ip == address {
+			return ip
+		}
+	}
+	return info.DefaultIPv4
+}

@@ -1,0 +1,195 @@
+package plan
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/winnode/winnode/internal/payload"
+)
+
+const testCA = "-----BEGIN CERTIFICATE-----\nMIIBfake\n-----END CERTIFICATE-----\n"
+
+func renderInput() RenderInput {
+	return RenderInput{
+		Cluster: ClusterFacts{
+			Server:              "https://10.0.0.1:6443",
+			CAData:              []byte(testCA),
+			ClusterDNS:          []string{"10.96.0.10"},
+			ClusterDomain:       "cluster.local",
+			BootstrapKubeconfig: DigestOf([]byte("bootstrap kubeconfig with a token")),
+		},
+		Host: HostFacts{
+			Info: &Info{
+				SchemaVersion: SchemaVersion,
+				Hostname:      "WIN-ABC123",
+				FQDN:          "WIN-ABC123.example.com",
+				IPv4:          []string{"10.0.0.5", "192.168.1.5"},
+				DefaultIPv4:   "10.0.0.5",
+				OS:            OSInfo{ProductName: "Windows Server 2022 Datacenter", Build: "10.0.20348"},
+				Containerd:    ServiceInfo{Present: true, Running: true, State: "Running"},
+			},
+			Address: "192.168.1.5",
+		},
+		Payload: &payload.Manifest{SchemaVersion: payload.SchemaVersion, Files: []payload.File{
+			{Name: "winnode-agent.exe", HostPath: `C:\k\winnode-agent.exe`, SHA256: hashA, Size: 100, Version: "v0.1.0"},
+			{Name: "kubelet.exe", HostPath: `C:\k\kubelet.exe`, SHA256: hashB, Size: 200, Version: "v1.37.1"},
+			{Name: "kube-proxy.exe", HostPath: `C:\k\kube-proxy.exe`, SHA256: strings.Repeat("c", 64), Size: 300, Version: "v1.37.1"},
+		}},
+		OperatorVersion: "v0.1.0",
+	}
+}
+
+func TestRenderGolden(t *testing.T) {
+	r, err := Render(renderInput())
+	if err != nil {
+		t.Fatalf("Render: %v", err)
+	}
+	golden := filepath.Join("testdata", "render.golden.json")
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(golden, r.JSON, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("reading %s (run `go test ./internal/plan -run TestRenderGolden -update` to create it): %v", golden, err)
+	}
+	if !bytes.Equal(r.JSON, want) {
+		t.Errorf("rendered plan differs from %s (rerun with -update if the change is intended):\n%s", golden, r.JSON)
+	}
+	// The agent must accept what the operator renders.
+	p, err := Decode(r.JSON)
+	if err != nil {
+		t.Fatalf("the agent's Decode refuses the rendered plan: %v", err)
+	}
+	if p.Version != r.Plan.Version {
+		t.Errorf("decoded version %q, rendered %q", p.Version, r.Plan.Version)
+	}
+	kubeletYAML := string(findGenerated(t, r, KubeletConfigPath))
+	for _, want := range []string{"cgroupsPerQOS: false", "enforceNodeAllocatable: []", "10.96.0.10", `clientCAFile: C:\k\ca.crt`, "key: os"} {
+		if !strings.Contains(kubeletYAML, want) {
+			t.Errorf("kubelet configuration lacks %q:\n%s", want, kubeletYAML)
+		}
+	}
+}
+
+func findGenerated(t *testing.T, r *Rendered, path string) []byte {
+	t.Helper()
+	for _, g := range r.Generated {
+		if g.HostPath == path {
+			return g.Content
+		}
+	}
+	t.Fatalf("no generated file %s", path)
+	return nil
+}
+
+func TestRenderIsDeterministic(t *testing.T) {
+	a, err := Render(renderInput())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		b, err := Render(renderInput())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(a.JSON, b.JSON) {
+			t.Fatalf("same input, different bytes:\n%s\n---\n%s", a.JSON, b.JSON)
+		}
+	}
+}
+
+// Every input that matters changes the version; the host's other facts
+// (FQDN, installed plan) do not.
+func TestRenderVersionFollowsContent(t *testing.T) {
+	base, err := Render(renderInput())
+	if err != nil {
+		t.Fatal(err)
+	}
+	changes := map[string]func(*RenderInput){
+		"operator version":    func(in *RenderInput) { in.OperatorVersion = "v0.2.0" },
+		"kubelet binary":      func(in *RenderInput) { in.Payload.Files[1].SHA256 = strings.Repeat("d", 64) },
+		"bootstrap token":     func(in *RenderInput) { in.Cluster.BootstrapKubeconfig = DigestOf([]byte("another token")) },
+		"cluster CA":          func(in *RenderInput) { in.Cluster.CAData = []byte(testCA + testCA) },
+		"cluster DNS":         func(in *RenderInput) { in.Cluster.ClusterDNS = []string{"10.96.0.11"} },
+		"hostname":            func(in *RenderInput) { in.Host.Info.Hostname = "WIN-OTHER" },
+		"address (node IP)":   func(in *RenderInput) { in.Host.Address = "10.0.0.5" },
+		"extra payload files": func(in *RenderInput) { in.Payload.Files = append(in.Payload.Files, in.Payload.Files[0]); in.Payload.Files[3].Name, in.Payload.Files[3].HostPath = "x.exe", `C:\k\x.exe` },
+	}
+	for name, change := range changes {
+		in := renderInput()
+		change(&in)
+		r, err := Render(in)
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		if r.Plan.Version == base.Plan.Version {
+			t.Errorf("%s changed, the plan version did not (%s)", name, r.Plan.Version)
+		}
+	}
+	same := renderInput()
+	same.Host.Info.FQDN = "other.example.com"
+	same.Host.Info.InstalledPlan = &InstalledPlan{Version: "old", Complete: true}
+	r, err := Render(same)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Plan.Version != base.Plan.Version {
+		t.Errorf("facts the plan does not use changed its version: %s -> %s", base.Plan.Version, r.Plan.Version)
+	}
+}
+
+func TestRenderNodeNameAndIP(t *testing.T) {
+	r, err := Render(renderInput())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := r.Plan.Service(KubeletService)
+	args := strings.Join(s.Args, " ")
+	for _, want := range []string{"--hostname-override=win-abc123", "--node-ip=192.168.1.5", "--register-with-taints=os=Windows:NoSchedule"} {
+		if !strings.Contains(args, want) {
+			t.Errorf("kubelet args %q lack %q", args, want)
+		}
+	}
+	in := renderInput()
+	in.Host.Address = "win-abc123.example.com" // a DNS name: the default route's address
+	r, err = Render(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ = r.Plan.Service(KubeletService)
+	if args := strings.Join(s.Args, " "); !strings.Contains(args, "--node-ip=10.0.0.5") {
+		t.Errorf("kubelet args %q: want the default route's address", args)
+	}
+}
+
+func TestRenderRefusesIncompleteInput(t *testing.T) {
+	cases := map[string]func(*RenderInput){
+		"no hostname":         func(in *RenderInput) { in.Host.Info.Hostname = "" },
+		"no CA":               func(in *RenderInput) { in.Cluster.CAData = nil },
+		"no bootstrap":        func(in *RenderInput) { in.Cluster.BootstrapKubeconfig = FileDigest{} },
+		"no kubelet":          func(in *RenderInput) { in.Payload.Files = in.Payload.Files[:1] },
+		"no version":          func(in *RenderInput) { in.OperatorVersion = "" },
+		"bad DNS":             func(in *RenderInput) { in.Cluster.ClusterDNS = []string{"kube-dns"} },
+		"payload over config": func(in *RenderInput) { in.Payload.Files[0].HostPath = KubeletConfigPath },
+		"no payload":          func(in *RenderInput) { in.Payload = nil },
+	}
+	for name, change := range cases {
+		in := renderInput()
+		change(&in)
+		if _, err := Render(in); err == nil {
+			t.Errorf("%s: Render accepted it", name)
+		}
+	}
+	if _, err := Render(RenderInput{}); err == nil {
+		t.Error("empty input accepted")
+	}
+}
