@@ -114,14 +114,17 @@ func TestRenderVersionFollowsContent(t *testing.T) {
 		t.Fatal(err)
 	}
 	changes := map[string]func(*RenderInput){
-		"operator version":    func(in *RenderInput) { in.OperatorVersion = "v0.2.0" },
-		"kubelet binary":      func(in *RenderInput) { in.Payload.Files[1].SHA256 = strings.Repeat("d", 64) },
-		"bootstrap token":     func(in *RenderInput) { in.Cluster.BootstrapKubeconfig = DigestOf([]byte("another token")) },
-		"cluster CA":          func(in *RenderInput) { in.Cluster.CAData = []byte(testCA + testCA) },
-		"cluster DNS":         func(in *RenderInput) { in.Cluster.ClusterDNS = []string{"10.96.0.11"} },
-		"hostname":            func(in *RenderInput) { in.Host.Info.Hostname = "WIN-OTHER" },
-		"address (node IP)":   func(in *RenderInput) { in.Host.Address = "10.0.0.5" },
-		"extra payload files": func(in *RenderInput) { in.Payload.Files = append(in.Payload.Files, in.Payload.Files[0]); in.Payload.Files[3].Name, in.Payload.Files[3].HostPath = "x.exe", `C:\k\x.exe` },
+		"operator version":  func(in *RenderInput) { in.OperatorVersion = "v0.2.0" },
+		"kubelet binary":    func(in *RenderInput) { in.Payload.Files[1].SHA256 = strings.Repeat("d", 64) },
+		"bootstrap token":   func(in *RenderInput) { in.Cluster.BootstrapKubeconfig = DigestOf([]byte("another token")) },
+		"cluster CA":        func(in *RenderInput) { in.Cluster.CAData = []byte(testCA + testCA) },
+		"cluster DNS":       func(in *RenderInput) { in.Cluster.ClusterDNS = []string{"10.96.0.11"} },
+		"hostname":          func(in *RenderInput) { in.Host.Info.Hostname = "WIN-OTHER" },
+		"address (node IP)": func(in *RenderInput) { in.Host.Address = "10.0.0.5" },
+		"extra payload files": func(in *RenderInput) {
+			in.Payload.Files = append(in.Payload.Files, in.Payload.Files[0])
+			in.Payload.Files[3].Name, in.Payload.Files[3].HostPath = "x.exe", `C:\k\x.exe`
+		},
 	}
 	for name, change := range changes {
 		in := renderInput()
