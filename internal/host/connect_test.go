@@ -236,3 +236,33 @@ func TestHostKeyAlgorithms(t *testing.T) {
 		t.Errorf("rsa: %v, want the SHA-2 algorithms first", got)
 	}
 }
+
+func TestKeepaliveClosesHungConnection(t *testing.T) {
+	h := newSimHost(t)
+	h.installFakeAgent(t)
+	opts := h.options()
+	opts.KeepaliveInterval = 100 * time.Millisecond
+	opts.KeepaliveCountMax = 2
+	c := connect(t, opts)
+
+	// The program runs for a minute; once it has started, the link hangs
+	// (every packet the host reads is held for 5s), so keepalives go
+	// unanswered and the client must give up on its own.
+	done := make(chan error, 1)
+	go func() {
+		_, _, _, err := c.Run(context.Background(), []string{fakeAgentPath, "sleep"}, nil)
+		done <- err
+	}()
+	time.Sleep(300 * time.Millisecond)
+	h.SetLink(winsim.LinkOptions{Latency: 5 * time.Second})
+	defer h.SetLink(winsim.LinkOptions{})
+	select {
+	case err := <-done:
+		var ue *UnreachableError
+		if !errors.As(err, &ue) {
+			t.Fatalf("Run over a hung link: %v, want *UnreachableError", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run over a hung link did not return within 30s: keepalives did not close the connection")
+	}
+}

@@ -143,6 +143,19 @@ func (c *Client) Sync(ctx context.Context, files []LocalFile, installed map[stri
 	return res, nil
 }
 
+// StagedPath is where Sync stages content with hash sha256 in stagingDir:
+// `<stagingDir>\<sha256>`, in Windows form.
+func StagedPath(stagingDir, sha256 string) (string, error) {
+	dir, err := winpath.Parse(stagingDir)
+	if err != nil {
+		return "", fmt.Errorf("staging folder: %w", err)
+	}
+	if !isSHA256(sha256) {
+		return "", fmt.Errorf("sha256 %q is not 64 lower-case hex digits", sha256)
+	}
+	return dir.Join(sha256).String(), nil
+}
+
 // blob is one content to stage, and the host paths that want it.
 type blob struct {
 	SHA256    string

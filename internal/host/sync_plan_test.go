@@ -81,3 +81,15 @@ func TestPlanSyncRefusesBadEntries(t *testing.T) {
 		})
 	}
 }
+
+func TestStagedPath(t *testing.T) {
+	sha := sum([]byte("x"))
+	if got, err := StagedPath(`/c:/k/staging/`, sha); err != nil || got != `C:\k\staging\`+sha {
+		t.Errorf("StagedPath = %q, %v", got, err)
+	}
+	for _, bad := range [][2]string{{`k\staging`, sha}, {`C:\k`, `..\x`}, {`C:\k`, strings.ToUpper(sha)}} {
+		if got, err := StagedPath(bad[0], bad[1]); err == nil {
+			t.Errorf("StagedPath(%q, %q) = %q, want an error", bad[0], bad[1], got)
+		}
+	}
+}
