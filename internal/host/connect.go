@@ -1,10 +1,3 @@
-// Package host is the operator's (and winnodectl's) client to one Windows
-// host: SSH with host key pinning (connect.go), running exactly one program
-// and decoding the agent's JSON answer (run.go, answer.go), and uploading
-// files by hash over SFTP (sync.go).
-//
-// It knows nothing about Kubernetes: callers pass in keys and pinned host
-// keys and persist what they learn (the host key presented on first use).
 package host
 
 import (
@@ -156,9 +149,18 @@ func Connect(ctx context.Context, opts Options) (*Client, error) {
 	stopped := stop()
 	if err != nil {
 		_ = conn.Close()
+		var neg *ssh.AlgorithmNegotiationError
 		switch {
 		case mismatch != nil:
 			return nil, mismatch
+		case pinned != nil && errors.As(err, &neg) && neg.What == "host key":
+			// The host has no key of the pinned kind any more: changed too.
+			return nil, &HostKeyMismatchError{
+				Address:           addr,
+				PinnedFingerprint: ssh.FingerprintSHA256(pinned),
+				PinnedType:        pinned.Type(),
+				OfferedTypes:      neg.RequestedAlgorithms,
+			}
 		case presented != nil && strings.Contains(err.Error(), "unable to authenticate"):
 			return nil, &AuthError{Address: addr, User: opts.User, KeyFingerprint: ssh.FingerprintSHA256(opts.Signer.PublicKey()), Err: err}
 		case ctx.Err() != nil:

@@ -219,6 +219,26 @@ func TestConnectRefusesBadOptions(t *testing.T) {
 	}
 }
 
+func TestPinnedKeyTypeGone(t *testing.T) {
+	// An RSA key is pinned; the (simulated) host only has an ed25519 key.
+	h := newSimHost(t)
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, _ := ssh.NewPublicKey(&key.PublicKey)
+	opts := h.options()
+	opts.PinnedHostKey = string(ssh.MarshalAuthorizedKey(pub))
+	_, err = Connect(context.Background(), opts)
+	var mm *HostKeyMismatchError
+	if !errors.As(err, &mm) {
+		t.Fatalf("Connect: %v, want *HostKeyMismatchError", err)
+	}
+	if mm.PinnedType != ssh.KeyAlgoRSA || mm.PresentedFingerprint != "" || !strings.Contains(err.Error(), ssh.KeyAlgoED25519) {
+		t.Errorf("mismatch = %+v (%v)", mm, err)
+	}
+}
+
 func TestHostKeyAlgorithms(t *testing.T) {
 	ed := newSigner(t).PublicKey()
 	if got := hostKeyAlgorithms(ed); len(got) != 1 || got[0] != ssh.KeyAlgoED25519 {

@@ -54,11 +54,21 @@ type HostKeyMismatchError struct {
 	// PresentedKey is the presented key in authorized_keys form, for an
 	// administrator who decides to trust it.
 	PresentedKey string
+	// When the host no longer has a key of the pinned type at all, nothing
+	// is presented: PinnedType is the pinned key's type and OfferedTypes
+	// the host key algorithms the host offers instead.
+	PinnedType   string
+	OfferedTypes []string
 }
 
 func (e *HostKeyMismatchError) Error() string {
-	return fmt.Sprintf("host %s presented SSH host key %s, but %s is pinned: the host was reinstalled or someone is in the middle; if the change is expected, clear the pinned key",
-		e.Address, e.PresentedFingerprint, e.PinnedFingerprint)
+	const advice = "the host was reinstalled or someone is in the middle; if the change is expected, clear the pinned key"
+	if e.PresentedFingerprint == "" {
+		return fmt.Sprintf("host %s has no %s host key any more (it offers %s), but %s is pinned: %s",
+			e.Address, e.PinnedType, strings.Join(e.OfferedTypes, ", "), e.PinnedFingerprint, advice)
+	}
+	return fmt.Sprintf("host %s presented SSH host key %s, but %s is pinned: %s",
+		e.Address, e.PresentedFingerprint, e.PinnedFingerprint, advice)
 }
 
 // AgentError: the agent ran and failed with its machine-readable error.
