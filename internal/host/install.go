@@ -7,39 +7,37 @@ import (
 	"github.com/winnode/winnode/internal/winpath"
 )
 
-// InstallFile puts one file at its HostPath directly, without the agent:
-// what the operator does with the agent itself, which must be on the host
-// before anything can apply a plan. The content is staged by Sync first (so
-// a retried install resumes, and the bytes are counted in the result), then
-// the staged blob is renamed into place, replacing what was there.
-//
-// Windows refuses to replace a running program: install the agent only
-// while it does not run.
-func (c *Client) InstallFile(ctx context.Context, f LocalFile, stagingDir string) (SyncResult, error) {
+// Install uploads one file straight to its host path (not to the staging
+// folder), replacing what is there: for the agent itself, which must be in
+// place before it can move staged blobs. The file is written to
+// `<HostPath>.part`, its size and hash checked, then renamed; its folder is
+// created if needed. The caller decides whether an upload is needed (the
+// agent's info says which version runs). It returns the bytes sent.
+func (c *Client) Install(ctx context.Context, f LocalFile, progress func(Progress)) (int64, error) {
 	dst, err := winpath.Parse(f.HostPath)
 	if err != nil {
-		return SyncResult{}, fmt.Errorf("host %s: install: %w", c.address, err)
+		return 0, fmt.Errorf("host %s: install: %w", c.address, err)
 	}
-	res, err := c.Sync(ctx, []LocalFile{f}, nil, stagingDir, nil)
-	if err != nil {
-		return res, err
+	if len(dst.Parts) == 0 {
+		return 0, fmt.Errorf("host %s: install: %s is a drive root, not a file path", c.address, dst)
 	}
-	staged, err := StagedPath(stagingDir, f.SHA256)
-	if err != nil {
-		return res, fmt.Errorf("host %s: install %s: %w", c.address, dst, err)
+	if err := checkFile(f); err != nil {
+		return 0, fmt.Errorf("host %s: install %s: %w", c.address, dst, err)
 	}
-	src, _ := winpath.Parse(staged)
 	client, err := c.sftpClient()
 	if err != nil {
-		return res, err
+		return 0, err
 	}
 	stop := context.AfterFunc(ctx, func() { c.dropSFTP(client) })
 	defer stop()
 	if err := c.mkdirAll(client, dst.Dir()); err != nil {
-		return res, c.sftpError("install", dst, err)
+		return 0, c.transferError(ctx, client, "install", err)
 	}
-	if err := rename(client, src.SFTP(), dst.SFTP()); err != nil {
-		return res, c.sftpError("install", dst, fmt.Errorf("moving staged %s into place: %w", src, err))
+	p := Progress{FilesTotal: 1, BytesTotal: f.Size}
+	b := blob{SHA256: f.SHA256, Size: f.Size, Source: f, HostPaths: []string{dst.String()}}
+	n, err := c.upload(ctx, client, dst, b, &p, progress)
+	if err != nil {
+		return n, c.transferError(ctx, client, "install", err)
 	}
-	return res, nil
+	return n, nil
 }

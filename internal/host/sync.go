@@ -94,15 +94,7 @@ func (c *Client) Sync(ctx context.Context, files []LocalFile, installed map[stri
 	stop := context.AfterFunc(ctx, func() { c.dropSFTP(client) })
 	defer stop()
 	fail := func(err error) (SyncResult, error) {
-		// The SFTP session may be broken; the next call opens a new one.
-		c.dropSFTP(client)
-		switch {
-		case ctx.Err() != nil:
-			return res, fmt.Errorf("host %s: sync: %w (stopped: %w)", c.address, err, context.Cause(ctx))
-		case c.connectionLost(err):
-			return res, &UnreachableError{Address: c.address, Err: fmt.Errorf("sync: %w", err)}
-		}
-		return res, fmt.Errorf("host %s: sync: %w", c.address, err)
+		return res, c.transferError(ctx, client, "sync", err)
 	}
 
 	if err := c.mkdirAll(client, staging); err != nil {
@@ -132,7 +124,7 @@ func (c *Client) Sync(ctx context.Context, files []LocalFile, installed map[stri
 		if err := ctx.Err(); err != nil {
 			return fail(err)
 		}
-		n, err := c.upload(ctx, client, staging, b, &p, progress)
+		n, err := c.upload(ctx, client, staging.Join(b.SHA256), b, &p, progress)
 		res.BytesUploaded += n
 		if err != nil {
 			return fail(err)
@@ -252,10 +244,10 @@ func isSHA256(s string) bool {
 	return true
 }
 
-// upload stages one blob and returns the bytes sent.
-func (c *Client) upload(ctx context.Context, client *sftp.Client, staging winpath.Path, b blob, p *Progress, progress func(Progress)) (int64, error) {
-	final := staging.Join(b.SHA256)
-	part := staging.Join(b.SHA256 + ".part")
+// upload writes one blob to final (through final.part, checked, then
+// renamed) and returns the bytes sent.
+func (c *Client) upload(ctx context.Context, client *sftp.Client, final winpath.Path, b blob, p *Progress, progress func(Progress)) (int64, error) {
+	part := final.Dir().Join(final.Base() + ".part")
 	what := b.HostPaths[0]
 	if b.Source.LocalPath != "" {
 		what = b.Source.LocalPath
@@ -388,6 +380,20 @@ func (c *Client) mkdirAll(client *sftp.Client, dir winpath.Path) error {
 		}
 	}
 	return nil
+}
+
+// transferError names the host and the operation, says when ctx stopped
+// it, and makes a lost connection an *UnreachableError. The SFTP session
+// may be broken: it is dropped, and the next call opens a new one.
+func (c *Client) transferError(ctx context.Context, client *sftp.Client, op string, err error) error {
+	c.dropSFTP(client)
+	switch {
+	case ctx.Err() != nil:
+		return fmt.Errorf("host %s: %s: %w (stopped: %w)", c.address, op, err, context.Cause(ctx))
+	case c.connectionLost(err):
+		return &UnreachableError{Address: c.address, Err: fmt.Errorf("%s: %w", op, err)}
+	}
+	return fmt.Errorf("host %s: %s: %w", c.address, op, err)
 }
 
 // connectionLost reports whether err means the SSH connection is gone.
