@@ -161,7 +161,7 @@ func Connect(ctx context.Context, opts Options) (*Client, error) {
 				PinnedType:        pinned.Type(),
 				OfferedTypes:      neg.RequestedAlgorithms,
 			}
-		case presented != nil && strings.Contains(err.Error(), "unable to authenticate"):
+		case presented != nil && authRefused(err):
 			return nil, &AuthError{Address: addr, User: opts.User, KeyFingerprint: ssh.FingerprintSHA256(opts.Signer.PublicKey()), Err: err}
 		case ctx.Err() != nil:
 			return nil, &UnreachableError{Address: addr, Err: fmt.Errorf("SSH handshake: %w", ctx.Err())}
@@ -288,4 +288,12 @@ func hostKeyAlgorithms(k ssh.PublicKey) []string {
 		return []string{ssh.KeyAlgoRSASHA512, ssh.KeyAlgoRSASHA256, ssh.KeyAlgoRSA}
 	}
 	return []string{k.Type()}
+}
+
+// authRefused recognizes x/crypto/ssh's client-side authentication failure
+// (it has no error type for it), and OpenSSH's disconnect after too many
+// refused keys.
+func authRefused(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "unable to authenticate") || strings.Contains(s, "Too many authentication failures")
 }
