@@ -1,0 +1,235 @@
+package cli
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/json"
+	"encoding/pem"
+	"os"
+	"strings"
+	"testing"
+
+	"golang.org/x/crypto/ssh"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
+	"github.com/winnode/winnode/internal/testenv"
+	"github.com/winnode/winnode/internal/winsim"
+)
+
+// cluster is the shared control plane with a client and the operator's
+// namespace.
+type cluster struct {
+	env *testenv.Env
+	c   client.Client
+}
+
+func getCluster(t *testing.T) cluster {
+	t.Helper()
+	env := testenv.Get(t)
+	c, err := newClient(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: defaultNamespace}}
+	if err := c.Create(context.Background(), ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	return cluster{env: env, c: c}
+}
+
+// instance creates a WindowsInstance and sets its status, as the operator
+// would; it is deleted when the test ends.
+func (cl cluster) instance(t *testing.T, name string, spec winnodev1.WindowsInstanceSpec, status winnodev1.WindowsInstanceStatus) *winnodev1.WindowsInstance {
+	t.Helper()
+	ctx := context.Background()
+	inst := &winnodev1.WindowsInstance{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec}
+	if err := cl.c.Create(ctx, inst); err != nil {
+		t.Fatalf("creating WindowsInstance %s: %v", name, err)
+	}
+	t.Cleanup(func() { _ = cl.c.Delete(context.Background(), inst) })
+	inst.Status = status
+	if err := cl.c.Status().Update(ctx, inst); err != nil {
+		t.Fatalf("setting the status of WindowsInstance %s: %v", name, err)
+	}
+	return inst
+}
+
+func TestStatusAgainstCluster(t *testing.T) {
+	cl := getCluster(t)
+	ctx := context.Background()
+
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "status-node"}}
+	if err := cl.c.Create(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cl.c.Delete(context.Background(), node) })
+	node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue,
+		LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now(), Reason: "KubeletReady"}}
+	if err := cl.c.Status().Update(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	spec := winnodev1.WindowsInstanceSpec{Address: "192.0.2.10", Username: "Administrator", Port: 22}
+	cl.instance(t, "status-ready", spec, winnodev1.WindowsInstanceStatus{Phase: winnodev1.PhaseReady, NodeName: "status-node", Version: "v9.9.9"})
+	spec.Address = "192.0.2.11"
+	cl.instance(t, "status-failed", spec, winnodev1.WindowsInstanceStatus{Phase: winnodev1.PhaseFailed, Step: "connect", NodeName: "status-gone",
+		LastError: "connecting to 192.0.2.11:22: i/o timeout; check that the host is up"})
+
+	r := run(t, "", "status", "--kubeconfig", cl.env.KubeconfigPath, "-o", "json")
+	if r.code != ExitOK {
+		t.Fatalf("status -o json: exit %d: %s", r.code, r.err)
+	}
+	var got struct{ Instances []instanceRow }
+	if err := json.Unmarshal([]byte(r.out), &got); err != nil {
+		t.Fatalf("status -o json printed no JSON: %v\n%s", err, r.out)
+	}
+	byName := map[string]instanceRow{}
+	for _, row := range got.Instances {
+		byName[row.Name] = row
+	}
+	if row := byName["status-ready"]; row.Phase != "Ready" || row.Node != "status-node" || row.NodeStatus != "Ready" || row.Version != "v9.9.9" || row.Address != "192.0.2.10" {
+		t.Errorf("status-ready: %+v", row)
+	}
+	if row := byName["status-failed"]; row.Phase != "Failed" || row.NodeStatus != "Missing" || !strings.Contains(row.LastError, "i/o timeout") || row.Step != "connect" {
+		t.Errorf("status-failed: %+v", row)
+	}
+
+	r = run(t, "", "status", "--kubeconfig", cl.env.KubeconfigPath)
+	if r.code != ExitOK {
+		t.Fatalf("status: exit %d: %s", r.code, r.err)
+	}
+	lines := strings.Split(strings.TrimSpace(r.out), "\n")
+	if !strings.HasPrefix(lines[0], "NAME ") || !strings.Contains(lines[0], "LAST ERROR") {
+		t.Errorf("no header line: %q", lines[0])
+	}
+	for _, want := range []string{"status-ready", "status-failed"} {
+		if !strings.Contains(r.out, want) {
+			t.Errorf("the table lacks %s:\n%s", want, r.out)
+		}
+	}
+
+	// A cluster that cannot be reached: exit 1, the address named.
+	r = run(t, "", "status", "--kubeconfig", "/nonexistent/kubeconfig")
+	if r.code != ExitFailed || !strings.Contains(r.err, "/nonexistent/kubeconfig") {
+		t.Errorf("a missing kubeconfig: exit %d, stderr %q", r.code, r.err)
+	}
+}
+
+// simHost starts one simulated host that accepts the returned key, with the
+// stand-in containerd installed.
+func simHost(t *testing.T) (*winsim.Host, ssh.Signer, []byte) {
+	t.Helper()
+	h, err := winsim.New(winsim.Options{StateDir: t.TempDir(), StandinBinary: testenv.Binary(t, "cmd/winsim-standin")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Close() })
+	_, priv, _ := ed25519.GenerateKey(rand.Reader)
+	signer, _ := ssh.NewSignerFromKey(priv)
+	if err := h.AuthorizeKey(signer.PublicKey()); err != nil {
+		t.Fatal(err)
+	}
+	block, err := ssh.MarshalPrivateKey(priv, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, signer, pem.EncodeToMemory(block)
+}
+
+// keySecret puts pemKey in Secret cloud-private-key for the test.
+func (cl cluster) keySecret(t *testing.T, pemKey []byte) {
+	t.Helper()
+	ctx := context.Background()
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: defaultNamespace, Name: privateKeySecret},
+		Data:       map[string][]byte{privateKeyField: pemKey},
+	}
+	_ = cl.c.Delete(ctx, secret)
+	if err := cl.c.Create(ctx, secret); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cl.c.Delete(context.Background(), secret) })
+}
+
+func TestSSHAgainstSimulatedHost(t *testing.T) {
+	cl := getCluster(t)
+	h, _, pemKey := simHost(t)
+	cl.keySecret(t, pemKey)
+	spec := winnodev1.WindowsInstanceSpec{Address: h.IP(), Username: h.User(), Port: int32(h.Port())}
+	hostKey := strings.TrimSpace(string(ssh.MarshalAuthorizedKey(h.HostKey())))
+	nodeName := strings.ToLower(h.Hostname())
+	cl.instance(t, "ssh-host", spec, winnodev1.WindowsInstanceStatus{Phase: winnodev1.PhaseReady, NodeName: nodeName, HostKey: hostKey})
+	kc := cl.env.KubeconfigPath
+	containerd := winsim.ContainerdPath
+
+	t.Run("one command by node name", func(t *testing.T) {
+		r := run(t, "", "ssh", "--kubeconfig", kc, nodeName, "--", containerd, "--version")
+		if r.code != 0 || !strings.Contains(r.out, "containerd") || !strings.Contains(r.out, "simulated") {
+			t.Errorf("exit %d, stdout %q, stderr %q", r.code, r.out, r.err)
+		}
+	})
+	t.Run("the remote exit status and stderr come back", func(t *testing.T) {
+		r := run(t, "", "ssh", "--kubeconfig", kc, h.IP(), "--", `C:\k\no-such-program.exe`, "x")
+		if r.code != 1 || !strings.Contains(r.err, "is not recognized") {
+			t.Errorf("exit %d, stderr %q; want 1 and cmd.exe's message", r.code, r.err)
+		}
+	})
+	t.Run("a key file instead of the Secret", func(t *testing.T) {
+		file := t.TempDir() + "/key"
+		if err := os.WriteFile(file, pemKey, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		r := run(t, "", "ssh", "--kubeconfig", kc, "--ssh-key", file, "ssh-host", "--", containerd, "--version")
+		if r.code != 0 || !strings.Contains(r.out, "containerd") {
+			t.Errorf("exit %d, stdout %q, stderr %q", r.code, r.out, r.err)
+		}
+	})
+	t.Run("an interactive session is refused by the simulated host", func(t *testing.T) {
+		r := run(t, "", "ssh", "--kubeconfig", kc, nodeName)
+		if r.code != ExitSSHFailed || !strings.Contains(r.err, "pass a command after --") {
+			t.Errorf("exit %d, stderr %q", r.code, r.err)
+		}
+	})
+	t.Run("unknown host", func(t *testing.T) {
+		r := run(t, "", "ssh", "--kubeconfig", kc, "no-such-node", "--", containerd)
+		if r.code != ExitSSHFailed || !strings.Contains(r.err, `"no-such-node"`) {
+			t.Errorf("exit %d, stderr %q", r.code, r.err)
+		}
+	})
+}
+
+func TestSSHRefusesUnpinnedOrChangedHostKey(t *testing.T) {
+	cl := getCluster(t)
+	h, _, pemKey := simHost(t)
+	cl.keySecret(t, pemKey)
+	spec := winnodev1.WindowsInstanceSpec{Address: h.IP(), Username: h.User(), Port: int32(h.Port())}
+	kc := cl.env.KubeconfigPath
+
+	cl.instance(t, "ssh-unpinned", spec, winnodev1.WindowsInstanceStatus{Phase: winnodev1.PhaseConfiguring})
+	r := run(t, "", "ssh", "--kubeconfig", kc, "ssh-unpinned", "--", winsim.ContainerdPath, "--version")
+	if r.code != ExitSSHFailed || !strings.Contains(r.err, "no pinned host key") || r.out != "" {
+		t.Errorf("no pinned key: exit %d, stdout %q, stderr %q", r.code, r.out, r.err)
+	}
+
+	_, other, _ := ed25519.GenerateKey(rand.Reader)
+	otherSigner, _ := ssh.NewSignerFromKey(other)
+	wrong := strings.TrimSpace(string(ssh.MarshalAuthorizedKey(otherSigner.PublicKey())))
+	cl.instance(t, "ssh-changed", spec, winnodev1.WindowsInstanceStatus{Phase: winnodev1.PhaseReady, HostKey: wrong})
+	r = run(t, "", "ssh", "--kubeconfig", kc, "ssh-changed", "--", winsim.ContainerdPath, "--version")
+	if r.code != ExitSSHFailed || !strings.Contains(r.err, h.Fingerprint()) || r.out != "" {
+		t.Errorf("changed key: exit %d, stdout %q, stderr %q; want 255 naming the presented key %s", r.code, r.out, r.err, h.Fingerprint())
+	}
+
+	// Both instances have the same address: naming it is ambiguous.
+	r = run(t, "", "ssh", "--kubeconfig", kc, h.IP(), "--", winsim.ContainerdPath)
+	if r.code != ExitSSHFailed || !strings.Contains(r.err, "several") {
+		t.Errorf("ambiguous address: exit %d, stderr %q", r.code, r.err)
+	}
+}

@@ -1,0 +1,103 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
+)
+
+// defaultNamespace is the operator's namespace (Secret cloud-private-key,
+// ConfigMap windows-instances).
+const defaultNamespace = "winnode-system"
+
+// clusterFlags are the flags of commands that talk to a cluster.
+type clusterFlags struct {
+	kubeconfig string
+	context    string
+}
+
+func (f *clusterFlags) add(fs *pflag.FlagSet) {
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
+	fs.StringVar(&f.context, "context", "", "kubeconfig context to use (default: the current context)")
+}
+
+// restConfig loads the client configuration as kubectl does: --kubeconfig,
+// else $KUBECONFIG, else ~/.kube/config.
+func (f *clusterFlags) restConfig() (*rest.Config, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = f.kubeconfig
+	overrides := &clientcmd.ConfigOverrides{CurrentContext: f.context}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()
+	if err != nil {
+		where := f.kubeconfig
+		if where == "" {
+			where = "$KUBECONFIG or ~/.kube/config"
+		}
+		return nil, fmt.Errorf("loading the cluster's kubeconfig from %s: %w (pass --kubeconfig FILE)", where, err)
+	}
+	cfg.UserAgent = "winnodectl"
+	return cfg, nil
+}
+
+// scheme knows the built-in types and WindowsInstance.
+func scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	if err := winnodev1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	return s
+}
+
+// newClient is a controller-runtime client (direct, no cache) for cfg.
+func newClient(cfg *rest.Config) (client.Client, error) {
+	c, err := client.New(cfg, client.Options{Scheme: scheme()})
+	if err != nil {
+		return nil, fmt.Errorf("connecting to the API server at %s: %w", cfg.Host, err)
+	}
+	return c, nil
+}
+
+// nodeReady is the status of a Node's Ready condition: "Ready",
+// "NotReady" or "Unknown", as kubectl shows it, with ",SchedulingDisabled"
+// when cordoned.
+func nodeReady(n *corev1.Node) string {
+	status := "Unknown"
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			switch c.Status {
+			case corev1.ConditionTrue:
+				status = "Ready"
+			case corev1.ConditionFalse:
+				status = "NotReady"
+			}
+		}
+	}
+	if n.Spec.Unschedulable {
+		status += ",SchedulingDisabled"
+	}
+	return status
+}
+
+// nodeAddress is the Node's InternalIP, else its first address.
+func nodeAddress(n *corev1.Node) string {
+	for _, a := range n.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP {
+			return a.Address
+		}
+	}
+	if len(n.Status.Addresses) > 0 {
+		return n.Status.Addresses[0].Address
+	}
+	return ""
+}

@@ -1,0 +1,182 @@
+// Package cli holds winnodectl's commands, one file per command: demo.go
+// (the operator on simulated hosts), add.go and remove.go (one host without
+// the operator), status.go, userdata.go and ssh.go; table.go and progress.go
+// render what they print.
+//
+// The commands reuse the operator's packages (internal/controller,
+// internal/bootstrap, internal/host) rather than implementing anything a
+// second time; what is here is flags, output and the wiring between them.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit codes of winnodectl (docs/cli.md lists them for users).
+const (
+	// ExitOK: the command did what was asked (the demo: stopped cleanly
+	// after SIGINT or SIGTERM).
+	ExitOK = 0
+	// ExitFailed: the command failed; the message on stderr says what
+	// failed and what to do.
+	ExitFailed = 1
+	// ExitUsage: wrong flags or arguments; nothing was done.
+	ExitUsage = 2
+	// ExitTimeout: a wait ran out of time (add: the node did not become
+	// Ready; demo: the hosts did not all become Ready).
+	ExitTimeout = 3
+	// ExitInterrupted: SIGINT or SIGTERM stopped add or remove before it
+	// finished; running it again continues where it stopped.
+	ExitInterrupted = 130
+	// ExitSSHFailed: `winnodectl ssh` could not open the session (as
+	// OpenSSH's ssh does); otherwise ssh exits with the remote command's
+	// status.
+	ExitSSHFailed = 255
+)
+
+// Streams are where a command reads and writes.
+type Streams struct {
+	In  io.Reader
+	Out io.Writer
+	Err io.Writer
+}
+
+// StdStreams are the process's stdin, stdout and stderr.
+func StdStreams() Streams { return Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr} }
+
+// exitError carries the exit code a failure should end the process with.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// withCode marks err to end the process with code.
+func withCode(code int, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &exitError{code: code, err: err}
+}
+
+// usageErrorf is a mistake in the flags or arguments.
+func usageErrorf(format string, args ...any) error {
+	return withCode(ExitUsage, fmt.Errorf(format, args...))
+}
+
+// silentExit ends the process with code and prints nothing more (the
+// command has already said what happened, or the code is the remote
+// program's own).
+type silentExit int
+
+func (s silentExit) Error() string { return fmt.Sprintf("exit status %d", int(s)) }
+
+// Execute runs winnodectl with args and returns the process's exit code.
+// SIGINT and SIGTERM cancel the command's context; every command stops what
+// it started before returning.
+func Execute(ctx context.Context, args []string, s Streams) int {
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	root := NewCommand(s)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return ExitOK
+	}
+	var silent silentExit
+	if errors.As(err, &silent) {
+		return int(silent)
+	}
+	fmt.Fprintf(s.Err, "winnodectl: %v\n", err)
+	var coded *exitError
+	switch {
+	case errors.As(err, &coded):
+		return coded.code
+	case ctx.Err() != nil:
+		return ExitInterrupted
+	default:
+		return ExitFailed
+	}
+}
+
+// NewCommand builds the winnodectl command tree writing to s.
+func NewCommand(s Streams) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "winnodectl",
+		Short: "Turn Windows Server hosts into Kubernetes worker nodes",
+		Long: `winnodectl is winnode's command line: try it all on simulated Windows hosts
+(demo), add or remove one host without the operator, see where every Windows
+host is (status), print the user data that prepares a host (userdata), and
+open an SSH session to a host with the operator's key (ssh).
+
+Exit codes: 0 success; 1 the command failed (the message says what to do);
+2 wrong flags or arguments; 3 a wait ran out of time; 130 interrupted
+(SIGINT or SIGTERM) before finishing; ssh: the remote command's status, or
+255 when the session could not be opened.`,
+		Example: `  # Everything on this machine: a control plane, 3 simulated Windows hosts, the operator
+  winnodectl demo
+
+  # Where is every Windows host?
+  winnodectl status
+
+  # Join one host without the operator
+  winnodectl add 10.0.0.7 --user Administrator --ssh-key ~/.ssh/winnode`,
+		SilenceUsage:      true,
+		SilenceErrors:     true,
+		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
+		// Without a command: the help. With an unknown one: a usage error
+		// (cobra's own "unknown command" error carries no exit code).
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usageErrorf("unknown command %q for winnodectl; see winnodectl --help", args[0])
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	root.SetIn(s.In)
+	root.SetOut(s.Out)
+	root.SetErr(s.Err)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return withCode(ExitUsage, err)
+	})
+	root.AddCommand(
+		newDemoCommand(s),
+		newAddCommand(s),
+		newRemoveCommand(s),
+		newStatusCommand(s),
+		newUserDataCommand(s),
+		newSSHCommand(s),
+	)
+	return root
+}
+
+// exactArgs is cobra.ExactArgs with a usage exit code and the names of the
+// expected arguments in the message.
+func exactArgs(names ...string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != len(names) {
+			return usageErrorf("%s takes %d argument(s) (%v), got %d; see %s --help", cmd.CommandPath(), len(names), names, len(args), cmd.CommandPath())
+		}
+		return nil
+	}
+}
+
+// noArgs is cobra.NoArgs with a usage exit code.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usageErrorf("%s takes no arguments, got %q; see %s --help", cmd.CommandPath(), args, cmd.CommandPath())
+	}
+	return nil
+}

@@ -1,0 +1,99 @@
+package cli
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
+)
+
+var tableNow = time.Date(2026, 11, 21, 8, 0, 0, 0, time.UTC)
+
+func testNode(name, ip string, ready corev1.ConditionStatus, created time.Duration) *corev1.Node {
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(tableNow.Add(-created))},
+		Status: corev1.NodeStatus{
+			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: ready}},
+			Addresses: []corev1.NodeAddress{
+				{Type: corev1.NodeHostName, Address: name},
+				{Type: corev1.NodeInternalIP, Address: ip},
+			},
+			NodeInfo: corev1.NodeSystemInfo{OSImage: "Windows Server 2022 Datacenter", KubeletVersion: "v1.37.1"},
+		},
+	}
+}
+
+func TestNodeTableGolden(t *testing.T) {
+	cordoned := testNode("win-b", "127.0.0.11", corev1.ConditionTrue, 90*time.Second)
+	cordoned.Spec.Unschedulable = true
+	nodes := []*corev1.Node{
+		testNode("win-c", "127.0.0.12", corev1.ConditionFalse, 3*time.Hour),
+		cordoned,
+		testNode("win-a", "127.0.0.10", corev1.ConditionTrue, 26*time.Hour),
+		{ObjectMeta: metav1.ObjectMeta{Name: "win-d"}}, // nothing reported yet
+	}
+	var rows []nodeRow
+	for _, n := range nodes {
+		rows = append(rows, newNodeRow(n))
+	}
+	var b bytes.Buffer
+	if err := writeNodeTable(&b, rows, tableNow); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "nodes.golden", b.String())
+}
+
+func TestInstanceTableGolden(t *testing.T) {
+	inst := func(name, addr string, port int32, phase winnodev1.Phase, step, node, lastErr string, created time.Duration) *winnodev1.WindowsInstance {
+		return &winnodev1.WindowsInstance{
+			ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(tableNow.Add(-created))},
+			Spec: winnodev1.WindowsInstanceSpec{Address: addr, Username: "Administrator", Port: port,
+				Source: winnodev1.SourceRef{Kind: winnodev1.SourceConfigMap, Name: "windows-instances", Namespace: "winnode-system", Key: addr}},
+			Status: winnodev1.WindowsInstanceStatus{Phase: phase, Step: step, NodeName: node, LastError: lastErr, Version: "v0.1.0"},
+		}
+	}
+	rows := []instanceRow{
+		newInstanceRow(inst("10.0.0.7", "10.0.0.7", 22, winnodev1.PhaseReady, "", "win-a", "", 2*time.Hour),
+			testNode("win-a", "10.0.0.7", corev1.ConditionTrue, time.Hour)),
+		newInstanceRow(inst("10.0.0.8", "10.0.0.8", 2222, winnodev1.PhaseConfiguring, "sync", "win-b", "", 5*time.Minute), nil),
+		newInstanceRow(inst("bad.example.com", "bad.example.com", 0, winnodev1.PhaseFailed, "connect", "",
+			"connecting to bad.example.com:22: dial tcp: lookup bad.example.com: no such host;\ncheck the address in ConfigMap windows-instances", 40*time.Second), nil),
+		newInstanceRow(&winnodev1.WindowsInstance{ObjectMeta: metav1.ObjectMeta{Name: "fresh", CreationTimestamp: metav1.NewTime(tableNow)},
+			Spec: winnodev1.WindowsInstanceSpec{Address: "10.0.0.9", Username: "Administrator"}}, nil),
+	}
+	var b bytes.Buffer
+	if err := writeInstanceTable(&b, rows, tableNow); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "instances.golden", b.String())
+
+	var j bytes.Buffer
+	if err := writeJSON(&j, struct {
+		Instances []instanceRow `json:"instances"`
+	}{rows}); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "instances.json.golden", j.String())
+}
+
+func TestCell(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		max  int
+		want string
+	}{
+		{"", 0, "-"},
+		{"  a\tb\nc ", 0, "a b c"},
+		{"abcdef", 4, "abc…"},
+		{"abcd", 4, "abcd"},
+		{"ééééé", 3, "éé…"},
+	} {
+		if got := cell(tc.in, tc.max); got != tc.want {
+			t.Errorf("cell(%q, %d) = %q, want %q", tc.in, tc.max, got, tc.want)
+		}
+	}
+}
