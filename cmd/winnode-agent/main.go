@@ -1,0 +1,141 @@
+// Command winnode-agent is the program the winnode operator runs on each
+// Windows host over SSH: it applies a plan, removes what it installed,
+// reports host facts and bootstraps a kubelet from worker Ignition. Every
+// command prints one JSON document on stdout and logs on stderr; see
+// internal/agent for what each does.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/winnode/winnode/internal/agent"
+	"github.com/winnode/winnode/internal/plan"
+)
+
+// version is set at build time: -ldflags "-X main.version=v1.2.3".
+var version = "dev"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	var startTimeout, stopTimeout time.Duration
+	code := agent.ExitOK
+
+	// withAgent opens the platform, runs the command and prints its
+	// document or error.
+	withAgent := func(do func(a *agent.Agent) (any, *plan.Result, error)) {
+		p, err := agent.Open()
+		if err != nil {
+			code = agent.Fail(stdout, plan.AsError(err, plan.ErrHost), nil)
+			return
+		}
+		defer p.Close()
+		a := &agent.Agent{Platform: p, Log: log, Version: version, StartTimeout: startTimeout, StopTimeout: stopTimeout}
+		doc, partial, err := do(a)
+		if err != nil {
+			log.Error("failed", "err", err)
+			code = agent.Fail(stdout, err, partial)
+			return
+		}
+		agent.WriteJSON(stdout, doc)
+	}
+
+	root := &cobra.Command{
+		Use:           "winnode-agent",
+		Short:         "Configures this Windows host as a Kubernetes worker node (run by the winnode operator)",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.PersistentFlags().DurationVar(&startTimeout, "start-timeout", 2*time.Minute, "how long to wait for each service to reach Running")
+	root.PersistentFlags().DurationVar(&stopTimeout, "stop-timeout", time.Minute, "how long to wait for each service to stop")
+
+	root.AddCommand(&cobra.Command{
+		Use:   "info",
+		Short: "Print host facts and the installed plan's manifest as JSON",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			withAgent(func(a *agent.Agent) (any, *plan.Result, error) {
+				info, err := a.Info(ctx)
+				return info, nil, err
+			})
+			return nil
+		},
+	})
+
+	var planFile string
+	applyCmd := &cobra.Command{
+		Use:   "apply --plan FILE",
+		Short: "Make this host match a plan (idempotent) and print the result as JSON",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			withAgent(func(a *agent.Agent) (any, *plan.Result, error) {
+				data, err := agent.ReadHostFile(a.Platform, planFile, stdin)
+				if err != nil {
+					return nil, nil, plan.Errorf(plan.ErrPlanInvalid, "%v", err)
+				}
+				p, err := plan.Decode(data)
+				if err != nil {
+					return nil, nil, plan.Errorf(plan.ErrPlanInvalid, "%s: %v", planFile, err)
+				}
+				res, err := a.Apply(ctx, p)
+				return res, res, err
+			})
+			return nil
+		},
+	}
+	applyCmd.Flags().StringVar(&planFile, "plan", "", `the plan: a host path (C:\k\plan.json) or - for standard input`)
+	applyCmd.MarkFlagRequired("plan")
+	root.AddCommand(applyCmd)
+
+	var purgeLogs bool
+	removeCmd := &cobra.Command{
+		Use:   "remove [--purge-logs]",
+		Short: "Stop and delete every service and file winnode installed (logs are kept)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			withAgent(func(a *agent.Agent) (any, *plan.Result, error) {
+				res, err := a.Remove(ctx, purgeLogs)
+				return res, res, err
+			})
+			return nil
+		},
+	}
+	removeCmd.Flags().BoolVar(&purgeLogs, "purge-logs", false, "delete the log folders too")
+	root.AddCommand(removeCmd)
+
+	root.AddCommand(bootstrapCommand(ctx, stdin, withAgent))
+
+	root.AddCommand(&cobra.Command{
+		Use:   "version",
+		Short: "Print the agent's version as JSON",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			agent.WriteJSON(stdout, map[string]string{"schemaVersion": plan.SchemaVersion, "agentVersion": version})
+			return nil
+		},
+	})
+
+	root.SetArgs(args)
+	root.SetOut(stderr) // help and usage go to stderr: stdout is for the JSON document
+	root.SetErr(stderr)
+	if err := root.ExecuteContext(ctx); err != nil {
+		fmt.Fprintln(stderr, "Error:", err)
+		return agent.Fail(stdout, plan.Errorf(plan.ErrUsage, "%v (run winnode-agent --help)", err), nil)
+	}
+	return code
+}

@@ -1,0 +1,21 @@
+package agent
+
+import (
+	"log/slog"
+	"time"
+)
+
+// Agent carries out the agent's commands on one platform.
+type Agent struct {
+	Platform Platform
+	// Log receives progress (stderr in winnode-agent); never secrets.
+	Log *slog.Logger
+	// Version is the agent's version, reported by Info.
+	Version string
+	// StartTimeout and StopTimeout bound the wait for one service to reach
+	// Running or Stopped (defaults 2m and 1m); PollInterval is how often
+	// its state is read (default 200ms).
+	StartTimeout time.Duration
+	StopTimeout  time.Duration
+	PollInterval time.Duration
+}

@@ -1,0 +1,134 @@
+package agent
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/winnode/winnode/internal/plan"
+	"github.com/winnode/winnode/internal/winpath"
+)
+
+// hashFile returns the sha256 (lower-case hex) of a local file, or "" when
+// it does not exist or is not a regular file.
+func hashFile(path string) (string, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return "", err
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// fileStep is what apply does with one plan file.
+type fileStep struct {
+	file  plan.File
+	local string // destination
+	blob  string // staged blob to install from; "" when already in place
+}
+
+// planFiles decides, for every plan file, whether it is in place or comes
+// from a staged blob; a file that is neither is an ErrFileMissing error
+// naming every such file (the first in Error.File).
+func (a *Agent) planFiles(p *plan.Plan) ([]fileStep, error) {
+	staging, err := winpath.Parse(p.Staging())
+	if err != nil {
+		return nil, err
+	}
+	var steps []fileStep
+	var missing []string
+	var why []string
+	for _, f := range p.Files {
+		wp, _ := winpath.Parse(f.Path) // validated by Decode
+		local, err := a.Platform.LocalPath(wp)
+		if err != nil {
+			return nil, &plan.Error{Code: plan.ErrFileInstall, File: f.Path, Message: err.Error()}
+		}
+		got, err := hashFile(local)
+		if err != nil {
+			return nil, &plan.Error{Code: plan.ErrFileInstall, File: f.Path, Message: fmt.Sprintf("reading it to check its hash: %v", err)}
+		}
+		if got == f.SHA256 {
+			steps = append(steps, fileStep{file: f, local: local})
+			continue
+		}
+		blobPath := staging.Join(f.SHA256)
+		blob, err := a.Platform.LocalPath(blobPath)
+		if err != nil {
+			return nil, &plan.Error{Code: plan.ErrFileInstall, File: f.Path, Message: err.Error()}
+		}
+		staged, err := hashFile(blob)
+		if err != nil {
+			return nil, &plan.Error{Code: plan.ErrFileInstall, File: f.Path, Message: fmt.Sprintf("reading staged blob %s: %v", blobPath, err)}
+		}
+		if staged != f.SHA256 {
+			missing = append(missing, f.Path)
+			reason := "not staged"
+			if staged != "" {
+				reason = "staged blob has sha256 " + staged
+			}
+			if got != "" {
+				reason += fmt.Sprintf("; the file in place has sha256 %s", got)
+			}
+			why = append(why, fmt.Sprintf("%s (want sha256 %s: %s)", f.Path, f.SHA256, reason))
+			continue
+		}
+		steps = append(steps, fileStep{file: f, local: local, blob: blob})
+	}
+	if len(missing) > 0 {
+		return nil, &plan.Error{
+			Code: plan.ErrFileMissing, File: missing[0],
+			Message: fmt.Sprintf("%d plan file(s) are neither in place nor staged with the right hash: %v; upload each to %s\\<sha256> and apply again",
+				len(missing), why, p.Staging()),
+		}
+	}
+	return steps, nil
+}
+
+// install moves (or, when another file still needs the same blob, copies)
+// a staged blob into place. The blob is hashed again by planFiles just
+// before, and the move is a rename within the drive.
+func install(step fileStep, blobStillNeeded bool) error {
+	if err := os.MkdirAll(filepath.Dir(step.local), 0o755); err != nil {
+		return err
+	}
+	if !blobStillNeeded {
+		if err := os.Rename(step.blob, step.local); err == nil {
+			return nil
+		}
+		// Fall back to copying (a destination on another volume).
+	}
+	src, err := os.Open(step.blob)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	tmp, err := os.CreateTemp(filepath.Dir(step.local), "."+filepath.Base(step.local)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	_, cerr := io.Copy(tmp, src)
+	if err := errors.Join(cerr, tmp.Close()); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := os.Rename(tmp.Name(), step.local); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,46 @@
+package agent
+
+import (
+	"context"
+	"errors"
+
+	"github.com/winnode/winnode/internal/plan"
+)
+
+// ContainerdService is the container runtime's service name.
+const ContainerdService = "containerd"
+
+// Info reports the host facts the operator renders a plan from, and what
+// the agent installed (so the operator uploads only changed files).
+func (a *Agent) Info(ctx context.Context) (*plan.Info, error) {
+	facts, err := a.Platform.HostFacts(ctx)
+	if err != nil {
+		return nil, &plan.Error{Code: plan.ErrHost, Message: "reading the host's facts: " + err.Error()}
+	}
+	info := &plan.Info{
+		SchemaVersion: plan.SchemaVersion,
+		Hostname:      facts.Hostname,
+		FQDN:          facts.FQDN,
+		IPv4:          facts.IPv4,
+		DefaultIPv4:   facts.DefaultIPv4,
+		OS:            plan.OSInfo{ProductName: facts.ProductName, Build: facts.Build},
+		AgentVersion:  a.Version,
+	}
+	if info.IPv4 == nil {
+		info.IPv4 = []string{}
+	}
+	_, state, err := a.Platform.Query(ctx, ContainerdService)
+	switch {
+	case errors.Is(err, ErrServiceNotFound):
+	case err != nil:
+		return nil, &plan.Error{Code: plan.ErrService, Service: ContainerdService, Message: err.Error()}
+	default:
+		info.Containerd = plan.ServiceInfo{Present: true, Running: state == Running, State: string(state)}
+	}
+	st, err := a.loadState()
+	if err != nil {
+		return nil, plan.AsError(err, plan.ErrHost)
+	}
+	info.InstalledPlan = st.installedPlan()
+	return info, nil
+}

@@ -1,0 +1,131 @@
+// Package agent is what winnode-agent does on a Windows host: apply a plan
+// (files, folders, Windows services, firewall ports), remove everything it
+// installed, report host facts, and bootstrap a kubelet from worker Ignition.
+//
+// Everything that differs between a real Windows host and a winsim simulated
+// host sits behind one seam, Platform, with two implementations: the Windows
+// one (platform_windows.go, golang.org/x/sys/windows/svc/mgr) and the
+// simulated one (platform_sim.go, the simulator's service control manager),
+// chosen by Open. No other code asks which one it runs on.
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/winnode/winnode/internal/plan"
+	"github.com/winnode/winnode/internal/winpath"
+)
+
+// Platform is the host as the agent sees it.
+type Platform interface {
+	ServiceManager
+	// LocalPath maps a Windows host path to the path this process opens:
+	// the same path on Windows, a file under the simulated root on winsim.
+	LocalPath(p winpath.Path) (string, error)
+	// HostFacts reports what the OS says about the host.
+	HostFacts(ctx context.Context) (HostFacts, error)
+	// OpenFirewallPort allows inbound traffic to a port (idempotent);
+	// CloseFirewallPort removes the rule (no error if absent).
+	OpenFirewallPort(ctx context.Context, fw plan.FirewallPort) error
+	CloseFirewallPort(ctx context.Context, fw plan.FirewallPort) error
+	// Close releases the connection to the service manager.
+	Close() error
+}
+
+// ServiceManager is the service control manager: Windows' or the
+// simulator's. Names are compared case-insensitively, as Windows does.
+type ServiceManager interface {
+	// Query returns a service's configuration and state, or an error
+	// matching ErrServiceNotFound.
+	Query(ctx context.Context, name string) (ServiceConfig, ServiceState, error)
+	// Create installs a service (stopped); Update changes its configuration
+	// (not its state), recovery actions and environment included.
+	Create(ctx context.Context, c ServiceConfig) error
+	Update(ctx context.Context, c ServiceConfig) error
+	// Start asks the service to start: no error if it already runs. Stop
+	// asks it to stop: no error if it is not running; it fails while
+	// running services depend on it. Neither waits for the new state.
+	Start(ctx context.Context, name string) error
+	Stop(ctx context.Context, name string) error
+	// Delete uninstalls a service (Windows finishes once it has stopped).
+	Delete(ctx context.Context, name string) error
+	// Dependents lists the installed services that depend on this one
+	// directly.
+	Dependents(ctx context.Context, name string) ([]string, error)
+}
+
+// ErrServiceNotFound is what Query returns for a service that is not
+// installed (ERROR_SERVICE_DOES_NOT_EXIST).
+var ErrServiceNotFound = errors.New("service not installed")
+
+// ServiceState is a service's state, named as Windows names them.
+type ServiceState string
+
+const (
+	Stopped      ServiceState = "Stopped"
+	StartPending ServiceState = "StartPending"
+	Running      ServiceState = "Running"
+	StopPending  ServiceState = "StopPending"
+)
+
+// ServiceConfig is what the service manager stores about a service, in the
+// form the agent compares: two configs are equal when the service needs no
+// change.
+type ServiceConfig struct {
+	Name        string
+	DisplayName string
+	Description string
+	// BinaryPathName is the whole command line (plan.CommandLine).
+	BinaryPathName string
+	Dependencies   []string
+	StartType      plan.StartType
+	// Environment is "NAME=value" entries, sorted.
+	Environment []string
+	// RecoveryActions: Windows keeps delays in milliseconds and the reset
+	// period in seconds, so desired configs are rounded the same way.
+	RecoveryActions []RecoveryAction
+	ResetPeriod     time.Duration
+}
+
+// RecoveryAction is one failure action.
+type RecoveryAction struct {
+	Type  plan.RecoveryActionType
+	Delay time.Duration
+}
+
+// HostFacts are what the OS reports about the host.
+type HostFacts struct {
+	Hostname    string
+	FQDN        string
+	IPv4        []string
+	DefaultIPv4 string
+	ProductName string
+	Build       string
+}
+
+// The environment variables of a program running on a winsim simulated
+// host: the same names as scm.EnvSocket and scm.EnvRoot (repeated here
+// because the scm package builds only off Windows; a test keeps them in
+// step).
+const (
+	EnvSimSocket = "WINSIM_SCM"
+	EnvSimRoot   = "WINSIM_ROOT"
+)
+
+// Open returns the simulated platform when the process runs on a winsim
+// host (the environment variable WINSIM_SCM names its service control
+// manager), and the Windows platform otherwise.
+func Open() (Platform, error) {
+	if sock := os.Getenv(EnvSimSocket); sock != "" {
+		root := os.Getenv(EnvSimRoot)
+		if root == "" {
+			return nil, fmt.Errorf("%s is set but %s is not: a simulated host sets both", EnvSimSocket, EnvSimRoot)
+		}
+		return openSimulated(sock, root)
+	}
+	return openNative()
+}

@@ -1,0 +1,13 @@
+//go:build !windows
+
+package agent
+
+import (
+	"fmt"
+)
+
+// openNative: off Windows there is no native service manager; the agent
+// runs there only on a simulated host.
+func openNative() (Platform, error) {
+	return nil, fmt.Errorf("this build of winnode-agent runs only on Windows or on a winsim simulated host (%s and %s set)", EnvSimSocket, EnvSimRoot)
+}

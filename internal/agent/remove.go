@@ -1,0 +1,171 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/winnode/winnode/internal/plan"
+	"github.com/winnode/winnode/internal/winpath"
+)
+
+// Remove undoes every plan the agent applied: it stops and deletes the
+// services (dependents first), closes the firewall ports, deletes the files,
+// the staging folder and the plan's folders, and finally its own state.
+// Folders marked as logs are kept unless purgeLogs. It is safe to run twice
+// and on a host never configured (nothing to do).
+func (a *Agent) Remove(ctx context.Context, purgeLogs bool) (*plan.Result, error) {
+	res := &plan.Result{SchemaVersion: plan.SchemaVersion, Command: "remove",
+		Services: []plan.ServiceResult{}, Files: []plan.FileResult{}}
+	st, err := a.loadState()
+	if err != nil {
+		return res, plan.AsError(err, plan.ErrHost)
+	}
+	plans := st.plans()
+
+	var services []plan.Service
+	seen := map[string]bool{}
+	for _, p := range plans {
+		for _, s := range p.Services {
+			if !seen[lower(s.Name)] {
+				seen[lower(s.Name)] = true
+				services = append(services, s)
+			}
+		}
+	}
+	removed, err := a.deleteServices(ctx, services)
+	for _, name := range removed {
+		res.Services = append(res.Services, plan.ServiceResult{Name: name, Action: plan.ServiceRemoved})
+	}
+	if err != nil {
+		return res, err
+	}
+
+	for _, p := range plans {
+		for _, fw := range p.FirewallPorts {
+			if err := a.Platform.CloseFirewallPort(ctx, fw); err != nil {
+				return res, &plan.Error{Code: plan.ErrFirewall, Message: fmt.Sprintf("closing %s port %d (%s): %v", fw.Protocol, fw.Port, fw.Name, err)}
+			}
+		}
+	}
+
+	// Files, then folders deepest first, keeping logs.
+	var keep []string // local paths kept with everything under them
+	var dirs []string // Windows paths of folders to delete
+	files := map[string]bool{}
+	for _, p := range plans {
+		for _, f := range p.Files {
+			if !files[lower(f.Path)] {
+				files[lower(f.Path)] = true
+				if err := a.removeFile(f.Path); err != nil {
+					return res, err
+				}
+				res.Files = append(res.Files, plan.FileResult{Path: f.Path, Action: plan.FileRemoved})
+			}
+		}
+		dirs = append(dirs, p.Staging())
+		for _, d := range p.Directories {
+			if d.Logs && !purgeLogs {
+				local, err := a.localPath(d.Path)
+				if err != nil {
+					return res, err
+				}
+				keep = append(keep, local)
+				continue
+			}
+			dirs = append(dirs, d.Path)
+		}
+	}
+	if self, err := os.Executable(); err == nil {
+		keep = append(keep, self) // Windows cannot delete a running program
+	}
+	sort.Slice(dirs, func(i, j int) bool { return len(dirs[i]) > len(dirs[j]) })
+	for _, d := range dirs {
+		local, err := a.localPath(d)
+		if err != nil {
+			return res, err
+		}
+		if err := removeTree(local, keep); err != nil {
+			return res, &plan.Error{Code: plan.ErrFileInstall, File: d, Message: fmt.Sprintf("deleting the folder: %v", err)}
+		}
+	}
+
+	stateDir, err := a.Platform.LocalPath(StateDir)
+	if err == nil {
+		err = os.RemoveAll(stateDir)
+	}
+	if err != nil {
+		return res, &plan.Error{Code: plan.ErrHost, File: StateDir.String(), Message: fmt.Sprintf("deleting the agent's state: %v", err)}
+	}
+	return res, nil
+}
+
+func (a *Agent) localPath(p string) (string, error) {
+	wp, err := winpath.Parse(p)
+	if err != nil {
+		return "", &plan.Error{Code: plan.ErrHost, File: p, Message: err.Error()}
+	}
+	local, err := a.Platform.LocalPath(wp)
+	if err != nil {
+		return "", &plan.Error{Code: plan.ErrHost, File: p, Message: err.Error()}
+	}
+	return local, nil
+}
+
+// removeTree deletes dir and everything in it except the paths in keep (and
+// the folders leading to them). A missing dir is not an error.
+func removeTree(dir string, keep []string) error {
+	for _, k := range keep {
+		if samePath(k, dir) {
+			return nil
+		}
+	}
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		path := filepath.Join(dir, e.Name())
+		if e.IsDir() {
+			if err := removeTree(path, keep); err != nil {
+				return err
+			}
+			continue
+		}
+		if slicesContainsPath(keep, path) {
+			continue
+		}
+		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	if err := os.Remove(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if rest, _ := os.ReadDir(dir); len(rest) > 0 {
+			return nil // holds something kept
+		}
+		return err
+	}
+	return nil
+}
+
+func slicesContainsPath(list []string, p string) bool {
+	for _, k := range list {
+		if samePath(k, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// samePath compares local paths as the host's filesystem does (Windows and
+// the simulated one are case-insensitive).
+func samePath(a, b string) bool {
+	return strings.EqualFold(filepath.Clean(a), filepath.Clean(b))
+}
