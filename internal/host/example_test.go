@@ -1,6 +1,7 @@
 package host_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -49,14 +50,15 @@ func Example() {
 		installed = info.InstalledPlan.Files
 	}
 	files := []host.LocalFile{ /* the plan's files */ }
-	res, err := c.Sync(ctx, files, installed, `C:\k\staging`, func(p host.Progress) {})
+	res, err := c.Sync(ctx, files, installed, plan.DefaultStagingDir, func(p host.Progress) {})
 	if err != nil {
 		return
 	}
 	fmt.Println("uploaded", res.BytesUploaded, "bytes")
 
+	var planJSON []byte // the rendered plan, handed over on stdin
 	var result plan.Result
-	err = c.RunAgent(ctx, agent, []string{"apply", "--plan", `C:\k\staging\plan.json`}, nil, &result)
+	err = c.RunAgent(ctx, agent, []string{"apply", "--plan", "-"}, bytes.NewReader(planJSON), &result)
 	var agentErr *plan.Error
 	if errors.As(err, &agentErr) {
 		fmt.Println("the agent failed:", agentErr.Code)

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/winnode/winnode/internal/plan"
+	"github.com/winnode/winnode/internal/testenv"
 	"github.com/winnode/winnode/internal/winsim"
 )
 
@@ -31,7 +32,8 @@ func TestMain(m *testing.M) {
 	if strings.EqualFold(filepath.Base(os.Args[0]), fakeAgentName) {
 		os.Exit(fakeAgentMain(os.Args[1:]))
 	}
-	os.Exit(m.Run())
+	testenv.Main(m) // removes the programs testenv.Binary built
+
 }
 
 // fakeAgentMain answers as the agent does (one JSON document on stdout,
