@@ -7,7 +7,6 @@ import (
 	"os"
 
 	"github.com/spf13/pflag"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 )
 
@@ -120,4 +119,3 @@ func validateKubeProxy(config, kubeconfig, master, mode string) error {
 	return nil
 }
 
-var _ = clientcmd.Load

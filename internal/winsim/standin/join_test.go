@@ -1,0 +1,389 @@
+package standin
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
+	bootstraputil "k8s.io/cluster-bootstrap/token/util"
+	"k8s.io/utils/ptr"
+
+	"github.com/winnode/winnode/internal/testenv"
+	"github.com/winnode/winnode/internal/winsim"
+	"github.com/winnode/winnode/internal/winsim/scm"
+	"github.com/winnode/winnode/internal/winsim/winexec"
+)
+
+// waitFor polls cond every 250ms for at most bound.
+func waitFor(t *testing.T, bound time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(bound)
+	last := ""
+	for time.Now().Before(deadline) {
+		ok, state := cond()
+		if ok {
+			return
+		}
+		last = state
+		time.Sleep(250 * time.Millisecond)
+	}
+	t.Fatalf("timed out after %s waiting for %s; last seen: %s", bound, what, last)
+}
+
+// newHost starts a simulated host with containerd (the stand-in) installed
+// and the stand-in also placed as C:\k\kubelet.exe.
+func newHost(t *testing.T, standin string) *winsim.Host {
+	t.Helper()
+	h, err := winsim.New(winsim.Options{StateDir: t.TempDir(), StandinBinary: standin, BootDelay: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	kubelet, _ := h.Path(`C:\k\kubelet.exe`)
+	data, err := os.ReadFile(standin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(kubelet), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(kubelet, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func writeHostFile(t *testing.T, h *winsim.Host, windowsPath string, data []byte) {
+	t.Helper()
+	p, err := h.Path(windowsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func hostFile(h *winsim.Host, windowsPath string) string {
+	p, _ := h.Path(windowsPath)
+	data, _ := os.ReadFile(p)
+	return string(data)
+}
+
+// bootstrapToken creates a bootstrap token that may request kubelet client
+// certificates, as kubeadm or winnode's operator would.
+func bootstrapToken(t *testing.T, admin kubernetes.Interface) (id, token string) {
+	t.Helper()
+	ctx := context.Background()
+	token, err := bootstraputil.GenerateBootstrapToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, secret, _ := strings.Cut(token, ".")
+	_, err = admin.CoreV1().Secrets(metav1.NamespaceSystem).Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: bootstraputil.BootstrapTokenSecretName(id), Namespace: metav1.NamespaceSystem},
+		Type:       bootstrapapi.SecretTypeBootstrapToken,
+		StringData: map[string]string{
+			bootstrapapi.BootstrapTokenIDKey:               id,
+			bootstrapapi.BootstrapTokenSecretKey:           secret,
+			bootstrapapi.BootstrapTokenUsageAuthentication: "true",
+			bootstrapapi.BootstrapTokenExtraGroupsKey:      "system:bootstrappers:winsim-test",
+			bootstrapapi.BootstrapTokenExpirationKey:       time.Now().Add(time.Hour).UTC().Format(time.RFC3339),
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating the bootstrap token: %v", err)
+	}
+	crb := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "winsim-test-node-bootstrapper"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:node-bootstrapper"},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: "system:bootstrappers:winsim-test"}},
+	}
+	if _, err := admin.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	return id, token
+}
+
+// approve waits for a CSR from user with signer and approves it.
+func approve(t *testing.T, admin kubernetes.Interface, signer, user string) *certificatesv1.CertificateSigningRequest {
+	t.Helper()
+	ctx := context.Background()
+	var found *certificatesv1.CertificateSigningRequest
+	waitFor(t, 90*time.Second, fmt.Sprintf("a %s CSR from %s", signer, user), func() (bool, string) {
+		list, err := admin.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		var seen []string
+		for i, c := range list.Items {
+			seen = append(seen, c.Spec.SignerName+"/"+c.Spec.Username)
+			if c.Spec.SignerName == signer && c.Spec.Username == user && len(c.Status.Conditions) == 0 {
+				found = &list.Items[i]
+				return true, ""
+			}
+		}
+		return false, strings.Join(seen, ", ")
+	})
+	found.Status.Conditions = append(found.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
+		Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: "WinsimTest", Message: "approved by the winsim test",
+	})
+	if _, err := admin.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, found.Name, found, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("approving %s: %v", found.Name, err)
+	}
+	return found
+}
+
+func nodeReady(node *corev1.Node) corev1.ConditionStatus {
+	for _, c := range node.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status
+		}
+	}
+	return ""
+}
+
+func TestKubeletJoinsControlPlane(t *testing.T) {
+	env := testenv.Get(t)
+	admin := kubernetes.NewForConfigOrDie(env.Config)
+	standin := testenv.Binary(t, "cmd/winsim-standin")
+	h := newHost(t, standin)
+	ctx := context.Background()
+	id, token := bootstrapToken(t, admin)
+	nodeName := strings.ToLower(h.Hostname())
+
+	// The files the operator would put on the host.
+	ca, err := os.ReadFile(env.CACertFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeHostFile(t, h, `C:\k\ca.crt`, ca)
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: env.Host, CertificateAuthority: `C:\k\ca.crt`}
+	kc.AuthInfos["kubelet-bootstrap"] = &clientcmdapi.AuthInfo{Token: token}
+	kc.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "kubelet-bootstrap"}
+	kc.CurrentContext = "c"
+	data, err := clientcmd.Write(*kc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeHostFile(t, h, `C:\k\bootstrap-kubeconfig`, data)
+	writeHostFile(t, h, `C:\k\kubelet.conf`, []byte(`apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+cgroupsPerQOS: false
+enforceNodeAllocatable: []
+serverTLSBootstrap: true
+containerRuntimeEndpoint: npipe://./pipe/containerd-containerd
+`))
+	c := h.SCM()
+	err = c.Create(ctx, scm.Config{
+		Name: "kubelet",
+		BinaryPathName: winexec.JoinCommandLine(`C:\k\kubelet.exe`, `--config=C:\k\kubelet.conf`,
+			`--bootstrap-kubeconfig=C:\k\bootstrap-kubeconfig`, `--kubeconfig=C:\k\kubeconfig`,
+			`--cert-dir=C:\var\lib\kubelet\pki`, "--hostname-override="+nodeName, "--node-ip="+h.IP(),
+			"--node-labels=node.kubernetes.io/windows-build="+h.Build()+",example.com/pool=win",
+			"--register-with-taints=os=Windows:NoSchedule", "--windows-service", "--v=2",
+			`--log-file=C:\var\log\kubelet\kubelet.log`, "--logtostderr=false"),
+		Dependencies:    []string{"containerd"},
+		StartType:       scm.StartAuto,
+		RecoveryActions: []scm.Action{{Type: "restart", Delay: time.Second}},
+		ResetPeriod:     time.Hour,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(ctx, "kubelet"); err != nil {
+		t.Fatal(err)
+	}
+	// containerd cannot stop under a running kubelet.
+	if err := c.Stop(ctx, "containerd"); err == nil || !strings.Contains(err.Error(), "kubelet") {
+		t.Errorf("stopping containerd under the kubelet: %v, want ErrDependentRunning", err)
+	}
+
+	// TLS bootstrap: the test plays the CSR approver.
+	approve(t, admin, certificatesv1.KubeAPIServerClientKubeletSignerName, "system:bootstrap:"+id)
+	var node *corev1.Node
+	waitFor(t, 90*time.Second, "node "+nodeName+" Ready", func() (bool, string) {
+		n, err := admin.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error() + "\nkubelet log:\n" + hostFile(h, `C:\var\log\kubelet\kubelet.log`)
+		}
+		node = n
+		return nodeReady(n) == corev1.ConditionTrue, string(nodeReady(n))
+	})
+	if !strings.Contains(hostFile(h, `C:\k\kubeconfig`), `C:\var\lib\kubelet\pki\kubelet-client-current.pem`) {
+		t.Errorf("the kubeconfig does not use the client certificate by its Windows path:\n%s", hostFile(h, `C:\k\kubeconfig`))
+	}
+	for k, v := range map[string]string{
+		"kubernetes.io/os": "windows", "kubernetes.io/arch": "amd64", "kubernetes.io/hostname": nodeName,
+		"node.kubernetes.io/windows-build": "10.0.17763", "example.com/pool": "win",
+	} {
+		if node.Labels[k] != v {
+			t.Errorf("label %s = %q, want %q", k, node.Labels[k], v)
+		}
+	}
+	if len(node.Spec.Taints) != 1 || node.Spec.Taints[0].Key != "os" || node.Spec.Taints[0].Value != "Windows" || node.Spec.Taints[0].Effect != corev1.TaintEffectNoSchedule {
+		t.Errorf("taints = %v, want os=Windows:NoSchedule", node.Spec.Taints)
+	}
+	info := node.Status.NodeInfo
+	if info.OperatingSystem != "windows" || info.OSImage != "Windows Server 2019 Datacenter" || !strings.HasPrefix(info.KernelVersion, "10.0.17763.") ||
+		!strings.HasPrefix(info.KubeletVersion, "v1.") || !strings.HasPrefix(info.ContainerRuntimeVersion, "containerd://") {
+		t.Errorf("nodeInfo = %+v", info)
+	}
+	addrs := map[corev1.NodeAddressType]string{}
+	for _, a := range node.Status.Addresses {
+		addrs[a.Type] = a.Address
+	}
+	if addrs[corev1.NodeInternalIP] != h.IP() || addrs[corev1.NodeHostName] != nodeName {
+		t.Errorf("addresses = %v", node.Status.Addresses)
+	}
+	lease, err := admin.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, nodeName, metav1.GetOptions{})
+	if err != nil || lease.Spec.RenewTime == nil || ptr.Deref(lease.Spec.HolderIdentity, "") != nodeName {
+		t.Errorf("lease: %+v, %v", lease, err)
+	}
+
+	// serverTLSBootstrap: a serving CSR from the node itself.
+	approve(t, admin, certificatesv1.KubeletServingSignerName, "system:node:"+nodeName)
+	waitFor(t, 60*time.Second, "the serving certificate on the host", func() (bool, string) {
+		return strings.Contains(hostFile(h, `C:\var\lib\kubelet\pki\kubelet-server-current.pem`), "BEGIN CERTIFICATE"), ""
+	})
+
+	testPods(t, admin, nodeName)
+
+	// Stopped, the kubelet stops heartbeating: the node lifecycle
+	// controller marks the node NotReady (Unknown) after its grace period.
+	if err := c.Stop(ctx, "kubelet"); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(hostFile(h, `C:\var\log\kubelet\kubelet.log`), "simulated") {
+		t.Errorf("the kubelet's log does not say it is simulated")
+	}
+	waitFor(t, 120*time.Second, "node "+nodeName+" NotReady after the kubelet stopped", func() (bool, string) {
+		n, err := admin.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return nodeReady(n) != corev1.ConditionTrue, string(nodeReady(n))
+	})
+
+	// Started again, it reuses its credentials (no new CSR) and is Ready.
+	csrsBefore, _ := admin.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{})
+	if err := c.Start(ctx, "kubelet"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 90*time.Second, "node "+nodeName+" Ready again after a restart", func() (bool, string) {
+		n, err := admin.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return nodeReady(n) == corev1.ConditionTrue, string(nodeReady(n))
+	})
+	csrsAfter, _ := admin.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{})
+	if len(csrsAfter.Items) != len(csrsBefore.Items) {
+		t.Errorf("the restarted kubelet made %d new CSRs; it should reuse its certificates", len(csrsAfter.Items)-len(csrsBefore.Items))
+	}
+}
+
+// testPods: a Windows pod bound to the node runs; deleted, it goes; a
+// Linux-only pod is rejected.
+func testPods(t *testing.T, admin kubernetes.Interface, nodeName string) {
+	ctx := context.Background()
+	ns := "default"
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "iis", Namespace: ns},
+		Spec: corev1.PodSpec{
+			NodeName:     nodeName,
+			NodeSelector: map[string]string{"kubernetes.io/os": "windows"},
+			Tolerations:  []corev1.Toleration{{Key: "os", Value: "Windows", Effect: corev1.TaintEffectNoSchedule}},
+			Containers:   []corev1.Container{{Name: "iis", Image: "mcr.microsoft.com/windows/servercore/iis"}},
+		},
+	}
+	if _, err := admin.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 60*time.Second, "pod iis Running", func() (bool, string) {
+		p, err := admin.CoreV1().Pods(ns).Get(ctx, "iis", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return p.Status.Phase == corev1.PodRunning && len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].Ready, string(p.Status.Phase)
+	})
+	if err := admin.CoreV1().Pods(ns).Delete(ctx, "iis", metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(30))}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 60*time.Second, "pod iis gone after deletion", func() (bool, string) {
+		_, err := admin.CoreV1().Pods(ns).Get(ctx, "iis", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
+	linux := pod.DeepCopy()
+	linux.Name = "linux-only"
+	linux.Spec.NodeSelector = map[string]string{"kubernetes.io/os": "linux"}
+	if _, err := admin.CoreV1().Pods(ns).Create(ctx, linux, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 60*time.Second, "the Linux-only pod rejected", func() (bool, string) {
+		p, err := admin.CoreV1().Pods(ns).Get(ctx, "linux-only", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return p.Status.Phase == corev1.PodFailed && p.Status.Reason == "NodeAffinity", string(p.Status.Phase)
+	})
+	_ = admin.CoreV1().Pods(ns).Delete(ctx, "linux-only", metav1.DeleteOptions{})
+}
+
+// TestKubeletNeedsContainerd runs kubelet.exe over SSH on a host whose
+// containerd is stopped: it fails as the kubelet does without its runtime.
+func TestKubeletNeedsContainerd(t *testing.T) {
+	standin := testenv.Binary(t, "cmd/winsim-standin")
+	h := newHost(t, standin)
+	ctx := context.Background()
+	if err := h.SCM().Stop(ctx, "containerd"); err != nil {
+		t.Fatal(err)
+	}
+	_, priv, _ := ed25519.GenerateKey(rand.Reader)
+	signer, _ := ssh.NewSignerFromKey(priv)
+	if err := h.AuthorizeKey(signer.PublicKey()); err != nil {
+		t.Fatal(err)
+	}
+	client, err := ssh.Dial("tcp", h.Addr(), &ssh.ClientConfig{
+		User: "Administrator", Auth: []ssh.AuthMethod{ssh.PublicKeys(signer)},
+		HostKeyCallback: ssh.FixedHostKey(h.HostKey()), Timeout: 10 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	s, _ := client.NewSession()
+	out, err := s.CombinedOutput(`C:\k\kubelet --kubeconfig=C:\k\kubeconfig`)
+	ee, ok := err.(*ssh.ExitError)
+	if !ok || ee.ExitStatus() != 1 || !strings.Contains(string(out), "containerd service is Stopped") {
+		t.Errorf("kubelet without containerd: %v\n%s", err, out)
+	}
+	s, _ = client.NewSession()
+	out, err = s.CombinedOutput(`C:\k\kubelet.exe --not-a-kubelet-flag`)
+	if ee, ok := err.(*ssh.ExitError); !ok || ee.ExitStatus() != 1 || !strings.Contains(string(out), "unknown flag: --not-a-kubelet-flag") {
+		t.Errorf("kubelet with an unknown flag: %v\n%s", err, out)
+	}
+}
