@@ -118,4 +118,3 @@ func validateKubeProxy(config, kubeconfig, master, mode string) error {
 	}
 	return nil
 }
-
