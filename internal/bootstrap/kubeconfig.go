@@ -1,0 +1,42 @@
+package bootstrap
+
+import (
+	"fmt"
+
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// kubeconfig names, as kubeadm writes them in bootstrap-kubelet.conf.
+const (
+	kubeconfigCluster = "kubernetes"
+	kubeconfigUser    = "tls-bootstrap-token-user"
+	kubeconfigContext = "tls-bootstrap-token-user@kubernetes"
+)
+
+// BootstrapKubeconfig renders the kubeconfig a host's kubelet is started with
+// (--bootstrap-kubeconfig): the API server URL, the cluster CA and the
+// bootstrap token. It holds a secret: write it only to the host, never to a
+// log, event or status.
+func BootstrapKubeconfig(ci ClusterInfo, tok Token) ([]byte, error) {
+	if ci.Server == "" || len(ci.CAData) == 0 {
+		return nil, fmt.Errorf("rendering the bootstrap kubeconfig for instance %s: cluster info lacks the server URL or CA", tok.Instance)
+	}
+	if tok.ID == "" || tok.Secret == "" {
+		return nil, fmt.Errorf("rendering the bootstrap kubeconfig for instance %s: empty bootstrap token", tok.Instance)
+	}
+	cfg := clientcmdapi.Config{
+		Clusters: map[string]*clientcmdapi.Cluster{kubeconfigCluster: {
+			Server:                   ci.Server,
+			CertificateAuthorityData: ci.CAData,
+		}},
+		AuthInfos:      map[string]*clientcmdapi.AuthInfo{kubeconfigUser: {Token: tok.Value()}},
+		Contexts:       map[string]*clientcmdapi.Context{kubeconfigContext: {Cluster: kubeconfigCluster, AuthInfo: kubeconfigUser}},
+		CurrentContext: kubeconfigContext,
+	}
+	out, err := clientcmd.Write(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("rendering the bootstrap kubeconfig for instance %s: %w", tok.Instance, err)
+	}
+	return out, nil
+}

@@ -1,0 +1,215 @@
+package bootstrap
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/kubernetes"
+	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
+	bootstraputil "k8s.io/cluster-bootstrap/token/util"
+
+	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
+)
+
+const (
+	// Group is the extra group every winnode bootstrap token authenticates
+	// with (besides system:bootstrappers); RBAC is bound to it (rbac.go).
+	Group = "system:bootstrappers:winnode"
+
+	// DefaultTokenTTL is how long a bootstrap token lives when the caller
+	// does not say: long enough for a slow host to sync its payload and start
+	// the kubelet, short enough that a leaked token is soon worthless.
+	// kube-controller-manager's token cleaner deletes it once expired.
+	DefaultTokenTTL = time.Hour
+
+	// TokenNamespace is where bootstrap token Secrets live.
+	TokenNamespace = metav1.NamespaceSystem
+)
+
+// Token is a bootstrap token issued for one WindowsInstance.
+//
+// Its String method never shows the secret half, so a Token can be logged;
+// Value returns the full "<id>.<secret>" for the kubeconfig.
+type Token struct {
+	// ID is the public half ([a-z0-9]{6}); the Secret is bootstrap-token-<ID>.
+	ID string
+	// Secret is the private half ([a-z0-9]{16}).
+	Secret string
+	// Instance is the WindowsInstance the token was issued for.
+	Instance string
+	// Expiration is when the API server stops accepting the token.
+	Expiration time.Time
+}
+
+// Value is the bearer token "<id>.<secret>". Never log it.
+func (t Token) Value() string { return bootstraputil.TokenFromIDAndSecret(t.ID, t.Secret) }
+
+// String names the token without its secret.
+func (t Token) String() string { return fmt.Sprintf("bootstrap token %s", t.ID) }
+
+// SecretName is the name of the token's Secret in kube-system.
+func (t Token) SecretName() string { return bootstraputil.BootstrapTokenSecretName(t.ID) }
+
+// Username is the user the API server authenticates the token as.
+func (t Token) Username() string { return Username(t.ID) }
+
+// Username is the user name a bootstrap token with this ID authenticates as:
+// system:bootstrap:<id>. The CSR approver compares a CSR's requester with it.
+func Username(tokenID string) string { return bootstrapapi.BootstrapUserPrefix + tokenID }
+
+// TokenIDFromUsername is the inverse of Username: it returns the token ID of
+// a system:bootstrap:<id> user, and false for any other user.
+func TokenIDFromUsername(username string) (string, bool) {
+	if len(username) <= len(bootstrapapi.BootstrapUserPrefix) || username[:len(bootstrapapi.BootstrapUserPrefix)] != bootstrapapi.BootstrapUserPrefix {
+		return "", false
+	}
+	id := username[len(bootstrapapi.BootstrapUserPrefix):]
+	if !bootstraputil.IsValidBootstrapTokenID(id) {
+		return "", false
+	}
+	return id, true
+}
+
+// CreateToken issues a new bootstrap token for the named WindowsInstance,
+// valid for ttl (DefaultTokenTTL when ttl <= 0), usable only for
+// authentication, in group Group. It does not revoke older tokens of the
+// instance: call RevokeInstanceTokens first when replacing one.
+func CreateToken(ctx context.Context, c kubernetes.Interface, instance string, ttl time.Duration) (*Token, error) {
+	if ttl <= 0 {
+		ttl = DefaultTokenTTL
+	}
+	// A token ID collision is astronomically unlikely but would make Create
+	// fail with AlreadyExists; try a few fresh tokens before giving up.
+	var lastErr error
+	for range 3 {
+		value, err := bootstraputil.GenerateBootstrapToken()
+		if err != nil {
+			return nil, fmt.Errorf("generating a bootstrap token for instance %s: %w", instance, err)
+		}
+		m := bootstraputil.BootstrapTokenRegexp.FindStringSubmatch(value)
+		tok := &Token{ID: m[1], Secret: m[2], Instance: instance, Expiration: time.Now().Add(ttl).UTC().Truncate(time.Second)}
+		_, err = c.CoreV1().Secrets(TokenNamespace).Create(ctx, tokenSecret(tok), metav1.CreateOptions{})
+		if err == nil {
+			return tok, nil
+		}
+		if !apierrors.IsAlreadyExists(err) {
+			return nil, fmt.Errorf("creating Secret %s/%s for instance %s (does the operator have RBAC to create Secrets in %s?): %w",
+				TokenNamespace, tok.SecretName(), instance, TokenNamespace, err)
+		}
+		lastErr = err
+	}
+	return nil, fmt.Errorf("creating a bootstrap token for instance %s: %w", instance, lastErr)
+}
+
+func tokenSecret(t *Token) *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      t.SecretName(),
+			Namespace: TokenNamespace,
+			Labels:    map[string]string{winnodev1.LabelInstance: t.Instance},
+		},
+		Type: corev1.SecretTypeBootstrapToken,
+		StringData: map[string]string{
+			bootstrapapi.BootstrapTokenDescriptionKey:      "winnode: kubelet bootstrap token for WindowsInstance " + t.Instance,
+			bootstrapapi.BootstrapTokenIDKey:               t.ID,
+			bootstrapapi.BootstrapTokenSecretKey:           t.Secret,
+			bootstrapapi.BootstrapTokenExpirationKey:       t.Expiration.Format(time.RFC3339),
+			bootstrapapi.BootstrapTokenUsageAuthentication: "true",
+			bootstrapapi.BootstrapTokenExtraGroupsKey:      Group,
+		},
+	}
+}
+
+// FindToken returns the newest unexpired bootstrap token issued for the
+// instance, or nil (and no error) when there is none.
+func FindToken(ctx context.Context, c kubernetes.Interface, instance string) (*Token, error) {
+	toks, err := instanceTokens(ctx, c, instance)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	sort.Slice(toks, func(i, j int) bool { return toks[i].Expiration.After(toks[j].Expiration) })
+	for _, t := range toks {
+		if t.Expiration.After(now) {
+			return t, nil
+		}
+	}
+	return nil, nil
+}
+
+// GetToken returns the token with the given ID, or nil (and no error) when
+// its Secret does not exist.
+func GetToken(ctx context.Context, c kubernetes.Interface, tokenID string) (*Token, error) {
+	s, err := c.CoreV1().Secrets(TokenNamespace).Get(ctx, bootstraputil.BootstrapTokenSecretName(tokenID), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading bootstrap token %s: %w", tokenID, err)
+	}
+	return tokenFromSecret(s), nil
+}
+
+func instanceTokens(ctx context.Context, c kubernetes.Interface, instance string) ([]*Token, error) {
+	sel := labels.SelectorFromSet(labels.Set{winnodev1.LabelInstance: instance}).String()
+	list, err := c.CoreV1().Secrets(TokenNamespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
+	if err != nil {
+		return nil, fmt.Errorf("listing bootstrap tokens of instance %s in %s: %w", instance, TokenNamespace, err)
+	}
+	var toks []*Token
+	for i := range list.Items {
+		if t := tokenFromSecret(&list.Items[i]); t != nil {
+			toks = append(toks, t)
+		}
+	}
+	return toks, nil
+}
+
+// tokenFromSecret reads a bootstrap token Secret; nil if it is not one.
+func tokenFromSecret(s *corev1.Secret) *Token {
+	if s.Type != corev1.SecretTypeBootstrapToken {
+		return nil
+	}
+	id, secret := string(s.Data[bootstrapapi.BootstrapTokenIDKey]), string(s.Data[bootstrapapi.BootstrapTokenSecretKey])
+	if !bootstraputil.IsValidBootstrapToken(bootstraputil.TokenFromIDAndSecret(id, secret)) {
+		return nil
+	}
+	t := &Token{ID: id, Secret: secret, Instance: s.Labels[winnodev1.LabelInstance]}
+	if exp, err := time.Parse(time.RFC3339, string(s.Data[bootstrapapi.BootstrapTokenExpirationKey])); err == nil {
+		t.Expiration = exp
+	}
+	return t
+}
+
+// RevokeToken deletes the token's Secret; from then on the API server rejects
+// the token. A token that is already gone is not an error.
+func RevokeToken(ctx context.Context, c kubernetes.Interface, tokenID string) error {
+	err := c.CoreV1().Secrets(TokenNamespace).Delete(ctx, bootstraputil.BootstrapTokenSecretName(tokenID), metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("revoking bootstrap token %s (deleting Secret %s/%s): %w",
+			tokenID, TokenNamespace, bootstraputil.BootstrapTokenSecretName(tokenID), err)
+	}
+	return nil
+}
+
+// RevokeInstanceTokens revokes every bootstrap token issued for the instance
+// (there is normally at most one; a crash between issuing and recording a
+// token can leave two).
+func RevokeInstanceTokens(ctx context.Context, c kubernetes.Interface, instance string) error {
+	toks, err := instanceTokens(ctx, c, instance)
+	if err != nil {
+		return err
+	}
+	for _, t := range toks {
+		if err := RevokeToken(ctx, c, t.ID); err != nil {
+			return err
+		}
+	}
+	return nil
+}

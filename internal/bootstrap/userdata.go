@@ -1,0 +1,95 @@
+package bootstrap
+
+import (
+	"bytes"
+	"fmt"
+	"regexp"
+	"strings"
+	"text/template"
+
+	"golang.org/x/crypto/ssh"
+)
+
+// AuthorizedKey is the public key as one authorized_keys line, without
+// comment or trailing newline: "ssh-ed25519 AAAA...".
+func AuthorizedKey(pub ssh.PublicKey) string {
+	return strings.TrimSpace(string(ssh.MarshalAuthorizedKey(pub)))
+}
+
+// authorizedKeyRe is what AuthorizedKey can produce: a key type and base64.
+// The user data embeds the key in a single-quoted PowerShell string; checking
+// it against this pattern proves no quote or newline can end up there.
+var authorizedKeyRe = regexp.MustCompile(`\A[a-z0-9@.-]+ [A-Za-z0-9+/]+={0,2}\z`)
+
+// UserData renders the user data script for Windows hosts (Secret
+// windows-user-data, key userData; `winnodectl userdata`): PowerShell in
+// <powershell> tags, understood by EC2Launch, cloudbase-init and Azure's
+// custom data, marked <persist> so it runs at every boot like WMCO's. It
+//
+//   - installs the OpenSSH Server capability if missing, and starts sshd
+//     automatically at boot;
+//   - opens TCP 22 (SSH, the operator) and 10250 (the kubelet: logs, exec,
+//     metrics) in Windows Firewall;
+//   - writes pub to C:\ProgramData\ssh\administrators_authorized_keys with an
+//     ACL of Administrators and SYSTEM full control only, inheritance removed
+//     (sshd ignores the file otherwise);
+//   - turns password authentication off and public key authentication on in
+//     sshd_config, then restarts sshd.
+//
+// Running it again is harmless. The output depends only on pub.
+func UserData(pub ssh.PublicKey) ([]byte, error) {
+	line := AuthorizedKey(pub)
+	if !authorizedKeyRe.MatchString(line) {
+		// Cannot happen with keys parsed by x/crypto/ssh; refuse rather than
+		// embed something unexpected in a script.
+		return nil, fmt.Errorf("rendering user data: public key %q has an unexpected form", line)
+	}
+	var b bytes.Buffer
+	if err := userDataTemplate.Execute(&b, struct{ AuthorizedKey, Fingerprint string }{line, ssh.FingerprintSHA256(pub)}); err != nil {
+		return nil, fmt.Errorf("rendering user data: %w", err)
+	}
+	return b.Bytes(), nil
+}
+
+// The SIDs *S-1-5-32-544 (BUILTIN\Administrators) and *S-1-5-18 (SYSTEM) keep
+// icacls working on hosts whose language is not English.
+var userDataTemplate = template.Must(template.New("userdata").Parse(`<powershell>
+# winnode user data: prepares this Windows host to be configured by the
+# winnode operator over SSH with the key {{.Fingerprint}}.
+# Safe to run again; it runs at every boot.
+$ErrorActionPreference = 'Stop'
+
+# 1. OpenSSH Server, started automatically at boot.
+$capability = Get-WindowsCapability -Online -Name 'OpenSSH.Server*' | Select-Object -First 1
+if ($capability.State -ne 'Installed') {
+    Add-WindowsCapability -Online -Name $capability.Name | Out-Null
+}
+Set-Service -Name sshd -StartupType Automatic
+# The first start creates C:\ProgramData\ssh\sshd_config and the host keys.
+Start-Service -Name sshd
+
+# 2. Firewall: SSH for the operator, 10250 for the kubelet (logs, exec, metrics).
+foreach ($rule in @(@{ Name = 'winnode-ssh'; Port = 22 }, @{ Name = 'winnode-kubelet'; Port = 10250 })) {
+    if (-not (Get-NetFirewallRule -Name $rule.Name -ErrorAction SilentlyContinue)) {
+        New-NetFirewallRule -Name $rule.Name -DisplayName $rule.Name -Direction Inbound -Protocol TCP -LocalPort $rule.Port -Action Allow | Out-Null
+    }
+}
+
+# 3. The operator's public key, readable by Administrators and SYSTEM only:
+#    sshd ignores administrators_authorized_keys when anyone else has access.
+$authorizedKeys = Join-Path $env:ProgramData 'ssh\administrators_authorized_keys'
+Remove-Item -Path $authorizedKeys -Force -ErrorAction SilentlyContinue
+Set-Content -Path $authorizedKeys -Value '{{.AuthorizedKey}}' -Encoding ascii
+icacls.exe $authorizedKeys /inheritance:r /grant '*S-1-5-32-544:F' /grant '*S-1-5-18:F' | Out-Null
+if ($LASTEXITCODE -ne 0) { throw "icacls could not restrict $authorizedKeys (exit code $LASTEXITCODE)" }
+
+# 4. Keys only: password authentication off. sshd uses the first value it
+#    reads for each keyword, and Match blocks end the global section, so the
+#    settings go first and every other copy of them is removed.
+$sshdConfig = Join-Path $env:ProgramData 'ssh\sshd_config'
+$rest = Get-Content -Path $sshdConfig | Where-Object { $_ -notmatch '^\s*#?\s*(PasswordAuthentication|PubkeyAuthentication)\s' }
+Set-Content -Path $sshdConfig -Encoding ascii -Value (@('PubkeyAuthentication yes', 'PasswordAuthentication no') + $rest)
+Restart-Service -Name sshd
+</powershell>
+<persist>true</persist>
+`))

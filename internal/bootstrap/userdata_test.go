@@ -1,0 +1,118 @@
+package bootstrap
+
+import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/rsa"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/crypto/ssh"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
+
+// fixedEd25519 is a deterministic key so the golden file is stable.
+func fixedEd25519(t *testing.T) ssh.PublicKey {
+	t.Helper()
+	priv := ed25519.NewKeyFromSeed([]byte("winnode-userdata-golden-seed-32b"))
+	pub, err := ssh.NewPublicKey(priv.Public())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pub
+}
+
+func fixedRSA(t *testing.T) ssh.PublicKey {
+	t.Helper()
+	// Not golden-tested, so a fresh key is fine.
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := ssh.NewPublicKey(&key.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pub
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("reading %s (run `go test ./internal/bootstrap -run %s -update` to create it): %v", path, t.Name(), err)
+	}
+	if string(got) != string(want) {
+		t.Errorf("output differs from %s (rerun with -update if the change is intended):\n--- got\n%s\n--- want\n%s", path, got, want)
+	}
+}
+
+func TestUserDataGolden(t *testing.T) {
+	out, err := UserData(fixedEd25519(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "userdata-ed25519.golden", out)
+}
+
+func TestUserDataContents(t *testing.T) {
+	for name, pub := range map[string]ssh.PublicKey{"ed25519": fixedEd25519(t), "rsa": fixedRSA(t)} {
+		t.Run(name, func(t *testing.T) {
+			out, err := UserData(pub)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := string(out)
+			line := AuthorizedKey(pub)
+			for _, want := range []string{
+				"<powershell>\n",
+				"</powershell>\n",
+				"'" + line + "'",
+				ssh.FingerprintSHA256(pub),
+				"Add-WindowsCapability -Online",
+				"Set-Service -Name sshd -StartupType Automatic",
+				"-LocalPort $rule.Port",
+				"Port = 22 }",
+				"Port = 10250 }",
+				`ssh\administrators_authorized_keys`,
+				"/inheritance:r /grant '*S-1-5-32-544:F' /grant '*S-1-5-18:F'",
+				"'PasswordAuthentication no'",
+				"Restart-Service -Name sshd",
+			} {
+				if !strings.Contains(s, want) {
+					t.Errorf("user data lacks %q", want)
+				}
+			}
+			if strings.Count(s, line) != 1 {
+				t.Errorf("the key appears %d times, want once", strings.Count(s, line))
+			}
+			again, _ := UserData(pub)
+			if string(again) != s {
+				t.Error("UserData is not deterministic")
+			}
+		})
+	}
+	a, _ := UserData(fixedEd25519(t))
+	b, _ := UserData(fixedRSA(t))
+	if string(a) == string(b) {
+		t.Error("different keys gave the same user data")
+	}
+}
+
+func TestAuthorizedKeyHasNoComment(t *testing.T) {
+	line := AuthorizedKey(fixedEd25519(t))
+	if strings.ContainsAny(line, "\n\r'") || !strings.HasPrefix(line, "ssh-ed25519 AAAA") {
+		t.Errorf("AuthorizedKey = %q", line)
+	}
+}
