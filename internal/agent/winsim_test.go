@@ -1,0 +1,534 @@
+package agent_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/winnode/winnode/internal/plan"
+	"github.com/winnode/winnode/internal/testenv"
+	"github.com/winnode/winnode/internal/winsim"
+	"github.com/winnode/winnode/internal/winsim/scm"
+)
+
+// These tests run the agent's Linux build on winsim simulated hosts, over
+// SSH as the operator does. The services they install are this test binary
+// copied onto the host as svc-*.exe: started under such a name it acts as a
+// small service (see serviceMain) instead of running the tests.
+
+func TestMain(m *testing.M) {
+	if strings.HasPrefix(strings.ToLower(filepath.Base(os.Args[0])), "svc-") {
+		os.Exit(serviceMain())
+	}
+	os.Exit(m.Run())
+}
+
+// serviceMain runs until SIGTERM; with WINNODE_TEST_SLOW_STOP set it takes
+// that long to stop (a service that is slow to stop).
+func serviceMain() int {
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, os.Interrupt)
+	os.Stdout.WriteString("simulated test service started\n")
+	<-sig
+	if d, err := time.ParseDuration(os.Getenv("WINNODE_TEST_SLOW_STOP")); err == nil {
+		time.Sleep(d)
+	}
+	return 0
+}
+
+const agentPath = `C:\k\winnode-agent.exe`
+
+// simHost is a simulated host with the agent installed and an SSH client
+// logged in as its administrator.
+type simHost struct {
+	t    *testing.T
+	host *winsim.Host
+	ssh  *ssh.Client
+	scm  *scm.Client
+}
+
+func newSimHost(t *testing.T) *simHost {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("simulated-host tests build the agent and the stand-ins; skipped with -short")
+	}
+	h, err := winsim.New(winsim.Options{
+		StateDir:      t.TempDir(),
+		StandinBinary: testenv.Binary(t, "cmd/winsim-standin"),
+		Logger:        slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	_, priv, _ := ed25519.GenerateKey(rand.Reader)
+	signer, err := ssh.NewSignerFromKey(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.AuthorizeKey(signer.PublicKey()); err != nil {
+		t.Fatal(err)
+	}
+	client, err := ssh.Dial("tcp", h.Addr(), &ssh.ClientConfig{
+		User:            h.User(),
+		Auth:            []ssh.AuthMethod{ssh.PublicKeys(signer)},
+		HostKeyCallback: ssh.InsecureIgnoreHostKey(), // a fresh simulated host in a temp folder
+		Timeout:         10 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	s := &simHost{t: t, host: h, ssh: client, scm: h.SCM()}
+	s.put(agentPath, readFile(t, testenv.Binary(t, "cmd/winnode-agent")))
+	return s
+}
+
+func readFile(t *testing.T, path string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// put writes a file on the host (as the operator's SFTP upload would).
+func (s *simHost) put(winPath string, data []byte) {
+	s.t.Helper()
+	local, err := s.host.Path(winPath)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(local), 0o755); err != nil {
+		s.t.Fatal(err)
+	}
+	if err := os.WriteFile(local, data, 0o755); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+func (s *simHost) exists(winPath string) bool {
+	local, err := s.host.Path(winPath)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	_, err = os.Stat(local)
+	return err == nil
+}
+
+// stage uploads a blob for each file of the plan into the staging folder.
+func (s *simHost) stage(contents map[string][]byte) {
+	for _, data := range contents {
+		sum := sha256.Sum256(data)
+		s.put(plan.DefaultStagingDir+`\`+hex.EncodeToString(sum[:]), data)
+	}
+}
+
+// agent runs winnode-agent.exe with args over SSH; it returns stdout and
+// the exit status.
+func (s *simHost) agent(args ...string) ([]byte, int) {
+	s.t.Helper()
+	sess, err := s.ssh.NewSession()
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer sess.Close()
+	var stdout, stderr bytes.Buffer
+	sess.Stdout, sess.Stderr = &stdout, &stderr
+	cmdline := plan.CommandLine(agentPath, args)
+	err = sess.Run(cmdline)
+	code := 0
+	var exit *ssh.ExitError
+	switch {
+	case errors.As(err, &exit):
+		code = exit.ExitStatus()
+	case err != nil:
+		s.t.Fatalf("running %s: %v\nstderr:\n%s", cmdline, err, stderr.String())
+	}
+	s.t.Logf("%s -> exit %d\nstderr:\n%s", cmdline, code, stderr.String())
+	return stdout.Bytes(), code
+}
+
+// apply uploads the plan and runs apply, which must succeed.
+func (s *simHost) apply(p *plan.Plan) plan.Result {
+	s.t.Helper()
+	data, err := json.Marshal(p)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.put(`C:\k\plan.json`, data)
+	out, code := s.agent("apply", "--plan", `C:\k\plan.json`)
+	if code != 0 {
+		s.t.Fatalf("apply exited %d:\n%s", code, out)
+	}
+	var res plan.Result
+	if err := json.Unmarshal(out, &res); err != nil {
+		s.t.Fatalf("apply printed no result: %v\n%s", err, out)
+	}
+	return res
+}
+
+func (s *simHost) pids() map[string]int {
+	s.t.Helper()
+	list, err := s.scm.List(context.Background())
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	out := map[string]int{}
+	for _, st := range list {
+		if st.State == scm.Running {
+			out[st.Name] = st.PID
+		}
+	}
+	return out
+}
+
+// testPlan installs three services made of the test binary: svc-a (uses
+// a.conf, depends on containerd), svc-b (depends on svc-a), svc-c
+// (independent); svc-a and svc-b share one binary content.
+type testPlan struct {
+	plan     *plan.Plan
+	contents map[string][]byte // host path -> content
+}
+
+func newTestPlan(t *testing.T, version string) *testPlan {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := readFile(t, self)
+	tp := &testPlan{contents: map[string][]byte{
+		`C:\k\svc-a.exe`: bin,
+		`C:\k\svc-b.exe`: bin,
+		`C:\k\svc-c.exe`: bin,
+		`C:\k\a.conf`:    []byte("setting: 1\n"),
+	}}
+	tp.plan = &plan.Plan{
+		SchemaVersion: plan.SchemaVersion,
+		Version:       version,
+		Directories:   []plan.Directory{{Path: `C:\k`}, {Path: `C:\k\logs`, Logs: true}},
+		HostServices:  []string{"containerd"},
+		Services: []plan.Service{
+			{Name: "svc-a", Binary: `C:\k\svc-a.exe`, Args: []string{"--config", `C:\k\a.conf`}, Uses: []string{`C:\k\a.conf`},
+				Dependencies: []string{"containerd"}, StartType: plan.StartAuto,
+				Recovery: plan.Recovery{Actions: []plan.RecoveryAction{{Type: plan.RecoveryRestart, Delay: metav1.Duration{Duration: time.Second}}},
+					ResetPeriod: metav1.Duration{Duration: time.Hour}},
+				Environment: map[string]string{"WINNODE_TEST": "a"}},
+			{Name: "svc-b", Binary: `C:\k\svc-b.exe`, Args: []string{"with space"}, Dependencies: []string{"svc-a"}, StartType: plan.StartAuto},
+			{Name: "svc-c", Binary: `C:\k\svc-c.exe`, StartType: plan.StartAuto},
+		},
+		FirewallPorts: []plan.FirewallPort{{Name: "svc-a", Protocol: plan.TCP, Port: 10250}},
+		Checks:        []plan.Check{{Type: plan.CheckServiceRunning, Service: "svc-b"}, {Type: plan.CheckFileExists, Path: `C:\k\a.conf`}},
+	}
+	tp.sync()
+	return tp
+}
+
+// sync recomputes the plan's file list from contents.
+func (tp *testPlan) sync() {
+	tp.plan.Files = nil
+	for _, path := range []string{`C:\k\a.conf`, `C:\k\svc-a.exe`, `C:\k\svc-b.exe`, `C:\k\svc-c.exe`} {
+		data := tp.contents[path]
+		sum := sha256.Sum256(data)
+		tp.plan.Files = append(tp.plan.Files, plan.File{Path: path, SHA256: hex.EncodeToString(sum[:]), Size: int64(len(data))})
+	}
+}
+
+func byName(res plan.Result) map[string]plan.ServiceResult {
+	out := map[string]plan.ServiceResult{}
+	for _, s := range res.Services {
+		out[s.Name] = s
+	}
+	return out
+}
+
+func TestApplyOnSimulatedHost(t *testing.T) {
+	h := newSimHost(t)
+	tp := newTestPlan(t, "v1")
+
+	// Nothing staged: apply refuses, naming a file, and starts nothing.
+	data, _ := json.Marshal(tp.plan)
+	h.put(`C:\k\plan.json`, data)
+	out, code := h.agent("apply", "--plan", `C:\k\plan.json`)
+	var fail plan.ErrorDocument
+	if code != 1 || json.Unmarshal(out, &fail) != nil || fail.Error.Code != plan.ErrFileMissing || fail.Error.File == "" {
+		t.Fatalf("apply without staged files: exit %d, %s", code, out)
+	}
+	if _, err := h.scm.Get(context.Background(), "svc-a"); !errors.Is(err, scm.ErrNotFound) {
+		t.Fatalf("a service was created although its binary is missing: %v", err)
+	}
+
+	// Staged: apply creates and starts everything.
+	h.stage(tp.contents)
+	res := h.apply(tp.plan)
+	for _, name := range []string{"svc-a", "svc-b", "svc-c"} {
+		got := byName(res)[name]
+		if got.Action != plan.ServiceCreated || got.State != "Running" {
+			t.Errorf("%s: %+v, want created and Running", name, got)
+		}
+	}
+	svc, err := h.scm.Get(context.Background(), "svc-b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `C:\k\svc-b.exe "with space"`; svc.Config.BinaryPathName != want {
+		t.Errorf("svc-b command line %q, want %q", svc.Config.BinaryPathName, want)
+	}
+	if svc.Config.Description != plan.ServiceDescription {
+		t.Errorf("svc-b description %q", svc.Config.Description)
+	}
+	a, _ := h.scm.Get(context.Background(), "svc-a")
+	if len(a.Config.RecoveryActions) != 1 || a.Config.RecoveryActions[0].Delay != time.Second || a.Config.ResetPeriod != time.Hour {
+		t.Errorf("svc-a recovery %+v reset %s", a.Config.RecoveryActions, a.Config.ResetPeriod)
+	}
+	if h.exists(plan.DefaultStagingDir) {
+		t.Error("the staging folder is still there after a successful apply")
+	}
+	if !h.exists(`C:\ProgramData\winsim\firewall-simulated.json`) {
+		t.Error("the firewall port was not opened")
+	}
+
+	// info reports the installed plan's manifest.
+	out, code = h.agent("info")
+	var info plan.Info
+	if code != 0 || json.Unmarshal(out, &info) != nil {
+		t.Fatalf("info: exit %d, %s", code, out)
+	}
+	if info.InstalledPlan == nil || info.InstalledPlan.Version != "v1" || !info.InstalledPlan.Complete ||
+		info.InstalledPlan.Files[`C:\k\a.conf`] != tp.plan.Files[0].SHA256 {
+		t.Errorf("info installed plan: %+v", info.InstalledPlan)
+	}
+	if !info.Containerd.Present || !info.Containerd.Running || info.Hostname != h.host.Hostname() || info.OS.Build != h.host.Build() {
+		t.Errorf("info host facts: %+v", info)
+	}
+
+	// The same plan again: nothing restarted.
+	before := h.pids()
+	res = h.apply(tp.plan)
+	for _, s := range res.Services {
+		if s.Action != plan.ServiceUnchanged || s.Restarted {
+			t.Errorf("same plan: %s %+v, want unchanged", s.Name, s)
+		}
+	}
+	if after := h.pids(); !equalPIDs(before, after) {
+		t.Errorf("same plan restarted processes: before %v after %v", before, after)
+	}
+
+	// svc-c's arguments change: only svc-c restarts.
+	before = h.pids()
+	tp.plan.Version = "v2"
+	tp.plan.Services[2].Args = []string{"--verbose"}
+	res = h.apply(tp.plan)
+	after := h.pids()
+	if got := byName(res)["svc-c"]; got.Action != plan.ServiceUpdated || !got.Restarted || after["svc-c"] == before["svc-c"] {
+		t.Errorf("svc-c: %+v, pid %d -> %d: want updated and restarted", got, before["svc-c"], after["svc-c"])
+	}
+	for _, name := range []string{"svc-a", "svc-b", "containerd"} {
+		if after[name] != before[name] || byName(res)[name].Restarted {
+			t.Errorf("%s restarted although nothing of it changed", name)
+		}
+	}
+
+	// a.conf changes: svc-a restarts, and svc-b with it (it depends on
+	// svc-a, which Windows cannot stop under it); svc-c does not.
+	before = h.pids()
+	tp.plan.Version = "v3"
+	tp.contents[`C:\k\a.conf`] = []byte("setting: 2\n")
+	tp.sync()
+	h.stage(map[string][]byte{"a": tp.contents[`C:\k\a.conf`]})
+	res = h.apply(tp.plan)
+	after = h.pids()
+	if got := byName(res)["svc-a"]; got.Action != plan.ServiceUnchanged || !got.Restarted || after["svc-a"] == before["svc-a"] {
+		t.Errorf("svc-a: %+v: want restarted for its changed file", got)
+	}
+	if got := byName(res)["svc-b"]; !got.Restarted || after["svc-b"] == before["svc-b"] {
+		t.Errorf("svc-b: %+v: want restarted with svc-a", got)
+	}
+	if after["svc-c"] != before["svc-c"] || after["containerd"] != before["containerd"] {
+		t.Errorf("svc-c or containerd restarted by a change to a.conf")
+	}
+
+	// svc-c leaves the plan: it is stopped and deleted, its file removed.
+	tp.plan.Version = "v4"
+	tp.plan.Services = tp.plan.Services[:2]
+	delete(tp.contents, `C:\k\svc-c.exe`)
+	tp.plan.Files = tp.plan.Files[:3]
+	res = h.apply(tp.plan)
+	if got := byName(res)["svc-c"]; got.Action != plan.ServiceRemoved {
+		t.Errorf("svc-c: %+v, want removed", got)
+	}
+	if _, err := h.scm.Get(context.Background(), "svc-c"); !errors.Is(err, scm.ErrNotFound) {
+		t.Errorf("svc-c still installed: %v", err)
+	}
+	if h.exists(`C:\k\svc-c.exe`) {
+		t.Error(`C:\k\svc-c.exe still there`)
+	}
+}
+
+func equalPIDs(a, b map[string]int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func TestRemoveOnSimulatedHost(t *testing.T) {
+	h := newSimHost(t)
+
+	// On a host never configured, remove has nothing to do.
+	out, code := h.agent("remove")
+	if code != 0 {
+		t.Fatalf("remove on a fresh host: exit %d: %s", code, out)
+	}
+
+	tp := newTestPlan(t, "v1")
+	h.stage(tp.contents)
+	h.apply(tp.plan)
+	h.put(`C:\k\logs\svc-a.log`, []byte("a log line\n"))
+	h.put(`C:\k\kubelet-written-file`, []byte("written by a service\n"))
+
+	out, code = h.agent("remove")
+	var res plan.Result
+	if code != 0 || json.Unmarshal(out, &res) != nil {
+		t.Fatalf("remove: exit %d: %s", code, out)
+	}
+	if len(res.Services) != 3 {
+		t.Errorf("remove reported %+v, want 3 services removed", res.Services)
+	}
+	list, err := h.scm.List(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 1 || list[0].Name != "containerd" || list[0].State != scm.Running {
+		t.Errorf("services after remove: %+v, want only containerd, still running", list)
+	}
+	// Nothing left in C:\k but the logs and the running agent itself.
+	var left []string
+	root, _ := h.host.Path(`C:\k`)
+	filepath.Walk(root, func(p string, fi os.FileInfo, err error) error {
+		if err == nil && !fi.IsDir() {
+			rel, _ := filepath.Rel(root, p)
+			left = append(left, rel)
+		}
+		return nil
+	})
+	if strings.Join(left, " ") != "logs/svc-a.log winnode-agent.exe" {
+		t.Errorf(`left in C:\k after remove: %v, want the log and the agent`, left)
+	}
+	for _, p := range []string{`C:\ProgramData\winnode`, `C:\ProgramData\winsim\firewall-simulated.json`} {
+		if h.exists(p) {
+			t.Errorf("%s still there after remove", p)
+		}
+	}
+
+	// Twice is fine; --purge-logs takes the logs too.
+	if out, code := h.agent("remove", "--purge-logs"); code != 0 {
+		t.Fatalf("second remove: exit %d: %s", code, out)
+	}
+	if !h.exists(`C:\k\logs\svc-a.log`) {
+		t.Log("the logs folder is forgotten with the state: a second remove cannot purge it")
+	}
+}
+
+// TestApplyConvergesAfterKill kills the agent while it waits for a service
+// to stop, then applies again.
+func TestApplyConvergesAfterKill(t *testing.T) {
+	h := newSimHost(t)
+	tp := newTestPlan(t, "v1")
+	tp.plan.Services[0].Environment["WINNODE_TEST_SLOW_STOP"] = "3s"
+	h.stage(tp.contents)
+	h.apply(tp.plan)
+
+	// A change to svc-a: the agent stops svc-b, then svc-a (slow to stop).
+	tp.plan.Version = "v2"
+	tp.plan.Services[0].Args = []string{"--config", `C:\k\a.conf`, "--changed"}
+	data, _ := json.Marshal(tp.plan)
+	h.put(`C:\k\plan.json`, data)
+
+	// Run the agent's process directly on the simulated host's filesystem
+	// and SCM (what an SSH exec does), so the test can kill it.
+	agentBin, _ := h.host.Path(agentPath)
+	cmd := exec.Command(agentBin, "apply", "--plan", `C:\k\plan.json`)
+	cmd.Env = append(os.Environ(), scm.EnvRoot+"="+h.host.Root(), scm.EnvSocket+"="+h.host.SCMSocket())
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	killed := make(chan struct{})
+	go func() {
+		defer close(killed)
+		buf := make([]byte, 4096)
+		var seen []byte
+		for {
+			n, err := stderr.Read(buf)
+			seen = append(seen, buf[:n]...)
+			if bytes.Contains(seen, []byte(`msg="stopping service" service=svc-a`)) {
+				cmd.Process.Kill()
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	select {
+	case <-killed:
+	case <-time.After(60 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("the agent never started stopping svc-a within 60s")
+	}
+	cmd.Wait()
+
+	out, code := h.agent("info")
+	var info plan.Info
+	if code != 0 || json.Unmarshal(out, &info) != nil || info.InstalledPlan == nil || info.InstalledPlan.Complete {
+		t.Fatalf("after the kill, info should report an incomplete plan: exit %d %s", code, out)
+	}
+
+	res := h.apply(tp.plan)
+	for _, s := range res.Services {
+		if s.State != "Running" {
+			t.Errorf("after the second apply %s is %s", s.Name, s.State)
+		}
+	}
+	svc, err := h.scm.Get(context.Background(), "svc-a")
+	if err != nil || !strings.HasSuffix(svc.Config.BinaryPathName, "--changed") {
+		t.Errorf("svc-a not reconfigured: %+v %v", svc.Config, err)
+	}
+	// And once more: converged, nothing changes.
+	for _, s := range h.apply(tp.plan).Services {
+		if s.Action != plan.ServiceUnchanged || s.Restarted {
+			t.Errorf("third apply: %+v", s)
+		}
+	}
+}
