@@ -93,3 +93,27 @@ func TestStagedPath(t *testing.T) {
 		}
 	}
 }
+
+// FuzzPlanSync: the installed map comes from the host (the agent's info);
+// whatever it holds, planning never panics, and every file is either
+// skipped or uploaded exactly once.
+func FuzzPlanSync(f *testing.F) {
+	a, b := sum([]byte("a")), sum([]byte("b"))
+	f.Add(`C:\k\a`, a, `c:/K/B`, b)
+	f.Add(`/C:/k/a`, strings.ToUpper(a), `C:\k\..\k\a`, a)
+	f.Add(`not a path`, "", "\x00", "zz")
+	f.Fuzz(func(t *testing.T, p1, s1, p2, s2 string) {
+		files := []LocalFile{content(`C:\k\a`, "a"), content(`C:\k\b`, "b"), content(`C:\k\c`, "a")}
+		blobs, skipped, err := planSync(files, map[string]string{p1: s1, p2: s2})
+		if err != nil {
+			t.Fatalf("planSync of valid files: %v", err)
+		}
+		n := skipped
+		for _, b := range blobs {
+			n += len(b.HostPaths)
+		}
+		if n != len(files) {
+			t.Fatalf("%d files skipped or uploaded, want %d", n, len(files))
+		}
+	})
+}
