@@ -1,11 +1,641 @@
 package cli
 
 import (
+	"bufio"
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/pem"
 	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/term"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
+	"github.com/winnode/winnode/internal/host"
+	"github.com/winnode/winnode/internal/testenv"
+	"github.com/winnode/winnode/internal/winsim"
+	"github.com/winnode/winnode/internal/winsim/simpayload"
 )
 
+// Names the demo creates (contracts with users; see DESIGN.md).
+const (
+	instancesConfigMap = "windows-instances"
+	demoUser           = "Administrator"
+)
+
+type demoOptions struct {
+	hosts         int
+	workdir       string
+	kubeconfigOut string
+	windowsBuild  string
+	exitWhenReady bool
+	readyTimeout  time.Duration
+}
+
 func newDemoCommand(s Streams) *cobra.Command {
-	return &cobra.Command{Use: "demo", RunE: func(*cobra.Command, []string) error { return errors.New("not yet") }}
+	var o demoOptions
+	cmd := &cobra.Command{
+		Use:   "demo",
+		Short: "Run winnode on this machine with simulated Windows hosts",
+		Long: `Run everything on this machine: a real Kubernetes control plane (etcd,
+kube-apiserver, kube-controller-manager, built from source by
+hack/tools/build-control-plane.sh), --hosts SIMULATED Windows Server hosts
+(winsim: Linux processes that answer SSH and SFTP as Windows OpenSSH does,
+with a stand-in kubelet that joins the real API server) and the winnode
+operator, in this process.
+
+The demo creates namespace winnode-system, the operator's key (Secret
+cloud-private-key, a fresh ed25519 key that the simulated hosts accept) and
+ConfigMap windows-instances listing the hosts, then shows each host's
+progress until all are Ready nodes, prints the nodes, the kubeconfig and what
+to try next, and runs until SIGINT (Ctrl-C) or SIGTERM. It then stops
+everything it started.
+
+While it runs, type a command and Enter: reboot HOST (a simulated host
+reboots: its node goes NotReady and comes back), hosts, help, quit.
+
+Exit codes: 0 stopped by SIGINT/SIGTERM (or Ready, with --exit-when-ready);
+1 something failed to start; 2 wrong flags; 3 the hosts were not all Ready
+within --ready-timeout (only with --exit-when-ready; otherwise the demo keeps
+running so that you can look).`,
+		Example: `  # Three simulated hosts, until Ctrl-C
+  winnodectl demo
+
+  # Five Windows Server 2022 hosts, kubeconfig where kubectl finds it
+  winnodectl demo --hosts 5 --windows-build 2022 --kubeconfig-out ~/.kube/config
+
+  # For scripts and CI: stop once every host is a Ready node
+  winnodectl demo --exit-when-ready`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.hosts < 1 || o.hosts > 100 {
+				return usageErrorf("--hosts %d: give 1 to 100 simulated hosts", o.hosts)
+			}
+			if o.windowsBuild != "2019" && o.windowsBuild != "2022" {
+				return usageErrorf("--windows-build %q: simulated hosts run Windows Server 2019 or 2022", o.windowsBuild)
+			}
+			return runDemo(cmd.Context(), s, o)
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&o.hosts, "hosts", 3, "number of simulated Windows hosts")
+	f.StringVar(&o.workdir, "workdir", "", "folder for the hosts' state, the payload and the logs, kept afterwards (default: a temporary folder, removed at the end)")
+	f.StringVar(&o.kubeconfigOut, "kubeconfig-out", "", "also write the cluster's admin kubeconfig here, as soon as the API server is up")
+	f.StringVar(&o.windowsBuild, "windows-build", "2019", "Windows Server version the simulated hosts report: 2019 or 2022")
+	f.BoolVar(&o.exitWhenReady, "exit-when-ready", false, "stop everything and exit once every host is a Ready node (for scripts and CI)")
+	f.DurationVar(&o.readyTimeout, "ready-timeout", 10*time.Minute, "how long the hosts may take to become Ready nodes")
+	return cmd
+}
+
+// demo is one run of `winnodectl demo`: what it started, to stop it all.
+type demo struct {
+	s     Streams
+	o     demoOptions
+	start time.Time
+	say   func(format string, args ...any)
+
+	workdir    string
+	removeWork bool
+	binDirs    []string // folders of binaries built for the demo
+	logFile    *os.File
+	env        *testenv.Env
+	kubeconfig string
+	fleet      *winsim.Fleet
+	client     client.Client
+	operator   *runningOperator
+
+	mu      sync.Mutex
+	uploads map[string]host.Progress // instance name → last upload report
+}
+
+func runDemo(ctx context.Context, s Streams, o demoOptions) (err error) {
+	d := &demo{s: s, o: o, start: time.Now(), uploads: map[string]host.Progress{}}
+	d.say = func(format string, args ...any) {
+		fmt.Fprintf(s.Out, "%s %s\n", elapsed(time.Since(d.start)), fmt.Sprintf(format, args...))
+	}
+	defer func() {
+		if serr := d.stop(); serr != nil {
+			err = errors.Join(err, serr)
+		}
+	}()
+	if err := d.setUp(ctx); err != nil {
+		if ctx.Err() != nil {
+			fmt.Fprintln(s.Out, "Interrupted while starting; stopping what was started.")
+			return nil
+		}
+		return err
+	}
+	ready, err := d.waitReady(ctx)
+	switch {
+	case err != nil:
+		return err
+	case ctx.Err() != nil:
+		fmt.Fprintln(s.Out, "\nInterrupted before every host was Ready; stopping everything.")
+		return nil
+	case !ready && o.exitWhenReady:
+		d.printStatus(ctx)
+		return withCode(ExitTimeout, fmt.Errorf("not every simulated host became a Ready node within %s: see the table above, %s and %s",
+			o.readyTimeout, filepath.Join(d.workdir, "operator.log"), filepath.Join(d.workdir, "winsim.log")))
+	case !ready:
+		fmt.Fprintf(s.Out, "\nNot every host is Ready after %s; the demo keeps running so that you can look (logs in %s).\n", o.readyTimeout, d.workdir)
+		d.printStatus(ctx)
+	default:
+		d.printReady(ctx)
+	}
+	if o.exitWhenReady {
+		fmt.Fprintln(s.Out, "--exit-when-ready: stopping everything.")
+		return nil
+	}
+	d.follow(ctx)
+	fmt.Fprintln(s.Out, "\nStopping the operator, the simulated hosts and the control plane…")
+	return nil
+}
+
+// setUp starts the control plane, the simulated hosts and the operator,
+// and lists the hosts in the ConfigMap.
+func (d *demo) setUp(ctx context.Context) error {
+	out := d.s.Out
+	fmt.Fprintf(out, `winnode demo: everything runs on this machine.
+  - a real Kubernetes control plane: etcd, kube-apiserver, kube-controller-manager
+  - %d SIMULATED Windows Server %s hosts (winsim): Linux processes that answer SSH
+    and SFTP as Windows OpenSSH does; the kubelet on them is a stand-in that
+    joins the real API server. No Windows runs here.
+  - the winnode operator, in this process
+`, d.o.hosts, d.o.windowsBuild)
+
+	if err := d.makeWorkdir(); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "Work folder: %s (operator.log, winsim.log)\n\n", d.workdir)
+	logFile, err := os.OpenFile(filepath.Join(d.workdir, "winsim.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("opening the simulated hosts' log: %w", err)
+	}
+	d.logFile = logFile
+
+	d.say("building the agent and the stand-in kubelet for the simulated hosts (Linux builds)")
+	agentBin, err := testenv.BuildBinary("cmd/winnode-agent")
+	if err != nil {
+		return fmt.Errorf("building the agent: %w", err)
+	}
+	standinBin, err := testenv.BuildBinary("cmd/winsim-standin")
+	if err != nil {
+		return fmt.Errorf("building the stand-in programs: %w", err)
+	}
+	d.binDirs = append(d.binDirs, filepath.Dir(agentBin), filepath.Dir(standinBin))
+	payloadDir := filepath.Join(d.workdir, "payload")
+	if _, err := simpayload.Build(payloadDir, simpayload.Options{AgentBinary: agentBin, StandinBinary: standinBin}); err != nil {
+		return err
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+
+	d.say("starting the control plane (the first run builds it from source: several minutes)")
+	if d.env, err = testenv.Start(ctx, testenv.Options{}); err != nil {
+		return fmt.Errorf("starting the control plane: %w", err)
+	}
+	if err := d.writeKubeconfig(); err != nil {
+		return err
+	}
+	d.say("control plane up at %s; kubeconfig %s", d.env.Host, d.kubeconfig)
+	if d.client, err = newClient(d.env.Config); err != nil {
+		return err
+	}
+
+	d.say("starting %d simulated Windows hosts", d.o.hosts)
+	logger := slog.New(slog.NewTextHandler(d.logFile, nil))
+	if d.fleet, err = winsim.StartFleet(d.o.hosts, winsim.Options{
+		StateDir: filepath.Join(d.workdir, "hosts"), Build: d.o.windowsBuild,
+		StandinBinary: standinBin, Logger: logger,
+	}); err != nil {
+		return err
+	}
+	for _, h := range d.fleet.Hosts {
+		d.say("  simulated host %s at %s, host key %s", h.Hostname(), h.Addr(), h.Fingerprint())
+	}
+
+	signer, pemKey, err := newDemoKey()
+	if err != nil {
+		return err
+	}
+	for _, h := range d.fleet.Hosts {
+		if err := h.AuthorizeKey(signer.PublicKey()); err != nil {
+			return err
+		}
+	}
+	if err := d.createObjects(ctx, pemKey); err != nil {
+		return err
+	}
+
+	d.say("starting the operator (log: %s)", filepath.Join(d.workdir, "operator.log"))
+	if d.operator, err = startOperator(ctx, operatorOptions{
+		config:     d.env.Config,
+		namespace:  defaultNamespace,
+		payloadDir: payloadDir,
+		logPath:    filepath.Join(d.workdir, "operator.log"),
+		progress:   d.recordUpload,
+	}); err != nil {
+		return err
+	}
+	return d.listHosts(ctx)
+}
+
+func (d *demo) makeWorkdir() error {
+	if d.o.workdir != "" {
+		abs, err := filepath.Abs(d.o.workdir)
+		if err != nil {
+			return err
+		}
+		if err := os.MkdirAll(abs, 0o755); err != nil {
+			return fmt.Errorf("--workdir %s: %w", d.o.workdir, err)
+		}
+		d.workdir = abs
+		return nil
+	}
+	dir, err := os.MkdirTemp("", "winnode-demo-")
+	if err != nil {
+		return fmt.Errorf("creating the demo's work folder: %w", err)
+	}
+	d.workdir, d.removeWork = dir, true
+	return nil
+}
+
+// writeKubeconfig writes the admin kubeconfig with the certificates inside
+// it, so that it works from anywhere: into the work folder and, when asked,
+// to --kubeconfig-out.
+func (d *demo) writeKubeconfig() error {
+	cfg, err := clientcmd.LoadFromFile(d.env.KubeconfigPath)
+	if err != nil {
+		return fmt.Errorf("reading the control plane's kubeconfig: %w", err)
+	}
+	if err := clientcmdapi.FlattenConfig(cfg); err != nil {
+		return fmt.Errorf("embedding the certificates in the kubeconfig: %w", err)
+	}
+	d.kubeconfig = filepath.Join(d.workdir, "kubeconfig")
+	if d.o.kubeconfigOut != "" {
+		d.kubeconfig = d.o.kubeconfigOut
+		if err := os.MkdirAll(filepath.Dir(d.o.kubeconfigOut), 0o755); err != nil {
+			return fmt.Errorf("--kubeconfig-out %s: %w", d.o.kubeconfigOut, err)
+		}
+	}
+	// clientcmd.WriteToFile writes with mode 0600: the file holds the
+	// admin's private key.
+	if err := clientcmd.WriteToFile(*cfg, d.kubeconfig); err != nil {
+		return fmt.Errorf("writing the kubeconfig to %s: %w", d.kubeconfig, err)
+	}
+	return nil
+}
+
+// newDemoKey makes the operator's SSH key: ed25519, in OpenSSH's PEM form.
+func newDemoKey() (ssh.Signer, []byte, error) {
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	signer, err := ssh.NewSignerFromKey(priv)
+	if err != nil {
+		return nil, nil, err
+	}
+	block, err := ssh.MarshalPrivateKey(priv, "winnode demo operator key")
+	if err != nil {
+		return nil, nil, err
+	}
+	return signer, pem.EncodeToMemory(block), nil
+}
+
+// createObjects creates the operator's namespace and its key Secret.
+func (d *demo) createObjects(ctx context.Context, pemKey []byte) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: defaultNamespace}}
+	if err := d.client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace %s: %w", defaultNamespace, err)
+	}
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: defaultNamespace, Name: privateKeySecret},
+		Type:       corev1.SecretTypeOpaque,
+		Data:       map[string][]byte{privateKeyField: pemKey},
+	}
+	if err := d.client.Create(ctx, secret); err != nil {
+		return fmt.Errorf("creating Secret %s/%s: %w", defaultNamespace, privateKeySecret, err)
+	}
+	d.say("created namespace %s and Secret %s (a fresh ed25519 key the simulated hosts accept)", defaultNamespace, privateKeySecret)
+	return nil
+}
+
+// configMapEntry is a windows-instances value: "username=<user>", and
+// "port=<n>" on a second line when the port is not 22.
+func configMapEntry(user string, port int) string {
+	v := "username=" + user
+	if port != 22 {
+		v += "\nport=" + strconv.Itoa(port)
+	}
+	return v
+}
+
+// listHosts creates ConfigMap windows-instances with every host.
+func (d *demo) listHosts(ctx context.Context) error {
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: defaultNamespace, Name: instancesConfigMap},
+		Data:       map[string]string{},
+	}
+	for _, h := range d.fleet.Hosts {
+		cm.Data[h.IP()] = configMapEntry(h.User(), h.Port())
+	}
+	if err := d.client.Create(ctx, cm); err != nil {
+		return fmt.Errorf("creating ConfigMap %s/%s: %w", defaultNamespace, instancesConfigMap, err)
+	}
+	d.say("listed the %d hosts in ConfigMap %s/%s; the operator takes it from here\n", len(d.fleet.Hosts), defaultNamespace, instancesConfigMap)
+	return nil
+}
+
+// recordUpload keeps the last upload report of each instance, for the
+// progress bar.
+func (d *demo) recordUpload(inst *winnodev1.WindowsInstance, p host.Progress) {
+	d.mu.Lock()
+	d.uploads[inst.Name] = p
+	d.mu.Unlock()
+}
+
+// snapshot reads every WindowsInstance and Node.
+func (d *demo) snapshot(ctx context.Context) ([]hostState, error) {
+	var insts winnodev1.WindowsInstanceList
+	if err := d.client.List(ctx, &insts); err != nil {
+		return nil, fmt.Errorf("listing WindowsInstances: %w", err)
+	}
+	var nodes corev1.NodeList
+	if err := d.client.List(ctx, &nodes); err != nil {
+		return nil, fmt.Errorf("listing Nodes: %w", err)
+	}
+	ready := map[string]bool{}
+	for i := range nodes.Items {
+		ready[nodes.Items[i].Name] = nodeReady(&nodes.Items[i]) == "Ready"
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var hosts []hostState
+	for _, inst := range insts.Items {
+		h := hostState{
+			Name: inst.Name, Address: inst.Spec.Address, Hostname: inst.Status.Hostname,
+			Phase: string(inst.Status.Phase), Step: inst.Status.Step, Node: inst.Status.NodeName,
+			NodeReady: ready[inst.Status.NodeName], LastError: inst.Status.LastError,
+		}
+		if p, ok := d.uploads[inst.Name]; ok {
+			h.Upload = &p
+		}
+		hosts = append(hosts, h)
+	}
+	return hosts, nil
+}
+
+// display is the live display on a terminal, plain lines otherwise.
+func (d *demo) display() progressDisplay {
+	if f, ok := d.s.Out.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		fd := int(f.Fd())
+		return &liveDisplay{w: d.s.Out, start: d.start, width: func() int {
+			if w, _, err := term.GetSize(fd); err == nil && w > 0 {
+				return w
+			}
+			return 100
+		}}
+	}
+	return newLinesDisplay(d.s.Out, d.start)
+}
+
+// waitReady shows progress until every listed host is a Ready node, the
+// timeout passes (false), or ctx ends.
+func (d *demo) waitReady(ctx context.Context) (bool, error) {
+	disp := d.display()
+	defer disp.finish()
+	deadline := time.Now().Add(d.o.readyTimeout)
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	failures := 0
+	for {
+		hosts, err := d.snapshot(ctx)
+		switch {
+		case ctx.Err() != nil:
+			return false, nil
+		case err != nil:
+			// The API server is local; a few failures in a row mean it died.
+			if failures++; failures > 25 {
+				return false, fmt.Errorf("the control plane stopped answering: %w (its logs are in %s)", err, d.env.Dir)
+			}
+		default:
+			failures = 0
+			disp.show(time.Now(), hosts)
+			if allReady(hosts, d.o.hosts) {
+				return true, nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return false, nil
+		}
+		select {
+		case <-ctx.Done():
+			return false, nil
+		case <-tick.C:
+		}
+	}
+}
+
+func allReady(hosts []hostState, want int) bool {
+	n := 0
+	for _, h := range hosts {
+		if h.Phase == string(winnodev1.PhaseReady) && h.NodeReady {
+			n++
+		}
+	}
+	return n >= want
+}
+
+// windowsNodes lists the nodes whose WindowsInstance is known.
+func (d *demo) windowsNodes(ctx context.Context) ([]nodeRow, error) {
+	var nodes corev1.NodeList
+	if err := d.client.List(ctx, &nodes, client.MatchingLabels{corev1.LabelOSStable: "windows"}); err != nil {
+		return nil, fmt.Errorf("listing Windows nodes: %w", err)
+	}
+	var rows []nodeRow
+	for i := range nodes.Items {
+		rows = append(rows, newNodeRow(&nodes.Items[i]))
+	}
+	return rows, nil
+}
+
+// printReady prints the nodes and what to try next.
+func (d *demo) printReady(ctx context.Context) {
+	out := d.s.Out
+	fmt.Fprintf(out, "\nAll %d simulated Windows hosts are Ready nodes, %s after the start.\n\n", d.o.hosts, time.Since(d.start).Round(100*time.Millisecond))
+	if rows, err := d.windowsNodes(ctx); err != nil {
+		fmt.Fprintf(out, "(listing the nodes failed: %v)\n", err)
+	} else {
+		_ = writeNodeTable(out, rows, time.Now())
+	}
+	first := d.fleet.Hosts[0]
+	self, _ := os.Executable()
+	if self == "" || strings.Contains(self, "go-build") {
+		self = "go run ./cmd/winnodectl"
+	}
+	fmt.Fprintf(out, `
+The hosts are SIMULATED (winsim); the control plane and the operator are real.
+Kubeconfig: %[1]s
+
+Try, in another terminal:
+  export KUBECONFIG=%[1]s
+  kubectl get windowsinstances          # phase, node, version of every host
+  kubectl get nodes -o wide
+  %[2]s status
+  %[2]s ssh %[3]s -- "C:\Program Files\containerd\containerd.exe" --version
+
+  # Take a host out: its node is drained and deleted, the host cleaned.
+  kubectl -n %[4]s patch configmap %[5]s --type json -p '[{"op":"remove","path":"/data/%[6]s"}]'
+
+Or type here, then Enter:
+  reboot %[6]s     reboot a simulated host: its node goes NotReady, then Ready again
+  hosts                 the simulated hosts
+  quit                  stop everything (as Ctrl-C does)
+
+`, d.kubeconfig, self, strings.ToLower(first.Hostname()), defaultNamespace, instancesConfigMap, first.IP())
+}
+
+// printStatus prints the instance table (on a timeout).
+func (d *demo) printStatus(ctx context.Context) {
+	rows, err := listInstanceRows(ctx, d.client)
+	if err != nil {
+		fmt.Fprintf(d.s.Out, "(listing WindowsInstances failed: %v)\n", err)
+		return
+	}
+	fmt.Fprintln(d.s.Out)
+	_ = writeInstanceTable(d.s.Out, rows, time.Now())
+}
+
+// follow prints each host's changes as lines and answers typed commands,
+// until ctx ends or quit is typed.
+func (d *demo) follow(ctx context.Context) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	// Remember the current state without printing it: only changes follow.
+	lines := newLinesDisplay(io.Discard, d.start)
+	if hosts, err := d.snapshot(ctx); err == nil {
+		lines.show(time.Now(), hosts)
+	}
+	lines.w = d.s.Out
+	go d.readCommands(ctx, cancel)
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			if hosts, err := d.snapshot(ctx); err == nil {
+				lines.show(time.Now(), hosts)
+			}
+		}
+	}
+}
+
+// readCommands answers commands typed on a terminal.
+func (d *demo) readCommands(ctx context.Context, quit func()) {
+	f, ok := d.s.In.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return
+	}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() && ctx.Err() == nil {
+		fields := strings.Fields(sc.Text())
+		if len(fields) == 0 {
+			continue
+		}
+		switch fields[0] {
+		case "quit", "exit":
+			quit()
+			return
+		case "hosts":
+			for i, h := range d.fleet.Hosts {
+				fmt.Fprintf(d.s.Out, "  %d  %s  %s  host key %s\n", i+1, h.Hostname(), h.Addr(), h.Fingerprint())
+			}
+		case "reboot":
+			if len(fields) != 2 {
+				fmt.Fprintln(d.s.Out, "  reboot HOST: the host's number, name or address (see hosts)")
+				continue
+			}
+			h := d.findHost(fields[1])
+			if h == nil {
+				fmt.Fprintf(d.s.Out, "  no simulated host %q (see hosts)\n", fields[1])
+				continue
+			}
+			d.say("rebooting simulated host %s (%s)", h.Hostname(), h.IP())
+			go func() {
+				if err := h.Reboot(); err != nil {
+					d.say("reboot of %s failed: %v", h.Hostname(), err)
+					return
+				}
+				d.say("simulated host %s is up again; its services are starting", h.Hostname())
+			}()
+		default:
+			fmt.Fprintln(d.s.Out, "  commands: reboot HOST, hosts, quit")
+		}
+	}
+}
+
+func (d *demo) findHost(name string) *winsim.Host {
+	for i, h := range d.fleet.Hosts {
+		if name == strconv.Itoa(i+1) || strings.EqualFold(name, h.Hostname()) || name == h.IP() || name == h.Addr() {
+			return h
+		}
+	}
+	return nil
+}
+
+// stop stops everything the demo started, in reverse order: the operator
+// (so that it does not react to hosts going away), the simulated hosts
+// (and every process they run), the control plane, then the files.
+func (d *demo) stop() error {
+	var errs []error
+	if d.operator != nil {
+		errs = append(errs, d.operator.stop())
+	}
+	if d.fleet != nil {
+		errs = append(errs, d.fleet.Close())
+	}
+	if d.env != nil {
+		errs = append(errs, d.env.Stop())
+	}
+	if d.logFile != nil {
+		errs = append(errs, d.logFile.Close())
+	}
+	if d.removeWork {
+		errs = append(errs, os.RemoveAll(d.workdir))
+	} else if d.workdir != "" {
+		fmt.Fprintf(d.s.Out, "The work folder %s is kept (hosts' state, payload, logs).\n", d.workdir)
+	}
+	for _, dir := range d.binDirs {
+		// testenv.BuildBinary builds into a temporary folder of its own
+		// that only its test cleanup removes; the demo removes it itself.
+		if strings.HasPrefix(filepath.Base(dir), "winnode-bin-") {
+			_ = os.RemoveAll(dir)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("stopping the demo: %w", err)
+	}
+	fmt.Fprintln(d.s.Out, "Stopped.")
+	return nil
 }

@@ -24,8 +24,8 @@ Administrators and turns password logins off. Pass it as the user data of a
 cloud instance, or run it once on a host you bring yourself.
 
 --ssh-key takes the public key (OpenSSH .pub form); a private key file is
-also accepted, and only its public half is used. Keys must be ed25519, ECDSA
-or RSA of at least 2048 bits, as the operator requires.`,
+also accepted, and only its public half is used. Keys must be ed25519 or RSA
+of at least 2048 bits, as the operator requires.`,
 		Example: `  # User data for the key the operator uses
   winnodectl userdata --ssh-key ~/.ssh/winnode.pub > userdata.ps1
 
@@ -87,11 +87,11 @@ func parsePublicKey(data []byte) (ssh.PublicKey, error) {
 	return pub, nil
 }
 
-// checkKeyStrength accepts ed25519, ECDSA and RSA keys of at least
-// minRSABits bits.
+// checkKeyStrength accepts what the operator accepts of a private key
+// (controller.ParsePrivateKey): ed25519, and RSA of at least minRSABits bits.
 func checkKeyStrength(pub ssh.PublicKey) error {
 	switch pub.Type() {
-	case ssh.KeyAlgoED25519, ssh.KeyAlgoECDSA256, ssh.KeyAlgoECDSA384, ssh.KeyAlgoECDSA521:
+	case ssh.KeyAlgoED25519:
 		return nil
 	case ssh.KeyAlgoRSA:
 		ck, ok := pub.(ssh.CryptoPublicKey)
@@ -107,5 +107,5 @@ func checkKeyStrength(pub ssh.PublicKey) error {
 		}
 		return nil
 	}
-	return fmt.Errorf("key type %s is not accepted: use ed25519 (ssh-keygen -t ed25519), ECDSA or RSA of at least %d bits", pub.Type(), minRSABits)
+	return fmt.Errorf("the operator does not accept %s keys: use ed25519 (ssh-keygen -t ed25519) or RSA of at least %d bits", pub.Type(), minRSABits)
 }

@@ -1,0 +1,232 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/winnode/winnode/internal/host"
+)
+
+// hostState is what a progress display knows about one host: its
+// WindowsInstance's status and, while it syncs, the upload's progress.
+type hostState struct {
+	Name      string // the WindowsInstance's name
+	Address   string
+	Hostname  string
+	Phase     string
+	Step      string
+	Node      string
+	NodeReady bool
+	LastError string
+	// Upload is the last upload report during the sync step, or nil.
+	Upload *host.Progress
+}
+
+// label names the host for people: its hostname when known, and address.
+func (h hostState) label() string {
+	if h.Hostname != "" && !strings.EqualFold(h.Hostname, h.Address) {
+		return h.Hostname + " (" + h.Address + ")"
+	}
+	return h.Address
+}
+
+// summary is the host's state in words, without the upload.
+func (h hostState) summary() string {
+	phase := h.Phase
+	if phase == "" {
+		phase = "waiting for the operator"
+	}
+	var b strings.Builder
+	b.WriteString(phase)
+	switch {
+	case h.Phase == "Ready" && h.NodeReady:
+		fmt.Fprintf(&b, ": node %s is Ready", h.Node)
+	case h.Phase == "Ready":
+		fmt.Fprintf(&b, ": node %s is not Ready", h.Node)
+	case h.Step != "":
+		fmt.Fprintf(&b, ", step %s", h.Step)
+	}
+	if h.LastError != "" && h.Phase == "Failed" {
+		fmt.Fprintf(&b, ": %s", strings.Join(strings.Fields(h.LastError), " "))
+	}
+	return b.String()
+}
+
+// uploading is the upload shown for h, or nil outside the sync step.
+func (h hostState) uploading() *host.Progress {
+	if h.Step != "sync" || h.Upload == nil || h.Upload.BytesTotal <= 0 {
+		return nil
+	}
+	return h.Upload
+}
+
+func sortHosts(hosts []hostState) []hostState {
+	hosts = append([]hostState(nil), hosts...)
+	sort.Slice(hosts, func(i, j int) bool { return hosts[i].Name < hosts[j].Name })
+	return hosts
+}
+
+// progressDisplay shows the hosts' progress as it changes.
+type progressDisplay interface {
+	// show displays the hosts as they are at now.
+	show(now time.Time, hosts []hostState)
+	// finish leaves the last state on screen; what is written after it
+	// starts on a fresh line.
+	finish()
+}
+
+// linesDisplay prints one plain line whenever a host's state changes, and
+// upload progress in quarters: for logs, pipes and CI, where redrawing
+// makes no sense.
+type linesDisplay struct {
+	w     io.Writer
+	start time.Time
+	last  map[string]string // host name → last line printed
+	label map[string]string // host name → its label then
+	quart map[string]int64  // host name → upload quarter last printed
+}
+
+func newLinesDisplay(w io.Writer, start time.Time) *linesDisplay {
+	return &linesDisplay{w: w, start: start, last: map[string]string{}, label: map[string]string{}, quart: map[string]int64{}}
+}
+
+func (d *linesDisplay) show(now time.Time, hosts []hostState) {
+	present := map[string]bool{}
+	for _, h := range hosts {
+		present[h.Name] = true
+	}
+	var gone []string
+	for name := range d.last {
+		if !present[name] {
+			gone = append(gone, name)
+		}
+	}
+	sort.Strings(gone)
+	for _, name := range gone {
+		fmt.Fprintf(d.w, "%s %s: WindowsInstance deleted\n", elapsed(now.Sub(d.start)), d.label[name])
+		delete(d.last, name)
+		delete(d.label, name)
+		delete(d.quart, name)
+	}
+	for _, h := range sortHosts(hosts) {
+		if s := h.summary(); d.last[h.Name] != s {
+			d.last[h.Name], d.label[h.Name] = s, h.label()
+			delete(d.quart, h.Name)
+			fmt.Fprintf(d.w, "%s %s: %s\n", elapsed(now.Sub(d.start)), h.label(), s)
+		}
+		if p := h.uploading(); p != nil {
+			q := 4 * p.BytesDone / p.BytesTotal
+			if last, ok := d.quart[h.Name]; !ok || q > last {
+				d.quart[h.Name] = q
+				fmt.Fprintf(d.w, "%s %s: uploaded %d%% (%s of %s)\n", elapsed(now.Sub(d.start)), h.label(),
+					100*p.BytesDone/p.BytesTotal, humanBytes(p.BytesDone), humanBytes(p.BytesTotal))
+			}
+		}
+	}
+}
+
+func (d *linesDisplay) finish() {}
+
+// liveDisplay redraws one line per host in place on a terminal, with a
+// progress bar during uploads.
+type liveDisplay struct {
+	w     io.Writer
+	start time.Time
+	width func() int // the terminal's width now
+	drawn int        // lines drawn by the last frame
+}
+
+func (d *liveDisplay) show(now time.Time, hosts []hostState) {
+	lines := liveFrame(now.Sub(d.start), sortHosts(hosts), d.width())
+	var b strings.Builder
+	if d.drawn > 0 {
+		fmt.Fprintf(&b, "\x1b[%dA", d.drawn) // back to the frame's first line
+	}
+	for _, l := range lines {
+		b.WriteString("\r\x1b[2K") // clear the line
+		b.WriteString(l)
+		b.WriteByte('\n')
+	}
+	for i := len(lines); i < d.drawn; i++ { // a host went away
+		b.WriteString("\r\x1b[2K\n")
+	}
+	if d.drawn > len(lines) {
+		fmt.Fprintf(&b, "\x1b[%dA", d.drawn-len(lines))
+	}
+	d.drawn = len(lines)
+	_, _ = io.WriteString(d.w, b.String())
+}
+
+func (d *liveDisplay) finish() { d.drawn = 0 }
+
+// spinner turns while a host is being worked on.
+var spinner = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
+
+// liveFrame renders one frame, each line cut to width (a wrapped line
+// would break the redraw).
+func liveFrame(since time.Duration, hosts []hostState, width int) []string {
+	labelWidth := 0
+	for _, h := range hosts {
+		labelWidth = max(labelWidth, len([]rune(h.label())))
+	}
+	ready := 0
+	var lines []string
+	for _, h := range hosts {
+		mark := spinner[int(since/(100*time.Millisecond))%len(spinner)]
+		switch {
+		case h.Phase == "Ready" && h.NodeReady:
+			mark = "✓"
+			ready++
+		case h.Phase == "Failed":
+			mark = "✗"
+		case h.Phase == "":
+			mark = "·"
+		}
+		line := fmt.Sprintf(" %s %-*s  %s", mark, labelWidth, h.label(), h.summary())
+		if p := h.uploading(); p != nil {
+			line = fmt.Sprintf(" %s %-*s  %s, step sync  %s %3d%%  %s of %s", mark, labelWidth, h.label(), h.Phase,
+				bar(p.BytesDone, p.BytesTotal, 20), 100*p.BytesDone/p.BytesTotal, humanBytes(p.BytesDone), humanBytes(p.BytesTotal))
+		}
+		lines = append(lines, cut(line, width))
+	}
+	lines = append(lines, cut(fmt.Sprintf(" %d of %d Ready (%.1fs)", ready, len(hosts), since.Seconds()), width))
+	return lines
+}
+
+// bar is a progress bar of width cells.
+func bar(done, total int64, width int) string {
+	n := 0
+	if total > 0 {
+		n = int(min(done, total) * int64(width) / total)
+	}
+	return "[" + strings.Repeat("█", n) + strings.Repeat("░", width-n) + "]"
+}
+
+func cut(s string, width int) string {
+	if r := []rune(s); width > 1 && len(r) > width-1 {
+		return string(r[:width-2]) + "…"
+	}
+	return s
+}
+
+// elapsed is a duration since the start, as the displays print it.
+func elapsed(d time.Duration) string {
+	return fmt.Sprintf("[%5.1fs]", d.Seconds())
+}
+
+// humanBytes is n in B, KiB, MiB or GiB.
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	v, i := float64(n), -1
+	for v >= unit && i < 2 {
+		v /= unit
+		i++
+	}
+	return fmt.Sprintf("%.1f %ciB", v, "KMG"[i])
+}

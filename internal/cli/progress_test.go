@@ -1,0 +1,106 @@
+package cli
+
+import (
+	"bytes"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/winnode/winnode/internal/host"
+)
+
+// progressScript is three hosts going from listed to Ready, one failing on
+// the way, one uploading in steps.
+func progressScript() [][]hostState {
+	a := hostState{Name: "127.0.0.10", Address: "127.0.0.10"}
+	b := hostState{Name: "127.0.0.11", Address: "127.0.0.11"}
+	c := hostState{Name: "127.0.0.12", Address: "127.0.0.12"}
+	var frames [][]hostState
+	add := func(hosts ...hostState) { frames = append(frames, hosts) }
+	add(a, b)
+	a.Phase, a.Step = "Pending", ""
+	b.Phase, b.Step = "Configuring", "connect"
+	add(a, b, c)
+	a.Phase, a.Step, a.Hostname = "Configuring", "info", "WIN-AAAA"
+	b.Phase, b.Step, b.LastError = "Failed", "connect", "connecting to 127.0.0.11:22:\nconnection refused"
+	c.Phase, c.Step, c.Hostname = "Configuring", "sync", "WIN-CCCC"
+	c.Upload = &host.Progress{BytesDone: 0, BytesTotal: 64 << 20}
+	add(a, b, c)
+	c.Upload = &host.Progress{BytesDone: 20 << 20, BytesTotal: 64 << 20}
+	add(a, b, c)
+	c.Upload = &host.Progress{BytesDone: 40 << 20, BytesTotal: 64 << 20}
+	add(a, b, c)
+	c.Upload = &host.Progress{BytesDone: 64 << 20, BytesTotal: 64 << 20}
+	a.Phase, a.Step, a.Node, a.NodeReady = "Ready", "", "win-aaaa", true
+	b.Phase, b.Step, b.LastError = "Configuring", "sync", ""
+	add(a, b, c)
+	c.Phase, c.Step, c.Node = "Configuring", "join", "win-cccc"
+	add(a, b, c)
+	c.Phase, c.Step, c.NodeReady = "Ready", "", true
+	add(a, b, c)
+	// Taken out of the ConfigMap: deconfigured, then deleted.
+	a.Phase, a.Step = "Deconfiguring", "drain"
+	add(a, b, c)
+	add(b, c)
+	return frames
+}
+
+var cursorUp = regexp.MustCompile(`\x1b\[\d+A`)
+
+var progressStart = time.Date(2026, 11, 21, 7, 0, 0, 0, time.UTC)
+
+func TestLinesDisplayGolden(t *testing.T) {
+	var b bytes.Buffer
+	d := newLinesDisplay(&b, progressStart)
+	for i, hosts := range progressScript() {
+		d.show(progressStart.Add(time.Duration(i)*1500*time.Millisecond), hosts)
+		// Showing the same state again prints nothing.
+		d.show(progressStart.Add(time.Duration(i)*1500*time.Millisecond), hosts)
+	}
+	golden(t, "progress-lines.golden", b.String())
+}
+
+func TestLiveFrameGolden(t *testing.T) {
+	var b strings.Builder
+	for i, hosts := range progressScript() {
+		for _, l := range liveFrame(time.Duration(i)*1500*time.Millisecond, sortHosts(hosts), 100) {
+			b.WriteString(l + "\n")
+		}
+		b.WriteString("--\n")
+	}
+	golden(t, "progress-live.golden", b.String())
+}
+
+func TestLiveDisplayRedrawsInPlace(t *testing.T) {
+	var b bytes.Buffer
+	d := &liveDisplay{w: &b, start: progressStart, width: func() int { return 80 }}
+	frames := progressScript()
+	d.show(progressStart, frames[1]) // 3 hosts + summary line
+	if cursorUp.MatchString(b.String()) {
+		t.Fatalf("the first frame moved the cursor up: %q", b.String())
+	}
+	b.Reset()
+	d.show(progressStart.Add(time.Second), frames[2])
+	if !strings.HasPrefix(b.String(), "\x1b[4A") {
+		t.Errorf("the second frame does not start by moving up over the first 4 lines: %q", b.String())
+	}
+	b.Reset()
+	d.show(progressStart.Add(2*time.Second), frames[0]) // a host went away: 2 hosts + summary
+	if got := b.String(); !strings.HasPrefix(got, "\x1b[4A") || !strings.HasSuffix(got, "\r\x1b[2K\n\x1b[1A") {
+		t.Errorf("a shorter frame does not clear the leftover line and come back: %q", got)
+	}
+	for _, l := range liveFrame(0, sortHosts(frames[3]), 40) {
+		if n := len([]rune(l)); n > 39 {
+			t.Errorf("a line of %d runes on a 40-column terminal would wrap: %q", n, l)
+		}
+	}
+}
+
+func TestHumanBytes(t *testing.T) {
+	for n, want := range map[int64]string{0: "0 B", 1023: "1023 B", 1024: "1.0 KiB", 64 << 20: "64.0 MiB", 3 << 30: "3.0 GiB", 5 << 40: "5120.0 GiB"} {
+		if got := humanBytes(n); got != want {
+			t.Errorf("humanBytes(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
