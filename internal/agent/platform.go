@@ -89,6 +89,10 @@ type ServiceConfig struct {
 	// period in seconds, so desired configs are rounded the same way.
 	RecoveryActions []RecoveryAction
 	ResetPeriod     time.Duration
+	// RecoveryUnknown is set by a service manager that can store recovery
+	// actions but not report them (Wine's lacks that query); they are then
+	// written on every create and update but not compared.
+	RecoveryUnknown bool
 }
 
 // RecoveryAction is one failure action.

@@ -93,7 +93,7 @@ func (n *native) Query(_ context.Context, name string) (ServiceConfig, ServiceSt
 		return ServiceConfig{}, "", err
 	}
 	defer s.Close()
-	c, err := s.Config()
+	c, err := queryConfig(s.Handle)
 	if err != nil {
 		return ServiceConfig{}, "", fmt.Errorf("service %s: reading its configuration: %w", name, err)
 	}
@@ -106,6 +106,10 @@ func (n *native) Query(_ context.Context, name string) (ServiceConfig, ServiceSt
 		BinaryPathName: c.BinaryPathName, Dependencies: c.Dependencies, StartType: startTypes[c.StartType],
 	}
 	actions, err := s.RecoveryActions()
+	if errors.Is(err, windows.ERROR_INVALID_LEVEL) {
+		out.RecoveryUnknown = true
+		actions, err = nil, nil
+	}
 	if err != nil {
 		return ServiceConfig{}, "", fmt.Errorf("service %s: reading its recovery actions: %w", name, err)
 	}
@@ -127,6 +131,69 @@ func (n *native) Query(_ context.Context, name string) (ServiceConfig, ServiceSt
 		return ServiceConfig{}, "", err
 	}
 	return out, states[status.State], nil
+}
+
+// svcConfig is the part of a service's configuration the agent compares.
+type svcConfig struct {
+	StartType      uint32
+	BinaryPathName string
+	Dependencies   []string
+	DisplayName    string
+	Description    string
+}
+
+// queryConfig reads a service's configuration and description. It does not
+// use mgr.Service.Config, which also asks for the delayed-start and SID
+// settings the agent never sets (and fails where the SCM lacks those info
+// levels, as Wine's does).
+func queryConfig(h windows.Handle) (svcConfig, error) {
+	var c svcConfig
+	n := uint32(1024)
+	for {
+		b := make([]byte, n)
+		p := (*windows.QUERY_SERVICE_CONFIG)(unsafe.Pointer(&b[0]))
+		err := windows.QueryServiceConfig(h, p, n, &n)
+		if errors.Is(err, windows.ERROR_INSUFFICIENT_BUFFER) && n > uint32(len(b)) {
+			continue
+		}
+		if err != nil {
+			return c, err
+		}
+		c.StartType = p.StartType
+		c.BinaryPathName = windows.UTF16PtrToString(p.BinaryPathName)
+		c.DisplayName = windows.UTF16PtrToString(p.DisplayName)
+		c.Dependencies = multiString(p.Dependencies)
+		break
+	}
+	n = 1024
+	for {
+		b := make([]byte, n)
+		err := windows.QueryServiceConfig2(h, windows.SERVICE_CONFIG_DESCRIPTION, &b[0], n, &n)
+		if errors.Is(err, windows.ERROR_INSUFFICIENT_BUFFER) && n > uint32(len(b)) {
+			continue
+		}
+		if err != nil {
+			return c, err
+		}
+		c.Description = windows.UTF16PtrToString((*windows.SERVICE_DESCRIPTION)(unsafe.Pointer(&b[0])).Description)
+		return c, nil
+	}
+}
+
+// multiString splits a double-NUL-terminated UTF-16 list.
+func multiString(p *uint16) []string {
+	var out []string
+	if p == nil {
+		return out
+	}
+	for {
+		s := windows.UTF16PtrToString(p)
+		if s == "" {
+			return out
+		}
+		out = append(out, s)
+		p = (*uint16)(unsafe.Add(unsafe.Pointer(p), (len(windows.StringToUTF16(s)))*2))
+	}
 }
 
 // Create installs the service with the command line exactly as composed
@@ -189,7 +256,9 @@ func configure2(s *mgr.Service, c ServiceConfig) error {
 		if err := s.SetRecoveryActions(actions, uint32(c.ResetPeriod/time.Second)); err != nil {
 			return fmt.Errorf("service %s: setting its recovery actions: %w", c.Name, err)
 		}
-		if err := s.SetRecoveryActionsOnNonCrashFailures(true); err != nil {
+		// Optional hardening: an SCM without this setting (Wine) keeps
+		// recovery for crashes only, which is still correct.
+		if err := s.SetRecoveryActionsOnNonCrashFailures(true); err != nil && !errors.Is(err, windows.ERROR_INVALID_LEVEL) {
 			return fmt.Errorf("service %s: enabling recovery on non-crash failures: %w", c.Name, err)
 		}
 	}

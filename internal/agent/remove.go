@@ -96,7 +96,7 @@ func (a *Agent) Remove(ctx context.Context, purgeLogs bool) (*plan.Result, error
 
 	stateDir, err := a.Platform.LocalPath(StateDir)
 	if err == nil {
-		err = os.RemoveAll(stateDir)
+		err = removeTree(stateDir, nil)
 	}
 	if err != nil {
 		return res, &plan.Error{Code: plan.ErrHost, File: StateDir.String(), Message: fmt.Sprintf("deleting the agent's state: %v", err)}

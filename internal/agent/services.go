@@ -61,7 +61,7 @@ func configDiff(have, want ServiceConfig) string {
 	if !slices.Equal(sorted(have.Environment), sorted(want.Environment)) {
 		d = append(d, "environment")
 	}
-	if !slices.Equal(have.RecoveryActions, want.RecoveryActions) || (len(want.RecoveryActions) > 0 && have.ResetPeriod != want.ResetPeriod) {
+	if !have.RecoveryUnknown && (!slices.Equal(have.RecoveryActions, want.RecoveryActions) || (len(want.RecoveryActions) > 0 && have.ResetPeriod != want.ResetPeriod)) {
 		d = append(d, "recovery")
 	}
 	return strings.Join(d, ", ")
