@@ -1,14 +1,371 @@
 package cli
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"golang.org/x/crypto/ssh"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
+	"github.com/winnode/winnode/internal/controller"
+	"github.com/winnode/winnode/internal/host"
+	"github.com/winnode/winnode/internal/payload"
 )
 
-func newAddCommand(s Streams) *cobra.Command {
-	return &cobra.Command{Use: "add", RunE: func(*cobra.Command, []string) error { return errors.New("not yet") }}
+// Version is winnodectl's version, recorded on the nodes it configures
+// (annotation winnode.io/version); set at build time with
+// -ldflags "-X github.com/winnode/winnode/internal/cli.Version=v1.2.3".
+var Version = "v0.1.0-dev"
+
+// hostFlags are the flags that say how to reach one host (add, remove).
+type hostFlags struct {
+	cluster clusterFlags
+	user    string
+	keyFile string
+	port    int
+	timeout time.Duration
+	verbose bool
 }
-func newRemoveCommand(s Streams) *cobra.Command {
-	return &cobra.Command{Use: "remove", RunE: func(*cobra.Command, []string) error { return errors.New("not yet") }}
+
+func (f *hostFlags) add(fs *pflag.FlagSet, timeout time.Duration) {
+	f.cluster.add(fs)
+	fs.StringVar(&f.user, "user", "Administrator", "the Windows administrator account to log in as")
+	fs.StringVar(&f.keyFile, "ssh-key", "", "SSH private key the host accepts (required; see winnodectl userdata)")
+	fs.IntVar(&f.port, "port", 22, "the host's SSH port")
+	fs.DurationVar(&f.timeout, "timeout", timeout, "bound on the whole command")
+	fs.BoolVarP(&f.verbose, "verbose", "v", false, "also print the configurer's log on stderr")
+}
+
+// check validates the flags and HOST before anything is done, with the
+// operator's own parser of windows-instances entries, so that add accepts
+// exactly the hosts and user names the ConfigMap accepts.
+func (f *hostFlags) check(hostArg string) (controller.Entry, error) {
+	if f.keyFile == "" {
+		return controller.Entry{}, usageErrorf("--ssh-key FILE is required: the private key the host accepts")
+	}
+	entry, err := controller.ParseEntry(hostArg, fmt.Sprintf("username=%s\nport=%d", f.user, f.port))
+	if err != nil {
+		return controller.Entry{}, usageErrorf("HOST %s with --user %q --port %d: %v", hostArg, f.user, f.port, err)
+	}
+	return entry, nil
+}
+
+// session is what add and remove work with: the cluster and the key.
+type session struct {
+	apiServer string
+	config    *rest.Config
+	kube      kubernetes.Interface
+	signer    ssh.Signer
+}
+
+// connect loads the cluster client and the key.
+func (f *hostFlags) connect() (*session, error) {
+	cfg, err := f.cluster.restConfig()
+	if err != nil {
+		return nil, err
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to the API server at %s: %w", cfg.Host, err)
+	}
+	signer, err := readKeyFile(f.keyFile)
+	if err != nil {
+		return nil, err
+	}
+	return &session{apiServer: cfg.Host, config: cfg, kube: kube, signer: signer}, nil
+}
+
+func newAddCommand(s Streams) *cobra.Command {
+	var (
+		hf         hostFlags
+		payloadDir string
+	)
+	cmd := &cobra.Command{
+		Use:   "add HOST --ssh-key FILE [--user Administrator] [--port 22]",
+		Short: "Make one Windows host a node, without the operator",
+		Long: `Make one Windows host a Ready worker node from this machine, with no operator
+running: the operator's own steps (the same code), each printed with its
+duration:
+
+  connect      SSH with --ssh-key; the host key is trusted on first use and
+               kept on the Node (annotation winnode.io/host-key), then checked
+  info         winnode-agent.exe info: names, addresses, OS build, and the
+               container runtime (containerd must be installed and running)
+  credentials  a bootstrap token for this host's kubelet
+  plan, sync   the plan, and the payload uploaded by hash (only what changed)
+  apply        winnode-agent.exe apply: files and services
+  join         the kubelet's certificate requests, approved with the
+               operator's checks (this host's node name and token only)
+  finish       label, annotations, uncordon; the token is revoked
+
+HOST is an IPv4 address or DNS name the host is reached at over SSH. The
+host must already accept the key (winnodectl userdata prints the script that
+sets that up). Running add again on a configured host moves no bytes.
+
+The payload comes from --payload-dir (default $WINNODE_PAYLOAD_DIR, else
+./payload, as built by make payload).`,
+		Example: `  # Join a host with the default administrator account
+  winnodectl add 10.0.0.7 --ssh-key ~/.ssh/winnode
+
+  # Another account and SSH port, a given cluster and payload
+  winnodectl add win-02.example.internal --user winadmin --port 2222 \
+    --ssh-key ~/.ssh/winnode --kubeconfig ~/.kube/prod --payload-dir ./payload`,
+		Args: exactArgs("HOST"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			entry, err := hf.check(args[0])
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), hf.timeout)
+			defer cancel()
+			return runAdd(ctx, s, hf, entry, payloadDir)
+		},
+	}
+	hf.add(cmd.Flags(), 20*time.Minute)
+	defPayload := os.Getenv("WINNODE_PAYLOAD_DIR")
+	if defPayload == "" {
+		defPayload = "payload"
+	}
+	cmd.Flags().StringVar(&payloadDir, "payload-dir", defPayload, "folder with the payload and its manifest.json")
+	return cmd
+}
+
+func runAdd(ctx context.Context, s Streams, hf hostFlags, entry controller.Entry, payloadDir string) error {
+	manifest, err := payload.Load(payloadDir)
+	if err != nil {
+		return fmt.Errorf("loading the payload from --payload-dir %s: %w (build it with make payload)", payloadDir, err)
+	}
+	sess, err := hf.connect()
+	if err != nil {
+		return err
+	}
+	address := entry.Address
+	if owner := instanceFor(ctx, sess, address); owner != "" {
+		return fmt.Errorf("%s is WindowsInstance %s, which the operator manages: it configures the host itself (winnodectl status shows where it is)", address, owner)
+	}
+	inst := newHostInstance(entry)
+	if err := pinFromNode(ctx, sess.kube, inst); err != nil {
+		return err
+	}
+	steps := newStepPrinter(s.Out, time.Now())
+	cfg := &controller.Configurer{
+		Kube:       sess.kube,
+		Signer:     sess.signer,
+		PayloadDir: payloadDir,
+		Payload:    manifest,
+		Version:    Version,
+		Event:      steps.event,
+		Progress:   steps.progress,
+		AfterStep:  func(_ *winnodev1.WindowsInstance, step string) { steps.begin(step) },
+		Log:        logrTo(s.Err, hf.verbose),
+	}
+	fmt.Fprintf(s.Out, "Adding %s (user %s, port %d) to the cluster at %s, without the operator:\n", address, entry.Username, entry.Port, sess.apiServer)
+	approver := &csrApprover{kube: sess.kube, inst: inst, note: steps.note}
+	err = configureUntilReady(ctx, cfg, inst, approver.approve)
+	steps.end(err == nil)
+	switch {
+	case err == nil:
+		fmt.Fprintf(s.Out, "Node %s is Ready (%s in all).\n", inst.Status.NodeName, time.Since(steps.start).Round(10*time.Millisecond))
+		return nil
+	case errors.Is(err, context.DeadlineExceeded):
+		return withCode(ExitTimeout, fmt.Errorf("adding %s: not Ready within --timeout %s (last step %s): %w; running add again continues", address, hf.timeout, orDash(inst.Status.Step), err))
+	case ctx.Err() != nil:
+		return withCode(ExitInterrupted, fmt.Errorf("adding %s: interrupted at step %s; running add again continues", address, orDash(inst.Status.Step)))
+	}
+	return fmt.Errorf("adding %s: %w; fix the cause and run add again (every step is safe to repeat)", address, err)
+}
+
+// newHostInstance is the in-memory WindowsInstance add and remove work on:
+// it is never stored in the cluster (no operator should act on it).
+func newHostInstance(e controller.Entry) *winnodev1.WindowsInstance {
+	return &winnodev1.WindowsInstance{
+		ObjectMeta: metav1.ObjectMeta{Name: controller.InstanceName(e.Address), CreationTimestamp: metav1.Now()},
+		Spec: winnodev1.WindowsInstanceSpec{
+			Address: e.Address, Username: e.Username, Port: e.Port,
+			Source: winnodev1.SourceRef{Kind: winnodev1.SourceManual},
+		},
+	}
+}
+
+// pinFromNode finds the Node of an earlier add of this host (by address)
+// and takes its node name and pinned host key, so that the host key is
+// checked rather than trusted again.
+func pinFromNode(ctx context.Context, kube kubernetes.Interface, inst *winnodev1.WindowsInstance) error {
+	node, err := findNode(ctx, kube, inst.Spec.Address)
+	if err != nil || node == nil {
+		return err
+	}
+	inst.Status.NodeName = node.Name
+	inst.Status.HostKey = node.Annotations[winnodev1.AnnotationHostKey]
+	return nil
+}
+
+// findNode returns the Node whose name or address is target, or nil.
+func findNode(ctx context.Context, kube kubernetes.Interface, target string) (*corev1.Node, error) {
+	nodes, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing Nodes to find %s: %w", target, err)
+	}
+	var found []*corev1.Node
+	for i := range nodes.Items {
+		n := &nodes.Items[i]
+		match := strings.EqualFold(n.Name, target)
+		for _, a := range n.Status.Addresses {
+			match = match || strings.EqualFold(a.Address, target)
+		}
+		if match {
+			found = append(found, n)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return nil, nil
+	case 1:
+		return found[0], nil
+	}
+	return nil, fmt.Errorf("several Nodes have the name or address %s; name the node instead", target)
+}
+
+// configureUntilReady calls Configure until the instance is Ready, running
+// between (CSR approval) each time it has to wait. It stops at the first
+// error: without an operator, the administrator decides when to retry.
+func configureUntilReady(ctx context.Context, c *controller.Configurer, inst *winnodev1.WindowsInstance, between func(context.Context) error) error {
+	for {
+		res, err := c.Configure(ctx, inst)
+		if err != nil {
+			return err
+		}
+		if inst.Status.Phase == winnodev1.PhaseReady {
+			return nil
+		}
+		if inst.Status.Phase == winnodev1.PhaseFailed {
+			return errors.New(inst.Status.LastError)
+		}
+		if err := between(ctx); err != nil {
+			return err
+		}
+		wait := min(max(res.RequeueAfter, 200*time.Millisecond), 2*time.Second)
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-time.After(wait):
+		}
+	}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// logrTo logs the configurer's lines to w when verbose, else nowhere.
+func logrTo(w io.Writer, verbose bool) logr.Logger {
+	if !verbose {
+		return logr.Discard()
+	}
+	return logr.FromSlogHandler(slog.NewTextHandler(w, nil))
+}
+
+// stepPrinter prints each step with its duration as the next one begins,
+// and what the configurer reports in between.
+type stepPrinter struct {
+	mu      sync.Mutex
+	w       io.Writer
+	start   time.Time
+	current string
+	began   time.Time
+	order   map[string]int
+	lastPct int64
+}
+
+func newStepPrinter(w io.Writer, start time.Time) *stepPrinter {
+	order := map[string]int{}
+	for i, s := range []string{controller.StepConnect, controller.StepInfo, controller.StepCredentials, controller.StepPlan,
+		controller.StepSync, controller.StepApply, controller.StepJoin, controller.StepFinish,
+		controller.StepDrain, controller.StepRemove, controller.StepDeleteNode} {
+		order[s] = i + 1
+	}
+	return &stepPrinter{w: w, start: start, order: order}
+}
+
+// begin notes that step started. The configurer repeats steps while it
+// waits (join, finish); only moving forward ends a step.
+func (p *stepPrinter) begin(step string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.current != "" && p.order[step] <= p.order[p.current] {
+		return
+	}
+	p.doneLocked(true)
+	p.current, p.began, p.lastPct = step, time.Now(), -1
+}
+
+func (p *stepPrinter) doneLocked(ok bool) {
+	if p.current == "" {
+		return
+	}
+	mark := "✓"
+	if !ok {
+		mark = "✗"
+	}
+	fmt.Fprintf(p.w, "  %s %-12s %8s\n", mark, p.current, time.Since(p.began).Round(10*time.Millisecond))
+	p.current = ""
+}
+
+// end ends the last step.
+func (p *stepPrinter) end(ok bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.doneLocked(ok)
+}
+
+// note prints a line under the current step.
+func (p *stepPrinter) note(format string, args ...any) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	fmt.Fprintf(p.w, "      %s\n", fmt.Sprintf(format, args...))
+}
+
+func (p *stepPrinter) event(_ *winnodev1.WindowsInstance, eventType, reason, message string) {
+	if strings.HasPrefix(message, "phase ") {
+		return // the steps say it
+	}
+	if eventType == corev1.EventTypeWarning {
+		p.note("warning (%s): %s", reason, message)
+		return
+	}
+	p.note("%s", message)
+}
+
+// progress prints the upload in quarters.
+func (p *stepPrinter) progress(_ *winnodev1.WindowsInstance, pr host.Progress) {
+	if pr.BytesTotal <= 0 {
+		return
+	}
+	pct := 100 * pr.BytesDone / pr.BytesTotal
+	p.mu.Lock()
+	q, last := pct/25, p.lastPct
+	if last >= 0 && q <= last/25 {
+		p.mu.Unlock()
+		return
+	}
+	p.lastPct = pct
+	p.mu.Unlock()
+	p.note("uploaded %s of %s (%d%%)", humanBytes(pr.BytesDone), humanBytes(pr.BytesTotal), pct)
 }

@@ -17,17 +17,11 @@ import (
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/term"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
+	"github.com/winnode/winnode/internal/controller"
 	"github.com/winnode/winnode/internal/wincmd"
-)
-
-// Names of the operator's key Secret (contract with users; see DESIGN.md).
-const (
-	privateKeySecret = "cloud-private-key"
-	privateKeyField  = "private-key.pem"
 )
 
 func newSSHCommand(s Streams) *cobra.Command {
@@ -36,6 +30,8 @@ func newSSHCommand(s Streams) *cobra.Command {
 		namespace string
 		keyFile   string
 		timeout   time.Duration
+		user      string
+		port      int
 	)
 	cmd := &cobra.Command{
 		Use:   "ssh NODE|ADDRESS [-- COMMAND [ARG...]]",
@@ -47,7 +43,9 @@ as the user and port of its WindowsInstance, with the operator's private key
 The host is named by its node name, its WindowsInstance's name, or its
 address. Its host key must match the key pinned in the WindowsInstance's
 status (status.hostKey); a host with no pinned key yet, or presenting another
-key, is refused: the check is never skipped.
+key, is refused: the check is never skipped. A node added with winnodectl add
+has no WindowsInstance: its pinned key is the Node's annotation
+winnode.io/host-key, and --user and --port say how to log in.
 
 COMMAND and its arguments are quoted by the rules of the Windows command line
 and handed to the host's default shell (cmd.exe or PowerShell).
@@ -89,6 +87,9 @@ opened (as OpenSSH's ssh), 2 for wrong arguments.`,
 				return withCode(ExitSSHFailed, err)
 			}
 			inst, err := findInstance(ctx, c, args[0])
+			if errors.Is(err, errNoInstance) {
+				inst, err = addedNodeInstance(ctx, c, args[0], user, port)
+			}
 			if err != nil {
 				return withCode(ExitSSHFailed, err)
 			}
@@ -111,6 +112,8 @@ opened (as OpenSSH's ssh), 2 for wrong arguments.`,
 	cmd.Flags().StringVarP(&namespace, "namespace", "n", defaultNamespace, "namespace of Secret cloud-private-key (the operator's namespace)")
 	cmd.Flags().StringVar(&keyFile, "ssh-key", "", "private key file to use instead of Secret cloud-private-key (e.g. for hosts joined with winnodectl add)")
 	cmd.Flags().DurationVar(&timeout, "connect-timeout", 30*time.Second, "bound on connecting and the SSH handshake")
+	cmd.Flags().StringVar(&user, "user", "Administrator", "account to log in as, for nodes added with winnodectl add (a WindowsInstance says its own)")
+	cmd.Flags().IntVar(&port, "port", 22, "SSH port, for nodes added with winnodectl add (a WindowsInstance says its own)")
 	return cmd
 }
 
@@ -129,7 +132,7 @@ func findInstance(ctx context.Context, c client.Client, target string) (*winnode
 	}
 	switch len(found) {
 	case 0:
-		return nil, fmt.Errorf("no WindowsInstance has the name, node name or address %q: see `winnodectl status`", target)
+		return nil, fmt.Errorf("%w has the name, node name or address %q: see `winnodectl status`", errNoInstance, target)
 	case 1:
 		return found[0], nil
 	}
@@ -138,6 +141,37 @@ func findInstance(ctx context.Context, c client.Client, target string) (*winnode
 		names = append(names, f.Name)
 	}
 	return nil, fmt.Errorf("%q matches several WindowsInstances (%s): name one of them", target, strings.Join(names, ", "))
+}
+
+var errNoInstance = errors.New("no WindowsInstance")
+
+// addedNodeInstance stands in a WindowsInstance for a node that winnodectl
+// add configured: its address, and the host key pinned on the Node.
+func addedNodeInstance(ctx context.Context, c client.Client, target, user string, port int) (*winnodev1.WindowsInstance, error) {
+	var nodes corev1.NodeList
+	if err := c.List(ctx, &nodes); err != nil {
+		return nil, fmt.Errorf("listing Nodes to find %s: %w", target, err)
+	}
+	for i := range nodes.Items {
+		n := &nodes.Items[i]
+		key, ok := n.Annotations[winnodev1.AnnotationHostKey]
+		if !ok {
+			continue
+		}
+		match := strings.EqualFold(n.Name, target)
+		for _, a := range n.Status.Addresses {
+			match = match || strings.EqualFold(a.Address, target)
+		}
+		if match {
+			inst := &winnodev1.WindowsInstance{
+				Spec:   winnodev1.WindowsInstanceSpec{Address: nodeAddress(n), Username: user, Port: int32(port)},
+				Status: winnodev1.WindowsInstanceStatus{NodeName: n.Name, HostKey: key, Phase: winnodev1.PhaseReady},
+			}
+			inst.Name = "node " + n.Name
+			return inst, nil
+		}
+	}
+	return nil, fmt.Errorf("no WindowsInstance, and no Node configured by winnode, has the name or address %q: see `winnodectl status`", target)
 }
 
 func instanceMatches(inst *winnodev1.WindowsInstance, target string) bool {
@@ -153,37 +187,32 @@ func instanceMatches(inst *winnodev1.WindowsInstance, target string) bool {
 }
 
 // loadSigner reads the private key from keyFile, or else from the
-// operator's Secret.
+// operator's Secret with the operator's own checks (controller.LoadSigner).
 func loadSigner(ctx context.Context, c client.Client, namespace, keyFile string) (ssh.Signer, error) {
-	var (
-		pem  []byte
-		from string
-	)
-	if keyFile != "" {
-		data, err := os.ReadFile(keyFile)
-		if err != nil {
-			return nil, fmt.Errorf("reading --ssh-key %s: %w", keyFile, err)
-		}
-		pem, from = data, "--ssh-key "+keyFile
-	} else {
-		var secret corev1.Secret
-		err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: privateKeySecret}, &secret)
-		switch {
-		case apierrors.IsNotFound(err):
-			return nil, fmt.Errorf("Secret %s/%s does not exist: create it with the operator's private key (docs/install.md), or pass --ssh-key FILE", namespace, privateKeySecret)
-		case err != nil:
-			return nil, fmt.Errorf("reading Secret %s/%s: %w", namespace, privateKeySecret, err)
-		}
-		pem = secret.Data[privateKeyField]
-		from = fmt.Sprintf("Secret %s/%s key %s", namespace, privateKeySecret, privateKeyField)
-		if len(pem) == 0 {
-			return nil, fmt.Errorf("%s is empty: put the operator's private key there", from)
-		}
+	if keyFile == "" {
+		return controller.LoadSigner(ctx, c, namespace)
 	}
-	signer, err := ssh.ParsePrivateKey(pem)
+	return readKeyFile(keyFile)
+}
+
+// readKeyFile reads an unencrypted SSH private key of a kind the operator
+// accepts.
+func readKeyFile(keyFile string) (ssh.Signer, error) {
+	data, err := os.ReadFile(keyFile)
 	if err != nil {
-		// The parser's message does not contain the key.
-		return nil, fmt.Errorf("%s is not an unencrypted SSH private key: %v", from, err)
+		return nil, fmt.Errorf("reading --ssh-key %s: %w", keyFile, err)
+	}
+	signer, err := ssh.ParsePrivateKey(data)
+	if err != nil {
+		var missing *ssh.PassphraseMissingError
+		if errors.As(err, &missing) {
+			return nil, fmt.Errorf("--ssh-key %s is protected by a passphrase; winnodectl needs it unencrypted (ssh-keygen -p -N '' -f %s makes a copy so)", keyFile, keyFile)
+		}
+		// The parser's message never quotes the key.
+		return nil, fmt.Errorf("--ssh-key %s is not an SSH private key (PEM or OpenSSH form): %v", keyFile, err)
+	}
+	if err := checkKeyStrength(signer.PublicKey()); err != nil {
+		return nil, fmt.Errorf("--ssh-key %s: %w", keyFile, err)
 	}
 	return signer, nil
 }

@@ -47,16 +47,36 @@ the instance names a node that does not exist (yet).`,
 			if err != nil {
 				return err
 			}
+			added, err := listAddedNodes(cmd.Context(), c, rows)
+			if err != nil {
+				return err
+			}
 			if output == outputJSON {
 				return writeJSON(s.Out, struct {
 					Instances []instanceRow `json:"instances"`
-				}{rows})
+					// AddedNodes are Windows nodes that winnodectl add
+					// configured: no WindowsInstance stands for them.
+					AddedNodes []nodeRow `json:"addedNodes"`
+				}{rows, added})
 			}
-			if len(rows) == 0 {
+			if len(rows) == 0 && len(added) == 0 {
 				fmt.Fprintln(s.Err, "No WindowsInstances found. List a host in ConfigMap windows-instances (namespace winnode-system) or run `winnodectl add HOST`.")
 				return nil
 			}
-			return writeInstanceTable(s.Out, rows, time.Now())
+			now := time.Now()
+			if len(rows) > 0 {
+				if err := writeInstanceTable(s.Out, rows, now); err != nil {
+					return err
+				}
+			}
+			if len(added) > 0 {
+				if len(rows) > 0 {
+					fmt.Fprintln(s.Out)
+				}
+				fmt.Fprintln(s.Out, "Nodes added with winnodectl add (no WindowsInstance):")
+				return writeNodeTable(s.Out, added, now)
+			}
+			return nil
 		},
 	}
 	cluster.add(cmd.Flags())
@@ -74,6 +94,7 @@ func listInstanceRows(ctx context.Context, c client.Client) ([]instanceRow, erro
 		return nil, fmt.Errorf("listing WindowsInstances: %w", err)
 	}
 	rows := make([]instanceRow, 0, len(list.Items))
+
 	for i := range list.Items {
 		inst := &list.Items[i]
 		var node *corev1.Node
@@ -87,6 +108,27 @@ func listInstanceRows(ctx context.Context, c client.Client) ([]instanceRow, erro
 			}
 		}
 		rows = append(rows, newInstanceRow(inst, node))
+	}
+	return rows, nil
+}
+
+// listAddedNodes lists the nodes winnode configured (annotation
+// winnode.io/version) that no WindowsInstance names: those of winnodectl add.
+func listAddedNodes(ctx context.Context, c client.Client, instances []instanceRow) ([]nodeRow, error) {
+	var nodes corev1.NodeList
+	if err := c.List(ctx, &nodes); err != nil {
+		return nil, fmt.Errorf("listing Nodes: %w", err)
+	}
+	managed := map[string]bool{}
+	for _, r := range instances {
+		managed[r.Node] = true
+	}
+	rows := []nodeRow{}
+	for i := range nodes.Items {
+		n := &nodes.Items[i]
+		if _, ok := n.Annotations[winnodev1.AnnotationVersion]; ok && !managed[n.Name] {
+			rows = append(rows, newNodeRow(n))
+		}
 	}
 	return rows, nil
 }

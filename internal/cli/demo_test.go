@@ -1,0 +1,235 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/winnode/winnode/internal/testenv"
+)
+
+// TestDemoReadyThenSIGTERM runs the built winnodectl as a user would:
+// `winnodectl demo --hosts 2`, not on a terminal. It must print plain
+// progress lines, reach 2 Ready Windows nodes, write the kubeconfig, and on
+// SIGTERM stop everything it started (control plane, simulated hosts and
+// the programs on them) and exit 0.
+func TestDemoReadyThenSIGTERM(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a control plane of its own and two simulated hosts")
+	}
+	bin := testenv.Binary(t, "cmd/winnodectl")
+	work := t.TempDir()
+	kubeconfig := filepath.Join(work, "out", "admin.kubeconfig")
+
+	cmd := exec.Command(bin, "demo", "--hosts", "2", "--workdir", filepath.Join(work, "demo"), "--kubeconfig-out", kubeconfig, "--ready-timeout", "6m")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	var output strings.Builder
+	readyLine := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		once := false
+		for sc.Scan() {
+			line := sc.Text()
+			output.WriteString(line + "\n")
+			if !once && strings.Contains(line, "simulated Windows hosts are Ready nodes") {
+				once = true
+				close(readyLine)
+			}
+		}
+		_, _ = io.Copy(io.Discard, stdout)
+		exited <- cmd.Wait()
+	}()
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	})
+
+	select {
+	case <-readyLine:
+	case err := <-exited:
+		t.Fatalf("the demo exited before Ready (%v)\nstdout:\n%s\nstderr:\n%s", err, output.String(), stderr.String())
+	case <-time.After(8 * time.Minute):
+		t.Fatalf("the demo did not report Ready within 8 minutes\nstdout:\n%s\nstderr:\n%s", output.String(), stderr.String())
+	}
+
+	// What it started, before stopping it.
+	children := descendants(cmd.Process.Pid)
+	var names []string
+	for _, c := range children {
+		names = append(names, c.name)
+	}
+	for _, want := range []string{"kube-apiserver", "etcd", "kube-controller-manager", "kubelet.exe", "containerd.exe"} {
+		if !containsPrefix(names, want) {
+			t.Errorf("the demo runs no %s among its processes %v", want, names)
+		}
+	}
+
+	// The kubeconfig works on its own, and shows the two Windows nodes Ready.
+	checkDemoCluster(t, kubeconfig, 2)
+
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Errorf("after SIGTERM the demo exited with %v, want status 0\nstderr:\n%s", err, stderr.String())
+		}
+	case <-time.After(90 * time.Second):
+		t.Fatalf("the demo did not exit within 90s of SIGTERM\nstdout:\n%s", output.String())
+	}
+
+	// Nothing it started is left running (a PID reused meanwhile has
+	// another start time).
+	deadline := time.Now().Add(10 * time.Second)
+	for _, c := range children {
+		for c.alive() && time.Now().Before(deadline) {
+			time.Sleep(100 * time.Millisecond)
+		}
+		if c.alive() {
+			t.Errorf("process %d (%s), started by the demo, still runs after it exited", c.pid, c.name)
+		}
+	}
+
+	out := output.String()
+	for _, want := range []string{"SIMULATED", "Kubeconfig: " + kubeconfig, "kubectl get windowsinstances", "Stopped."} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the demo's output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "\x1b[") {
+		t.Errorf("the demo drew with terminal escapes on a pipe:\n%q", out)
+	}
+	if _, err := os.Stat(filepath.Join(work, "demo", "hosts")); err != nil {
+		t.Errorf("--workdir was not kept: %v", err)
+	}
+}
+
+// checkDemoCluster lists the Windows nodes through the demo's kubeconfig.
+func checkDemoCluster(t *testing.T, kubeconfig string, want int) {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatalf("the demo's --kubeconfig-out %s: %v", kubeconfig, err)
+	}
+	c, err := newClient(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var nodes corev1.NodeList
+	if err := c.List(ctx, &nodes, client.MatchingLabels{corev1.LabelOSStable: "windows"}); err != nil {
+		t.Fatalf("listing nodes with the demo's kubeconfig: %v", err)
+	}
+	ready := 0
+	for i := range nodes.Items {
+		if nodeReady(&nodes.Items[i]) == "Ready" {
+			ready++
+		}
+	}
+	if ready != want {
+		t.Errorf("%d Ready Windows nodes through the demo's kubeconfig, want %d", ready, want)
+	}
+}
+
+// proc is a process, identified by PID and start time.
+type proc struct {
+	pid   int
+	start string
+	name  string
+}
+
+// alive reports whether the same process still exists (and is not a
+// zombie).
+func (p proc) alive() bool {
+	st, err := readStat(p.pid)
+	return err == nil && st.start == p.start && st.state != "Z"
+}
+
+type stat struct {
+	ppid         int
+	state, start string
+	name         string
+}
+
+// readStat reads /proc/PID/stat: the name is in parentheses and may hold
+// spaces, so fields are counted after the last ')'.
+func readStat(pid int) (stat, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return stat{}, err
+	}
+	s := string(b)
+	open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+	if open < 0 || end < open {
+		return stat{}, fmt.Errorf("/proc/%d/stat: unexpected %q", pid, s)
+	}
+	f := strings.Fields(s[end+1:])
+	if len(f) < 20 {
+		return stat{}, fmt.Errorf("/proc/%d/stat: unexpected %q", pid, s)
+	}
+	ppid, _ := strconv.Atoi(f[1])
+	return stat{ppid: ppid, state: f[0], start: f[19], name: s[open+1 : end]}, nil
+}
+
+// descendants lists every process below pid.
+func descendants(pid int) []proc {
+	entries, _ := os.ReadDir("/proc")
+	children := map[int][]proc{}
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		st, err := readStat(p)
+		if err != nil {
+			continue
+		}
+		children[st.ppid] = append(children[st.ppid], proc{pid: p, start: st.start, name: st.name})
+	}
+	var out []proc
+	var walk func(int)
+	walk = func(p int) {
+		for _, c := range children[p] {
+			out = append(out, c)
+			walk(c.pid)
+		}
+	}
+	walk(pid)
+	return out
+}
+
+func containsPrefix(names []string, prefix string) bool {
+	for _, n := range names {
+		// /proc/PID/stat keeps the first 15 bytes of the name.
+		if strings.HasPrefix(prefix, n) && len(n) >= min(len(prefix), 15) {
+			return true
+		}
+	}
+	return false
+}
