@@ -42,6 +42,8 @@ type Progress struct {
 	// BytesDone and BytesTotal count what this sync uploads (files already
 	// on the host are not in the total).
 	BytesDone, BytesTotal int64
+	// FilesDone and FilesTotal count uploads: a content wanted at two host
+	// paths is uploaded once.
 	FilesDone, FilesTotal int
 }
 
