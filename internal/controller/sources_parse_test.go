@@ -1,0 +1,173 @@
+package controller
+
+import (
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+func TestParseEntryValid(t *testing.T) {
+	for _, tc := range []struct {
+		key, value string
+		want       Entry
+	}{
+		{"10.1.42.1", "username=Administrator", Entry{Key: "10.1.42.1", Address: "10.1.42.1", Username: "Administrator", Port: 22}},
+		{"instance.dns.com", "username=core\nport=2222", Entry{Key: "instance.dns.com", Address: "instance.dns.com", Username: "core", Port: 2222}},
+		{"Host.Example.COM", "username=admin", Entry{Key: "Host.Example.COM", Address: "host.example.com", Username: "admin", Port: 22}},
+		{"host.example.com.", "username=admin", Entry{Key: "host.example.com.", Address: "host.example.com", Username: "admin", Port: 22}},
+		{"127.0.0.5", "\r\n  username = a.b_c-d@corp.example.com \r\n\r\n port = 2205\r\n", Entry{Key: "127.0.0.5", Address: "127.0.0.5", Username: "a.b_c-d@corp.example.com", Port: 2205}},
+		{"winhost", "port=22\nusername=_svc", Entry{Key: "winhost", Address: "winhost", Username: "_svc", Port: 22}},
+		{"h", "username=u\nport=65535", Entry{Key: "h", Address: "h", Username: "u", Port: 65535}},
+	} {
+		got, err := ParseEntry(tc.key, tc.value)
+		if err != nil {
+			t.Errorf("ParseEntry(%q, %q): %v", tc.key, tc.value, err)
+			continue
+		}
+		if got != tc.want {
+			t.Errorf("ParseEntry(%q, %q) = %+v, want %+v", tc.key, tc.value, got, tc.want)
+		}
+	}
+}
+
+// TestParseEntryInvalid covers the kinds of bad entries an administrator can
+// write; each must be rejected with a reason that says what is wrong.
+func TestParseEntryInvalid(t *testing.T) {
+	for _, tc := range []struct {
+		kind, key, value, want string
+	}{
+		{"empty address", "", "username=a", "empty address"},
+		{"bad IPv4", "10.0.0.256", "username=a", "not a valid IPv4"},
+		{"short IPv4", "10.0.1", "username=a", "not a valid IPv4"},
+		{"IPv4 with leading zero", "10.0.0.01", "username=a", "not a valid IPv4"},
+		{"unspecified address", "0.0.0.0", "username=a", "unspecified"},
+		{"broadcast address", "255.255.255.255", "username=a", "broadcast"},
+		{"multicast address", "224.0.0.1", "username=a", "multicast"},
+		{"IPv6", "fe80::1", "username=a", "IPv6"},
+		{"bracketed IPv6", "[::1]", "username=a", "IPv6"},
+		{"bad DNS name", "my_host.example.com", "username=a", "neither an IPv4 address nor a DNS name"},
+		{"DNS name starting with a dash", "-host", "username=a", "neither"},
+		{"empty value", "10.0.0.1", "", "no username"},
+		{"only blank lines", "10.0.0.1", "\n \n", "no username"},
+		{"missing username", "10.0.0.1", "port=22", "no username"},
+		{"empty username", "10.0.0.1", "username=", "username is empty"},
+		{"username with a space", "10.0.0.1", "username=John Smith", "not allowed"},
+		{"username with a quote", "10.0.0.1", `username=a"b`, "not allowed"},
+		{"username with a single quote", "10.0.0.1", "username=o'brien", "not allowed"},
+		{"username with a backslash", "10.0.0.1", `username=CORP\admin`, "not allowed"},
+		{"username with shell characters", "10.0.0.1", "username=a;b&c|d", "not allowed"},
+		{"username starting with a dash", "10.0.0.1", "username=-oProxyCommand", "not allowed"},
+		{"username too long", "10.0.0.1", "username=" + strings.Repeat("a", 105), "longer than"},
+		{"two usernames", "10.0.0.1", "username=a\nusername=b", "given twice"},
+		{"two ports", "10.0.0.1", "username=a\nport=22\nport=23", "given twice"},
+		{"unknown key", "10.0.0.1", "username=a\npassword=hunter2", "unknown key"},
+		{"misspelt key", "10.0.0.1", "user=a", "unknown key"},
+		{"line without =", "10.0.0.1", "Administrator", "not key=value"},
+		{"port zero", "10.0.0.1", "username=a\nport=0", "not from 1 to 65535"},
+		{"port too big", "10.0.0.1", "username=a\nport=65536", "not from 1 to 65535"},
+		{"port not a number", "10.0.0.1", "username=a\nport=ssh", "not a number"},
+		{"negative port", "10.0.0.1", "username=a\nport=-22", "not a number"},
+		{"signed port", "10.0.0.1", "username=a\nport=+22", "not a number"},
+	} {
+		_, err := ParseEntry(tc.key, tc.value)
+		if err == nil {
+			t.Errorf("%s: ParseEntry(%q, %q) accepted it", tc.kind, tc.key, tc.value)
+			continue
+		}
+		ee, ok := err.(EntryError)
+		if !ok || ee.Key != tc.key {
+			t.Errorf("%s: error %#v is not an EntryError for key %q", tc.kind, err, tc.key)
+		}
+		if !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %q lacks %q", tc.kind, err, tc.want)
+		}
+		if strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("%s: error %q repeats a value that may be a password", tc.kind, err)
+		}
+	}
+}
+
+func TestParseInstancesDuplicatesAndOrder(t *testing.T) {
+	entries, errs := ParseInstances(map[string]string{
+		"host.example.com":  "username=a",
+		"Host.Example.com":  "username=b",
+		"host.example.com.": "username=c",
+		"10.0.0.2":          "username=d",
+		"10.0.0.1":          "username=e\nport=2222",
+		"bad_host":          "username=f",
+	})
+	var keys []string
+	for _, e := range entries {
+		keys = append(keys, e.Key)
+	}
+	if got := strings.Join(keys, ","); got != "10.0.0.1,10.0.0.2,Host.Example.com" {
+		t.Errorf("valid entries %s, want 10.0.0.1,10.0.0.2,Host.Example.com (the first spelling of a host in key order wins)", got)
+	}
+	var bad []string
+	for _, e := range errs {
+		bad = append(bad, e.Key)
+		if e.Key != "bad_host" && !strings.Contains(e.Reason, `same host as entry "Host.Example.com"`) {
+			t.Errorf("duplicate %q: reason %q", e.Key, e.Reason)
+		}
+	}
+	if got := strings.Join(bad, ","); got != "bad_host,host.example.com,host.example.com." {
+		t.Errorf("rejected %s", got)
+	}
+}
+
+func TestInstanceName(t *testing.T) {
+	long := strings.Repeat("a", 60) + ".example.com"
+	long2 := strings.Repeat("a", 60) + ".example.org"
+	names := map[string]string{}
+	for _, addr := range []string{"10.1.42.1", "10.1.4.21", "host.example.com", "host-example.com", long, long2, "h"} {
+		n := InstanceName(addr)
+		if errs := validation.IsDNS1123Label(n); len(errs) > 0 {
+			t.Errorf("InstanceName(%q) = %q: %v", addr, n, errs)
+		}
+		if prev, dup := names[n]; dup {
+			t.Errorf("%q and %q both give %q", prev, addr, n)
+		}
+		names[n] = addr
+		if InstanceName(addr) != n {
+			t.Errorf("InstanceName(%q) is not deterministic", addr)
+		}
+	}
+	if n := InstanceName("10.1.42.1"); !strings.HasPrefix(n, "10-1-42-1-") {
+		t.Errorf("InstanceName(10.1.42.1) = %q, want a readable prefix", n)
+	}
+}
+
+// FuzzParseEntry: entries are typed by administrators. Whatever they hold,
+// an accepted entry is safe to use: a normalized address that normalizes to
+// itself, an allowed user name, a port in range, and a valid instance name.
+func FuzzParseEntry(f *testing.F) {
+	f.Add("10.1.42.1", "username=Administrator")
+	f.Add("instance.dns.com", "username=core\nport=2222")
+	f.Add("Host.Example.COM.", "\r\nusername = x@y\r\n")
+	f.Add("fe80::1", "username=a")
+	f.Add("10.0.0.256", "username=a b")
+	f.Add("h", "username=a\nusername=b\nport=99999")
+	f.Fuzz(func(t *testing.T, key, value string) {
+		e, err := ParseEntry(key, value)
+		if err != nil {
+			if _, ok := err.(EntryError); !ok {
+				t.Fatalf("error %#v is not an EntryError", err)
+			}
+			return
+		}
+		again, err := NormalizeAddress(e.Address)
+		if err != nil || again != e.Address {
+			t.Fatalf("address %q does not normalize to itself: %q, %v", e.Address, again, err)
+		}
+		if !usernameRe.MatchString(e.Username) || strings.ContainsAny(e.Username, " \t\r\n\"'\\`$;&|<>%^") {
+			t.Fatalf("unsafe username accepted: %q", e.Username)
+		}
+		if e.Port < 1 || e.Port > 65535 {
+			t.Fatalf("port %d accepted", e.Port)
+		}
+		if errs := validation.IsDNS1123Label(InstanceName(e.Address)); len(errs) > 0 {
+			t.Fatalf("InstanceName(%q) = %q: %v", e.Address, InstanceName(e.Address), errs)
+		}
+	})
+}
