@@ -106,6 +106,15 @@ func install(step fileStep, blobStillNeeded bool) error {
 	if err := os.MkdirAll(filepath.Dir(step.local), 0o755); err != nil {
 		return err
 	}
+	if isSelf(step.local) {
+		// Windows cannot replace a running program, but can rename it: the
+		// running agent moves aside (deleted by a later apply or remove).
+		old := step.local + ".old"
+		os.Remove(old)
+		if err := os.Rename(step.local, old); err != nil {
+			return fmt.Errorf("moving the running agent aside: %w", err)
+		}
+	}
 	if !blobStillNeeded {
 		if err := os.Rename(step.blob, step.local); err == nil {
 			return nil
@@ -131,4 +140,10 @@ func install(step fileStep, blobStillNeeded bool) error {
 		return err
 	}
 	return nil
+}
+
+// isSelf reports whether a local path is this running program.
+func isSelf(local string) bool {
+	self, err := os.Executable()
+	return err == nil && samePath(self, local)
 }

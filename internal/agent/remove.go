@@ -61,6 +61,10 @@ func (a *Agent) Remove(ctx context.Context, purgeLogs bool) (*plan.Result, error
 		for _, f := range p.Files {
 			if !files[lower(f.Path)] {
 				files[lower(f.Path)] = true
+				if local, err := a.localPath(f.Path); err == nil && isSelf(local) {
+					a.Log.Info("keeping the running agent; delete it once it has exited", "file", f.Path)
+					continue
+				}
 				if err := a.removeFile(f.Path); err != nil {
 					return res, err
 				}

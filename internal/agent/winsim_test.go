@@ -534,3 +534,83 @@ func TestApplyConvergesAfterKill(t *testing.T) {
 		}
 	}
 }
+
+func TestBootstrapOnSimulatedHost(t *testing.T) {
+	h := newSimHost(t)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The kubelet here is this test binary acting as a service (svc-*).
+	h.put(`C:\k\svc-kubelet.exe`, readFile(t, self))
+	h.put(`C:\k\worker.ign`, readFile(t, filepath.Join("..", "ignition", "testdata", "worker-3.4.0.ign")))
+	args := []string{"bootstrap", "--ignition-file", `C:\k\worker.ign`, "--kubelet-path", `C:\k\svc-kubelet.exe`,
+		"--node-ip", "10.0.0.5", "--cluster-dns", "172.30.0.10"}
+
+	out, code := h.agent(append(args, "--dry-run")...)
+	var doc struct {
+		DryRun bool         `json:"dryRun"`
+		Plan   plan.Plan    `json:"plan"`
+		Files  []plan.File  `json:"files"`
+		Result *plan.Result `json:"result"`
+	}
+	if code != 0 || json.Unmarshal(out, &doc) != nil {
+		t.Fatalf("bootstrap --dry-run: exit %d\n%s", code, out)
+	}
+	if bytes.Contains(out, []byte("0123456789abcdef")) {
+		t.Error("the dry run printed the bootstrap token")
+	}
+	if !doc.DryRun || doc.Result != nil || len(doc.Files) != 4 || len(doc.Plan.Services) != 1 {
+		t.Errorf("dry run document: %+v", doc)
+	}
+	cmdline := strings.Join(doc.Plan.Services[0].Args, " ")
+	for _, want := range []string{`--bootstrap-kubeconfig=C:\k\bootstrap-kubeconfig`, "--cloud-provider=aws", `--cloud-config=C:\k\cloud.conf`, "--v=4", "--node-ip=10.0.0.5"} {
+		if !strings.Contains(cmdline, want) {
+			t.Errorf("kubelet arguments %q lack %q", cmdline, want)
+		}
+	}
+	if _, err := h.scm.Get(context.Background(), "kubelet"); !errors.Is(err, scm.ErrNotFound) || h.exists(`C:\k\kubelet.yaml`) || h.exists(plan.DefaultStagingDir) {
+		t.Errorf("the dry run changed the host (service: %v)", err)
+	}
+
+	out, code = h.agent(args...)
+	if code != 0 {
+		t.Fatalf("bootstrap: exit %d\n%s", code, out)
+	}
+	svc, err := h.scm.Get(context.Background(), "kubelet")
+	if err != nil || svc.Status.State != scm.Running {
+		t.Fatalf("kubelet service: %+v, %v; want Running", svc.Status, err)
+	}
+	local, _ := h.host.Path(`C:\k\bootstrap-kubeconfig`)
+	if kc, err := os.ReadFile(local); err != nil || !bytes.Contains(kc, []byte("server: https://api-int.example.test:6443")) {
+		t.Errorf("bootstrap kubeconfig not written: %v", err)
+	}
+	local, _ = h.host.Path(`C:\k\kubelet.yaml`)
+	cfg, err := os.ReadFile(local)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`clientCAFile: C:\k\kubelet-ca.crt`, "- 172.30.0.10", "verbosity: 4", "npipe://./pipe/containerd-containerd"} {
+		if !bytes.Contains(cfg, []byte(want)) {
+			t.Errorf("kubelet.yaml lacks %q:\n%s", want, cfg)
+		}
+	}
+
+	// Bootstrapping again changes nothing.
+	out, code = h.agent(args...)
+	var again struct {
+		Result plan.Result `json:"result"`
+	}
+	if code != 0 || json.Unmarshal(out, &again) != nil || len(again.Result.Services) != 1 ||
+		again.Result.Services[0].Action != plan.ServiceUnchanged || again.Result.Services[0].Restarted {
+		t.Errorf("second bootstrap: exit %d\n%s", code, out)
+	}
+
+	// An unsupported Ignition version is an error naming it.
+	h.put(`C:\k\bad.ign`, []byte(`{"ignition":{"version":"3.9.0"}}`))
+	out, code = h.agent("bootstrap", "--ignition-file", `C:\k\bad.ign`, "--kubelet-path", `C:\k\svc-kubelet.exe`)
+	var fail plan.ErrorDocument
+	if code != 1 || json.Unmarshal(out, &fail) != nil || fail.Error.Code != plan.ErrIgnition || !strings.Contains(fail.Error.Message, "3.9.0") {
+		t.Errorf("bad Ignition: exit %d\n%s", code, out)
+	}
+}
