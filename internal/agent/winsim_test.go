@@ -614,3 +614,31 @@ func TestBootstrapOnSimulatedHost(t *testing.T) {
 		t.Errorf("bad Ignition: exit %d\n%s", code, out)
 	}
 }
+
+// TestApplyRefusesTamperedBinary: a service binary changed on the host and
+// not staged again is an error naming it, and the service is not started.
+func TestApplyRefusesTamperedBinary(t *testing.T) {
+	h := newSimHost(t)
+	tp := newTestPlan(t, "v1")
+	h.stage(tp.contents)
+	h.apply(tp.plan)
+	if err := h.scm.Stop(context.Background(), "svc-c"); err != nil {
+		t.Fatal(err)
+	}
+	h.put(`C:\k\svc-c.exe`, []byte("#!/bin/sh\necho tampered\n"))
+	// A staged blob under the right name but with other content does not count.
+	h.put(plan.DefaultStagingDir+`\`+tp.plan.Files[3].SHA256, []byte("not the binary"))
+
+	data, _ := json.Marshal(tp.plan)
+	h.put(`C:\k\plan.json`, data)
+	out, code := h.agent("apply", "--plan", `C:\k\plan.json`)
+	var fail plan.ErrorDocument
+	if code != 1 || json.Unmarshal(out, &fail) != nil || fail.Error.Code != plan.ErrFileMissing || fail.Error.File != `C:\k\svc-c.exe` ||
+		!strings.Contains(fail.Error.Message, "staged blob has sha256") {
+		t.Fatalf("apply with a tampered binary: exit %d\n%s", code, out)
+	}
+	svc, err := h.scm.Get(context.Background(), "svc-c")
+	if err != nil || svc.Status.State != scm.Stopped {
+		t.Errorf("svc-c: %+v %v, want still Stopped", svc.Status, err)
+	}
+}
