@@ -1,0 +1,223 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+	"golang.org/x/crypto/ssh"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
+	"github.com/winnode/winnode/internal/payload"
+)
+
+// InstanceReconciler turns each WindowsInstance into a configured, Ready
+// Windows node (Configurer.Configure), and deconfigures its host when it is
+// deleted (Configurer.Deconfigure, behind finalizer winnode.io/deconfigure).
+// It persists the status after every step, so an operator stopped at any
+// point resumes where it was.
+type InstanceReconciler struct {
+	// Client is the manager's client (WindowsInstances through the cache).
+	Client client.Client
+	// Kube talks to the API server directly (Nodes, Secrets, Pods).
+	Kube     kubernetes.Interface
+	Recorder record.EventRecorder
+	// Signer returns the operator's current SSH key (the keys controller's
+	// Secret cloud-private-key); an error says why there is none usable.
+	Signer func(ctx context.Context) (ssh.Signer, error)
+	// KeySecret names the key Secret, so that a change of key reconciles
+	// every instance (key rotation). Empty: not watched.
+	KeySecret client.ObjectKey
+
+	PayloadDir string
+	Payload    *payload.Manifest
+	Version    string
+
+	// MaxConcurrentReconciles bounds the hosts configured at once
+	// (--max-concurrent-configurations; default 10).
+	MaxConcurrentReconciles int
+	// RetryMax caps the backoff between retries of a failing instance
+	// (default 2 minutes; the first retry comes after a second).
+	RetryMax time.Duration
+	// Metrics hooks (nil: not counted).
+	Uploaded   func(bytes int64)
+	SSHFailed  func(reason string)
+	Configured func(time.Duration)
+	// Tune adjusts each Configurer (timeouts, test hooks).
+	Tune func(*Configurer)
+}
+
+// SetupWithManager registers the reconciler.
+func (r *InstanceReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Recorder == nil {
+		r.Recorder = mgr.GetEventRecorderFor("winnode-instance")
+	}
+	workers := r.MaxConcurrentReconciles
+	if workers <= 0 {
+		workers = 10
+	}
+	b := ctrl.NewControllerManagedBy(mgr).
+		Named("windowsinstance").
+		For(&winnodev1.WindowsInstance{}, builder.WithPredicates(instanceChanged{})).
+		WithOptions(controller.Options{
+			MaxConcurrentReconciles: workers,
+			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](time.Second, orDefault(r.RetryMax, 2*time.Minute)),
+		})
+	if r.KeySecret.Name != "" {
+		b = b.Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.allInstances),
+			builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+				return o.GetNamespace() == r.KeySecret.Namespace && o.GetName() == r.KeySecret.Name
+			})))
+	}
+	return b.Complete(r)
+}
+
+// allInstances enqueues every WindowsInstance (the key changed).
+func (r *InstanceReconciler) allInstances(ctx context.Context, _ client.Object) []reconcile.Request {
+	var list winnodev1.WindowsInstanceList
+	if err := r.Client.List(ctx, &list); err != nil {
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for _, i := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&i)})
+	}
+	return reqs
+}
+
+// instanceChanged lets through what needs work: new and deleted instances,
+// spec changes, the start of a deletion, and an administrator clearing a
+// pinned host key. The reconciler's own status writes do not requeue it.
+type instanceChanged struct{ predicate.Funcs }
+
+func (instanceChanged) Update(e event.UpdateEvent) bool {
+	o, ok1 := e.ObjectOld.(*winnodev1.WindowsInstance)
+	n, ok2 := e.ObjectNew.(*winnodev1.WindowsInstance)
+	if !ok1 || !ok2 {
+		return true
+	}
+	switch {
+	case o.Generation != n.Generation:
+		return true
+	case (o.DeletionTimestamp == nil) != (n.DeletionTimestamp == nil):
+		return true
+	case o.Status.HostKey != "" && n.Status.HostKey == "":
+		return true
+	case n.Status.Phase == "":
+		return true
+	}
+	return false
+}
+
+func (instanceChanged) Create(event.CreateEvent) bool   { return true }
+func (instanceChanged) Delete(event.DeleteEvent) bool   { return true }
+func (instanceChanged) Generic(event.GenericEvent) bool { return true }
+
+// Reconcile configures, checks or deconfigures one instance.
+func (r *InstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	log := logr.FromContextOrDiscard(ctx)
+	inst := &winnodev1.WindowsInstance{}
+	if err := r.Client.Get(ctx, req.NamespacedName, inst); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+
+	c, keyErr := r.configurer(ctx, inst, log)
+	if inst.DeletionTimestamp != nil {
+		if !controllerutil.ContainsFinalizer(inst, winnodev1.Finalizer) {
+			return ctrl.Result{}, nil
+		}
+		res, err := c.Deconfigure(ctx, inst)
+		if err != nil || res.RequeueAfter > 0 {
+			return ctrl.Result{RequeueAfter: res.RequeueAfter}, err
+		}
+		patch := client.MergeFrom(inst.DeepCopy())
+		controllerutil.RemoveFinalizer(inst, winnodev1.Finalizer)
+		if err := r.Client.Patch(ctx, inst, patch); err != nil && !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, fmt.Errorf("removing finalizer %s from WindowsInstance %s: %w", winnodev1.Finalizer, inst.Name, err)
+		}
+		return ctrl.Result{}, nil
+	}
+
+	if !controllerutil.ContainsFinalizer(inst, winnodev1.Finalizer) {
+		patch := client.MergeFrom(inst.DeepCopy())
+		controllerutil.AddFinalizer(inst, winnodev1.Finalizer)
+		if err := r.Client.Patch(ctx, inst, patch); err != nil {
+			return ctrl.Result{}, fmt.Errorf("adding finalizer %s to WindowsInstance %s: %w", winnodev1.Finalizer, inst.Name, err)
+		}
+	}
+	if keyErr != nil {
+		return r.noKey(ctx, inst, keyErr)
+	}
+	res, err := c.Configure(ctx, inst)
+	return ctrl.Result{RequeueAfter: res.RequeueAfter}, err
+}
+
+// configurer builds the Configurer for one reconcile, with the current key.
+func (r *InstanceReconciler) configurer(ctx context.Context, inst *winnodev1.WindowsInstance, log logr.Logger) (*Configurer, error) {
+	c := &Configurer{
+		Kube:       r.Kube,
+		PayloadDir: r.PayloadDir,
+		Payload:    r.Payload,
+		Version:    r.Version,
+		Persist: func(ctx context.Context, inst *winnodev1.WindowsInstance) error {
+			return r.Client.Status().Update(ctx, inst)
+		},
+		Event: func(inst *winnodev1.WindowsInstance, eventType, reason, message string) {
+			r.Recorder.Event(inst, eventType, reason, message)
+		},
+		Uploaded:   r.Uploaded,
+		SSHFailed:  r.SSHFailed,
+		Configured: r.Configured,
+		Log:        log,
+	}
+	c.saved = inst.Status.DeepCopy()
+	if r.Tune != nil {
+		r.Tune(c)
+	}
+	var err error
+	if r.Signer == nil {
+		err = fmt.Errorf("no SSH key source configured")
+	} else {
+		c.Signer, err = r.Signer(ctx)
+	}
+	return c, err
+}
+
+// noKey records that nothing can be done without a usable private key, and
+// waits for the key Secret to change (or checks again in a minute).
+func (r *InstanceReconciler) noKey(ctx context.Context, inst *winnodev1.WindowsInstance, keyErr error) (ctrl.Result, error) {
+	msg := fmt.Sprintf("no usable SSH private key: %v (Secret cloud-private-key, key private-key.pem: RSA of at least 2048 bits or ed25519)", keyErr)
+	if meta.IsStatusConditionFalse(inst.Status.Conditions, winnodev1.ConditionReachable) && inst.Status.LastError == msg {
+		return ctrl.Result{RequeueAfter: time.Minute}, nil
+	}
+	meta.SetStatusCondition(&inst.Status.Conditions, metav1.Condition{
+		Type: winnodev1.ConditionReachable, Status: metav1.ConditionFalse, Reason: winnodev1.ReasonNoPrivateKey,
+		Message: msg, ObservedGeneration: inst.Generation,
+	})
+	inst.Status.LastError = msg
+	if inst.Status.Phase == "" || inst.Status.Phase == winnodev1.PhasePending {
+		inst.Status.Phase = winnodev1.PhasePending
+	}
+	r.Recorder.Event(inst, corev1.EventTypeWarning, winnodev1.ReasonNoPrivateKey, msg)
+	if err := r.Client.Status().Update(ctx, inst); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: time.Minute}, nil
+}

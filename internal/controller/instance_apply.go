@@ -1,0 +1,43 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
+	"github.com/winnode/winnode/internal/host"
+	"github.com/winnode/winnode/internal/plan"
+)
+
+// apply runs `winnode-agent.exe apply --plan <staged plan>`.
+func (c *Configurer) apply(ctx context.Context, inst *winnodev1.WindowsInstance, cl *host.Client, r *plan.Rendered, stagedPlan string) error {
+	agent, err := c.agentFile()
+	if err != nil {
+		return stepErr(StepApply, winnodev1.ReasonApplyFailed, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.applyTimeout())
+	defer cancel()
+	var res plan.Result
+	if err := cl.RunAgent(ctx, agent.HostPath, []string{"apply", "--plan", stagedPlan}, nil, &res); err != nil {
+		setCondition(inst, winnodev1.ConditionConfigured, metav1.ConditionFalse, reasonOf(err, winnodev1.ReasonApplyFailed), err.Error())
+		return stepErr(StepApply, reasonOf(err, winnodev1.ReasonApplyFailed), err)
+	}
+	var changed []string
+	for _, s := range res.Services {
+		if s.Action != plan.ServiceUnchanged || s.Restarted {
+			changed = append(changed, fmt.Sprintf("%s %s", s.Name, s.Action))
+		}
+	}
+	setCondition(inst, winnodev1.ConditionConfigured, metav1.ConditionTrue, winnodev1.ReasonPlanApplied,
+		fmt.Sprintf("plan %s applied", r.Plan.Version))
+	msg := "no service changed"
+	if len(changed) > 0 {
+		msg = "services: " + strings.Join(changed, ", ")
+	}
+	c.event(inst, corev1.EventTypeNormal, winnodev1.ReasonPlanApplied, "applied plan %s on %s (%s)", r.Plan.Version, inst.Spec.Address, msg)
+	return nil
+}

@@ -1,0 +1,177 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
+	"github.com/winnode/winnode/internal/plan"
+)
+
+// Configure brings the instance's host to a Ready node at c.Version, or
+// checks that it still is one. It mutates inst.Status (phase, step,
+// conditions, host key, node name, bootstrap token ID, last error) and
+// persists it after every step.
+//
+// The phase machine:
+//
+//	(new) → Pending → Configuring → Ready ⇄ Upgrading
+//	any step failing → Failed (lastError, reason); the next call retries
+//	a changed host key → Failed + HostKeyMismatch, nothing more until
+//	status.hostKey is cleared
+//
+// A Ready instance is checked by running the agent's info and rendering
+// the plan again: when the host runs exactly that plan nothing is uploaded
+// or applied, only the Node is checked. A changed payload, version or
+// cluster fact moves it to Upgrading, which cordons the Node, syncs,
+// applies, and finishes as a first configuration does.
+//
+// An error is returned after it is recorded in the status; the caller
+// retries with backoff. A Result with RequeueAfter asks to be called again
+// (waiting for the Node, or the periodic recheck of a Ready instance).
+func (c *Configurer) Configure(ctx context.Context, inst *winnodev1.WindowsInstance) (Result, error) {
+	if hostKeyBlocked(inst) {
+		// Nothing until an administrator clears status.hostKey.
+		return Result{}, nil
+	}
+	if inst.Status.Phase == "" {
+		c.setPhase(inst, winnodev1.PhasePending)
+		if err := c.save(ctx, inst); err != nil {
+			return Result{}, err
+		}
+	}
+	phase, step := inst.Status.Phase, inst.Status.Step
+	if (phase == winnodev1.PhaseConfiguring || phase == winnodev1.PhaseUpgrading) && (step == StepJoin || step == StepFinish) {
+		// The host is configured; only the Node is awaited. No SSH.
+		res, err := c.join(ctx, inst)
+		if err != nil {
+			return Result{}, c.fail(ctx, inst, err)
+		}
+		return res, nil
+	}
+	res, err := c.configureHost(ctx, inst)
+	if err != nil {
+		err = c.fail(ctx, inst, err)
+		if errors.Is(err, errHostKeyMismatch) {
+			// Not retried: an administrator must decide.
+			return Result{}, nil
+		}
+		return Result{}, err
+	}
+	return res, nil
+}
+
+// configureHost runs the steps that talk to the host.
+func (c *Configurer) configureHost(ctx context.Context, inst *winnodev1.WindowsInstance) (Result, error) {
+	wasReady := inst.Status.Phase == winnodev1.PhaseReady || inst.Status.Phase == winnodev1.PhaseUpgrading
+	if !wasReady {
+		if err := c.step(ctx, inst, StepConnect); err != nil {
+			return Result{}, err
+		}
+	}
+	cl, err := c.connect(ctx, inst)
+	if err != nil {
+		return Result{}, err
+	}
+	defer cl.Close()
+	if !wasReady {
+		c.start(inst, winnodev1.PhaseConfiguring)
+		if err := c.step(ctx, inst, StepInfo); err != nil {
+			return Result{}, err
+		}
+	}
+
+	info, err := c.facts(ctx, inst, cl)
+	if err != nil {
+		return Result{}, err
+	}
+	node, err := c.getNode(ctx, inst)
+	if err != nil {
+		return Result{}, stepErr(StepCredentials, winnodev1.ReasonCredentialsFailed, err)
+	}
+	if !wasReady {
+		if err := c.step(ctx, inst, StepCredentials); err != nil {
+			return Result{}, err
+		}
+	}
+	cr, err := c.credentials(ctx, inst, cl, info, node)
+	if err != nil {
+		return Result{}, err
+	}
+	r, err := c.render(inst, info, cr)
+	if err != nil {
+		return Result{}, err
+	}
+
+	if upToDate(info, r) && nodeReady(node) {
+		// The host runs exactly this plan: nothing to upload or apply.
+		setCondition(inst, winnodev1.ConditionConfigured, metav1.ConditionTrue, winnodev1.ReasonPlanApplied,
+			fmt.Sprintf("plan %s applied", r.Plan.Version))
+		if wasReady {
+			if err := c.markNode(ctx, inst, node); err != nil {
+				return Result{}, stepErr(StepFinish, winnodev1.ReasonNodeNotReady, err)
+			}
+			c.ready(inst, node)
+			if err := c.save(ctx, inst); err != nil {
+				return Result{}, err
+			}
+			if c.AfterStep != nil {
+				c.AfterStep(inst, StepChecked)
+			}
+			return Result{RequeueAfter: c.resyncPeriod()}, nil
+		}
+		return c.join(ctx, inst)
+	}
+
+	if wasReady {
+		c.start(inst, winnodev1.PhaseUpgrading)
+		c.event(inst, corev1.EventTypeNormal, string(winnodev1.PhaseUpgrading), "moving %s from plan %s to %s", inst.Spec.Address, installedVersion(info), r.Plan.Version)
+	}
+	if err := c.step(ctx, inst, StepPlan); err != nil {
+		return Result{}, err
+	}
+	if node != nil {
+		if err := c.cordon(ctx, node.Name, true); err != nil {
+			return Result{}, stepErr(StepPlan, winnodev1.ReasonApplyFailed, err)
+		}
+	}
+	if err := c.step(ctx, inst, StepSync); err != nil {
+		return Result{}, err
+	}
+	stagedPlan, err := c.sync(ctx, inst, cl, info, cr, r)
+	if err != nil {
+		return Result{}, err
+	}
+	if err := c.step(ctx, inst, StepApply); err != nil {
+		return Result{}, err
+	}
+	if err := c.apply(ctx, inst, cl, r, stagedPlan); err != nil {
+		return Result{}, err
+	}
+	return c.join(ctx, inst)
+}
+
+// start moves the instance into a configuring phase, starting the clock of
+// this configuration when it is not running.
+func (c *Configurer) start(inst *winnodev1.WindowsInstance, phase winnodev1.Phase) {
+	if inst.Status.Phase != winnodev1.PhaseConfiguring && inst.Status.Phase != winnodev1.PhaseUpgrading || inst.Status.ConfigurationStarted == nil {
+		now := metav1.Now()
+		inst.Status.ConfigurationStarted = &now
+	}
+	if inst.Status.Phase == winnodev1.PhaseFailed && inst.Status.Version != "" && phase == winnodev1.PhaseConfiguring {
+		// A failed upgrade retried is still an upgrade.
+		phase = winnodev1.PhaseUpgrading
+	}
+	c.setPhase(inst, phase)
+}
+
+func installedVersion(info *plan.Info) string {
+	if info.InstalledPlan == nil {
+		return "(none)"
+	}
+	return info.InstalledPlan.Version
+}

@@ -1,0 +1,306 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	"golang.org/x/crypto/ssh"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
+	"github.com/winnode/winnode/internal/host"
+	"github.com/winnode/winnode/internal/payload"
+)
+
+// Steps of configuration and deconfiguration, as recorded in
+// WindowsInstance status.step and shown by progress displays.
+const (
+	StepConnect     = "connect"
+	StepInfo        = "info"
+	StepCredentials = "credentials"
+	StepPlan        = "plan"
+	StepSync        = "sync"
+	StepApply       = "apply"
+	StepJoin        = "join"
+	StepFinish      = "finish"
+	StepDrain       = "drain"
+	StepRemove      = "remove"
+	StepDeleteNode  = "delete-node"
+	// StepChecked is not a step of its own: AfterStep is told it after a
+	// Ready instance was checked and found up to date (nothing uploaded,
+	// nothing applied).
+	StepChecked = "checked"
+)
+
+// Node labels and annotations the configurer sets.
+const (
+	// LabelWorker marks a configured Windows node as a worker.
+	LabelWorker = "node-role.kubernetes.io/worker"
+	// AnnotationCordoned on a Node says winnode cordoned it (while
+	// configuring or upgrading) and will uncordon it; a node an
+	// administrator cordoned is left cordoned.
+	AnnotationCordoned = "winnode.io/cordoned"
+)
+
+// Configurer configures and deconfigures Windows hosts: the steps of
+// DESIGN.md "Configuring one host", usable with or without the operator
+// (winnodectl add/remove use it with no controller running).
+//
+// Configure and Deconfigure never block for long: where they must wait (for
+// the Node, for evicted pods) they return a Result asking to be called again.
+// Every step is idempotent, and the instance's status records enough (step,
+// host key, node name, bootstrap token ID) for a crash at any point to be
+// resumed by calling again.
+type Configurer struct {
+	// Kube talks to the API server directly (no cache): Nodes, Secrets,
+	// ConfigMaps, Pods, evictions, RBAC.
+	Kube kubernetes.Interface
+	// Signer is the operator's SSH private key (Secret cloud-private-key).
+	Signer ssh.Signer
+	// PayloadDir holds the payload files; Payload is its manifest
+	// (payload.Load(PayloadDir)).
+	PayloadDir string
+	Payload    *payload.Manifest
+	// Version is the winnode version configuring hosts (the operator's).
+	Version string
+
+	// Persist saves inst.Status; it is called after every step, so that a
+	// crash resumes at the step reached. Nil: status is only kept in memory
+	// (winnodectl add).
+	Persist func(ctx context.Context, inst *winnodev1.WindowsInstance) error
+	// Event reports what happened (eventType is corev1.EventTypeNormal or
+	// Warning). Nil: not reported. Never given secrets.
+	Event func(inst *winnodev1.WindowsInstance, eventType, reason, message string)
+	// Progress receives upload progress. Nil: not reported.
+	Progress func(inst *winnodev1.WindowsInstance, p host.Progress)
+	// Uploaded is told how many bytes each sync moved (the
+	// winnode_bytes_uploaded_total metric). Nil: not counted.
+	Uploaded func(bytes int64)
+	// SSHFailed is told about every failed SSH connection (the SSH failures
+	// metric), with its reason. Nil: not counted.
+	SSHFailed func(reason string)
+	// Configured is told how long each configuration took, from its start
+	// to the Node being Ready (the configuration duration histogram). Nil:
+	// not measured.
+	Configured func(d time.Duration)
+	// AfterStep, when set, is called after each step's status is persisted
+	// (tests use it to stop the operator at a given step).
+	AfterStep func(inst *winnodev1.WindowsInstance, step string)
+
+	// Timeouts; zero values take the defaults below.
+	DialTimeout   time.Duration // SSH connect and handshake (15s)
+	AgentTimeout  time.Duration // one info or remove run (2m)
+	ApplyTimeout  time.Duration // one apply run (10m)
+	SyncTimeout   time.Duration // one sync (30m)
+	JoinTimeout   time.Duration // from apply to Node Ready (10m)
+	DrainTimeout  time.Duration // from deletion to giving up on eviction (3m)
+	PollInterval  time.Duration // requeue while waiting (2s)
+	ResyncPeriod  time.Duration // recheck of a Ready instance (10m)
+	TokenTTL      time.Duration // bootstrap token lifetime (bootstrap.DefaultTokenTTL)
+	TokenMinValid time.Duration // a token with less left is replaced (15m)
+
+	Log logr.Logger
+
+	saved        *winnodev1.WindowsInstanceStatus // last status persisted
+	drainStarted time.Time                        // for instances without a deletion timestamp
+}
+
+// Result says when to call again; the zero Result means "done until
+// something changes".
+type Result struct {
+	RequeueAfter time.Duration
+}
+
+// Run calls Configure until it is done, waiting as asked in between and
+// calling between (e.g. winnodectl's CSR approval) each time it waits. It
+// is the operator-less loop; the operator's reconciler requeues instead.
+func (c *Configurer) Run(ctx context.Context, inst *winnodev1.WindowsInstance, between func(ctx context.Context) error) error {
+	for {
+		res, err := c.Configure(ctx, inst)
+		if err != nil {
+			return err
+		}
+		if res.RequeueAfter == 0 {
+			return nil
+		}
+		if between != nil {
+			if err := between(ctx); err != nil {
+				return err
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("configuring %s: %w (last step %s)", inst.Spec.Address, context.Cause(ctx), inst.Status.Step)
+		case <-time.After(res.RequeueAfter):
+		}
+	}
+}
+
+// RunDeconfigure is Run for Deconfigure.
+func (c *Configurer) RunDeconfigure(ctx context.Context, inst *winnodev1.WindowsInstance) error {
+	for {
+		res, err := c.Deconfigure(ctx, inst)
+		if err != nil {
+			return err
+		}
+		if res.RequeueAfter == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("deconfiguring %s: %w (last step %s)", inst.Spec.Address, context.Cause(ctx), inst.Status.Step)
+		case <-time.After(res.RequeueAfter):
+		}
+	}
+}
+
+func (c *Configurer) dialTimeout() time.Duration  { return orDefault(c.DialTimeout, 15*time.Second) }
+func (c *Configurer) agentTimeout() time.Duration { return orDefault(c.AgentTimeout, 2*time.Minute) }
+func (c *Configurer) applyTimeout() time.Duration { return orDefault(c.ApplyTimeout, 10*time.Minute) }
+func (c *Configurer) syncTimeout() time.Duration  { return orDefault(c.SyncTimeout, 30*time.Minute) }
+func (c *Configurer) joinTimeout() time.Duration  { return orDefault(c.JoinTimeout, 10*time.Minute) }
+func (c *Configurer) drainTimeout() time.Duration { return orDefault(c.DrainTimeout, 3*time.Minute) }
+func (c *Configurer) pollInterval() time.Duration { return orDefault(c.PollInterval, 2*time.Second) }
+func (c *Configurer) resyncPeriod() time.Duration { return orDefault(c.ResyncPeriod, 10*time.Minute) }
+func (c *Configurer) tokenMinValid() time.Duration {
+	return orDefault(c.TokenMinValid, 15*time.Minute)
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
+
+// step records the step the instance is at and persists the status.
+func (c *Configurer) step(ctx context.Context, inst *winnodev1.WindowsInstance, step string) error {
+	inst.Status.Step = step
+	if err := c.save(ctx, inst); err != nil {
+		return err
+	}
+	c.Log.V(1).Info("step", "instance", inst.Name, "step", step)
+	if c.AfterStep != nil {
+		c.AfterStep(inst, step)
+	}
+	return ctx.Err()
+}
+
+// save persists the status when it changed since the last save.
+func (c *Configurer) save(ctx context.Context, inst *winnodev1.WindowsInstance) error {
+	if c.Persist == nil {
+		return nil
+	}
+	if c.saved != nil && equality.Semantic.DeepEqual(*c.saved, inst.Status) {
+		return nil
+	}
+	if err := c.Persist(ctx, inst); err != nil {
+		return fmt.Errorf("saving the status of WindowsInstance %s: %w", inst.Name, err)
+	}
+	c.saved = inst.Status.DeepCopy()
+	return nil
+}
+
+func (c *Configurer) event(inst *winnodev1.WindowsInstance, eventType, reason, format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	c.Log.Info(msg, "instance", inst.Name, "reason", reason)
+	if c.Event != nil {
+		c.Event(inst, eventType, reason, msg)
+	}
+}
+
+// setCondition sets one condition, with the instance's generation.
+func setCondition(inst *winnodev1.WindowsInstance, typ string, status metav1.ConditionStatus, reason, message string) {
+	meta.SetStatusCondition(&inst.Status.Conditions, metav1.Condition{
+		Type: typ, Status: status, Reason: reason, Message: truncate(message, 1000),
+		ObservedGeneration: inst.Generation,
+	})
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// setPhase moves the instance to a phase, with an event when it changes.
+func (c *Configurer) setPhase(inst *winnodev1.WindowsInstance, phase winnodev1.Phase) {
+	if inst.Status.Phase == phase {
+		return
+	}
+	from := inst.Status.Phase
+	inst.Status.Phase = phase
+	if from == "" {
+		from = "new"
+	}
+	typ := corev1.EventTypeNormal
+	if phase == winnodev1.PhaseFailed {
+		typ = corev1.EventTypeWarning
+	}
+	c.event(inst, typ, string(phase), "phase %s -> %s", from, phase)
+}
+
+// StepError is a failed step: the condition reason it maps to and what to
+// do. Configure returns it after recording it in the status (phase Failed,
+// lastError).
+type StepError struct {
+	Step   string
+	Reason string // a condition reason (winnodev1.Reason*)
+	Err    error
+}
+
+func (e *StepError) Error() string { return fmt.Sprintf("step %s: %v", e.Step, e.Err) }
+func (e *StepError) Unwrap() error { return e.Err }
+
+func stepErr(step, reason string, err error) error {
+	var se *StepError
+	if errors.As(err, &se) {
+		return err
+	}
+	return &StepError{Step: step, Reason: reason, Err: err}
+}
+
+// fail records a failed step: phase Failed, lastError, an event. The caller
+// retries with backoff.
+func (c *Configurer) fail(ctx context.Context, inst *winnodev1.WindowsInstance, err error) error {
+	if ctx.Err() != nil {
+		// Stopped (operator shutting down): not the host's fault. Record
+		// nothing; the next start resumes at the persisted step.
+		return err
+	}
+	reason := winnodev1.ReasonInProgress
+	var se *StepError
+	if errors.As(err, &se) {
+		reason = se.Reason
+	}
+	inst.Status.LastError = truncate(redact(err.Error()), 2000)
+	c.setPhase(inst, winnodev1.PhaseFailed)
+	c.event(inst, corev1.EventTypeWarning, reason, "%s", inst.Status.LastError)
+	if serr := c.save(context.WithoutCancel(ctx), inst); serr != nil {
+		return errors.Join(err, serr)
+	}
+	return err
+}
+
+var tokenPattern = regexp.MustCompile(`\b([a-z0-9]{6})\.[a-z0-9]{16}\b`)
+
+// redact keeps tokens out of messages, should one ever reach an error: a
+// bootstrap token looks like "abcdef.0123456789abcdef".
+func redact(s string) string {
+	return tokenPattern.ReplaceAllString(s, "$1.<redacted>")
+}
+
+// nodeName is the Node the instance's host registers as.
+func nodeName(inst *winnodev1.WindowsInstance) string {
+	return strings.ToLower(inst.Status.NodeName)
+}

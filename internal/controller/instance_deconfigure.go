@@ -1,0 +1,182 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/kubectl/pkg/drain"
+
+	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
+	"github.com/winnode/winnode/internal/host"
+	"github.com/winnode/winnode/internal/plan"
+)
+
+// Deconfigure is the mirror of Configure, for an instance being deleted:
+// cordon and drain the Node (evictions, as `kubectl drain` does), run
+// `winnode-agent.exe remove` on the host (services in reverse dependency
+// order, then files; logs kept), delete the Node, revoke the bootstrap
+// tokens and forget the host key. When it returns a zero Result and no
+// error the host is clean and the caller may drop the finalizer.
+//
+// Draining does not block: evictions are requested and Deconfigure asks to
+// be called again until the pods are gone (or DrainTimeout has passed since
+// the deletion, after which the Node is deleted anyway, with an event). A
+// host that cannot be reached is left alone with an event; the Node is
+// deleted and the token revoked all the same.
+func (c *Configurer) Deconfigure(ctx context.Context, inst *winnodev1.WindowsInstance) (Result, error) {
+	if inst.Status.Phase != winnodev1.PhaseDeconfiguring {
+		c.setPhase(inst, winnodev1.PhaseDeconfiguring)
+		setCondition(inst, winnodev1.ConditionConfigured, metav1.ConditionFalse, winnodev1.ReasonDeconfiguring, "the instance is being deleted; the host is being cleaned")
+	}
+	node, err := c.getNode(ctx, inst)
+	if err != nil {
+		return Result{}, err
+	}
+	if node != nil {
+		if err := c.step(ctx, inst, StepDrain); err != nil {
+			return Result{}, err
+		}
+		if !node.Spec.Unschedulable {
+			if err := c.cordon(ctx, node.Name, true); err != nil {
+				return Result{}, err
+			}
+		}
+		left, err := c.drain(ctx, inst, node.Name)
+		if err != nil {
+			return Result{}, err
+		}
+		if left > 0 {
+			return Result{RequeueAfter: c.pollInterval()}, nil
+		}
+	}
+
+	if err := c.step(ctx, inst, StepRemove); err != nil {
+		return Result{}, err
+	}
+	c.removeFromHost(ctx, inst)
+
+	if err := c.step(ctx, inst, StepDeleteNode); err != nil {
+		return Result{}, err
+	}
+	if name := nodeName(inst); name != "" {
+		err := c.Kube.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return Result{}, fmt.Errorf("deleting Node %s of WindowsInstance %s: %w", name, inst.Name, err)
+		}
+	}
+	if err := c.revokeTokens(ctx, inst); err != nil {
+		return Result{}, err
+	}
+	inst.Status.HostKey, inst.Status.HostKeyFingerprint = "", ""
+	c.event(inst, corev1.EventTypeNormal, "Deconfigured", "host %s deconfigured and Node %s deleted", inst.Spec.Address, orString(nodeName(inst), "(none)"))
+	return Result{}, c.save(ctx, inst)
+}
+
+// drain evicts the pods of the Node that `kubectl drain --force
+// --ignore-daemonsets --delete-emptydir-data` would, without waiting, and
+// returns how many are still there. After DrainTimeout from the start of
+// the deletion it gives up waiting (0 left), with an event.
+func (c *Configurer) drain(ctx context.Context, inst *winnodev1.WindowsInstance, node string) (int, error) {
+	h := &drain.Helper{
+		Ctx:                 ctx,
+		Client:              c.Kube,
+		Force:               true,
+		IgnoreAllDaemonSets: true,
+		DeleteEmptyDirData:  true,
+		GracePeriodSeconds:  -1,
+		Out:                 io.Discard,
+		ErrOut:              io.Discard,
+	}
+	list, errs := h.GetPodsForDeletion(node)
+	if len(errs) > 0 {
+		return 0, fmt.Errorf("draining Node %s: %w", node, errors.Join(errs...))
+	}
+	pods := list.Pods()
+	if len(pods) == 0 {
+		return 0, nil
+	}
+	if c.drainExpired(inst) {
+		var names []string
+		for _, p := range pods {
+			names = append(names, p.Namespace+"/"+p.Name)
+		}
+		c.event(inst, corev1.EventTypeWarning, "DrainTimedOut", "pods still on Node %s after %s: %s; deleting the Node anyway", node, c.drainTimeout(), strings.Join(names, ", "))
+		return 0, nil
+	}
+	for _, p := range pods {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		err := h.EvictPod(p, policyv1.SchemeGroupVersion)
+		switch {
+		case err == nil, apierrors.IsNotFound(err):
+		case apierrors.IsTooManyRequests(err):
+			// A PodDisruptionBudget says not now: try again later.
+			c.Log.Info("eviction refused for now", "pod", p.Namespace+"/"+p.Name, "node", node)
+		default:
+			return 0, fmt.Errorf("evicting pod %s/%s from Node %s: %w", p.Namespace, p.Name, node, err)
+		}
+	}
+	c.Log.Info("draining", "instance", inst.Name, "node", node, "pods", len(pods))
+	return len(pods), nil
+}
+
+// drainExpired says whether draining has gone on for DrainTimeout since the
+// instance was deleted (or since this Configurer began draining it, for an
+// instance not stored in the cluster).
+func (c *Configurer) drainExpired(inst *winnodev1.WindowsInstance) bool {
+	start := time.Time{}
+	if inst.DeletionTimestamp != nil {
+		start = inst.DeletionTimestamp.Time
+	} else {
+		if c.drainStarted.IsZero() {
+			c.drainStarted = time.Now()
+		}
+		start = c.drainStarted
+	}
+	return time.Since(start) > c.drainTimeout()
+}
+
+// removeFromHost runs `winnode-agent.exe remove`. A host that cannot be
+// reached (down, key refused, host key changed) is left alone with an
+// event: the instance goes away all the same.
+func (c *Configurer) removeFromHost(ctx context.Context, inst *winnodev1.WindowsInstance) {
+	leave := func(err error) {
+		c.event(inst, corev1.EventTypeWarning, "HostLeftAlone", "could not clean host %s, leaving it as it is (its services and files stay; run `winnode-agent.exe remove` on it by hand): %v", inst.Spec.Address, err)
+	}
+	if inst.Status.HostKey == "" && inst.Status.NodeName == "" {
+		// Never reached: nothing was installed.
+		return
+	}
+	cl, err := c.connect(ctx, inst)
+	if err != nil {
+		leave(err)
+		return
+	}
+	defer cl.Close()
+	agentPath := `C:\k\winnode-agent.exe`
+	if f, err := c.agentFile(); err == nil {
+		agentPath = f.HostPath
+	}
+	rctx, cancel := context.WithTimeout(ctx, c.agentTimeout())
+	defer cancel()
+	var res plan.Result
+	err = cl.RunAgent(rctx, agentPath, []string{"remove"}, nil, &res)
+	var notFound *host.ProgramNotFoundError
+	switch {
+	case err == nil:
+		c.event(inst, corev1.EventTypeNormal, "Removed", "removed winnode's services and files from host %s (logs kept)", inst.Spec.Address)
+	case errors.As(err, &notFound):
+		// Never configured, or already removed.
+	default:
+		leave(err)
+	}
+}

@@ -1,0 +1,140 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
+	"github.com/winnode/winnode/internal/host"
+	"github.com/winnode/winnode/internal/payload"
+	"github.com/winnode/winnode/internal/plan"
+)
+
+// agentFile is the payload's agent.
+func (c *Configurer) agentFile() (payload.File, error) {
+	if c.Payload == nil {
+		return payload.File{}, errors.New("no payload loaded (operator flag --payload-dir)")
+	}
+	f, ok := c.Payload.Lookup(plan.PayloadAgent)
+	if !ok {
+		return payload.File{}, fmt.Errorf("the payload in %s has no %s: rebuild it with `make payload`", c.PayloadDir, plan.PayloadAgent)
+	}
+	return f, nil
+}
+
+// facts learns the host: `winnode-agent.exe info`, after putting the agent
+// on the host when it is missing (first contact) or not the payload's. It
+// records the host's names and addresses in the status, and refuses a host
+// without a running container runtime.
+func (c *Configurer) facts(ctx context.Context, inst *winnodev1.WindowsInstance, cl *host.Client) (*plan.Info, error) {
+	agent, err := c.agentFile()
+	if err != nil {
+		return nil, stepErr(StepInfo, winnodev1.ReasonSyncFailed, err)
+	}
+	info, err := c.runInfo(ctx, cl, agent.HostPath)
+	var notFound *host.ProgramNotFoundError
+	if errors.As(err, &notFound) || (err == nil && agentOutdated(info, agent)) {
+		if err := c.installAgent(ctx, inst, cl, agent); err != nil {
+			return nil, err
+		}
+		info, err = c.runInfo(ctx, cl, agent.HostPath)
+	}
+	if err != nil {
+		return nil, stepErr(StepInfo, reasonOf(err, winnodev1.ReasonApplyFailed), fmt.Errorf("learning the host's facts: %w", err))
+	}
+	if info.Hostname == "" {
+		return nil, stepErr(StepInfo, winnodev1.ReasonApplyFailed, fmt.Errorf("host %s: the agent reported no hostname", inst.Spec.Address))
+	}
+	inst.Status.Hostname = info.Hostname
+	inst.Status.FQDN = info.FQDN
+	inst.Status.Addresses = append([]string(nil), info.IPv4...)
+	inst.Status.OSBuild = info.OS.Build
+	inst.Status.NodeName = plan.NodeName(info.Hostname)
+
+	if !info.Containerd.Present || !info.Containerd.Running {
+		state := "not installed"
+		if info.Containerd.Present {
+			state = "installed but " + strings.ToLower(orString(info.Containerd.State, "not running"))
+		}
+		err := fmt.Errorf("host %s (%s): the containerd service is %s: install containerd first and make sure its service runs (winnode does not install the container runtime)",
+			inst.Spec.Address, info.Hostname, state)
+		setCondition(inst, winnodev1.ConditionConfigured, metav1.ConditionFalse, winnodev1.ReasonNoContainerRuntime, err.Error())
+		return nil, stepErr(StepInfo, winnodev1.ReasonNoContainerRuntime, err)
+	}
+	return info, nil
+}
+
+func orString(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func (c *Configurer) runInfo(ctx context.Context, cl *host.Client, agentPath string) (*plan.Info, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.agentTimeout())
+	defer cancel()
+	var info plan.Info
+	if err := cl.RunAgent(ctx, agentPath, []string{"info"}, nil, &info); err != nil {
+		return nil, err
+	}
+	return &info, nil
+}
+
+// agentOutdated says whether the agent on the host is not the payload's:
+// the installed plan records its hash; before any plan was applied, its
+// version tells.
+func agentOutdated(info *plan.Info, agent payload.File) bool {
+	if info.InstalledPlan != nil {
+		for path, sum := range info.InstalledPlan.Files {
+			if strings.EqualFold(path, agent.HostPath) {
+				return sum != agent.SHA256
+			}
+		}
+	}
+	return info.AgentVersion != agent.Version
+}
+
+// installAgent copies the payload's agent to its place on the host. The
+// agent is not running (it runs only while the operator runs it).
+func (c *Configurer) installAgent(ctx context.Context, inst *winnodev1.WindowsInstance, cl *host.Client, agent payload.File) error {
+	ctx, cancel := context.WithTimeout(ctx, c.syncTimeout())
+	defer cancel()
+	var progress func(host.Progress)
+	if c.Progress != nil {
+		progress = func(p host.Progress) { c.Progress(inst, p) }
+	}
+	n, err := cl.Install(ctx, host.LocalFile{
+		LocalPath: filepath.Join(c.PayloadDir, agent.Name),
+		HostPath:  agent.HostPath,
+		SHA256:    agent.SHA256,
+		Size:      agent.Size,
+	}, progress)
+	c.countUpload(n)
+	if err != nil {
+		return stepErr(StepInfo, reasonOf(err, winnodev1.ReasonSyncFailed), fmt.Errorf("installing the agent %s: %w", agent.HostPath, err))
+	}
+	c.Log.Info("installed the agent on the host", "instance", inst.Name, "path", agent.HostPath, "bytes", n)
+	return nil
+}
+
+func (c *Configurer) countUpload(n int64) {
+	if n > 0 && c.Uploaded != nil {
+		c.Uploaded(n)
+	}
+}
+
+// reasonOf maps a host error to a condition reason: a lost connection is
+// Unreachable whatever the step.
+func reasonOf(err error, def string) string {
+	var unreachable *host.UnreachableError
+	if errors.As(err, &unreachable) {
+		return winnodev1.ReasonUnreachable
+	}
+	return def
+}

@@ -1,0 +1,92 @@
+package controller
+
+import (
+	"context"
+	"path/filepath"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
+	"github.com/winnode/winnode/internal/host"
+	"github.com/winnode/winnode/internal/plan"
+)
+
+// planHostPath is the host path the plan JSON is named by when it is
+// uploaded; like every upload it lands in the staging folder as
+// <staging>\<sha256>, which is the path given to `winnode-agent apply --plan`.
+const planHostPath = `C:\k\plan.json`
+
+// render makes the host's plan (step "plan").
+func (c *Configurer) render(inst *winnodev1.WindowsInstance, info *plan.Info, cr *credentials) (*plan.Rendered, error) {
+	r, err := plan.Render(plan.RenderInput{
+		Cluster:         cr.cluster,
+		Host:            plan.HostFacts{Info: info, Address: inst.Spec.Address},
+		Payload:         c.Payload,
+		OperatorVersion: c.Version,
+	})
+	if err != nil {
+		setCondition(inst, winnodev1.ConditionConfigured, metav1.ConditionFalse, winnodev1.ReasonApplyFailed, err.Error())
+		return nil, stepErr(StepPlan, winnodev1.ReasonApplyFailed, err)
+	}
+	return r, nil
+}
+
+// upToDate says whether the host already runs exactly this plan: the same
+// version (which names the content), applied completely, with every file
+// in place.
+func upToDate(info *plan.Info, r *plan.Rendered) bool {
+	ip := info.InstalledPlan
+	if ip == nil || !ip.Complete || ip.Version != r.Plan.Version {
+		return false
+	}
+	for _, f := range r.Plan.Files {
+		if sum, ok := lookupFold(ip.Files, f.Path); !ok || sum != f.SHA256 {
+			return false
+		}
+	}
+	return true
+}
+
+// sync uploads what the host lacks (payload files, generated files, the
+// bootstrap kubeconfig, the plan itself) to its staging folder, by hash.
+// It returns the staged path of the plan.
+func (c *Configurer) sync(ctx context.Context, inst *winnodev1.WindowsInstance, cl *host.Client, info *plan.Info, cr *credentials, r *plan.Rendered) (string, error) {
+	var files []host.LocalFile
+	for _, f := range c.Payload.Files {
+		files = append(files, host.LocalFile{LocalPath: filepath.Join(c.PayloadDir, f.Name), HostPath: f.HostPath, SHA256: f.SHA256, Size: f.Size})
+	}
+	add := func(hostPath string, content []byte) {
+		d := plan.DigestOf(content)
+		files = append(files, host.LocalFile{Content: content, HostPath: hostPath, SHA256: d.SHA256, Size: d.Size})
+	}
+	for _, g := range r.Generated {
+		add(g.HostPath, g.Content)
+	}
+	if cr.bootstrap != nil {
+		add(plan.BootstrapKubeconfigPath, cr.bootstrap)
+	}
+	add(planHostPath, r.JSON)
+	stagedPlan, err := host.StagedPath(r.Plan.Staging(), plan.DigestOf(r.JSON).SHA256)
+	if err != nil {
+		return "", stepErr(StepSync, winnodev1.ReasonSyncFailed, err)
+	}
+
+	var installed map[string]string
+	if info.InstalledPlan != nil {
+		installed = info.InstalledPlan.Files
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.syncTimeout())
+	defer cancel()
+	var progress func(host.Progress)
+	if c.Progress != nil {
+		progress = func(p host.Progress) { c.Progress(inst, p) }
+	}
+	res, err := cl.Sync(ctx, files, installed, r.Plan.Staging(), progress)
+	c.countUpload(res.BytesUploaded)
+	if err != nil {
+		setCondition(inst, winnodev1.ConditionConfigured, metav1.ConditionFalse, reasonOf(err, winnodev1.ReasonSyncFailed), err.Error())
+		return "", stepErr(StepSync, reasonOf(err, winnodev1.ReasonSyncFailed), err)
+	}
+	c.Log.Info("synced the payload", "instance", inst.Name, "bytes", res.BytesUploaded, "files", res.FilesUploaded, "skipped", res.FilesSkipped)
+	return stagedPlan, nil
+}

@@ -1,0 +1,131 @@
+// Package simpayload assembles a *simulated* payload folder: a payload
+// folder (internal/payload) whose files are Linux builds standing in for the
+// Windows programs, for simulated (winsim) hosts only. The agent's Linux
+// build is winnode-agent.exe; the multi-call cmd/winsim-standin is
+// kubelet.exe and kube-proxy.exe. Nothing in such a folder runs on Windows.
+//
+// The end-to-end tests and `winnodectl demo` both use it, so what the demo
+// shows is what the tests check.
+package simpayload
+
+import (
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/winnode/winnode/internal/payload"
+)
+
+// Host paths of the simulated payload's files.
+const (
+	AgentHostPath     = `C:\k\winnode-agent.exe`
+	KubeletHostPath   = `C:\k\kubelet.exe`
+	KubeProxyHostPath = `C:\k\kube-proxy.exe`
+	PaddingHostPath   = `C:\k\payload-padding.bin`
+	PaddingName       = "payload-padding.bin"
+)
+
+// Options says what to put in the folder.
+type Options struct {
+	// AgentBinary is the Linux build of cmd/winnode-agent; StandinBinary the
+	// Linux build of cmd/winsim-standin (testenv.Binary or
+	// testenv.BuildBinary build both).
+	AgentBinary, StandinBinary string
+	// Version is recorded as the stand-ins' version (default "simulated").
+	Version string
+	// AgentVersion is recorded as the agent's version: what the agent build
+	// reports in its info (default "dev", an unstamped build's version).
+	AgentVersion string
+	// PaddingBytes, when > 0, adds payload-padding.bin of that size, so that
+	// a benchmark moves as many bytes as a real payload (about 250 MB).
+	// PaddingSeed varies its content (and so its hash): a different seed is
+	// a different payload, which is how tests simulate an upgrade.
+	PaddingBytes int64
+	PaddingSeed  string
+}
+
+// Build writes the simulated payload into dir (created if missing; files
+// there are replaced) and returns its manifest, as payload.Load reads it.
+func Build(dir string, o Options) (*payload.Manifest, error) {
+	if o.AgentBinary == "" || o.StandinBinary == "" {
+		return nil, errors.New("simulated payload: both the agent's and the stand-in's Linux builds are required")
+	}
+	if o.Version == "" {
+		o.Version = "simulated"
+	}
+	if o.AgentVersion == "" {
+		o.AgentVersion = "dev"
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("simulated payload: %w", err)
+	}
+	files := []payload.File{
+		{Name: "winnode-agent.exe", HostPath: AgentHostPath, Version: o.AgentVersion},
+		{Name: "kubelet.exe", HostPath: KubeletHostPath, Version: o.Version},
+		{Name: "kube-proxy.exe", HostPath: KubeProxyHostPath, Version: o.Version},
+	}
+	sources := []string{o.AgentBinary, o.StandinBinary, o.StandinBinary}
+	for i, f := range files {
+		if err := copyFile(sources[i], filepath.Join(dir, f.Name)); err != nil {
+			return nil, fmt.Errorf("simulated payload: %s from %s: %w", f.Name, sources[i], err)
+		}
+	}
+	pad := filepath.Join(dir, PaddingName)
+	if o.PaddingBytes > 0 {
+		if err := writePadding(pad, o.PaddingBytes, o.PaddingSeed); err != nil {
+			return nil, fmt.Errorf("simulated payload: %s: %w", PaddingName, err)
+		}
+		files = append(files, payload.File{Name: PaddingName, HostPath: PaddingHostPath, Version: o.Version})
+	} else if err := os.Remove(pad); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("simulated payload: %w", err)
+	}
+	if err := payload.Write(dir, files); err != nil {
+		return nil, fmt.Errorf("simulated payload: %w", err)
+	}
+	return payload.Load(dir)
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	tmp := dst + ".tmp"
+	out, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o755)
+	if err != nil {
+		return err
+	}
+	_, cerr := io.Copy(out, in)
+	if err := errors.Join(cerr, out.Close()); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return os.Rename(tmp, dst)
+}
+
+// writePadding writes n bytes that do not compress (a sha256 chain from the
+// seed), so no layer of the link can make them cheaper than real binaries.
+func writePadding(path string, n int64, seed string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	block := sha256.Sum256([]byte("winnode simulated payload padding " + seed))
+	buf := make([]byte, 0, 1<<20)
+	var werr error
+	for written := int64(0); written < n && werr == nil; {
+		buf = buf[:0]
+		for len(buf) < cap(buf) {
+			block = sha256.Sum256(block[:])
+			buf = append(buf, block[:]...)
+		}
+		chunk := min(int64(len(buf)), n-written)
+		_, werr = f.Write(buf[:chunk])
+		written += chunk
+	}
+	return errors.Join(werr, f.Close())
+}

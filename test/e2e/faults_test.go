@@ -1,0 +1,187 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
+	"github.com/winnode/winnode/internal/controller"
+	"github.com/winnode/winnode/internal/winsim"
+)
+
+// waitCondition waits until the instance has the condition with status and
+// reason.
+func (w *world) waitCondition(t testing.TB, name, typ string, status, reason string, timeout time.Duration) *winnodev1.WindowsInstance {
+	t.Helper()
+	var inst *winnodev1.WindowsInstance
+	eventually(t, timeout, fmt.Sprintf("%s: condition %s=%s (%s)", name, typ, status, reason), func() (bool, string) {
+		inst = &winnodev1.WindowsInstance{}
+		if err := w.client.Get(context.Background(), client.ObjectKey{Name: name}, inst); err != nil {
+			return false, err.Error()
+		}
+		c := meta.FindStatusCondition(inst.Status.Conditions, typ)
+		state := fmt.Sprintf("phase=%s %s lastError=%q", inst.Status.Phase, conditionSummary(inst.Status.Conditions), inst.Status.LastError)
+		return c != nil && string(c.Status) == status && c.Reason == reason, state
+	})
+	return inst
+}
+
+// converged checks the end state after a fault: Ready, one Node for the
+// host, no bootstrap token left.
+func (w *world) converged(t testing.TB, name string, h *winsim.Host) {
+	t.Helper()
+	inst := w.waitReady(t, name, 3*time.Minute)
+	w.checkNode(t, inst, h)
+	if n := w.nodesOfHost(t, h); n != 1 {
+		t.Errorf("%d Nodes for host %s, want 1", n, h.Hostname())
+	}
+	if inst.Status.LastError != "" {
+		t.Errorf("lastError %q remains after convergence", inst.Status.LastError)
+	}
+	if meta.FindStatusCondition(inst.Status.Conditions, winnodev1.ConditionHostKeyMismatch) != nil {
+		t.Errorf("condition HostKeyMismatch remains: %s", conditionSummary(inst.Status.Conditions))
+	}
+}
+
+// The host does not accept the operator's key: a clear condition, then
+// convergence once it does.
+func TestWrongPrivateKey(t *testing.T) {
+	w := getWorld(t)
+	h := w.newHostWith(t, false)
+	w.startOperator(t, operatorOptions{})
+	w.instanceFor(t, "wrong-key", h)
+	inst := w.waitCondition(t, "wrong-key", winnodev1.ConditionReachable, "False", winnodev1.ReasonAuthFailed, time.Minute)
+	if inst.Status.Phase != winnodev1.PhaseFailed || inst.Status.LastError == "" {
+		t.Errorf("phase %s, lastError %q: want Failed with the reason", inst.Status.Phase, inst.Status.LastError)
+	}
+	if err := h.AuthorizeKey(w.signer.PublicKey()); err != nil {
+		t.Fatal(err)
+	}
+	w.converged(t, "wrong-key", h)
+}
+
+// The host is down: Unreachable, then convergence once it is up.
+func TestHostDown(t *testing.T) {
+	w := getWorld(t)
+	h := w.newHost(t)
+	state := h.StateDir()
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	w.startOperator(t, operatorOptions{})
+	w.instanceFor(t, "down", h)
+	inst := w.waitCondition(t, "down", winnodev1.ConditionReachable, "False", winnodev1.ReasonUnreachable, time.Minute)
+	if inst.Status.Phase != winnodev1.PhaseFailed {
+		t.Errorf("phase %s, want Failed", inst.Status.Phase)
+	}
+	// The same host (same state: address, port, key) comes up.
+	h2, err := winsim.New(winsim.Options{StateDir: state, StandinBinary: w.standin, BootDelay: 500 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h2.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h2.Close() })
+	w.converged(t, "down", h2)
+}
+
+// The host key changes on a Ready host: HostKeyMismatch, no work until an
+// administrator clears status.hostKey, then the new key is pinned.
+func TestHostKeyChanged(t *testing.T) {
+	w := getWorld(t)
+	h := w.newHost(t)
+	op := w.startOperator(t, operatorOptions{})
+	w.instanceFor(t, "rekeyed", h)
+	before := w.waitReady(t, "rekeyed", 3*time.Minute)
+	if _, err := h.RotateHostKey(); err != nil {
+		t.Fatal(err)
+	}
+	op.stop() // a new operator reconciles every instance at start
+	op = w.startOperator(t, operatorOptions{})
+	inst := w.waitCondition(t, "rekeyed", winnodev1.ConditionHostKeyMismatch, "True", winnodev1.ReasonHostKeyChanged, time.Minute)
+	if inst.Status.Phase != winnodev1.PhaseFailed || inst.Status.HostKey != before.Status.HostKey {
+		t.Errorf("phase %s, pinned key changed to %q: want Failed with the old key pinned", inst.Status.Phase, inst.Status.HostKey)
+	}
+	// Blocked: another operator start does nothing with it.
+	op.stop()
+	op = w.startOperator(t, operatorOptions{})
+	time.Sleep(2 * time.Second)
+	if got := w.get(t, "rekeyed"); got.Status.HostKey != before.Status.HostKey || !isTrue(got, winnodev1.ConditionHostKeyMismatch) {
+		t.Errorf("the mismatch was resolved without an administrator: %s", conditionSummary(got.Status.Conditions))
+	}
+	// The administrator accepts the new key, as the condition says.
+	cur := w.get(t, "rekeyed")
+	patch := client.MergeFrom(cur.DeepCopy())
+	cur.Status.HostKey = ""
+	if err := w.client.Status().Patch(context.Background(), cur, patch); err != nil {
+		t.Fatal(err)
+	}
+	w.converged(t, "rekeyed", h)
+	_ = op
+}
+
+// The host reboots in the middle of its configuration (during the sync,
+// and again while the kubelet joins): convergence, one Node.
+func TestHostRebootedMidConfiguration(t *testing.T) {
+	w := getWorld(t)
+	h := w.newHost(t)
+	var once sync.Map
+	w.startOperator(t, operatorOptions{afterStep: func(op *operator, inst *winnodev1.WindowsInstance, step string) {
+		if inst.Name != "rebooted" || (step != controller.StepSync && step != controller.StepJoin) {
+			return
+		}
+		if _, done := once.LoadOrStore(step, true); done {
+			return
+		}
+		if step == controller.StepSync {
+			// Down before the upload: the sync fails and is retried.
+			if err := h.Reboot(); err != nil {
+				t.Errorf("reboot: %v", err)
+			}
+			return
+		}
+		go func() { _ = h.Reboot() }() // while the kubelet bootstraps
+	}})
+	w.instanceFor(t, "rebooted", h)
+	w.converged(t, "rebooted", h)
+}
+
+// The operator is stopped right at each step of a configuration, then
+// started again: the configuration resumes and converges, with one Node and
+// no token left.
+func TestOperatorStoppedAtEachStep(t *testing.T) {
+	w := getWorld(t)
+	h := w.newHost(t)
+	w.instanceFor(t, "restarted", h)
+	steps := []string{controller.StepConnect, controller.StepInfo, controller.StepCredentials, controller.StepPlan,
+		controller.StepSync, controller.StepApply, controller.StepJoin, controller.StepFinish}
+	for _, stopAt := range steps {
+		stopped := make(chan struct{})
+		var once sync.Once
+		op := w.startOperator(t, operatorOptions{afterStep: func(op *operator, inst *winnodev1.WindowsInstance, step string) {
+			if inst.Name == "restarted" && step == stopAt {
+				once.Do(func() { op.cancel(); close(stopped) })
+			}
+		}})
+		select {
+		case <-stopped:
+		case <-time.After(2 * time.Minute):
+			t.Fatalf("the operator never reached step %s (status: %+v)", stopAt, w.get(t, "restarted").Status)
+		}
+		op.stop()
+		if got := w.get(t, "restarted").Status.Step; got != stopAt {
+			t.Errorf("stopped at %s, the status says step %s", stopAt, got)
+		}
+	}
+	w.startOperator(t, operatorOptions{})
+	w.converged(t, "restarted", h)
+}

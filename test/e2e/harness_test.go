@@ -1,0 +1,418 @@
+// Package e2e is winnode's end-to-end suite: a real control plane
+// (internal/testenv), simulated Windows hosts (internal/winsim) and the
+// operator's controllers running in this process. Every host here is
+// simulated.
+package e2e
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"golang.org/x/crypto/ssh"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
+	"github.com/winnode/winnode/internal/bootstrap"
+	"github.com/winnode/winnode/internal/controller"
+	"github.com/winnode/winnode/internal/payload"
+	"github.com/winnode/winnode/internal/testenv"
+	"github.com/winnode/winnode/internal/winsim"
+	"github.com/winnode/winnode/internal/winsim/simpayload"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// Namespace is the operator's namespace in these tests.
+const Namespace = "winnode-system"
+
+// operatorVersion is the version the in-process operator reports.
+const operatorVersion = "v0.0.0-e2e"
+
+// world is what every test shares: one control plane, one payload, one key.
+type world struct {
+	env        *testenv.Env
+	kube       kubernetes.Interface
+	client     client.Client
+	scheme     *runtime.Scheme
+	standin    string
+	agent      string
+	payloadDir string
+	payload    *payload.Manifest
+	signer     ssh.Signer
+	keyPEM     []byte
+}
+
+var shared struct {
+	sync.Mutex
+	w   *world
+	err error
+}
+
+// getWorld starts (once) what every test needs.
+func getWorld(t testing.TB) *world {
+	t.Helper()
+	env := testenv.Get(t)
+	shared.Lock()
+	defer shared.Unlock()
+	if shared.w == nil && shared.err == nil {
+		shared.w, shared.err = newWorld(t, env)
+	}
+	if shared.err != nil {
+		t.Fatalf("setting up the end-to-end world: %v", shared.err)
+	}
+	return shared.w
+}
+
+func newWorld(t testing.TB, env *testenv.Env) (*world, error) {
+	w := &world{env: env}
+	w.scheme = runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(w.scheme); err != nil {
+		return nil, err
+	}
+	if err := winnodev1.AddToScheme(w.scheme); err != nil {
+		return nil, err
+	}
+	var err error
+	if w.kube, err = kubernetes.NewForConfig(env.Config); err != nil {
+		return nil, err
+	}
+	if w.client, err = client.New(env.Config, client.Options{Scheme: w.scheme}); err != nil {
+		return nil, err
+	}
+	if w.agent, err = testenv.BuildBinary("cmd/winnode-agent"); err != nil {
+		return nil, err
+	}
+	if w.standin, err = testenv.BuildBinary("cmd/winsim-standin"); err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "winnode-e2e-payload-")
+	if err != nil {
+		return nil, err
+	}
+	w.payloadDir = dir
+	if w.payload, err = simpayload.Build(dir, simpayload.Options{AgentBinary: w.agent, StandinBinary: w.standin}); err != nil {
+		return nil, err
+	}
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	block, err := ssh.MarshalPrivateKey(priv, "")
+	if err != nil {
+		return nil, err
+	}
+	w.keyPEM = pem.EncodeToMemory(block)
+	if w.signer, err = ssh.ParsePrivateKey(w.keyPEM); err != nil {
+		return nil, err
+	}
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}
+	if _, err := w.kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, err
+	}
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "cloud-private-key", Namespace: Namespace},
+		Data:       map[string][]byte{"private-key.pem": w.keyPEM},
+	}
+	if _, err := w.kube.CoreV1().Secrets(Namespace).Create(ctx, secret, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, err
+	}
+	return w, nil
+}
+
+// newHost starts a simulated host that accepts the world's key. It is
+// closed when the test ends.
+func (w *world) newHost(t testing.TB) *winsim.Host {
+	t.Helper()
+	return w.newHostWith(t, true)
+}
+
+// newHostWith starts a simulated host that accepts the world's key only
+// when authorize is set.
+func (w *world) newHostWith(t testing.TB, authorize bool) *winsim.Host {
+	t.Helper()
+	h, err := winsim.New(winsim.Options{
+		StateDir:      t.TempDir(),
+		StandinBinary: w.standin,
+		BootDelay:     500 * time.Millisecond,
+		Logger:        slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	})
+	if err != nil {
+		t.Fatalf("simulated host: %v", err)
+	}
+	if authorize {
+		if err := h.AuthorizeKey(w.signer.PublicKey()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := h.Start(); err != nil {
+		t.Fatalf("starting simulated host: %v", err)
+	}
+	t.Cleanup(func() { _ = h.Close() })
+	return h
+}
+
+// testWriter sends log lines to t.Log.
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// operator is the operator's controllers running in this process.
+type operator struct {
+	cancel   context.CancelFunc
+	done     chan error
+	uploaded atomic.Int64
+	checked  atomic.Int64 // no-op checks of Ready instances
+}
+
+// operatorOptions tune one operator run.
+type operatorOptions struct {
+	// afterStep is the Configurer's AfterStep hook (op lets it stop the
+	// operator).
+	afterStep func(op *operator, inst *winnodev1.WindowsInstance, step string)
+	signer    func(ctx context.Context) (ssh.Signer, error)
+}
+
+// startOperator runs the operator until the test ends or op.stop.
+func (w *world) startOperator(t testing.TB, o operatorOptions) *operator {
+	t.Helper()
+	mgr, err := ctrl.NewManager(w.env.Config, ctrl.Options{
+		Scheme:                 w.scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+		Logger:                 logr.FromSlogHandler(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo})),
+	})
+	if err != nil {
+		t.Fatalf("operator manager: %v", err)
+	}
+	op := &operator{done: make(chan error, 1)}
+	signer := o.signer
+	if signer == nil {
+		signer = w.secretSigner
+	}
+	r := &controller.InstanceReconciler{
+		Client:                  mgr.GetClient(),
+		Kube:                    w.kube,
+		Signer:                  signer,
+		KeySecret:               client.ObjectKey{Namespace: Namespace, Name: "cloud-private-key"},
+		PayloadDir:              w.payloadDir,
+		Payload:                 w.payload,
+		Version:                 operatorVersion,
+		MaxConcurrentReconciles: 10,
+		RetryMax:                5 * time.Second,
+		Uploaded:                func(n int64) { op.uploaded.Add(n) },
+		Tune: func(c *controller.Configurer) {
+			c.PollInterval = 500 * time.Millisecond
+			c.DialTimeout = 5 * time.Second
+			c.DrainTimeout = time.Minute
+			c.AfterStep = func(inst *winnodev1.WindowsInstance, step string) {
+				if step == controller.StepChecked {
+					op.checked.Add(1)
+				}
+				if o.afterStep != nil {
+					o.afterStep(op, inst, step)
+				}
+			}
+		},
+	}
+	if err := r.SetupWithManager(mgr); err != nil {
+		t.Fatalf("instance reconciler: %v", err)
+	}
+	if err := setupOthers(mgr, w); err != nil {
+		t.Fatalf("operator controllers: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	op.cancel = cancel
+	go func() { op.done <- mgr.Start(ctx) }()
+	t.Cleanup(op.stop)
+	return op
+}
+
+// stop stops the operator and waits until it has (idempotent).
+func (op *operator) stop() {
+	op.cancel()
+	if err, ok := <-op.done; ok {
+		close(op.done)
+		_ = err
+	}
+}
+
+// secretSigner reads the key from Secret cloud-private-key, as the operator
+// does.
+func (w *world) secretSigner(ctx context.Context) (ssh.Signer, error) {
+	s, err := w.kube.CoreV1().Secrets(Namespace).Get(ctx, "cloud-private-key", metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return ssh.ParsePrivateKey(s.Data["private-key.pem"])
+}
+
+// instanceFor creates a WindowsInstance for a simulated host.
+func (w *world) instanceFor(t testing.TB, name string, h *winsim.Host) *winnodev1.WindowsInstance {
+	t.Helper()
+	inst := &winnodev1.WindowsInstance{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: winnodev1.WindowsInstanceSpec{
+			Address:  h.IP(),
+			Port:     int32(h.Port()),
+			Username: h.User(),
+			Source:   winnodev1.SourceRef{Kind: winnodev1.SourceManual},
+		},
+	}
+	if err := w.client.Create(context.Background(), inst); err != nil {
+		t.Fatalf("creating WindowsInstance %s: %v", name, err)
+	}
+	t.Cleanup(func() { w.forget(name) })
+	return inst
+}
+
+// forget deletes an instance a test leaves behind, without the operator:
+// the finalizer is dropped and its Node and tokens deleted.
+func (w *world) forget(name string) {
+	ctx := context.Background()
+	inst := &winnodev1.WindowsInstance{}
+	if err := w.client.Get(ctx, client.ObjectKey{Name: name}, inst); err != nil {
+		return
+	}
+	if inst.Status.NodeName != "" {
+		_ = w.kube.CoreV1().Nodes().Delete(ctx, inst.Status.NodeName, metav1.DeleteOptions{})
+	}
+	_ = bootstrap.RevokeInstanceTokens(ctx, w.kube, name)
+	inst.Finalizers = nil
+	_ = w.client.Update(ctx, inst)
+	_ = w.client.Delete(ctx, inst)
+}
+
+func (w *world) get(t testing.TB, name string) *winnodev1.WindowsInstance {
+	t.Helper()
+	inst := &winnodev1.WindowsInstance{}
+	if err := w.client.Get(context.Background(), client.ObjectKey{Name: name}, inst); err != nil {
+		t.Fatalf("reading WindowsInstance %s: %v", name, err)
+	}
+	return inst
+}
+
+// eventually polls cond every 200ms until it is true, failing the test
+// with what after timeout.
+func eventually(t testing.TB, timeout time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	last := ""
+	for {
+		ok, state := cond()
+		if ok {
+			return
+		}
+		last = state
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s; last state: %s", timeout, what, last)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// waitReady waits until the instance is Ready with a Ready Node.
+func (w *world) waitReady(t testing.TB, name string, timeout time.Duration) *winnodev1.WindowsInstance {
+	t.Helper()
+	var inst *winnodev1.WindowsInstance
+	eventually(t, timeout, "WindowsInstance "+name+" to be Ready", func() (bool, string) {
+		inst = &winnodev1.WindowsInstance{}
+		if err := w.client.Get(context.Background(), client.ObjectKey{Name: name}, inst); err != nil {
+			return false, err.Error()
+		}
+		s := inst.Status
+		state := fmt.Sprintf("phase=%s step=%s node=%s lastError=%q conditions=%v", s.Phase, s.Step, s.NodeName, s.LastError, conditionSummary(s.Conditions))
+		return s.Phase == winnodev1.PhaseReady, state
+	})
+	return inst
+}
+
+func conditionSummary(conds []metav1.Condition) string {
+	var parts []string
+	for _, c := range conds {
+		parts = append(parts, fmt.Sprintf("%s=%s(%s)", c.Type, c.Status, c.Reason))
+	}
+	return strings.Join(parts, ",")
+}
+
+// instanceTokens lists the bootstrap token Secrets of an instance.
+func (w *world) instanceTokens(t testing.TB, name string) []corev1.Secret {
+	t.Helper()
+	sel := labels.SelectorFromSet(labels.Set{winnodev1.LabelInstance: name}).String()
+	list, err := w.kube.CoreV1().Secrets(bootstrap.TokenNamespace).List(context.Background(), metav1.ListOptions{LabelSelector: sel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return list.Items
+}
+
+// nodesOfHost counts the Nodes whose hostname label is the host's.
+func (w *world) nodesOfHost(t testing.TB, h *winsim.Host) int {
+	t.Helper()
+	list, err := w.kube.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, node := range list.Items {
+		if strings.EqualFold(node.Name, h.Hostname()) {
+			n++
+		}
+	}
+	return n
+}
+
+// servicePIDs is each winnode service's process ID on a host.
+func servicePIDs(t testing.TB, h *winsim.Host) map[string]int {
+	t.Helper()
+	out := map[string]int{}
+	for _, name := range []string{"kubelet", "kube-proxy"} {
+		svc, err := h.Services().Get(name)
+		if err != nil {
+			t.Fatalf("service %s on %s: %v", name, h.Hostname(), err)
+		}
+		out[name] = svc.Status.PID
+	}
+	return out
+}
+
+// hostFileExists says whether a Windows path exists on a simulated host.
+func hostFileExists(t testing.TB, h *winsim.Host, path string) bool {
+	t.Helper()
+	p, err := h.Path(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = os.Stat(p)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		t.Fatal(err)
+	}
+	return err == nil
+}
