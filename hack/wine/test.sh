@@ -64,7 +64,7 @@ run_tests() { # name, test binary, -test.run pattern
 	fi
 	passed=$((passed + p)); failed=$((failed + f))
 }
-run_tests agent "$out/agent.test.exe" 'Native'
+run_tests agent "$out/agent.test.exe" '.'
 run_tests plan "$out/plan.test.exe" 'Windows'
 
 echo "wine: winnode-agent.exe info"

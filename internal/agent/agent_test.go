@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/winnode/winnode/internal/plan"
+	"github.com/winnode/winnode/internal/winpath"
 )
 
 func TestDesiredConfigAndDiff(t *testing.T) {
@@ -68,7 +69,7 @@ func TestDesiredConfigAndDiff(t *testing.T) {
 }
 
 func TestRemoveTreeKeeps(t *testing.T) {
-	root := t.TempDir()
+	root := tempDir(t)
 	write := func(rel string) {
 		p := filepath.Join(root, rel)
 		os.MkdirAll(filepath.Dir(p), 0o755)
@@ -88,7 +89,7 @@ func TestRemoveTreeKeeps(t *testing.T) {
 	filepath.Walk(root, func(p string, fi os.FileInfo, err error) error {
 		if err == nil && p != root {
 			rel, _ := filepath.Rel(root, p)
-			left = append(left, rel)
+			left = append(left, filepath.ToSlash(rel))
 		}
 		return nil
 	})
@@ -133,4 +134,43 @@ func TestBootstrapPlanRefusesBadInput(t *testing.T) {
 			t.Errorf("%+v: %v, want a usage error", o, err)
 		}
 	}
+}
+
+// rootPlatform maps C:\ onto a folder and has nothing else (its other
+// methods are nil and panic if called).
+type rootPlatform struct {
+	Platform
+	root string
+}
+
+func (p rootPlatform) LocalPath(wp winpath.Path) (string, error) {
+	return filepath.Join(append([]string{p.root}, wp.Parts...)...), nil
+}
+
+func TestLockExcludesASecondAgent(t *testing.T) {
+	a := &Agent{Platform: rootPlatform{root: tempDir(t)}}
+	unlock, err := a.lock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.lock(); err == nil || !strings.Contains(err.Error(), "Busy") {
+		t.Fatalf("second lock: %v, want Busy", err)
+	}
+	unlock()
+	unlock2, err := a.lock()
+	if err != nil {
+		t.Fatalf("lock after unlock: %v", err)
+	}
+	unlock2()
+}
+
+// tempDir is t.TempDir, cleaned with the agent's own removeTree: the
+// testing package's cleanup (os.RemoveAll) fails under Wine.
+func tempDir(t *testing.T) string {
+	dir, err := os.MkdirTemp("", "winnode-agent-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { removeTree(dir, nil) })
+	return dir
 }

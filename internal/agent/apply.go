@@ -27,6 +27,17 @@ import (
 // the plan; run the checks; record the plan as applied and delete consumed
 // staging blobs.
 func (a *Agent) Apply(ctx context.Context, p *plan.Plan) (*plan.Result, error) {
+	unlock, err := a.lock()
+	if err != nil {
+		return &plan.Result{SchemaVersion: plan.SchemaVersion, Command: "apply", PlanVersion: p.Version,
+			Services: []plan.ServiceResult{}, Files: []plan.FileResult{}}, err
+	}
+	defer unlock()
+	return a.apply(ctx, p)
+}
+
+// apply is Apply with the lock held.
+func (a *Agent) apply(ctx context.Context, p *plan.Plan) (*plan.Result, error) {
 	res := &plan.Result{SchemaVersion: plan.SchemaVersion, Command: "apply", PlanVersion: p.Version,
 		Services: []plan.ServiceResult{}, Files: []plan.FileResult{}}
 	st, err := a.loadState()

@@ -64,6 +64,11 @@ func (a *Agent) Bootstrap(ctx context.Context, o BootstrapOptions) (*BootstrapDo
 	if o.DryRun {
 		return doc, nil
 	}
+	unlock, err := a.lock()
+	if err != nil {
+		return doc, err
+	}
+	defer unlock()
 	staging, _ := winpath.Parse(p.Staging())
 	for _, g := range generated {
 		local, err := a.Platform.LocalPath(staging.Join(g.file.SHA256))
@@ -76,7 +81,7 @@ func (a *Agent) Bootstrap(ctx context.Context, o BootstrapOptions) (*BootstrapDo
 			return doc, &plan.Error{Code: plan.ErrFileInstall, File: g.file.Path, Message: fmt.Sprintf("staging the generated file: %v", err)}
 		}
 	}
-	res, err := a.Apply(ctx, p)
+	res, err := a.apply(ctx, p)
 	res.Command = "bootstrap"
 	doc.Result = res
 	return doc, err

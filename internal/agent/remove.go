@@ -21,6 +21,20 @@ import (
 func (a *Agent) Remove(ctx context.Context, purgeLogs bool) (*plan.Result, error) {
 	res := &plan.Result{SchemaVersion: plan.SchemaVersion, Command: "remove",
 		Services: []plan.ServiceResult{}, Files: []plan.FileResult{}}
+	unlock, err := a.lock()
+	if err != nil {
+		return res, err
+	}
+	lockPath, _ := a.Platform.LocalPath(StateDir.Join(lockFile))
+	defer func() {
+		// The state folder goes last, once the lock is released (Windows
+		// cannot delete an open file). Best effort: another agent may
+		// already hold a new lock.
+		unlock()
+		if err := os.Remove(lockPath); err == nil {
+			os.Remove(filepath.Dir(lockPath))
+		}
+	}()
 	st, err := a.loadState()
 	if err != nil {
 		return res, plan.AsError(err, plan.ErrHost)
@@ -100,7 +114,7 @@ func (a *Agent) Remove(ctx context.Context, purgeLogs bool) (*plan.Result, error
 
 	stateDir, err := a.Platform.LocalPath(StateDir)
 	if err == nil {
-		err = removeTree(stateDir, nil)
+		err = removeTree(stateDir, []string{lockPath})
 	}
 	if err != nil {
 		return res, &plan.Error{Code: plan.ErrHost, File: StateDir.String(), Message: fmt.Sprintf("deleting the agent's state: %v", err)}

@@ -94,6 +94,9 @@ const (
 	ErrFirewall ErrorCode = "Firewall"
 	// ErrIgnition: the Ignition file is malformed or unsupported.
 	ErrIgnition ErrorCode = "Ignition"
+	// ErrBusy: another agent is applying or removing on this host: retry
+	// when it has finished.
+	ErrBusy ErrorCode = "Busy"
 	// ErrHost: the host (service manager, filesystem, state) could not be
 	// reached or read.
 	ErrHost ErrorCode = "Host"
