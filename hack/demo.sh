@@ -1,5 +1,14 @@
 #!/usr/bin/env bash
-# make demo: until winnodectl demo exists, start the control plane and wait.
+# make demo: winnode on this machine with simulated Windows hosts
+# (`winnodectl demo`, docs/cli.md). It builds bin/winnodectl, then runs the
+# demo until Ctrl-C; arguments are passed on:
+#
+#   bash hack/demo.sh --hosts 5 --windows-build 2022
+#
+# The control plane comes from WINNODE_K8S_BIN when set, else from
+# hack/tools/build-control-plane.sh (built once, then cached).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-exec go run ./hack/controlplane
+mkdir -p bin
+go build -o bin/winnodectl ./cmd/winnodectl
+exec bin/winnodectl demo "$@"

@@ -2,17 +2,55 @@ package cli
 
 import (
 	"context"
+	"fmt"
 
+	certificatesv1 "k8s.io/api/certificates/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
+	"github.com/winnode/winnode/internal/controller"
 )
 
-// csrApprover approves the certificate requests of one host's kubelet.
+// csrApprover approves the certificate requests of one host's kubelet
+// during winnodectl add, with the operator's own decision function
+// (controller.DecideCSR) given only this host's instance: it approves
+// nothing the operator would not, and nothing for any other host.
 type csrApprover struct {
 	kube kubernetes.Interface
 	inst *winnodev1.WindowsInstance
 	note func(format string, args ...any)
 }
 
-func (a *csrApprover) approve(ctx context.Context) error { return nil }
+// approve decides every pending CSR once.
+func (a *csrApprover) approve(ctx context.Context) error {
+	list, err := a.kube.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("listing CertificateSigningRequests to approve the kubelet's: %w", err)
+	}
+	nodeExists := func(name string) bool {
+		_, err := a.kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		// When unsure, say it exists: DecideCSR then leaves a client CSR alone.
+		return !apierrors.IsNotFound(err)
+	}
+	instances := []winnodev1.WindowsInstance{*a.inst}
+	for i := range list.Items {
+		csr := &list.Items[i]
+		if len(csr.Status.Conditions) > 0 || csr.Spec.SignerName == "" {
+			continue // decided already
+		}
+		if csr.Spec.SignerName != certificatesv1.KubeAPIServerClientKubeletSignerName && csr.Spec.SignerName != certificatesv1.KubeletServingSignerName {
+			continue
+		}
+		d := controller.DecideCSR(csr, instances, nodeExists)
+		if !d.Approve {
+			continue // another host's, or not one winnode approves
+		}
+		if err := controller.ApproveCSR(ctx, a.kube, csr, "approved by winnodectl add: "+d.Reason); err != nil {
+			return err
+		}
+		a.note("approved CSR %s (%s): %s", csr.Name, csr.Spec.SignerName, d.Reason)
+	}
+	return nil
+}

@@ -3,25 +3,103 @@ package cli
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
+	"github.com/winnode/winnode/internal/controller"
 	"github.com/winnode/winnode/internal/host"
 )
 
+// operatorOptions say how the demo runs the operator.
 type operatorOptions struct {
 	config     *rest.Config
 	namespace  string
 	payloadDir string
 	logPath    string
-	progress   func(inst *winnodev1.WindowsInstance, p host.Progress)
+	// progress receives each host's upload progress (the demo's bar).
+	progress func(inst *winnodev1.WindowsInstance, p host.Progress)
 }
 
-type runningOperator struct{}
+// runningOperator is the operator's manager running in this process.
+type runningOperator struct {
+	cancel  context.CancelFunc
+	done    chan error
+	logFile *os.File
+}
 
-func (o *runningOperator) stop() error { return nil }
-
+// startOperator runs every controller of winnode-operator (controller.Setup)
+// in this process, as cmd/winnode-operator does, minus what a demo does
+// not need: leader election, the metrics and health endpoints. Its log goes
+// to logPath, not to the terminal.
 func startOperator(ctx context.Context, o operatorOptions) (*runningOperator, error) {
-	return nil, errors.New("the operator's controller.Setup is not in the tree yet")
+	logFile, err := os.OpenFile(o.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("opening the operator's log: %w", err)
+	}
+	logger := logr.FromSlogHandler(slog.NewTextHandler(logFile, nil))
+	// controller-runtime and client-go log through these globals; without
+	// them their lines would land on the demo's terminal.
+	ctrl.SetLogger(logger)
+	klog.SetLogger(logger)
+
+	mgr, err := ctrl.NewManager(o.config, ctrl.Options{
+		Scheme:                 scheme(),
+		Logger:                 logger,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		LeaderElection:         false,
+	})
+	if err != nil {
+		logFile.Close()
+		return nil, fmt.Errorf("creating the operator's manager: %w", err)
+	}
+	if err := controller.Setup(mgr, controller.Options{
+		Namespace:  o.namespace,
+		PayloadDir: o.payloadDir,
+		Version:    Version,
+		TuneInstance: func(c *controller.Configurer) {
+			c.Progress = o.progress
+		},
+	}); err != nil {
+		logFile.Close()
+		return nil, fmt.Errorf("setting up the operator's controllers: %w", err)
+	}
+
+	// The operator is stopped by stop(), after the demo's signal, so that
+	// it stops before the hosts it works on.
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	r := &runningOperator{cancel: cancel, done: make(chan error, 1), logFile: logFile}
+	go func() { r.done <- mgr.Start(runCtx) }()
+	select {
+	case <-mgr.Elected():
+		return r, nil
+	case err := <-r.done:
+		cancel()
+		logFile.Close()
+		return nil, fmt.Errorf("the operator stopped at once: %w (see %s)", err, o.logPath)
+	case <-ctx.Done():
+		_ = r.stop()
+		return nil, ctx.Err()
+	}
+}
+
+// stop stops the manager and waits for its controllers to return.
+func (r *runningOperator) stop() error {
+	r.cancel()
+	var err error
+	select {
+	case err = <-r.done:
+	case <-time.After(time.Minute):
+		err = errors.New("the operator did not stop within a minute")
+	}
+	return errors.Join(err, r.logFile.Close())
 }

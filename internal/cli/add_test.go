@@ -1,0 +1,221 @@
+package cli
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"golang.org/x/crypto/ssh"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
+	"github.com/winnode/winnode/internal/testenv"
+	"github.com/winnode/winnode/internal/winsim"
+	"github.com/winnode/winnode/internal/winsim/simpayload"
+)
+
+// simulatedPayload builds a payload folder of the project's Linux builds.
+func simulatedPayload(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "payload")
+	if _, err := simpayload.Build(dir, simpayload.Options{
+		AgentBinary:   testenv.Binary(t, "cmd/winnode-agent"),
+		StandinBinary: testenv.Binary(t, "cmd/winsim-standin"),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// serviceNames lists the services of a simulated host.
+func serviceNames(h *winsim.Host) []string {
+	var names []string
+	for _, s := range h.Services().List() {
+		names = append(names, strings.ToLower(s.Name))
+	}
+	sort.Strings(names)
+	return names
+}
+
+// TestAddThenRemove joins a simulated host with winnodectl add and no
+// operator running, adds it again (nothing moves), then removes it.
+func TestAddThenRemove(t *testing.T) {
+	cl := getCluster(t)
+	h, _, pemKey := simHost(t)
+	payloadDir := simulatedPayload(t)
+	keyFile := filepath.Join(t.TempDir(), "winnode-key")
+	if err := os.WriteFile(keyFile, pemKey, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	kc := cl.env.KubeconfigPath
+	port := strconv.Itoa(h.Port())
+	nodeName := strings.ToLower(h.Hostname())
+	kube, err := kubernetes.NewForConfig(cl.env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+
+	r := run(t, "", "add", h.IP(), "--port", port, "--ssh-key", keyFile, "--kubeconfig", kc, "--payload-dir", payloadDir, "--timeout", "5m")
+	if r.code != ExitOK {
+		t.Fatalf("add: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.out, r.err)
+	}
+	for _, step := range []string{"connect", "info", "credentials", "plan", "sync", "apply", "join", "finish"} {
+		if !strings.Contains(r.out, "✓ "+step) {
+			t.Errorf("add did not report step %s:\n%s", step, r.out)
+		}
+	}
+	for _, want := range []string{"approved CSR", "Node " + nodeName + " is Ready"} {
+		if !strings.Contains(r.out, want) {
+			t.Errorf("add's output lacks %q:\n%s", want, r.out)
+		}
+	}
+
+	node, err := kube.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("add reported Ready but Node %s: %v", nodeName, err)
+	}
+	if nodeReady(node) != "Ready" {
+		t.Errorf("Node %s is %s", nodeName, nodeReady(node))
+	}
+	if _, ok := node.Labels["node-role.kubernetes.io/worker"]; !ok {
+		t.Errorf("Node %s lacks the worker label: %v", nodeName, node.Labels)
+	}
+	if got, want := node.Annotations[winnodev1.AnnotationHostKey], strings.TrimSpace(string(ssh.MarshalAuthorizedKey(h.HostKey()))); got != want {
+		t.Errorf("host key annotation %q, want the host's key %q", got, want)
+	}
+	if node.Annotations[winnodev1.AnnotationVersion] != Version {
+		t.Errorf("version annotation %q, want %q", node.Annotations[winnodev1.AnnotationVersion], Version)
+	}
+	hasTaint := false
+	for _, taint := range node.Spec.Taints {
+		hasTaint = hasTaint || (taint.Key == "os" && taint.Value == "Windows" && taint.Effect == corev1.TaintEffectNoSchedule)
+	}
+	if !hasTaint {
+		t.Errorf("Node %s lacks the taint os=Windows:NoSchedule: %v", nodeName, node.Spec.Taints)
+	}
+	servicesAfterAdd := serviceNames(h)
+	if !contains(servicesAfterAdd, "kubelet") {
+		t.Errorf("no kubelet service on the host after add: %v", servicesAfterAdd)
+	}
+
+	// status lists the node of winnodectl add.
+	r = run(t, "", "status", "--kubeconfig", kc)
+	if r.code != ExitOK || !strings.Contains(r.out, "added with winnodectl add") || !strings.Contains(r.out, nodeName) {
+		t.Errorf("status after add: exit %d\n%s%s", r.code, r.out, r.err)
+	}
+	// ssh finds it by node name and checks the pinned key.
+	r = run(t, "", "ssh", "--kubeconfig", kc, "--ssh-key", keyFile, "--port", port, nodeName, "--", winsim.ContainerdPath, "--version")
+	if r.code != 0 || !strings.Contains(r.out, "containerd") {
+		t.Errorf("ssh to the added node: exit %d, stdout %q, stderr %q", r.code, r.out, r.err)
+	}
+
+	// Again: the host is configured; nothing is uploaded or applied.
+	r = run(t, "", "add", h.IP(), "--port", port, "--ssh-key", keyFile, "--kubeconfig", kc, "--payload-dir", payloadDir, "--timeout", "5m")
+	if r.code != ExitOK {
+		t.Fatalf("add again: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.out, r.err)
+	}
+	for _, step := range []string{"sync", "apply", "uploaded"} {
+		if strings.Contains(r.out, step) {
+			t.Errorf("add on a configured host did %s:\n%s", step, r.out)
+		}
+	}
+
+	// remove: drained, cleaned, gone.
+	r = run(t, "", "remove", h.IP(), "--port", port, "--ssh-key", keyFile, "--kubeconfig", kc, "--timeout", "3m")
+	if r.code != ExitOK {
+		t.Fatalf("remove: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.out, r.err)
+	}
+	for _, step := range []string{"drain", "remove", "delete-node"} {
+		if !strings.Contains(r.out, "✓ "+step) {
+			t.Errorf("remove did not report step %s:\n%s", step, r.out)
+		}
+	}
+	if _, err := kube.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("Node %s after remove: %v, want NotFound", nodeName, err)
+	}
+	if got := serviceNames(h); contains(got, "kubelet") || contains(got, "kube-proxy") {
+		t.Errorf("services left on the host after remove: %v", got)
+	}
+	if !contains(serviceNames(h), "containerd") {
+		t.Errorf("remove took containerd away, which winnode did not install: %v", serviceNames(h))
+	}
+	var secrets corev1.SecretList
+	if err := cl.c.List(ctx, &secrets, client.InNamespace("kube-system")); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range secrets.Items {
+		if s.Type == corev1.SecretTypeBootstrapToken && s.Labels[winnodev1.LabelInstance] != "" && strings.HasPrefix(s.Labels[winnodev1.LabelInstance], strings.ReplaceAll(h.IP(), ".", "-")) {
+			t.Errorf("bootstrap token %s of the host is left after remove", s.Name)
+		}
+	}
+
+	// remove again: nothing left to remove, said plainly.
+	r = run(t, "", "remove", h.IP(), "--port", port, "--ssh-key", keyFile, "--kubeconfig", kc)
+	if r.code != ExitFailed || !strings.Contains(r.err, "no Node has the name or address") {
+		t.Errorf("remove of a removed host: exit %d, stderr %q", r.code, r.err)
+	}
+}
+
+func TestAddRefusals(t *testing.T) {
+	cl := getCluster(t)
+	h, _, pemKey := simHost(t)
+	payloadDir := simulatedPayload(t)
+	dir := t.TempDir()
+	keyFile := filepath.Join(dir, "key")
+	os.WriteFile(keyFile, pemKey, 0o600)
+	kc := cl.env.KubeconfigPath
+	port := strconv.Itoa(h.Port())
+
+	// A key the host does not accept: stops at connect, says so.
+	_, _, otherPEM := simHost(t)
+	otherKey := filepath.Join(dir, "other")
+	os.WriteFile(otherKey, otherPEM, 0o600)
+	r := run(t, "", "add", h.IP(), "--port", port, "--ssh-key", otherKey, "--kubeconfig", kc, "--payload-dir", payloadDir, "--timeout", "1m")
+	if r.code != ExitFailed || !strings.Contains(r.out, "✗ connect") || !strings.Contains(r.err, "run add again") {
+		t.Errorf("a refused key: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.out, r.err)
+	}
+
+	// A host the operator manages is not added behind its back.
+	cl.instance(t, "managed-"+strings.ReplaceAll(h.IP(), ".", "-"), winnodev1.WindowsInstanceSpec{Address: h.IP(), Username: "Administrator", Port: int32(h.Port())},
+		winnodev1.WindowsInstanceStatus{Phase: winnodev1.PhasePending})
+	r = run(t, "", "add", h.IP(), "--port", port, "--ssh-key", keyFile, "--kubeconfig", kc, "--payload-dir", payloadDir)
+	if r.code != ExitFailed || !strings.Contains(r.err, "which the operator manages") {
+		t.Errorf("a managed host: exit %d, stderr %q", r.code, r.err)
+	}
+
+	// Wrong input: exit 2, nothing done.
+	for _, args := range [][]string{
+		{"add", "not a host!", "--ssh-key", keyFile},
+		{"add", h.IP(), "--ssh-key", keyFile, "--user", "bad user"},
+		{"add", h.IP(), "--ssh-key", keyFile, "--port", "70000"},
+		{"add", h.IP()},
+		{"remove"},
+	} {
+		if r := run(t, "", args...); r.code != ExitUsage {
+			t.Errorf("%v: exit %d, want %d; stderr %q", args, r.code, ExitUsage, r.err)
+		}
+	}
+	// A payload folder that is not one.
+	r = run(t, "", "add", h.IP(), "--port", port, "--ssh-key", keyFile, "--kubeconfig", kc, "--payload-dir", dir)
+	if r.code != ExitFailed || !strings.Contains(r.err, "--payload-dir") {
+		t.Errorf("no payload: exit %d, stderr %q", r.code, r.err)
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
