@@ -16,6 +16,8 @@ go -C hack/tools/dev build -o "$bin/controller-gen" sigs.k8s.io/controller-tools
 
 "$bin/controller-gen" object paths=./api/...
 "$bin/controller-gen" crd paths=./api/... output:crd:artifacts:config=config/crd/bases
-if [ -d internal/controller ]; then
-  "$bin/controller-gen" rbac:roleName=winnode-operator paths=./internal/controller/... output:rbac:artifacts:config=config/rbac
-fi
+# RBAC from the markers of the controllers and of internal/bootstrap. The
+# kustomize base (config/rbac/kustomization.yaml) uses the hand-written,
+# commented cluster_role.yaml and roles.yaml; role.yaml is the markers' view,
+# to compare against them.
+"$bin/controller-gen" rbac:roleName=winnode-operator paths=./internal/controller/... paths=./internal/bootstrap/... output:rbac:artifacts:config=config/rbac

@@ -27,6 +27,10 @@ const NodeBootstrapperBinding = "winnode:bootstrappers:node-bootstrapper"
 // at startup for kubelet TLS bootstrapping.
 const nodeBootstrapperRole = "system:node-bootstrapper"
 
+// What EnsureRBAC needs (hack/generate.sh turns these into config/rbac/role.yaml):
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterrolebindings,verbs=get;create;delete
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,resourceNames=system:node-bootstrapper,verbs=bind
+
 // EnsureRBAC creates or repairs the RBAC that group Group needs. It is
 // idempotent and safe to call from several instances at once.
 func EnsureRBAC(ctx context.Context, c kubernetes.Interface) error {

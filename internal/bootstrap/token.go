@@ -76,6 +76,9 @@ func TokenIDFromUsername(username string) (string, bool) {
 	return id, true
 }
 
+// +kubebuilder:rbac:groups="",namespace=kube-system,resources=secrets,verbs=get;list;create;delete
+// +kubebuilder:rbac:groups="",namespace=kube-public,resources=configmaps,resourceNames=cluster-info,verbs=get
+
 // CreateToken issues a new bootstrap token for the named WindowsInstance,
 // valid for ttl (DefaultTokenTTL when ttl <= 0), usable only for
 // authentication, in group Group. It does not revoke older tokens of the

@@ -1,0 +1,122 @@
+// Command winnode-operator turns Windows hosts into Kubernetes worker nodes:
+// it runs the controllers of internal/controller in a controller-runtime
+// manager with leader election, health probes and Prometheus metrics.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
+	"github.com/winnode/winnode/internal/controller"
+)
+
+// version is set at build time: -ldflags "-X main.version=v0.1.0".
+var version = "dev"
+
+// LeaderElectionID names the Lease that elects the active replica.
+const LeaderElectionID = "winnode-operator-lock"
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return
+		}
+		fmt.Fprintln(os.Stderr, "winnode-operator:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	fs := flag.NewFlagSet("winnode-operator", flag.ContinueOnError)
+	var (
+		namespace     = fs.String("namespace", envOr("WATCH_NAMESPACE", controller.DefaultNamespace), "operator namespace: the windows-instances ConfigMap and the cloud-private-key and windows-user-data Secrets (env WATCH_NAMESPACE)")
+		payloadDir    = fs.String("payload-dir", "/payload", "folder with the Windows payload files and their manifest.json")
+		maxConcurrent = fs.Int("max-concurrent-configurations", controller.DefaultMaxConcurrent, "hosts configured at once")
+		metricsAddr   = fs.String("metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 to disable)")
+		probeAddr     = fs.String("health-probe-bind-address", ":8081", "address of /healthz and /readyz")
+		leaderElect   = fs.Bool("leader-elect", true, "elect one active replica with a Lease in the operator namespace")
+		kubeconfig    = fs.String("kubeconfig", "", "kubeconfig file (default: in-cluster config, then $KUBECONFIG, then ~/.kube/config)")
+		showVersion   = fs.Bool("version", false, "print the version and exit")
+	)
+	zapOpts := zap.Options{}
+	zapOpts.BindFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *showVersion {
+		fmt.Println(version)
+		return nil
+	}
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	log := ctrl.Log.WithName("setup")
+
+	if *kubeconfig != "" {
+		// ctrl.GetConfig reads the kubeconfig named by this variable.
+		if err := os.Setenv("KUBECONFIG", *kubeconfig); err != nil {
+			return err
+		}
+	}
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return fmt.Errorf("no cluster to talk to (in-cluster config or --kubeconfig): %w", err)
+	}
+
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(winnodev1.AddToScheme(scheme))
+
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme: scheme,
+		// Namespaced objects (the ConfigMap, the key Secrets) are watched in
+		// the operator namespace only; cluster-scoped ones (WindowsInstances,
+		// Nodes, CSRs) everywhere. Bootstrap token Secrets in kube-system are
+		// read and written directly, never cached.
+		Cache:                   cache.Options{DefaultNamespaces: map[string]cache.Config{*namespace: {}}},
+		Metrics:                 metricsserver.Options{BindAddress: *metricsAddr},
+		HealthProbeBindAddress:  *probeAddr,
+		LeaderElection:          *leaderElect,
+		LeaderElectionID:        LeaderElectionID,
+		LeaderElectionNamespace: *namespace,
+		// Stepping down ends the process, so a new leader never overlaps a
+		// configuration still running here.
+		LeaderElectionReleaseOnCancel: true,
+	})
+	if err != nil {
+		return fmt.Errorf("creating the manager: %w", err)
+	}
+	if err := controller.Setup(mgr, controller.Options{
+		Namespace:     *namespace,
+		PayloadDir:    *payloadDir,
+		MaxConcurrent: *maxConcurrent,
+		Version:       version,
+	}); err != nil {
+		return err
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return err
+	}
+	log.Info("starting", "version", version, "namespace", *namespace, "payloadDir", *payloadDir, "maxConcurrentConfigurations", *maxConcurrent)
+	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}

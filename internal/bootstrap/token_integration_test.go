@@ -1,0 +1,297 @@
+package bootstrap
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"slices"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/winnode/winnode/internal/testenv"
+)
+
+func adminClient(t *testing.T) (*testenv.Env, kubernetes.Interface) {
+	t.Helper()
+	env := testenv.Get(t)
+	c, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env, c
+}
+
+// tokenClient builds a client the way the host's kubelet does: from the
+// bootstrap kubeconfig rendered from cluster-info and the token.
+func tokenClient(t *testing.T, ctx context.Context, admin kubernetes.Interface, tok *Token) kubernetes.Interface {
+	t.Helper()
+	ci, err := LoadClusterInfo(ctx, admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc, err := BootstrapKubeconfig(*ci, *tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := clientcmd.RESTConfigFromKubeConfig(kc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// nodeClientCSR is a kubelet client certificate request for nodeName.
+func nodeClientCSR(t *testing.T, nodeName string) []byte {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{
+		Subject: pkix.Name{CommonName: "system:node:" + nodeName, Organization: []string{"system:nodes"}},
+	}, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})
+}
+
+func createCSR(ctx context.Context, c kubernetes.Interface, name string, req []byte) error {
+	_, err := c.CertificatesV1().CertificateSigningRequests().Create(ctx, &certificatesv1.CertificateSigningRequest{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: certificatesv1.CertificateSigningRequestSpec{
+			Request:    req,
+			SignerName: certificatesv1.KubeAPIServerClientKubeletSignerName,
+			Usages:     []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth},
+		},
+	}, metav1.CreateOptions{})
+	return err
+}
+
+func TestTokenAuthenticatesAndCanRequestANodeCertificate(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	_, admin := adminClient(t)
+
+	if err := EnsureRBAC(ctx, admin); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := CreateToken(ctx, admin, "wi-token-auth", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = RevokeToken(context.Background(), admin, tok.ID) })
+	if until := time.Until(tok.Expiration); until <= 0 || until > DefaultTokenTTL {
+		t.Errorf("token expires in %v, want within (0, %v]", until, DefaultTokenTTL)
+	}
+
+	c := tokenClient(t, ctx, admin, tok)
+	// The bootstrap token authenticator reads Secrets through an informer:
+	// allow it a moment to see the new one.
+	var review *authenticationv1.SelfSubjectReview
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		review, err = c.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+		return err == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("the new bootstrap token did not authenticate within 30s: %v", err)
+	}
+	ui := review.Status.UserInfo
+	if ui.Username != Username(tok.ID) {
+		t.Errorf("token authenticates as %q, want %q", ui.Username, Username(tok.ID))
+	}
+	if !slices.Contains(ui.Groups, Group) || !slices.Contains(ui.Groups, "system:bootstrappers") {
+		t.Errorf("token groups %v lack %s or system:bootstrappers", ui.Groups, Group)
+	}
+
+	if err := createCSR(ctx, c, "wi-token-auth-csr", nodeClientCSR(t, "wi-token-auth")); err != nil {
+		t.Fatalf("the bootstrap token cannot create a node client CSR: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = admin.CertificatesV1().CertificateSigningRequests().Delete(context.Background(), "wi-token-auth-csr", metav1.DeleteOptions{})
+	})
+
+	// Without the nodeclient permission kube-controller-manager's
+	// csrapproving controller must leave the CSR to the operator. Its
+	// decision is quick (it runs on the CSR's creation); give it a few
+	// seconds and check it did not approve.
+	time.Sleep(3 * time.Second)
+	csr, err := admin.CertificatesV1().CertificateSigningRequests().Get(ctx, "wi-token-auth-csr", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cond := range csr.Status.Conditions {
+		if cond.Type == certificatesv1.CertificateApproved {
+			t.Fatalf("kube-controller-manager approved a winnode bootstrap CSR on its own (%s): the RBAC grants too much", cond.Reason)
+		}
+	}
+}
+
+func TestRevokedTokenIsRejected(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	_, admin := adminClient(t)
+	if err := EnsureRBAC(ctx, admin); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := CreateToken(ctx, admin, "wi-revoke", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := tokenClient(t, ctx, admin, tok)
+	whoami := func(ctx context.Context) error {
+		_, err := c.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+		return err
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		return whoami(ctx) == nil, nil
+	}); err != nil {
+		t.Fatalf("the token did not authenticate within 30s: %v", err)
+	}
+
+	found, err := FindToken(ctx, admin, "wi-revoke")
+	if err != nil || found == nil || found.ID != tok.ID || found.Secret != tok.Secret {
+		t.Fatalf("FindToken = %v, %v; want %v", found, err, tok)
+	}
+	got, err := GetToken(ctx, admin, tok.ID)
+	if err != nil || got == nil || got.Instance != "wi-revoke" {
+		t.Fatalf("GetToken = %+v, %v", got, err)
+	}
+
+	if err := RevokeInstanceTokens(ctx, admin, "wi-revoke"); err != nil {
+		t.Fatal(err)
+	}
+	if err := RevokeToken(ctx, admin, tok.ID); err != nil {
+		t.Errorf("revoking an already revoked token: %v", err)
+	}
+	var last error
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		last = whoami(ctx)
+		return apierrors.IsUnauthorized(last), nil
+	}); err != nil {
+		t.Fatalf("the revoked token still authenticates after 30s (last answer: %v)", last)
+	}
+	if found, err := FindToken(ctx, admin, "wi-revoke"); err != nil || found != nil {
+		t.Errorf("FindToken after revoke = %v, %v; want nil", found, err)
+	}
+	if got, err := GetToken(ctx, admin, tok.ID); err != nil || got != nil {
+		t.Errorf("GetToken after revoke = %v, %v; want nil", got, err)
+	}
+}
+
+func TestExpiredTokenIsCleanedUp(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	_, admin := adminClient(t)
+	tok, err := CreateToken(ctx, admin, "wi-expire", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = RevokeToken(context.Background(), admin, tok.ID) })
+	// kube-controller-manager's token cleaner deletes expired token Secrets.
+	if err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		got, err := GetToken(ctx, admin, tok.ID)
+		return err == nil && got == nil, nil
+	}); err != nil {
+		t.Fatalf("the token cleaner did not delete expired %s within 2 minutes", tok)
+	}
+	if found, err := FindToken(ctx, admin, "wi-expire"); err != nil || found != nil {
+		t.Errorf("FindToken of an instance whose token expired = %v, %v; want nil", found, err)
+	}
+}
+
+func TestFindTokenSkipsExpiredAndPicksNewest(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, admin := adminClient(t)
+	const inst = "wi-find"
+	t.Cleanup(func() { _ = RevokeInstanceTokens(context.Background(), admin, inst) })
+	old, err := CreateToken(ctx, admin, inst, 10*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newer, err := CreateToken(ctx, admin, inst, 50*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := CreateToken(ctx, admin, "wi-find-other", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = RevokeInstanceTokens(context.Background(), admin, "wi-find-other") })
+	got, err := FindToken(ctx, admin, inst)
+	if err != nil || got == nil || got.ID != newer.ID {
+		t.Fatalf("FindToken = %v, %v; want %s (not %s)", got, err, newer, old)
+	}
+	if err := RevokeInstanceTokens(ctx, admin, inst); err != nil {
+		t.Fatal(err)
+	}
+	for _, tk := range []*Token{old, newer} {
+		if got, err := GetToken(ctx, admin, tk.ID); err != nil || got != nil {
+			t.Errorf("%s survived RevokeInstanceTokens: %v, %v", tk, got, err)
+		}
+	}
+	if got, err := FindToken(ctx, admin, "wi-find-other"); err != nil || got == nil {
+		t.Errorf("RevokeInstanceTokens removed another instance's token: %v, %v", got, err)
+	}
+}
+
+func TestEnsureRBACIsIdempotentAndRepairs(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, admin := adminClient(t)
+	for range 2 {
+		if err := EnsureRBAC(ctx, admin); err != nil {
+			t.Fatal(err)
+		}
+	}
+	crb, err := admin.RbacV1().ClusterRoleBindings().Get(ctx, NodeBootstrapperBinding, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Someone edits the subjects: EnsureRBAC puts them back.
+	crb.Subjects = []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: "someone-else"}}
+	if _, err := admin.RbacV1().ClusterRoleBindings().Update(ctx, crb, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := EnsureRBAC(ctx, admin); err != nil {
+		t.Fatal(err)
+	}
+	crb, err = admin.RbacV1().ClusterRoleBindings().Get(ctx, NodeBootstrapperBinding, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(crb.Subjects) != 1 || crb.Subjects[0].Name != Group || crb.RoleRef.Name != "system:node-bootstrapper" {
+		t.Errorf("binding not repaired: subjects %v roleRef %v", crb.Subjects, crb.RoleRef)
+	}
+}
+
+func TestLoadClusterInfoFromTestenv(t *testing.T) {
+	env, admin := adminClient(t)
+	ci, err := LoadClusterInfo(context.Background(), admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ci.Server != env.Host {
+		t.Errorf("cluster-info server %q, want %q", ci.Server, env.Host)
+	}
+	if _, err := ci.CertPool(); err != nil {
+		t.Error(err)
+	}
+}

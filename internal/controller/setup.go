@@ -1,0 +1,146 @@
+// Package controller holds the operator's controllers, one file per step:
+//
+//   - sources.go (+ sources_parse.go): the windows-instances ConfigMap →
+//     one WindowsInstance per valid entry;
+//   - keys.go: the cloud-private-key Secret → the windows-user-data Secret,
+//     and LoadSigner, the key the instance reconciler connects with;
+//   - csr.go: approval of the kubelet CSRs of managed hosts (DecideCSR);
+//   - instance*.go: WindowsInstance → configured, Ready node, and back;
+//   - metrics.go, conditions.go, events.go: what they report;
+//   - setup.go (this file): Setup wires every controller into a manager.
+package controller
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+	"k8s.io/client-go/kubernetes"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/winnode/winnode/internal/payload"
+)
+
+// DefaultNamespace is the operator namespace when none is given.
+const DefaultNamespace = "winnode-system"
+
+// DefaultMaxConcurrent is the default of --max-concurrent-configurations.
+const DefaultMaxConcurrent = 10
+
+// Options configure Setup; cmd/winnode-operator fills them from its flags,
+// the demo and the end-to-end tests directly.
+type Options struct {
+	// Namespace is the operator namespace: where the windows-instances
+	// ConfigMap and the key and user data Secrets live (default winnode-system).
+	Namespace string
+	// PayloadDir is the payload folder (files and manifest.json).
+	PayloadDir string
+	// Payload is PayloadDir's manifest; nil: Setup loads it (payload.Load,
+	// which checks every file's size and sha256).
+	Payload *payload.Manifest
+	// MaxConcurrent bounds the hosts configured at once (default 10).
+	MaxConcurrent int
+	// Version is the operator's version, written to configured nodes
+	// (annotation winnode.io/version).
+	Version string
+	// RetryMax caps the backoff between retries of a failing instance (0: the
+	// instance reconciler's default).
+	RetryMax time.Duration
+	// TuneInstance, when set, adjusts each instance Configurer (tests:
+	// shorter timeouts).
+	TuneInstance func(*Configurer)
+}
+
+func (o Options) withDefaults() Options {
+	if o.Namespace == "" {
+		o.Namespace = DefaultNamespace
+	}
+	if o.MaxConcurrent <= 0 {
+		o.MaxConcurrent = DefaultMaxConcurrent
+	}
+	return o
+}
+
+// Deps are what Setup builds once and hands to the controllers.
+type Deps struct {
+	// Kube talks to the API server directly (no cache): bootstrap tokens in
+	// kube-system, Node checks, CSR approval.
+	Kube kubernetes.Interface
+	// Signer loads the operator's current private key (LoadSigner on the
+	// manager's cached client), at each call, so a rotated key is used at once.
+	Signer func(ctx context.Context) (ssh.Signer, error)
+}
+
+// Leader election (cmd/winnode-operator) keeps a Lease in the operator namespace.
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=winnode-system,resources=leases,verbs=get;list;watch;create;update;patch;delete
+
+// Setup registers every controller of the operator with mgr, whose cache
+// must cover opts.Namespace for namespaced objects (cmd/winnode-operator
+// restricts it to that namespace). It also registers the winnode_instances
+// metric. The manager's scheme must include winnode.io/v1alpha1 and client-go's
+// types.
+func Setup(mgr ctrl.Manager, opts Options) error {
+	opts = opts.withDefaults()
+	if opts.Payload == nil {
+		if opts.PayloadDir == "" {
+			return fmt.Errorf("no payload: set the payload folder (--payload-dir)")
+		}
+		m, err := payload.Load(opts.PayloadDir)
+		if err != nil {
+			return fmt.Errorf("loading the payload from %s: %w", opts.PayloadDir, err)
+		}
+		opts.Payload = m
+	}
+	kube, err := kubernetes.NewForConfig(mgr.GetConfig())
+	if err != nil {
+		return fmt.Errorf("building a Kubernetes client: %w", err)
+	}
+	deps := Deps{
+		Kube: kube,
+		Signer: func(ctx context.Context) (ssh.Signer, error) {
+			return LoadSigner(ctx, mgr.GetClient(), opts.Namespace)
+		},
+	}
+
+	if err := (&KeysReconciler{
+		Client: mgr.GetClient(), Namespace: opts.Namespace, Recorder: mgr.GetEventRecorder("winnode-keys"),
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the keys controller: %w", err)
+	}
+	if err := (&SourcesReconciler{
+		Client: mgr.GetClient(), Namespace: opts.Namespace, Recorder: mgr.GetEventRecorder("winnode-sources"),
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the sources controller: %w", err)
+	}
+	if err := (&CSRApprover{
+		Client: mgr.GetClient(), Kube: kube, Recorder: mgr.GetEventRecorder("winnode-csr-approver"),
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the CSR approver: %w", err)
+	}
+	if err := SetupInstanceReconciler(mgr, opts, deps); err != nil {
+		return fmt.Errorf("setting up the instance reconciler: %w", err)
+	}
+	return registerInstanceCollector(mgr.GetClient())
+}
+
+// SetupInstanceReconciler registers the instance reconciler (instance*.go).
+// ---- The instance reconciler's owner maintains this function. ----
+func SetupInstanceReconciler(mgr ctrl.Manager, opts Options, deps Deps) error {
+	return (&InstanceReconciler{
+		Client:                  mgr.GetClient(),
+		Kube:                    deps.Kube,
+		Signer:                  deps.Signer,
+		KeySecret:               client.ObjectKey{Namespace: opts.Namespace, Name: PrivateKeySecret},
+		PayloadDir:              opts.PayloadDir,
+		Payload:                 opts.Payload,
+		Version:                 opts.Version,
+		MaxConcurrentReconciles: opts.MaxConcurrent,
+		RetryMax:                opts.RetryMax,
+		Uploaded:                RecordUpload,
+		SSHFailed:               RecordSSHFailure,
+		Configured:              RecordConfiguration,
+		Tune:                    opts.TuneInstance,
+	}).SetupWithManager(mgr)
+}
