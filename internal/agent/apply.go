@@ -75,6 +75,24 @@ func (a *Agent) apply(ctx context.Context, p *plan.Plan) (*plan.Result, error) {
 
 	steps, err := a.planFiles(p)
 	if err != nil {
+		// A file the manifest lists but that is not in place any more (a
+		// change on the host) leaves the manifest, so that the operator's
+		// next sync uploads it.
+		var e *plan.Error
+		if errors.As(err, &e) && e.Code == plan.ErrFileMissing {
+			inPlace := map[string]bool{}
+			for _, s := range steps {
+				inPlace[lower(s.file.Path)] = true
+			}
+			for _, f := range p.Files {
+				if !inPlace[lower(f.Path)] {
+					delete(st.Manifest, f.Path)
+				}
+			}
+			if serr := a.saveState(st); serr != nil {
+				a.Log.Warn("could not save the agent's state", "err", serr)
+			}
+		}
 		return res, err
 	}
 	changed := map[string]bool{}

@@ -90,7 +90,7 @@ func (a *Agent) planFiles(p *plan.Plan) ([]fileStep, error) {
 		steps = append(steps, fileStep{file: f, local: local, blob: blob})
 	}
 	if len(missing) > 0 {
-		return nil, &plan.Error{
+		return steps, &plan.Error{
 			Code: plan.ErrFileMissing, File: missing[0],
 			Message: fmt.Sprintf("%d plan file(s) are neither in place nor staged with the right hash: %v; upload each to %s\\<sha256> and apply again",
 				len(missing), why, p.Staging()),

@@ -641,4 +641,13 @@ func TestApplyRefusesTamperedBinary(t *testing.T) {
 	if err != nil || svc.Status.State != scm.Stopped {
 		t.Errorf("svc-c: %+v %v, want still Stopped", svc.Status, err)
 	}
+	// info no longer lists the tampered file, so the operator uploads it.
+	out, _ = h.agent("info")
+	var info plan.Info
+	if json.Unmarshal(out, &info) != nil || info.InstalledPlan == nil {
+		t.Fatalf("info: %s", out)
+	}
+	if _, listed := info.InstalledPlan.Files[`C:\k\svc-c.exe`]; listed || info.InstalledPlan.Files[`C:\k\a.conf`] == "" {
+		t.Errorf("manifest after a failed apply: %v, want svc-c.exe dropped and a.conf kept", info.InstalledPlan.Files)
+	}
 }
