@@ -21,7 +21,7 @@ here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
 "$here/install.sh"
 
-cache="${WINE_TEST_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/winnode/wine}"
+cache="${WINE_TEST_DIR:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/winnode/wine}"
 mkdir -p "$cache"
 out="$(mktemp -d)"
 export WINEPREFIX="$cache/prefix" WINEDEBUG=-all WINEARCH=win64 WINEDLLOVERRIDES="mscoree,mshtml="

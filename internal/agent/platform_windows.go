@@ -424,25 +424,26 @@ func ipv4Addresses() ([]string, string, error) {
 
 // Firewall rules are managed with netsh (run directly, each argument
 // separate, names made only of [a-z0-9-] by plan validation).
-func netsh(ctx context.Context, args ...string) error {
+func netsh(ctx context.Context, args ...string) (string, error) {
 	exe := filepath.Join(os.Getenv("SystemRoot"), "System32", "netsh.exe")
 	out, err := exec.CommandContext(ctx, exe, append([]string{"advfirewall", "firewall"}, args...)...).CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("netsh advfirewall firewall %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+		return "", fmt.Errorf("netsh advfirewall firewall %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
 	}
-	return nil
+	return string(out), nil
 }
 
 func ruleName(fw plan.FirewallPort) string { return "winnode-" + fw.Name }
 
 func (n *native) OpenFirewallPort(ctx context.Context, fw plan.FirewallPort) error {
 	_ = n.CloseFirewallPort(ctx, fw) // replace, so a changed port takes effect
-	return netsh(ctx, "add", "rule", "name="+ruleName(fw), "dir=in", "action=allow",
+	_, err := netsh(ctx, "add", "rule", "name="+ruleName(fw), "dir=in", "action=allow",
 		"protocol="+string(fw.Protocol), "localport="+strconv.Itoa(fw.Port))
+	return err
 }
 
 func (n *native) CloseFirewallPort(ctx context.Context, fw plan.FirewallPort) error {
-	err := netsh(ctx, "delete", "rule", "name="+ruleName(fw))
+	_, err := netsh(ctx, "delete", "rule", "name="+ruleName(fw))
 	if err != nil && strings.Contains(err.Error(), "No rules match") {
 		return nil
 	}
