@@ -311,6 +311,12 @@ containerRuntimeEndpoint: npipe://./pipe/containerd-containerd
 func testPods(t *testing.T, admin kubernetes.Interface, nodeName string) {
 	ctx := context.Background()
 	ns := "default"
+	// The service account admission plugin needs the namespace's default
+	// account, which the controller manager may not have made yet.
+	_, err := admin.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "iis", Namespace: ns},
 		Spec: corev1.PodSpec{
