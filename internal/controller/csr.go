@@ -303,6 +303,9 @@ type CSRApprover struct {
 	// and approves.
 	Kube     kubernetes.Interface
 	Recorder events.EventRecorder
+	// OnDecision, when set, is told every decision after it took effect
+	// (tests wait on it instead of on time; the CLI can print it).
+	OnDecision func(csrName string, d CSRDecision)
 }
 
 // +kubebuilder:rbac:groups=certificates.k8s.io,resources=certificatesigningrequests,verbs=get;list;watch
@@ -339,6 +342,7 @@ func (r *CSRApprover) Reconcile(ctx context.Context, req reconcile.Request) (rec
 	}
 	if !d.Approve {
 		log.Info("CSR left alone", "csr", csr.Name, "signer", csr.Spec.SignerName, "requester", csr.Spec.Username, "instance", d.Instance, "reason", d.Reason)
+		r.decided(csr.Name, d)
 		return reconcile.Result{}, nil
 	}
 	if err := ApproveCSR(ctx, r.Kube, &csr, "winnode-operator: "+d.Reason); err != nil {
@@ -349,7 +353,14 @@ func (r *CSRApprover) Reconcile(ctx context.Context, req reconcile.Request) (rec
 	if err := r.Client.Get(ctx, client.ObjectKey{Name: d.Instance}, &wi); err == nil {
 		r.Recorder.Eventf(&wi, &csr, corev1.EventTypeNormal, EventReasonCSRApproved, ActionApprove, "approved CSR %s: %s", csr.Name, d.Reason)
 	}
+	r.decided(csr.Name, d)
 	return reconcile.Result{}, nil
+}
+
+func (r *CSRApprover) decided(name string, d CSRDecision) {
+	if r.OnDecision != nil {
+		r.OnDecision(name, d)
+	}
 }
 
 // SetupWithManager watches CSRs, and WindowsInstances whose node name, token
