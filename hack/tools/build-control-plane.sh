@@ -64,5 +64,5 @@ build kube-apiserver "$here" k8s.io/kubernetes/cmd/kube-apiserver "$k8s_ldflags"
 build kube-controller-manager "$here" k8s.io/kubernetes/cmd/kube-controller-manager "$k8s_ldflags"
 
 "$out/kube-apiserver" --version >&2
-"$out/etcd" --version | head -1 >&2
+"$out/etcd" --version | sed -n 1p >&2
 echo "$out"

@@ -153,6 +153,9 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--service-cluster-ip-range=10.0.0.0/24",
 		"--allow-privileged=true",
+		// A loopback advertise address is only allowed without the
+		// endpoint reconciler (there is no kubernetes Service to point at us).
+		"--endpoint-reconciler-type=none",
 		"--cert-dir="+filepath.Join(dir, "apiserver-certs"),
 		"--profiling=false",
 		"--v=1")

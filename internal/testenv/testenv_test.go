@@ -46,7 +46,7 @@ func admin(t *testing.T, env *Env) kubernetes.Interface {
 }
 
 // createBootstrapToken stores a bootstrap token Secret the way kubeadm does.
-func createBootstrapToken(t *testing.T, c kubernetes.Interface, id, secret string, expires time.Time) {
+func createBootstrapToken(t *testing.T, c kubernetes.Interface, id, secret string, expires time.Time, usages ...string) {
 	t.Helper()
 	s := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "bootstrap-token-" + id, Namespace: metav1.NamespaceSystem},
@@ -57,6 +57,9 @@ func createBootstrapToken(t *testing.T, c kubernetes.Interface, id, secret strin
 			"usage-bootstrap-authentication": "true",
 			"expiration":                     expires.UTC().Format(time.RFC3339),
 		},
+	}
+	for _, u := range usages {
+		s.StringData["usage-bootstrap-"+u] = "true"
 	}
 	if _, err := c.CoreV1().Secrets(metav1.NamespaceSystem).Create(context.Background(), s, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -166,7 +169,7 @@ func TestExpiredBootstrapTokenIsCleanedUp(t *testing.T) {
 func TestClusterInfoIsPublicAndSigned(t *testing.T) {
 	env := Get(t)
 	c := admin(t, env)
-	createBootstrapToken(t, c, "signme", "0123456789abcdef", time.Now().Add(time.Hour))
+	createBootstrapToken(t, c, "signme", "0123456789abcdef", time.Now().Add(time.Hour), "signing")
 	anon := kubernetes.NewForConfigOrDie(env.AnonymousConfig())
 	err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		cm, err := anon.CoreV1().ConfigMaps(metav1.NamespacePublic).Get(ctx, "cluster-info", metav1.GetOptions{})
