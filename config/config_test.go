@@ -343,6 +343,14 @@ func TestDefaultServerSideDryRun(t *testing.T) {
 	applyNamespace(t, c, objs)
 	dryRunAll(t, c, objs)
 
+	// Admitting a pod needs its ServiceAccount to exist, really.
+	sa := find(t, objs, "ServiceAccount", namespace, serviceAccount)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(sa.DeepCopy()), fieldOwner, client.ForceOwnership); err != nil {
+		t.Fatalf("creating ServiceAccount %s: %v", serviceAccount, err)
+	}
+
 	// The namespace enforces the restricted Pod Security Standard: a Pod made
 	// from the Deployment's template must be admitted there.
 	dep := find(t, objs, "Deployment", namespace, "winnode-operator")
@@ -352,8 +360,6 @@ func TestDefaultServerSideDryRun(t *testing.T) {
 	pod.SetKind("Pod")
 	pod.SetName("winnode-operator-admission-check")
 	pod.SetNamespace(namespace)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
 	if err := c.Create(ctx, pod, client.DryRunAll); err != nil {
 		t.Fatalf("the operator's pod is not admitted under Pod Security %q: %v", "restricted", err)
 	}
@@ -494,6 +500,7 @@ func TestRBACGrantsWhatTheOperatorNeedsAndNoMore(t *testing.T) {
 		{verb: "get", resource: "secrets", namespace: namespace, name: "cloud-private-key"},
 		{verb: "create", resource: "secrets", namespace: namespace},
 		{verb: "update", resource: "secrets", namespace: namespace, name: "windows-user-data"},
+		{verb: "update", resource: "secrets", subresource: "finalizers", namespace: namespace, name: "cloud-private-key"},
 		{verb: "create", resource: "events", namespace: namespace},
 		{verb: "create", resource: "events", namespace: "default"},
 		{verb: "patch", group: "events.k8s.io", resource: "events", namespace: "default"},
@@ -638,7 +645,16 @@ func TestGeneratedRBACIsGranted(t *testing.T) {
 								ok = allowed(t, c, a)
 							}
 							if !ok {
-								t.Errorf("%s (from a +kubebuilder:rbac marker) is not granted by config/rbac: add a rule with a comment saying why", a)
+								if n, narrowed := narrowedOnPurpose(a); narrowed {
+									if n.onlyName != "" {
+										a.name = n.onlyName
+										if !allowed(t, c, a) {
+											t.Errorf("%s is not granted by config/rbac, and the operator needs it (%s)", a, n.why)
+										}
+									}
+									continue
+								}
+								t.Errorf("%s (from a +kubebuilder:rbac marker) is not granted by config/rbac: add a rule with a comment saying why, or narrow the marker", a)
 							}
 						}
 					}
@@ -646,4 +662,37 @@ func TestGeneratedRBACIsGranted(t *testing.T) {
 			}
 		}
 	}
+}
+
+// narrowing is a permission that a +kubebuilder:rbac marker asks for more
+// broadly than the code uses it; config/rbac grants only what the code does.
+type narrowing struct {
+	verb, group, resource, namespace string
+	onlyName                         string // granted for this name only; "" = not granted at all
+	why                              string
+}
+
+var narrowings = []narrowing{
+	{verb: "update", group: "", resource: "events", why: "client-go's event recorders only create and patch events"},
+	{verb: "update", group: "events.k8s.io", resource: "events", why: "client-go's event recorders only create and patch events"},
+	{verb: "get", group: "rbac.authorization.k8s.io", resource: "clusterrolebindings", onlyName: "winnode:bootstrappers:node-bootstrapper",
+		why: "internal/bootstrap/rbac.go EnsureRBAC reads only its own binding"},
+	{verb: "delete", group: "rbac.authorization.k8s.io", resource: "clusterrolebindings", onlyName: "winnode:bootstrappers:node-bootstrapper",
+		why: "internal/bootstrap/rbac.go EnsureRBAC replaces only its own binding"},
+	{verb: "update", group: "", resource: "secrets", namespace: namespace, onlyName: "windows-user-data",
+		why: "internal/controller/keys.go writes only the user data Secret"},
+	{verb: "patch", group: "", resource: "secrets", namespace: namespace, onlyName: "windows-user-data",
+		why: "internal/controller/keys.go writes only the user data Secret"},
+	{verb: "delete", group: "", resource: "secrets", namespace: namespace,
+		why: "nothing in the operator deletes a Secret in its own namespace"},
+}
+
+func narrowedOnPurpose(a access) (narrowing, bool) {
+	for _, n := range narrowings {
+		if n.verb == a.verb && n.group == a.group && n.resource == a.resource && a.subresource == "" &&
+			(n.namespace == "" || n.namespace == a.namespace) && a.name == "" {
+			return n, true
+		}
+	}
+	return narrowing{}, false
 }

@@ -110,7 +110,8 @@ fi
 say "winnode-agent.exe: building ./cmd/winnode-agent ($agent_version) for windows/amd64"
 agent_tmp=$(mktemp -d)
 trap 'rm -rf "$agent_tmp"' EXIT
-gobuild "$root" "$agent_tmp/winnode-agent.exe" ./cmd/winnode-agent ""
+# `winnode-agent.exe version` prints it (cmd/winnode-agent: var version).
+gobuild "$root" "$agent_tmp/winnode-agent.exe" ./cmd/winnode-agent "-X main.version=$agent_version"
 
 for name in kubelet.exe kube-proxy.exe win-bridge.exe win-overlay.exe host-local.exe; do
 	place "$name" "$cache/$name"
