@@ -83,7 +83,9 @@ func sorted(s []string) []string {
 }
 
 // waitState polls a service until it reaches want, within timeout. A
-// service that stops while we wait for Running has failed to start.
+// service seen Stopped while we wait for Running is waited for still: its
+// recovery actions may restart it (kube-proxy exits until the kubelet has
+// its certificate); the timeout error says which state it was last in.
 func (a *Agent) waitState(ctx context.Context, name string, want ServiceState, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
