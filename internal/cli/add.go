@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -22,7 +21,6 @@ import (
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/controller"
-	"github.com/winnode/winnode/internal/host"
 	"github.com/winnode/winnode/internal/payload"
 )
 
@@ -161,7 +159,7 @@ func runAdd(ctx context.Context, s Streams, hf hostFlags, entry controller.Entry
 	if err := pinFromNode(ctx, sess.kube, inst); err != nil {
 		return err
 	}
-	steps := newStepPrinter(s.Out, time.Now())
+	steps := newStepPrinter(s.Out, isTerminal(s.Out), time.Now())
 	cfg := &controller.Configurer{
 		Kube:       sess.kube,
 		Signer:     sess.signer,
@@ -280,92 +278,4 @@ func logrTo(w io.Writer, verbose bool) logr.Logger {
 		return logr.Discard()
 	}
 	return logr.FromSlogHandler(slog.NewTextHandler(w, nil))
-}
-
-// stepPrinter prints each step with its duration as the next one begins,
-// and what the configurer reports in between.
-type stepPrinter struct {
-	mu      sync.Mutex
-	w       io.Writer
-	start   time.Time
-	current string
-	began   time.Time
-	order   map[string]int
-	lastPct int64
-}
-
-func newStepPrinter(w io.Writer, start time.Time) *stepPrinter {
-	order := map[string]int{}
-	for i, s := range []string{controller.StepConnect, controller.StepInfo, controller.StepCredentials, controller.StepPlan,
-		controller.StepSync, controller.StepApply, controller.StepJoin, controller.StepFinish,
-		controller.StepDrain, controller.StepRemove, controller.StepDeleteNode} {
-		order[s] = i + 1
-	}
-	return &stepPrinter{w: w, start: start, order: order}
-}
-
-// begin notes that step started. The configurer repeats steps while it
-// waits (join, finish); only moving forward ends a step.
-func (p *stepPrinter) begin(step string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.current != "" && p.order[step] <= p.order[p.current] {
-		return
-	}
-	p.doneLocked(true)
-	p.current, p.began, p.lastPct = step, time.Now(), -1
-}
-
-func (p *stepPrinter) doneLocked(ok bool) {
-	if p.current == "" {
-		return
-	}
-	mark := "✓"
-	if !ok {
-		mark = "✗"
-	}
-	fmt.Fprintf(p.w, "  %s %-12s %8s\n", mark, p.current, time.Since(p.began).Round(10*time.Millisecond))
-	p.current = ""
-}
-
-// end ends the last step.
-func (p *stepPrinter) end(ok bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.doneLocked(ok)
-}
-
-// note prints a line under the current step.
-func (p *stepPrinter) note(format string, args ...any) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	fmt.Fprintf(p.w, "      %s\n", fmt.Sprintf(format, args...))
-}
-
-func (p *stepPrinter) event(_ *winnodev1.WindowsInstance, eventType, reason, message string) {
-	if strings.HasPrefix(message, "phase ") {
-		return // the steps say it
-	}
-	if eventType == corev1.EventTypeWarning {
-		p.note("warning (%s): %s", reason, message)
-		return
-	}
-	p.note("%s", message)
-}
-
-// progress prints the upload in quarters.
-func (p *stepPrinter) progress(_ *winnodev1.WindowsInstance, pr host.Progress) {
-	if pr.BytesTotal <= 0 {
-		return
-	}
-	pct := 100 * pr.BytesDone / pr.BytesTotal
-	p.mu.Lock()
-	q, last := pct/25, p.lastPct
-	if last >= 0 && q <= last/25 {
-		p.mu.Unlock()
-		return
-	}
-	p.lastPct = pct
-	p.mu.Unlock()
-	p.note("uploaded %s of %s (%d%%)", humanBytes(pr.BytesDone), humanBytes(pr.BytesTotal), pct)
 }

@@ -68,6 +68,7 @@ func TestAddThenRemove(t *testing.T) {
 	if r.code != ExitOK {
 		t.Fatalf("add: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.out, r.err)
 	}
+	t.Logf("winnodectl add:\n%s", r.out)
 	for _, step := range []string{"connect", "info", "credentials", "plan", "sync", "apply", "join", "finish"} {
 		if !strings.Contains(r.out, "✓ "+step) {
 			t.Errorf("add did not report step %s:\n%s", step, r.out)
@@ -134,6 +135,7 @@ func TestAddThenRemove(t *testing.T) {
 	if r.code != ExitOK {
 		t.Fatalf("remove: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.out, r.err)
 	}
+	t.Logf("winnodectl remove:\n%s", r.out)
 	for _, step := range []string{"drain", "remove", "delete-node"} {
 		if !strings.Contains(r.out, "✓ "+step) {
 			t.Errorf("remove did not report step %s:\n%s", step, r.out)
@@ -182,6 +184,27 @@ func TestAddRefusals(t *testing.T) {
 	r := run(t, "", "add", h.IP(), "--port", port, "--ssh-key", otherKey, "--kubeconfig", kc, "--payload-dir", payloadDir, "--timeout", "1m")
 	if r.code != ExitFailed || !strings.Contains(r.out, "✗ connect") || !strings.Contains(r.err, "run add again") {
 		t.Errorf("a refused key: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.out, r.err)
+	}
+
+	// A host without a container runtime: stops at info, says what to do.
+	bare, err := winsim.New(winsim.Options{StateDir: t.TempDir()}) // no containerd
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bare.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = bare.Close() })
+	signer, err := ssh.ParsePrivateKey(pemKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bare.AuthorizeKey(signer.PublicKey()); err != nil {
+		t.Fatal(err)
+	}
+	r = run(t, "", "add", bare.IP(), "--port", strconv.Itoa(bare.Port()), "--ssh-key", keyFile, "--kubeconfig", kc, "--payload-dir", payloadDir, "--timeout", "1m")
+	if r.code != ExitFailed || !strings.Contains(r.out, "✗ info") || !strings.Contains(r.err, "containerd") {
+		t.Errorf("a host without containerd: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.out, r.err)
 	}
 
 	// A host the operator manages is not added behind its back.

@@ -83,7 +83,7 @@ func runRemove(ctx context.Context, s Streams, hf hostFlags, target string) erro
 		return fmt.Errorf("Node %s has no pinned host key (annotation %s), so the host cannot be checked: was it added by winnode?", node.Name, winnodev1.AnnotationHostKey)
 	}
 
-	steps := newStepPrinter(s.Out, time.Now())
+	steps := newStepPrinter(s.Out, isTerminal(s.Out), time.Now())
 	cfg := &controller.Configurer{
 		Kube:      sess.kube,
 		Signer:    sess.signer,
