@@ -84,15 +84,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			withAgent(func(a *agent.Agent) (any, *plan.Result, error) {
-				data, err := agent.ReadHostFile(a.Platform, planFile, stdin)
-				if err != nil {
-					return nil, nil, plan.Errorf(plan.ErrPlanInvalid, "%v", err)
-				}
-				p, err := plan.Decode(data)
-				if err != nil {
-					return nil, nil, plan.Errorf(plan.ErrPlanInvalid, "%s: %v", planFile, err)
-				}
-				res, err := a.Apply(ctx, p)
+				res, err := a.ApplyFile(ctx, planFile, stdin)
 				return res, res, err
 			})
 			return nil

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -60,4 +61,34 @@ func ReadHostFile(p Platform, name string, stdin io.Reader) ([]byte, error) {
 		return nil, fmt.Errorf("reading %s: %w", name, err)
 	}
 	return data, nil
+}
+
+// ApplyFile reads a plan named on the command line (see ReadHostFile),
+// decodes it strictly and applies it. A plan the operator staged like any
+// blob (in the plan's staging folder) is consumed too: it is deleted after
+// a successful apply, with the other blobs.
+func (a *Agent) ApplyFile(ctx context.Context, name string, stdin io.Reader) (*plan.Result, error) {
+	data, err := ReadHostFile(a.Platform, name, stdin)
+	if err != nil {
+		return nil, plan.Errorf(plan.ErrPlanInvalid, "%v", err)
+	}
+	p, err := plan.Decode(data)
+	if err != nil {
+		return nil, plan.Errorf(plan.ErrPlanInvalid, "%s: %v", name, err)
+	}
+	res, err := a.Apply(ctx, p)
+	if err != nil {
+		return res, err
+	}
+	if wp, perr := winpath.Parse(name); perr == nil {
+		if staging, serr := winpath.Parse(p.Staging()); serr == nil && wp.Dir().Equal(staging) {
+			if local, lerr := a.Platform.LocalPath(wp); lerr == nil {
+				os.Remove(local)
+				if dir, derr := a.Platform.LocalPath(staging); derr == nil {
+					os.Remove(dir) // only when empty
+				}
+			}
+		}
+	}
+	return res, nil
 }

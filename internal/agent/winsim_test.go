@@ -282,9 +282,17 @@ func TestApplyOnSimulatedHost(t *testing.T) {
 		t.Fatalf("a service was created although its binary is missing: %v", err)
 	}
 
-	// Staged: apply creates and starts everything.
+	// Staged, the plan too (as the operator does): apply creates and starts
+	// everything, and consumes every blob.
 	h.stage(tp.contents)
-	res := h.apply(tp.plan)
+	sum := sha256.Sum256(data)
+	stagedPlan := plan.DefaultStagingDir + `\` + hex.EncodeToString(sum[:])
+	h.put(stagedPlan, data)
+	out, code = h.agent("apply", "--plan", stagedPlan)
+	var res plan.Result
+	if code != 0 || json.Unmarshal(out, &res) != nil {
+		t.Fatalf("apply: exit %d\n%s", code, out)
+	}
 	for _, name := range []string{"svc-a", "svc-b", "svc-c"} {
 		got := byName(res)[name]
 		if got.Action != plan.ServiceCreated || got.State != "Running" {
