@@ -173,6 +173,11 @@ func TestKubeletJoinsControlPlane(t *testing.T) {
 	ctx := context.Background()
 	id, token := bootstrapToken(t, admin)
 	nodeName := strings.ToLower(h.Hostname())
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("kubelet service log:\n%s\nkubelet --log-file:\n%s", hostFile(h, `C:\ProgramData\winsim\logs\kubelet.log`), hostFile(h, `C:\var\log\kubelet\kubelet.log`))
+		}
+	})
 
 	// The files the operator would put on the host.
 	ca, err := os.ReadFile(env.CACertFile)
@@ -225,7 +230,7 @@ containerRuntimeEndpoint: npipe://./pipe/containerd-containerd
 	// TLS bootstrap: the test plays the CSR approver.
 	approve(t, admin, certificatesv1.KubeAPIServerClientKubeletSignerName, "system:bootstrap:"+id)
 	var node *corev1.Node
-	waitFor(t, 90*time.Second, "node "+nodeName+" Ready", func() (bool, string) {
+	waitFor(t, 180*time.Second, "node "+nodeName+" Ready", func() (bool, string) {
 		n, err := admin.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error() + "\nkubelet log:\n" + hostFile(h, `C:\var\log\kubelet\kubelet.log`)
@@ -293,7 +298,7 @@ containerRuntimeEndpoint: npipe://./pipe/containerd-containerd
 	if err := c.Start(ctx, "kubelet"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 90*time.Second, "node "+nodeName+" Ready again after a restart", func() (bool, string) {
+	waitFor(t, 180*time.Second, "node "+nodeName+" Ready again after a restart", func() (bool, string) {
 		n, err := admin.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -302,7 +307,12 @@ containerRuntimeEndpoint: npipe://./pipe/containerd-containerd
 	})
 	csrsAfter, _ := admin.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{})
 	if len(csrsAfter.Items) != len(csrsBefore.Items) {
-		t.Errorf("the restarted kubelet made %d new CSRs; it should reuse its certificates", len(csrsAfter.Items)-len(csrsBefore.Items))
+		var names []string
+		for _, c := range csrsAfter.Items {
+			names = append(names, c.Name+" "+c.Spec.SignerName+" "+c.Spec.Username)
+		}
+		t.Errorf("the restarted kubelet made %d new CSRs; it should reuse its certificates. CSRs now:\n%s",
+			len(csrsAfter.Items)-len(csrsBefore.Items), strings.Join(names, "\n"))
 	}
 }
 
