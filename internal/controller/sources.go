@@ -83,7 +83,7 @@ func (r *SourcesReconciler) Reconcile(ctx context.Context, _ reconcile.Request) 
 	var bad []EntryError
 	if exists {
 		entries, bad = ParseInstances(cm.Data)
-		r.warn(&cm, bad)
+		r.warn(ctx, &cm, bad)
 	} else {
 		r.forget()
 	}
@@ -146,7 +146,7 @@ func (r *SourcesReconciler) ensure(ctx context.Context, cm *corev1.ConfigMap, e 
 	source := winnodev1.SourceRef{Kind: winnodev1.SourceConfigMap, Namespace: r.Namespace, Name: InstancesConfigMap, Key: e.Key}
 
 	if other, ok := byAddress[e.Address]; ok && other.Name != name {
-		r.warn(cm, []EntryError{{Key: e.Key, Reason: fmt.Sprintf(
+		r.warn(ctx, cm, []EntryError{{Key: e.Key, Reason: fmt.Sprintf(
 			"host %s is already managed by WindowsInstance %s (source %s); delete that instance to manage it from this ConfigMap",
 			e.Address, other.Name, other.Spec.Source.Kind)}})
 		return nil
@@ -178,7 +178,7 @@ func (r *SourcesReconciler) ensure(ctx context.Context, cm *corev1.ConfigMap, e 
 		return nil
 	}
 	if wi.Labels[winnodev1.LabelSourceKind] != string(winnodev1.SourceConfigMap) || wi.Labels[winnodev1.LabelSourceNamespace] != r.Namespace {
-		r.warn(cm, []EntryError{{Key: e.Key, Reason: fmt.Sprintf("WindowsInstance %s exists and belongs to another source; delete it to manage the host from this ConfigMap", name)}})
+		r.warn(ctx, cm, []EntryError{{Key: e.Key, Reason: fmt.Sprintf("WindowsInstance %s exists and belongs to another source; delete it to manage the host from this ConfigMap", name)}})
 		return nil
 	}
 	if !wi.DeletionTimestamp.IsZero() {
@@ -199,26 +199,25 @@ func (r *SourcesReconciler) ensure(ctx context.Context, cm *corev1.ConfigMap, e 
 }
 
 // warn sends one Warning event per bad entry not yet reported with the same
-// value.
-func (r *SourcesReconciler) warn(cm *corev1.ConfigMap, bad []EntryError) {
+// value and reason (an edit of another entry does not repeat it).
+func (r *SourcesReconciler) warn(ctx context.Context, cm *corev1.ConfigMap, bad []EntryError) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.warned == nil {
-		r.warned = map[types.UID]map[string]string{}
-	}
-	seen := r.warned[cm.UID]
-	if seen == nil {
+	if r.warned == nil || r.warned[cm.UID] == nil {
 		// A new ConfigMap (or the first look at it): forget the others.
 		r.warned = map[types.UID]map[string]string{cm.UID: {}}
-		seen = r.warned[cm.UID]
 	}
+	seen := r.warned[cm.UID]
 	for _, b := range bad {
 		fingerprint := cm.Data[b.Key] + "\x00" + b.Reason
 		if prev, ok := seen[b.Key]; ok && prev == fingerprint {
 			continue
 		}
+		if err := createEvent(ctx, r.Client, cm, corev1.EventTypeWarning, EventReasonInvalidEntry, ActionParse, b.Error()); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "reporting a bad entry", "key", b.Key, "reason", b.Reason)
+			continue // try again next reconcile
+		}
 		seen[b.Key] = fingerprint
-		r.Recorder.Eventf(cm, nil, corev1.EventTypeWarning, EventReasonInvalidEntry, ActionParse, "%s", b.Error())
 	}
 }
 

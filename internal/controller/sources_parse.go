@@ -200,30 +200,39 @@ func InstanceName(address string) string {
 }
 
 // ParseInstances parses every entry of the ConfigMap's data. It returns the
-// valid entries and one error per invalid entry, both sorted by key. When two
-// keys name the same host (e.g. "Host.Example.com" and "host.example.com"),
-// the first in key order is kept and each other one is rejected.
+// valid entries and one error per invalid entry, both sorted by key. When
+// several keys name the same host (e.g. "Host.Example.com" and
+// "host.example.com"), one is kept — the one spelt canonically (as
+// NormalizeAddress writes it) if any, else the first in key order — and each
+// other one is rejected.
 func ParseInstances(data map[string]string) ([]Entry, []EntryError) {
 	keys := make([]string, 0, len(data))
 	for k := range data {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	var entries []Entry
+	var valid []Entry
 	var errs []EntryError
-	byAddress := map[string]string{}
+	winner := map[string]string{} // address → key kept
 	for _, k := range keys {
 		e, err := ParseEntry(k, data[k])
 		if err != nil {
 			errs = append(errs, err.(EntryError))
 			continue
 		}
-		if first, dup := byAddress[e.Address]; dup {
-			errs = append(errs, EntryError{Key: k, Reason: fmt.Sprintf("names the same host as entry %q; remove one of them", first)})
+		valid = append(valid, e)
+		if w, ok := winner[e.Address]; !ok || (k == e.Address && w != e.Address) {
+			winner[e.Address] = k
+		}
+	}
+	var entries []Entry
+	for _, e := range valid {
+		if w := winner[e.Address]; w != e.Key {
+			errs = append(errs, EntryError{Key: e.Key, Reason: fmt.Sprintf("names the same host as entry %q; remove one of them", w)})
 			continue
 		}
-		byAddress[e.Address] = k
 		entries = append(entries, e)
 	}
+	sort.Slice(errs, func(i, j int) bool { return errs[i].Key < errs[j].Key })
 	return entries, errs
 }

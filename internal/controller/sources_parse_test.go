@@ -101,18 +101,25 @@ func TestParseInstancesDuplicatesAndOrder(t *testing.T) {
 	for _, e := range entries {
 		keys = append(keys, e.Key)
 	}
-	if got := strings.Join(keys, ","); got != "10.0.0.1,10.0.0.2,Host.Example.com" {
-		t.Errorf("valid entries %s, want 10.0.0.1,10.0.0.2,Host.Example.com (the first spelling of a host in key order wins)", got)
+	if got := strings.Join(keys, ","); got != "10.0.0.1,10.0.0.2,host.example.com" {
+		t.Errorf("valid entries %s, want 10.0.0.1,10.0.0.2,host.example.com (the canonical spelling of a host wins)", got)
 	}
 	var bad []string
 	for _, e := range errs {
 		bad = append(bad, e.Key)
-		if e.Key != "bad_host" && !strings.Contains(e.Reason, `same host as entry "Host.Example.com"`) {
+		if e.Key != "bad_host" && !strings.Contains(e.Reason, `same host as entry "host.example.com"`) {
 			t.Errorf("duplicate %q: reason %q", e.Key, e.Reason)
 		}
 	}
-	if got := strings.Join(bad, ","); got != "bad_host,host.example.com,host.example.com." {
+	if got := strings.Join(bad, ","); got != "Host.Example.com,bad_host,host.example.com." {
 		t.Errorf("rejected %s", got)
+	}
+}
+
+func TestParseInstancesDuplicatesWithoutCanonicalSpelling(t *testing.T) {
+	entries, errs := ParseInstances(map[string]string{"Host.Example.com": "username=a", "HOST.example.com.": "username=b"})
+	if len(entries) != 1 || entries[0].Key != "HOST.example.com." || len(errs) != 1 || errs[0].Key != "Host.Example.com" {
+		t.Errorf("entries %+v errors %+v; want the first key in order kept", entries, errs)
 	}
 }
 

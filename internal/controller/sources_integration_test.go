@@ -1,0 +1,229 @@
+package controller
+
+import (
+	"context"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
+)
+
+var entryKeyRe = regexp.MustCompile(`^entry "([^"]*)"`)
+
+// invalidEntryEvents counts the InvalidEntry events on the ConfigMap by entry
+// key; a key reported twice (a second event, or a series) counts twice.
+func (w *world) invalidEntryEvents(ctx context.Context) (map[string]int, error) {
+	evs, err := w.eventsFor(ctx, w.namespace, InstancesConfigMap, EventReasonInvalidEntry)
+	if err != nil {
+		return nil, err
+	}
+	counts := map[string]int{}
+	for _, e := range evs {
+		m := entryKeyRe.FindStringSubmatch(e.Note)
+		if m == nil {
+			continue
+		}
+		n := 1
+		if e.Series != nil {
+			n = int(e.Series.Count)
+		}
+		counts[m[1]] += n
+	}
+	return counts, nil
+}
+
+func (w *world) instance(ctx context.Context, address string) (*winnodev1.WindowsInstance, error) {
+	var wi winnodev1.WindowsInstance
+	err := w.client.Get(ctx, client.ObjectKey{Name: InstanceName(address)}, &wi)
+	return &wi, err
+}
+
+func TestSourcesReconciler(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	w.startManager(t, func(mgr ctrl.Manager) error {
+		return (&SourcesReconciler{Client: mgr.GetClient(), Namespace: w.namespace, Recorder: mgr.GetEventRecorder("winnode-sources")}).SetupWithManager(mgr)
+	})
+	good := map[string]string{
+		"10.250.0.1":         "username=Administrator",
+		"10.250.0.2":         "username=admin\nport=2222",
+		"src-a.winnode.test": "username=core@corp.example.com",
+	}
+	bad := map[string]string{
+		"10.250.0.256":       "username=a",             // bad IPv4
+		"0.0.0.0":            "username=a",             // not a host
+		"bad_host.test":      "username=a",             // not a DNS name
+		"10.250.0.10":        "port=22",                // missing username
+		"10.250.0.11":        "username=John Smith",    // space
+		"10.250.0.12":        `username=CORP\admin`,    // backslash
+		"10.250.0.13":        `username=a"b`,           // quote
+		"10.250.0.14":        "username=a\nusername=b", // two usernames
+		"10.250.0.15":        "username=a\npassword=p", // unknown key
+		"10.250.0.16":        "username=a\nport=70000", // bad port
+		"SRC-A.winnode.test": "username=other",         // duplicate host, other spelling
+		"10.250.0.17":        "",                       // empty
+	}
+	t.Cleanup(func() {
+		for _, a := range []string{"10.250.0.1", "10.250.0.2", "src-a.winnode.test", "10.250.0.3", "10.250.0.4"} {
+			w.forgetInstance(InstanceName(a))
+		}
+	})
+
+	// IPv6 is not supported: the API server refuses the key before we see it.
+	err := w.client.Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: w.namespace, Name: "ipv6-probe"},
+		Data:       map[string]string{"fe80::1": "username=a"},
+	})
+	if !apierrors.IsInvalid(err) {
+		t.Errorf("a ConfigMap key with ':' was not refused: %v", err)
+	}
+
+	data := map[string]string{}
+	for k, v := range good {
+		data[k] = v
+	}
+	for k, v := range bad {
+		data[k] = v
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: w.namespace, Name: InstancesConfigMap}, Data: data}
+	if err := w.client.Create(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+
+	// One instance per good entry, labelled, with the finalizer and the spec.
+	eventually(t, 30*time.Second, "three WindowsInstances for the three good entries", func(ctx context.Context) (bool, error) {
+		var list winnodev1.WindowsInstanceList
+		err := w.client.List(ctx, &list, client.MatchingLabels{winnodev1.LabelSourceNamespace: w.namespace})
+		return len(list.Items) == 3, err
+	})
+	for key, want := range map[string]winnodev1.WindowsInstanceSpec{
+		"10.250.0.1":         {Address: "10.250.0.1", Username: "Administrator", Port: 22},
+		"10.250.0.2":         {Address: "10.250.0.2", Username: "admin", Port: 2222},
+		"src-a.winnode.test": {Address: "src-a.winnode.test", Username: "core@corp.example.com", Port: 22},
+	} {
+		wi, err := w.instance(ctx, want.Address)
+		if err != nil {
+			t.Fatalf("instance of %s: %v", key, err)
+		}
+		want.Source = winnodev1.SourceRef{Kind: winnodev1.SourceConfigMap, Namespace: w.namespace, Name: InstancesConfigMap, Key: key}
+		if wi.Spec != want {
+			t.Errorf("instance of %s: spec %+v, want %+v", key, wi.Spec, want)
+		}
+		if !slices.Contains(wi.Finalizers, winnodev1.Finalizer) {
+			t.Errorf("instance of %s lacks finalizer %s", key, winnodev1.Finalizer)
+		}
+		if wi.Labels[winnodev1.LabelSourceKind] != "ConfigMap" || wi.Labels[winnodev1.LabelSourceName] != InstancesConfigMap {
+			t.Errorf("instance of %s: labels %v", key, wi.Labels)
+		}
+	}
+
+	// One Warning event per bad entry, naming the key.
+	eventually(t, 30*time.Second, "one InvalidEntry event per bad entry", func(ctx context.Context) (bool, error) {
+		counts, err := w.invalidEntryEvents(ctx)
+		if err == nil && len(counts) != len(bad) {
+			t.Logf("InvalidEntry events so far: %v", counts)
+		}
+		return len(counts) == len(bad), err
+	})
+
+	// More reconciles (a ConfigMap edit adds a host) report nothing again.
+	cm.Data["10.250.0.3"] = "username=third"
+	if err := w.client.Update(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "instance for the added entry 10.250.0.3", func(ctx context.Context) (bool, error) {
+		_, err := w.instance(ctx, "10.250.0.3")
+		return err == nil, client.IgnoreNotFound(err)
+	})
+	counts, err := w.invalidEntryEvents(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range bad {
+		if counts[k] != 1 {
+			t.Errorf("bad entry %q reported %d times, want once", k, counts[k])
+		}
+	}
+
+	// A changed port updates the spec; a typo in a good entry keeps its
+	// instance untouched (and is reported); a removed entry's instance is
+	// deleted (held by its finalizer until deconfigured).
+	cm.Data["10.250.0.2"] = "username=admin\nport=2200"
+	cm.Data["10.250.0.1"] = "username=Admin istrator"
+	delete(cm.Data, "src-a.winnode.test")
+	delete(cm.Data, "SRC-A.winnode.test") // else this spelling would name the host still
+	if err := w.client.Update(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "port of 10.250.0.2 updated to 2200", func(ctx context.Context) (bool, error) {
+		wi, err := w.instance(ctx, "10.250.0.2")
+		return err == nil && wi.Spec.Port == 2200, err
+	})
+	eventually(t, 30*time.Second, "instance of the removed entry src-a.winnode.test being deleted", func(ctx context.Context) (bool, error) {
+		wi, err := w.instance(ctx, "src-a.winnode.test")
+		return err == nil && !wi.DeletionTimestamp.IsZero(), err
+	})
+	eventually(t, 30*time.Second, "the typo in 10.250.0.1 reported", func(ctx context.Context) (bool, error) {
+		counts, err := w.invalidEntryEvents(ctx)
+		return counts["10.250.0.1"] == 1, err
+	})
+	if wi, err := w.instance(ctx, "10.250.0.1"); err != nil || !wi.DeletionTimestamp.IsZero() || wi.Spec.Username != "Administrator" {
+		t.Errorf("a typo changed or deleted the instance of 10.250.0.1: %+v, %v", wi, err)
+	}
+
+	// A host already managed by an instance of another source is not taken over.
+	manual := &winnodev1.WindowsInstance{
+		ObjectMeta: metav1.ObjectMeta{Name: "manual-10-250-0-4"},
+		Spec:       winnodev1.WindowsInstanceSpec{Address: "10.250.0.4", Username: "u", Port: 22, Source: winnodev1.SourceRef{Kind: winnodev1.SourceManual}},
+	}
+	if err := w.client.Create(ctx, manual); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.forgetInstance(manual.Name) })
+	cm.Data["10.250.0.4"] = "username=u"
+	if err := w.client.Update(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "entry 10.250.0.4 reported as already managed", func(ctx context.Context) (bool, error) {
+		evs, err := w.eventsFor(ctx, w.namespace, InstancesConfigMap, EventReasonInvalidEntry)
+		for _, e := range evs {
+			if strings.Contains(e.Note, `entry "10.250.0.4"`) && strings.Contains(e.Note, "already managed by WindowsInstance manual-10-250-0-4") {
+				return true, nil
+			}
+		}
+		return false, err
+	})
+	if _, err := w.instance(ctx, "10.250.0.4"); !apierrors.IsNotFound(err) {
+		t.Errorf("a second instance was created for a host another source manages: %v", err)
+	}
+
+	// The ConfigMap deleted: every instance it created is deleted.
+	if err := w.client.Delete(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "every instance of the deleted ConfigMap being deleted", func(ctx context.Context) (bool, error) {
+		var list winnodev1.WindowsInstanceList
+		if err := w.client.List(ctx, &list, client.MatchingLabels{winnodev1.LabelSourceNamespace: w.namespace}); err != nil {
+			return false, err
+		}
+		for _, wi := range list.Items {
+			if wi.DeletionTimestamp.IsZero() {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	var m winnodev1.WindowsInstance
+	if err := w.client.Get(ctx, client.ObjectKey{Name: manual.Name}, &m); err != nil || !m.DeletionTimestamp.IsZero() {
+		t.Errorf("the manual instance was touched: %v", err)
+	}
+}
