@@ -696,3 +696,30 @@ func narrowedOnPurpose(a access) (narrowing, bool) {
 	}
 	return narrowing{}, false
 }
+
+// TestDeploymentArgsAreOperatorFlags builds cmd/winnode-operator and checks
+// that every flag the Deployment passes is one the operator defines, so the
+// manifests cannot drift from the program.
+func TestDeploymentArgsAreOperatorFlags(t *testing.T) {
+	dep := into[appsv1.Deployment](t, find(t, build(t, "default"), "Deployment", namespace, "winnode-operator"))
+	operator := testenv.Binary(t, "cmd/winnode-operator")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, operator, "--help").CombinedOutput()
+	if err != nil {
+		t.Fatalf("winnode-operator --help: %v\n%s", err, out)
+	}
+	defined := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^\s+-{1,2}([a-z0-9-]+)`).FindAllStringSubmatch(string(out), -1) {
+		defined[m[1]] = true
+	}
+	if !defined["namespace"] {
+		t.Fatalf("could not read the flags from winnode-operator --help:\n%s", out)
+	}
+	for _, arg := range dep.Spec.Template.Spec.Containers[0].Args {
+		name, _, _ := strings.Cut(strings.TrimLeft(arg, "-"), "=")
+		if !defined[name] {
+			t.Errorf("the Deployment passes %s, but winnode-operator has no flag --%s:\n%s", arg, name, out)
+		}
+	}
+}
