@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pkg/sftp"
+
 	"github.com/winnode/winnode/internal/winsim/scm"
 	"github.com/winnode/winnode/internal/winsim/winexec"
 )
@@ -258,5 +260,57 @@ func TestReboot(t *testing.T) {
 	// And it takes new SSH connections.
 	if out, _, code := run(t, th.dial(t), `C:\k\helper.exe json`, ""); code != 0 || out == "" {
 		t.Errorf("exec after reboot: exit %d", code)
+	}
+}
+
+// A running program's file cannot be deleted or replaced, as on Windows; it
+// can be renamed, and once the program stops it can be deleted.
+func TestRunningProgramFileInUse(t *testing.T) {
+	th := newTestHost(t, Options{})
+	installHelper(t, th.Host, `C:\k\helper.exe`)
+	c := th.SCM()
+	ctx := context.Background()
+	if err := c.Create(ctx, helperService("svc", scm.StartManual)); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(ctx, "svc"); err != nil {
+		t.Fatal(err)
+	}
+	sc, err := sftp.NewClient(th.dial(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sc.Close()
+	const inUse = "being used by another process"
+	if err := sc.Remove("/C:/k/helper.exe"); err == nil || !strings.Contains(err.Error(), inUse) {
+		t.Errorf("removing a running program: %v, want %q", err, inUse)
+	}
+	if _, err := sc.Create("/C:/k/HELPER.EXE"); err == nil || !strings.Contains(err.Error(), inUse) {
+		t.Errorf("overwriting a running program: %v, want %q", err, inUse)
+	}
+	f, err := sc.Create("/C:/k/new.exe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if err := sc.PosixRename("/C:/k/new.exe", "/C:/k/helper.exe"); err == nil || !strings.Contains(err.Error(), inUse) {
+		t.Errorf("renaming over a running program: %v, want %q", err, inUse)
+	}
+	if err := sc.Rename("/C:/k/helper.exe", "/C:/k/helper.old.exe"); err != nil {
+		t.Errorf("renaming a running program (allowed on Windows): %v", err)
+	}
+	// The upgrade path: the new file takes the old name while the old
+	// program still runs from the renamed file.
+	if err := sc.PosixRename("/C:/k/new.exe", "/C:/k/helper.exe"); err != nil {
+		t.Errorf("moving a new file to the running program's old name: %v", err)
+	}
+	if err := sc.Remove("/C:/k/helper.old.exe"); err == nil || !strings.Contains(err.Error(), inUse) {
+		t.Errorf("removing the renamed running program: %v, want %q", err, inUse)
+	}
+	if err := c.Stop(ctx, "svc"); err != nil {
+		t.Fatal(err)
+	}
+	if err := sc.Remove("/C:/k/helper.old.exe"); err != nil {
+		t.Errorf("removing the program once stopped: %v", err)
 	}
 }

@@ -50,6 +50,12 @@ func (f *hostFS) resolve(p string) (string, winpath.Path, error) {
 	return lp, wp, nil
 }
 
+// errInUse is Windows' ERROR_SHARING_VIOLATION: a running program's file
+// cannot be deleted or overwritten (it can be renamed).
+func errInUse(path string) error {
+	return fmt.Errorf("%s: The process cannot access the file because it is being used by another process", path)
+}
+
 // Fileread opens a file for download.
 func (f *hostFS) Fileread(r *sftp.Request) (io.ReaderAt, error) {
 	lp, _, err := f.resolve(r.Filepath)
@@ -102,6 +108,9 @@ func (f *hostFS) open(r *sftp.Request) (*os.File, error) {
 	if fi, err := os.Stat(lp); err == nil && fi.IsDir() {
 		return nil, &os.PathError{Op: "open", Path: r.Filepath, Err: syscall.EISDIR}
 	}
+	if flags&(os.O_WRONLY|os.O_RDWR) != 0 && f.host.inUse(lp) {
+		return nil, errInUse(r.Filepath)
+	}
 	return os.OpenFile(lp, flags, 0o644)
 }
 
@@ -135,6 +144,9 @@ func (f *hostFS) Filecmd(r *sftp.Request) error {
 		if fi.IsDir() {
 			return &os.PathError{Op: "remove", Path: r.Filepath, Err: syscall.EISDIR}
 		}
+		if f.host.inUse(lp) {
+			return errInUse(r.Filepath)
+		}
 		return os.Remove(lp)
 	case "Link", "Symlink":
 		return sftp.ErrSSHFxOpUnsupported
@@ -164,6 +176,9 @@ func (f *hostFS) rename(r *sftp.Request, lp string, wp winpath.Path) error {
 	}
 	if tfi, err := os.Stat(target); err == nil && tfi.IsDir() {
 		return &os.PathError{Op: "rename", Path: twp.String(), Err: fs.ErrExist}
+	}
+	if f.host.inUse(target) {
+		return errInUse(r.Target)
 	}
 	return os.Rename(lp, target)
 }

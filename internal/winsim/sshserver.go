@@ -176,6 +176,7 @@ type session struct {
 
 	mu   sync.Mutex
 	proc *os.Process
+	exe  os.FileInfo // the running program's file, as it was when started
 	done bool
 }
 
@@ -272,6 +273,7 @@ func (s *session) exec(cmdline string) int {
 	}
 	s.mu.Lock()
 	s.proc = cmd.Process
+	s.exe, _ = os.Stat(cmd.Path)
 	s.mu.Unlock()
 	h.trackSession(s, true)
 	defer h.trackSession(s, false)
@@ -310,6 +312,31 @@ func (h *Host) trackSession(s *session, add bool) {
 	} else {
 		delete(h.sessions, s)
 	}
+}
+
+// inUse says whether a program running on the host (a service or a program
+// started over SSH) is the file at linuxPath.
+func (h *Host) inUse(linuxPath string) bool {
+	fi, err := os.Stat(linuxPath)
+	if err != nil {
+		return false
+	}
+	exes := h.scm.Executables()
+	h.mu.Lock()
+	for s := range h.sessions {
+		s.mu.Lock()
+		if s.proc != nil && s.exe != nil {
+			exes = append(exes, s.exe)
+		}
+		s.mu.Unlock()
+	}
+	h.mu.Unlock()
+	for _, e := range exes {
+		if os.SameFile(fi, e) {
+			return true
+		}
+	}
+	return false
 }
 
 // killSessions ends every program started over SSH.

@@ -60,6 +60,7 @@ type service struct {
 	deleted     bool // marked for deletion: gone once stopped
 
 	proc     *os.Process
+	exe      os.FileInfo   // the running program's file, as it was when started
 	done     chan struct{} // closed when the process has ended
 	stopping bool
 	restart  *time.Timer
@@ -319,6 +320,7 @@ func (m *Manager) launch(s *service) error {
 	}
 	logFile.Close() // the child has its own copy
 	s.proc, s.pid, s.state, s.stopping = cmd.Process, cmd.Process.Pid, Running, false
+	s.exe, _ = os.Stat(cmd.Path)
 	s.done = make(chan struct{})
 	m.log.Info("simulated service control manager: service running", "service", s.cfg.Name, "pid", s.pid)
 	go m.wait(s, cmd, s.done)
@@ -461,6 +463,21 @@ func (m *Manager) terminate(ctx context.Context, proc *os.Process, done chan str
 	case <-time.After(10 * time.Second):
 		return fmt.Errorf("simulated service control manager: process %d did not end after SIGKILL", proc.Pid)
 	}
+}
+
+// Executables lists the files of the programs that running services run,
+// as they were when started (Windows keeps such files open: they cannot be
+// deleted or replaced, though they can be renamed).
+func (m *Manager) Executables() []os.FileInfo {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []os.FileInfo
+	for _, s := range m.services {
+		if s.proc != nil && s.exe != nil {
+			out = append(out, s.exe)
+		}
+	}
+	return out
 }
 
 // Crash kills a running service's process as a crash would, so that its
