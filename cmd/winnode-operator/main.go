@@ -4,9 +4,11 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -29,7 +31,7 @@ var version = "dev"
 const LeaderElectionID = "winnode-operator-lock"
 
 func main() {
-	if err := run(os.Args[1:]); err != nil {
+	if err := run(ctrl.SetupSignalHandler(), os.Args[1:], os.Stdout); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return
 		}
@@ -38,7 +40,9 @@ func main() {
 	}
 }
 
-func run(args []string) error {
+// run starts the operator with the command-line args and returns when ctx
+// ends (SIGINT/SIGTERM in main) or the manager fails.
+func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("winnode-operator", flag.ContinueOnError)
 	var (
 		namespace     = fs.String("namespace", envOr("WATCH_NAMESPACE", controller.DefaultNamespace), "operator namespace: the windows-instances ConfigMap and the cloud-private-key and windows-user-data Secrets (env WATCH_NAMESPACE)")
@@ -56,7 +60,7 @@ func run(args []string) error {
 		return err
 	}
 	if *showVersion {
-		fmt.Println(version)
+		fmt.Fprintln(stdout, version)
 		return nil
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
@@ -89,8 +93,9 @@ func run(args []string) error {
 		LeaderElection:          *leaderElect,
 		LeaderElectionID:        LeaderElectionID,
 		LeaderElectionNamespace: *namespace,
-		// Stepping down ends the process, so a new leader never overlaps a
-		// configuration still running here.
+		// On shutdown the manager first stops its controllers, then gives up
+		// the Lease, so a new replica takes over at once without overlapping
+		// a configuration still running here.
 		LeaderElectionReleaseOnCancel: true,
 	})
 	if err != nil {
@@ -111,7 +116,7 @@ func run(args []string) error {
 		return err
 	}
 	log.Info("starting", "version", version, "namespace", *namespace, "payloadDir", *payloadDir, "maxConcurrentConfigurations", *maxConcurrent)
-	return mgr.Start(ctrl.SetupSignalHandler())
+	return mgr.Start(ctx)
 }
 
 func envOr(name, def string) string {

@@ -1,0 +1,149 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/winnode/winnode/internal/payload"
+	"github.com/winnode/winnode/internal/testenv"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func TestVersionFlag(t *testing.T) {
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"--version"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if strings.TrimSpace(out.String()) != version {
+		t.Errorf("--version printed %q", out.String())
+	}
+}
+
+// TestOperatorServesProbesMetricsAndLeads runs the operator as main does,
+// against the test control plane: it takes the Lease winnode-operator-lock,
+// answers /healthz and /readyz, serves the winnode_* metrics, and stops when
+// its context ends.
+func TestOperatorServesProbesMetricsAndLeads(t *testing.T) {
+	env := testenv.Get(t)
+	kube := kubernetes.NewForConfigOrDie(env.Config)
+	const ns = "winnode-operator-main-test"
+	if _, err := kube.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = kube.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
+
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "kubelet.exe"), []byte("stand-in"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := payload.Write(dir, []payload.File{{Name: "kubelet.exe", HostPath: `C:\k\kubelet.exe`, Version: "v1.37.1"}}); err != nil {
+		t.Fatal(err)
+	}
+	metricsAddr, probeAddr := freeAddr(t), freeAddr(t)
+	t.Setenv("WATCH_NAMESPACE", ns) // the namespace comes from the environment
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{
+			"--kubeconfig", env.KubeconfigPath,
+			"--payload-dir", dir,
+			"--metrics-bind-address", metricsAddr,
+			"--health-probe-bind-address", probeAddr,
+			"--leader-elect",
+		}, io.Discard)
+	}()
+	stopped := false
+	stop := func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("the operator ended with: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Errorf("the operator did not stop within 30s of its context ending")
+		}
+	}
+	t.Cleanup(stop)
+
+	get := func(ctx context.Context, url string) (string, error) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return "", err
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			return "", fmt.Errorf("%s: %s", url, resp.Status)
+		}
+		return string(body), err
+	}
+	poll := func(what string, cond func(ctx context.Context) (bool, error)) {
+		t.Helper()
+		ctx, c := context.WithTimeout(context.Background(), 60*time.Second)
+		defer c()
+		var last error
+		if err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+			ok, err := cond(ctx)
+			last = err
+			return ok && err == nil, nil
+		}); err != nil {
+			t.Fatalf("%s: not within 60s (last error: %v)", what, last)
+		}
+	}
+
+	poll("/healthz and /readyz answer", func(ctx context.Context) (bool, error) {
+		if _, err := get(ctx, "http://"+probeAddr+"/healthz"); err != nil {
+			return false, err
+		}
+		_, err := get(ctx, "http://"+probeAddr+"/readyz")
+		return true, err
+	})
+	poll("the Lease "+LeaderElectionID+" is held", func(ctx context.Context) (bool, error) {
+		l, err := kube.CoordinationV1().Leases(ns).Get(ctx, LeaderElectionID, metav1.GetOptions{})
+		return err == nil && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "", err
+	})
+	poll("the winnode_* metrics are served", func(ctx context.Context) (bool, error) {
+		body, err := get(ctx, "http://"+metricsAddr+"/metrics")
+		if err != nil {
+			return false, err
+		}
+		for _, m := range []string{`winnode_instances{phase="Ready"}`, "winnode_configuration_duration_seconds_bucket", "winnode_bytes_uploaded_total", "controller_runtime_reconcile_total"} {
+			if !strings.Contains(body, m) {
+				return false, fmt.Errorf("/metrics lacks %s", m)
+			}
+		}
+		return true, nil
+	})
+	stop()
+}
