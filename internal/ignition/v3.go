@@ -2,6 +2,7 @@ package ignition
 
 import (
 	"fmt"
+	"strings"
 
 	v3 "github.com/coreos/ignition/v2/config/v3_4"
 )
@@ -12,7 +13,7 @@ func parseV3(data []byte, version string) (*Config, error) {
 	cfg, rpt, err := v3.ParseCompatibleVersion(data)
 	if err != nil {
 		if rpt.IsFatal() {
-			return nil, fmt.Errorf("ignition spec %s: %s", version, rpt.String())
+			return nil, fmt.Errorf("ignition spec %s: %s", version, strings.TrimSpace(rpt.String()))
 		}
 		return nil, fmt.Errorf("ignition spec %s: %w", version, err)
 	}
