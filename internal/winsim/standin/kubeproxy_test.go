@@ -1,6 +1,7 @@
 package standin
 
 import (
+	"os"
 	"strings"
 	"testing"
 )
@@ -25,4 +26,21 @@ func TestKubeProxyValidation(t *testing.T) {
 			t.Errorf("%+v: err = %v, want it to mention %q", tc, err, tc.want)
 		}
 	}
+}
+
+func FuzzKubeProxyConfig(f *testing.F) {
+	f.Add("apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\nmode: kernelspace\n")
+	f.Add("apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\nmode: ipvs\n")
+	f.Add("[")
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, body string) {
+		p := dir + "/kp.yaml"
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		err := validateKubeProxy(p, "", "https://127.0.0.1:6443", "")
+		if err == nil && !strings.Contains(body, "KubeProxyConfiguration") {
+			t.Fatalf("accepted a file that is not a KubeProxyConfiguration: %q", body)
+		}
+	})
 }
