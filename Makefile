@@ -8,7 +8,7 @@ CMDS := $(notdir $(wildcard cmd/*))
 # The control plane that tests and the demo run, built from source once.
 K8S_BIN = $(shell bash hack/tools/build-control-plane.sh 2>/dev/null | tail -n1)
 
-.PHONY: all build control-plane test test-unit lint demo bench clean
+.PHONY: all build control-plane payload generate test lint demo bench clean
 
 all: build
 
@@ -24,6 +24,14 @@ build:
 control-plane:
 	bash hack/tools/build-control-plane.sh
 
+## payload: the Windows programs a real host needs, built from source, into payload/
+payload:
+	bash hack/payload/build.sh
+
+## generate: deepcopy, CRDs and RBAC from the Go sources (controller-gen)
+generate:
+	bash hack/generate.sh
+
 ## test: everything CI runs
 test: control-plane
 	bash hack/test.sh
@@ -35,6 +43,8 @@ lint:
 	$(GO) vet ./...
 	GOOS=windows $(GO) vet ./cmd/... ./internal/agent/...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
+	@bash hack/generate.sh && git diff --exit-code -- api config || \
+		{ echo "generated files are stale: run make generate and commit"; exit 1; }
 
 ## demo: the main job on its embedded default
 demo: control-plane

@@ -1,30 +1,50 @@
 #!/usr/bin/env bash
-# Everything CI runs (make test): vet, the Windows cross-build, unit +
-# integration + end-to-end Go tests against the real control plane and
-# simulated hosts, and the Wine tier.
+# Everything CI runs (make test), in order:
+#   1. the tools the tests need, installed by the project's own scripts
+#      (the control plane built from source, OpenSSH's clients);
+#   2. go vet, for Linux and for Windows, and the Windows cross-build;
+#   3. the Windows payload built from source (cached after the first build);
+#   4. go test: unit, fuzz seeds, integration against the real control plane,
+#      end to end with simulated Windows hosts, manifests against the API
+#      server, the payload's checks;
+#   5. the Wine tier: the Windows-only code run under Wine;
+#   6. no test control-plane process left behind.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-step() { echo; echo "=== $* ==="; }
+step() { printf '\n=== %s ===\n' "$*"; }
+started=$SECONDS
 
+step "control plane (built from source once, then cached)"
 export WINNODE_K8S_BIN
 WINNODE_K8S_BIN=$(bash hack/tools/build-control-plane.sh | tail -n1)
 
-step "go vet"
+step "OpenSSH clients for the simulator's tests"
+bash hack/install-openssh-client.sh
+
+step "go vet (linux and windows)"
 go vet ./...
+GOOS=windows go vet ./cmd/winnode-agent/... ./internal/agent/... ./internal/plan/...
 
 step "Windows cross-build"
-if [ -d cmd/winnode-agent ]; then
-	GOOS=windows GOARCH=amd64 go build -o bin/windows-amd64/winnode-agent.exe ./cmd/winnode-agent
-	GOOS=windows go vet ./cmd/winnode-agent/...
-fi
+GOOS=windows GOARCH=amd64 go build -o bin/windows-amd64/winnode-agent.exe ./cmd/winnode-agent
+
+step "Windows payload (make payload)"
+export WINNODE_PAYLOAD_DIR
+WINNODE_PAYLOAD_DIR=$(bash hack/payload/build.sh | tail -n1)
 
 step "go test (unit, integration, end to end)"
 go test -p 2 -timeout 25m ./...
 
+step "Wine tier"
+bash hack/wine/test.sh
+
 step "no control-plane process left behind"
 left=$(pgrep -af 'winnode-testenv-' || true)
 if [ -n "$left" ]; then
-	echo "processes of a test control plane are still running:"; echo "$left"; exit 1
+	echo "processes of a test control plane are still running:"
+	echo "$left"
+	exit 1
 fi
 echo "none"
+echo "make test: all tiers passed in $((SECONDS - started))s"
