@@ -228,9 +228,9 @@ func (r *SourcesReconciler) forget() {
 	r.warned = nil
 }
 
-// SetupWithManager watches the ConfigMap and the instances it created (an
-// instance deleted by hand while listed is created again; a finished
-// deletion lets a re-added entry be created).
+// SetupWithManager watches the ConfigMap and the instances (an instance
+// deleted by hand while listed is created again; a finished deletion lets a
+// re-added entry be created).
 func (r *SourcesReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	key := types.NamespacedName{Namespace: r.Namespace, Name: InstancesConfigMap}
 	one := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
@@ -239,14 +239,12 @@ func (r *SourcesReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	isOurs := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		return o.GetNamespace() == r.Namespace && o.GetName() == InstancesConfigMap
 	})
-	fromUs := predicate.NewPredicateFuncs(func(o client.Object) bool {
-		l := o.GetLabels()
-		return l[winnodev1.LabelSourceKind] == string(winnodev1.SourceConfigMap) && l[winnodev1.LabelSourceNamespace] == r.Namespace
-	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("sources").
 		Watches(&corev1.ConfigMap{}, one, builder.WithPredicates(isOurs)).
-		Watches(&winnodev1.WindowsInstance{}, one, builder.WithPredicates(fromUs, instanceLifecycle{})).
+		// Every instance, not only ours: an instance of another source that
+		// blocked an entry (same host) may be gone now.
+		Watches(&winnodev1.WindowsInstance{}, one, builder.WithPredicates(instanceLifecycle{})).
 		Complete(r)
 }
 

@@ -227,3 +227,38 @@ func TestSourcesReconciler(t *testing.T) {
 		t.Errorf("the manual instance was touched: %v", err)
 	}
 }
+
+// TestSourcesTakesOverAHostOnceItsOtherInstanceIsGone: an entry blocked by
+// another source's instance of the same host gets its own instance as soon
+// as that one is deleted, without any edit of the ConfigMap.
+func TestSourcesTakesOverAHostOnceItsOtherInstanceIsGone(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	w.startManager(t, func(mgr ctrl.Manager) error {
+		return (&SourcesReconciler{Client: mgr.GetClient(), Namespace: w.namespace, Recorder: mgr.GetEventRecorder("winnode-sources")}).SetupWithManager(mgr)
+	})
+	const addr = "10.250.1.1"
+	manual := &winnodev1.WindowsInstance{
+		ObjectMeta: metav1.ObjectMeta{Name: "manual-10-250-1-1"},
+		Spec:       winnodev1.WindowsInstanceSpec{Address: addr, Username: "u", Port: 22, Source: winnodev1.SourceRef{Kind: winnodev1.SourceManual}},
+	}
+	if err := w.client.Create(ctx, manual); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.forgetInstance(manual.Name); w.forgetInstance(InstanceName(addr)) })
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: w.namespace, Name: InstancesConfigMap}, Data: map[string]string{addr: "username=u"}}
+	if err := w.client.Create(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "entry reported as already managed", func(ctx context.Context) (bool, error) {
+		counts, err := w.invalidEntryEvents(ctx)
+		return counts[addr] == 1, err
+	})
+	if err := w.client.Delete(ctx, manual); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the ConfigMap's instance created once the manual one is gone", func(ctx context.Context) (bool, error) {
+		wi, err := w.instance(ctx, addr)
+		return err == nil && wi.Spec.Source.Kind == winnodev1.SourceConfigMap, client.IgnoreNotFound(err)
+	})
+}
