@@ -18,4 +18,7 @@ type Agent struct {
 	StartTimeout time.Duration
 	StopTimeout  time.Duration
 	PollInterval time.Duration
+	// FileRetryTimeout bounds retries of deleting or replacing a file that
+	// a just-stopped service still holds (default 15s).
+	FileRetryTimeout time.Duration
 }

@@ -165,7 +165,8 @@ func (a *Agent) apply(ctx context.Context, p *plan.Plan) (*plan.Result, error) {
 		if s.blob != "" {
 			blobUses[s.blob]--
 			a.Log.Info("installing file", "file", s.file.Path, "sha256", s.file.SHA256)
-			if err := install(s, blobUses[s.blob] > 0); err != nil {
+			stillNeeded := blobUses[s.blob] > 0
+			if err := a.retryFile(func() error { return install(s, stillNeeded) }); err != nil {
 				return res, &plan.Error{Code: plan.ErrFileInstall, File: s.file.Path, Message: fmt.Sprintf("moving the staged blob into place: %v", err)}
 			}
 			action = plan.FileInstalled
@@ -380,7 +381,7 @@ func (a *Agent) removeFile(path string) error {
 	if err == nil {
 		var local string
 		if local, err = a.Platform.LocalPath(wp); err == nil {
-			err = os.Remove(local)
+			err = a.retryFile(func() error { return os.Remove(local) })
 		}
 	}
 	if err != nil && !errors.Is(err, os.ErrNotExist) {

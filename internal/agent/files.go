@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/winnode/winnode/internal/plan"
 	"github.com/winnode/winnode/internal/winpath"
@@ -146,4 +147,23 @@ func install(step fileStep, blobStillNeeded bool) error {
 func isSelf(local string) bool {
 	self, err := os.Executable()
 	return err == nil && samePath(self, local)
+}
+
+// retryFile repeats a file operation that fails, for up to FileRetryTimeout:
+// on Windows a service reports Stopped shortly before its process exits and
+// releases its executable and open files, and until then deleting or
+// replacing them fails (access denied, sharing violation).
+func (a *Agent) retryFile(op func() error) error {
+	timeout := a.FileRetryTimeout
+	if timeout <= 0 {
+		timeout = 15 * time.Second
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		err := op()
+		if err == nil || errors.Is(err, os.ErrNotExist) || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(a.pollInterval())
+	}
 }

@@ -107,7 +107,7 @@ func (a *Agent) Remove(ctx context.Context, purgeLogs bool) (*plan.Result, error
 		if err != nil {
 			return res, err
 		}
-		if err := removeTree(local, keep); err != nil {
+		if err := a.retryFile(func() error { return removeTree(local, keep) }); err != nil {
 			return res, &plan.Error{Code: plan.ErrFileInstall, File: d, Message: fmt.Sprintf("deleting the folder: %v", err)}
 		}
 	}
