@@ -36,6 +36,10 @@ import (
 type InstanceReconciler struct {
 	// Client is the manager's client (WindowsInstances through the cache).
 	Client client.Client
+	// Reader reads an instance afresh from the API server at the start of
+	// each reconcile, so that a reconcile never starts from a status older
+	// than the one it last wrote (default: the manager's API reader).
+	Reader client.Reader
 	// Kube talks to the API server directly (Nodes, Secrets, Pods).
 	Kube     kubernetes.Interface
 	Recorder record.EventRecorder
@@ -68,6 +72,9 @@ type InstanceReconciler struct {
 func (r *InstanceReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Recorder == nil {
 		r.Recorder = mgr.GetEventRecorderFor("winnode-instance")
+	}
+	if r.Reader == nil {
+		r.Reader = mgr.GetAPIReader()
 	}
 	workers := r.MaxConcurrentReconciles
 	if workers <= 0 {
@@ -134,7 +141,7 @@ func (instanceChanged) Generic(event.GenericEvent) bool { return true }
 func (r *InstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	log := logr.FromContextOrDiscard(ctx)
 	inst := &winnodev1.WindowsInstance{}
-	if err := r.Client.Get(ctx, req.NamespacedName, inst); err != nil {
+	if err := r.Reader.Get(ctx, req.NamespacedName, inst); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/crypto/ssh"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -273,9 +274,10 @@ func stepErr(step, reason string, err error) error {
 // fail records a failed step: phase Failed, lastError, an event. The caller
 // retries with backoff.
 func (c *Configurer) fail(ctx context.Context, inst *winnodev1.WindowsInstance, err error) error {
-	if ctx.Err() != nil {
-		// Stopped (operator shutting down): not the host's fault. Record
-		// nothing; the next start resumes at the persisted step.
+	if ctx.Err() != nil || apierrors.IsConflict(err) {
+		// Stopped (operator shutting down), or the status was written
+		// meanwhile: not the host's fault. Record nothing; the next call
+		// resumes at the persisted step.
 		return err
 	}
 	reason := winnodev1.ReasonInProgress

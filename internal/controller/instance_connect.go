@@ -53,17 +53,17 @@ func (c *Configurer) connect(ctx context.Context, inst *winnodev1.WindowsInstanc
 	switch {
 	case err == nil:
 	case errors.As(err, &mismatch):
-		c.countSSHFailure("host-key-mismatch")
+		c.countSSHFailure(winnodev1.ReasonHostKeyChanged)
 		msg := fmt.Sprintf("%v; "+ClearHostKeyHint, err, inst.Name)
 		setCondition(inst, winnodev1.ConditionHostKeyMismatch, metav1.ConditionTrue, winnodev1.ReasonHostKeyChanged, msg)
 		setCondition(inst, winnodev1.ConditionReachable, metav1.ConditionFalse, winnodev1.ReasonHostKeyChanged, "the host presented a host key other than the pinned one")
 		return nil, stepErr(StepConnect, winnodev1.ReasonHostKeyChanged, fmt.Errorf("%w: %s", errHostKeyMismatch, msg))
 	case errors.As(err, &auth):
-		c.countSSHFailure("auth")
+		c.countSSHFailure(winnodev1.ReasonAuthFailed)
 		setCondition(inst, winnodev1.ConditionReachable, metav1.ConditionFalse, winnodev1.ReasonAuthFailed, err.Error())
 		return nil, stepErr(StepConnect, winnodev1.ReasonAuthFailed, err)
 	default:
-		c.countSSHFailure("unreachable")
+		c.countSSHFailure(winnodev1.ReasonUnreachable)
 		setCondition(inst, winnodev1.ConditionReachable, metav1.ConditionFalse, winnodev1.ReasonUnreachable, err.Error())
 		return nil, stepErr(StepConnect, winnodev1.ReasonUnreachable, err)
 	}

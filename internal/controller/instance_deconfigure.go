@@ -17,6 +17,7 @@ import (
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/host"
 	"github.com/winnode/winnode/internal/plan"
+	"github.com/winnode/winnode/internal/winpath"
 )
 
 // Deconfigure is the mirror of Configure, for an instance being deleted:
@@ -173,6 +174,14 @@ func (c *Configurer) removeFromHost(ctx context.Context, inst *winnodev1.Windows
 	var notFound *host.ProgramNotFoundError
 	switch {
 	case err == nil:
+		// The agent keeps its own program (a running program cannot delete
+		// itself on Windows); it has exited now.
+		if err := cl.RemoveFile(rctx, agentPath); err != nil {
+			c.Log.Info("could not delete the agent from the host", "instance", inst.Name, "error", err.Error())
+		}
+		if dir, err := winpath.Parse(agentPath); err == nil {
+			_ = cl.RemoveEmptyDir(rctx, dir.Dir().String())
+		}
 		c.event(inst, corev1.EventTypeNormal, "Removed", "removed winnode's services and files from host %s (logs kept)", inst.Spec.Address)
 	case errors.As(err, &notFound):
 		// Never configured, or already removed.

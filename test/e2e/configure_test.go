@@ -4,14 +4,17 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/controller"
@@ -105,35 +108,96 @@ func (w *world) checkNode(t testing.TB, inst *winnodev1.WindowsInstance, h *wins
 	return node
 }
 
-// eventReasons lists the reasons of the events about an instance.
-func (w *world) eventReasons(t testing.TB, name string) []string {
+// events lists the events about an object.
+func (w *world) events(t testing.TB, namespace, name string) []corev1.Event {
 	t.Helper()
-	list, err := w.kube.CoreV1().Events(metav1.NamespaceDefault).List(context.Background(), metav1.ListOptions{
+	list, err := w.kube.CoreV1().Events(namespace).List(context.Background(), metav1.ListOptions{
 		FieldSelector: fields.OneTermEqualSelector("involvedObject.name", name).String(),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return list.Items
+}
+
+// eventReasons lists the reasons of the events about an object.
+func (w *world) eventReasons(t testing.TB, namespace, name string) []string {
+	t.Helper()
 	var out []string
-	for _, e := range list.Items {
+	for _, e := range w.events(t, namespace, name) {
 		out = append(out, e.Reason)
 	}
 	return out
 }
 
-// Three hosts become three Ready Windows nodes; reconciling them again
-// moves no bytes and restarts no service.
-func TestThreeHostsBecomeReadyNodesAndStayUntouched(t *testing.T) {
+// eventMessages lists the messages of the events with reason about an object.
+func (w *world) eventMessages(t testing.TB, namespace, name, reason string) []string {
+	t.Helper()
+	var out []string
+	for _, e := range w.events(t, namespace, name) {
+		if e.Reason == reason {
+			out = append(out, e.Message)
+		}
+	}
+	return out
+}
+
+// setEntries writes the windows-instances ConfigMap's entries.
+func (w *world) setEntries(t testing.TB, data map[string]string) {
+	t.Helper()
+	ctx := context.Background()
+	cms := w.kube.CoreV1().ConfigMaps(Namespace)
+	cm, err := cms.Get(ctx, controller.InstancesConfigMap, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: controller.InstancesConfigMap, Namespace: Namespace}, Data: data}
+		if _, err := cms.Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm.Data = data
+	if _, err := cms.Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func entry(h *winsim.Host) string {
+	return fmt.Sprintf("username=%s\nport=%d", h.User(), h.Port())
+}
+
+// The BYOH workflow end to end, on three hosts listed in the
+// windows-instances ConfigMap:
+//   - three Ready Windows nodes (taint, label, annotations), phases
+//     Pending → Configuring → Ready, events;
+//   - reconciling them again (a new operator process) moves no bytes and
+//     restarts no service;
+//   - an entry removed: the Node drained (a bound pod evicted), services
+//     and files gone from the host, Node deleted, token gone;
+//   - bad entries: one event each, while the good entries (the removed host
+//     listed again among them) are configured.
+func TestConfigMapHosts(t *testing.T) {
 	w := getWorld(t)
 	pr := w.recordPhases(t)
 	hosts := []*winsim.Host{w.newHost(t), w.newHost(t), w.newHost(t)}
 	op := w.startOperator(t, operatorOptions{})
+	data := map[string]string{}
 	var names []string
-	for i, h := range hosts {
-		name := fmt.Sprintf("three-%d", i)
-		names = append(names, name)
-		w.instanceFor(t, name, h)
+	for _, h := range hosts {
+		data[h.IP()] = entry(h)
+		names = append(names, controller.InstanceName(h.IP()))
 	}
+	t.Cleanup(func() {
+		// After the operator has stopped: drop the instances without it.
+		_ = w.kube.CoreV1().ConfigMaps(Namespace).Delete(context.Background(), controller.InstancesConfigMap, metav1.DeleteOptions{})
+		for _, name := range names {
+			w.forget(name)
+		}
+	})
+	w.setEntries(t, data)
+
 	for i, name := range names {
 		inst := w.waitReady(t, name, 3*time.Minute)
 		w.checkNode(t, inst, hosts[i])
@@ -141,7 +205,7 @@ func TestThreeHostsBecomeReadyNodesAndStayUntouched(t *testing.T) {
 		if !slices.Equal(phases, []winnodev1.Phase{winnodev1.PhasePending, winnodev1.PhaseConfiguring, winnodev1.PhaseReady}) {
 			t.Errorf("%s went through phases %v, want Pending, Configuring, Ready", name, phases)
 		}
-		reasons := w.eventReasons(t, name)
+		reasons := w.eventReasons(t, metav1.NamespaceDefault, name)
 		for _, want := range []string{winnodev1.ReasonHostKeyPinned, winnodev1.ReasonPlanApplied, winnodev1.ReasonNodeReady} {
 			if !slices.Contains(reasons, want) {
 				t.Errorf("events of %s: %v lack %s", name, reasons, want)
@@ -157,28 +221,118 @@ func TestThreeHostsBecomeReadyNodesAndStayUntouched(t *testing.T) {
 		t.Error("the operator reports no bytes uploaded for three new hosts")
 	}
 
-	// Reconcile again: a new operator process reconciles every instance.
-	pids := map[string]map[string]int{}
-	for _, h := range hosts {
-		waitStableServices(t, h)
-		pids[h.Hostname()] = servicePIDs(t, h)
-	}
-	op.stop()
-	op2 := w.startOperator(t, operatorOptions{})
-	eventually(t, time.Minute, "the new operator to check the three Ready instances", func() (bool, string) {
-		return op2.checked.Load() >= 3, fmt.Sprintf("%d checked", op2.checked.Load())
+	parent := t
+	t.Run("reconcile again moves nothing", func(t *testing.T) {
+		pids := map[string]map[string]int{}
+		for _, h := range hosts {
+			waitStableServices(t, h)
+			pids[h.Hostname()] = servicePIDs(t, h)
+		}
+		metricBefore := uploadedMetric(t)
+		op.stop()
+		op = w.startOperator(parent, operatorOptions{}) // runs until the whole test ends
+		eventually(t, time.Minute, "the new operator to check the three Ready instances", func() (bool, string) {
+			return op.checked.Load() >= 3, fmt.Sprintf("%d checked", op.checked.Load())
+		})
+		if n := op.uploaded.Load(); n != 0 {
+			t.Errorf("reconciling Ready instances uploaded %d bytes, want 0", n)
+		}
+		if d := uploadedMetric(t) - metricBefore; d != 0 {
+			t.Errorf("winnode_bytes_uploaded_total grew by %v", d)
+		}
+		for i, h := range hosts {
+			if got := servicePIDs(t, h); !maps2Equal(got, pids[h.Hostname()]) {
+				t.Errorf("host %s: service processes changed from %v to %v: a service was restarted", h.Hostname(), pids[h.Hostname()], got)
+			}
+			if inst := w.get(t, names[i]); inst.Status.Phase != winnodev1.PhaseReady {
+				t.Errorf("%s is %s after the no-op reconcile", names[i], inst.Status.Phase)
+			}
+		}
 	})
-	if n := op2.uploaded.Load(); n != 0 {
-		t.Errorf("reconciling Ready instances uploaded %d bytes, want 0", n)
-	}
-	for i, h := range hosts {
-		if got := servicePIDs(t, h); !maps2Equal(got, pids[h.Hostname()]) {
-			t.Errorf("host %s: service processes changed from %v to %v: a service was restarted", h.Hostname(), pids[h.Hostname()], got)
+
+	t.Run("entry removed", func(t *testing.T) {
+		gone := w.get(t, names[0])
+		pod := w.podOn(t, gone.Status.NodeName)
+		delete(data, hosts[0].IP())
+		w.setEntries(t, data)
+		w.waitGone(t, names[0], 2*time.Minute)
+		w.checkDeconfigured(t, gone, hosts[0], pod)
+		for _, name := range names[1:] {
+			if inst := w.get(t, name); inst.Status.Phase != winnodev1.PhaseReady {
+				t.Errorf("%s is %s after another entry was removed", name, inst.Status.Phase)
+			}
 		}
-		if inst := w.get(t, names[i]); inst.Status.Phase != winnodev1.PhaseReady {
-			t.Errorf("%s is %s after the no-op reconcile", names[i], inst.Status.Phase)
+	})
+
+	t.Run("bad entries", func(t *testing.T) {
+		bad := map[string]string{
+			"bad_host": "username=Administrator",
+			"10.9.9.1": "",
+			"10.9.9.2": "username=",
+			"10.9.9.3": "username=admin;rm",
+			"10.9.9.4": "username=Administrator\nport=0",
+			"10.9.9.5": "username=Administrator\nport=http",
+			"10.9.9.6": "user=Administrator",
+			"10.9.9.7": "username=Administrator\ncolor=blue",
+			"10.9.9.8": "username=Administrator\nusername=Guest",
+		}
+		for k, v := range bad {
+			data[k] = v
+		}
+		data[hosts[0].IP()] = entry(hosts[0]) // listed again
+		w.setEntries(t, data)
+		eventually(t, time.Minute, "an InvalidEntry event for each bad entry", func() (bool, string) {
+			msgs := w.eventMessages(t, Namespace, controller.InstancesConfigMap, controller.EventReasonInvalidEntry)
+			var missing []string
+			for k := range bad {
+				found := false
+				for _, m := range msgs {
+					if strings.Contains(m, k) {
+						found = true
+					}
+				}
+				if !found {
+					missing = append(missing, k)
+				}
+			}
+			return len(missing) == 0, fmt.Sprintf("no event names %v (events: %v)", missing, msgs)
+		})
+		inst := w.waitReady(t, names[0], 3*time.Minute)
+		w.checkNode(t, inst, hosts[0])
+		for _, name := range names[1:] {
+			if inst := w.get(t, name); inst.Status.Phase != winnodev1.PhaseReady {
+				t.Errorf("%s is %s beside bad entries", name, inst.Status.Phase)
+			}
+		}
+		var list winnodev1.WindowsInstanceList
+		if err := w.client.List(context.Background(), &list, client.MatchingLabels{winnodev1.LabelSourceKind: string(winnodev1.SourceConfigMap)}); err != nil {
+			t.Fatal(err)
+		}
+		if len(list.Items) != 3 {
+			var got []string
+			for _, i := range list.Items {
+				got = append(got, i.Spec.Address)
+			}
+			t.Errorf("instances from the ConfigMap: %v, want the three good hosts only", got)
+		}
+	})
+}
+
+// uploadedMetric reads winnode_bytes_uploaded_total from the operator's
+// metrics registry.
+func uploadedMetric(t testing.TB) float64 {
+	t.Helper()
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() == "winnode_bytes_uploaded_total" {
+			return f.GetMetric()[0].GetCounter().GetValue()
 		}
 	}
+	t.Fatal("no metric winnode_bytes_uploaded_total")
+	return 0
 }
 
 func isTrue(inst *winnodev1.WindowsInstance, typ string) bool {

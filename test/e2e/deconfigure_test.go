@@ -14,25 +14,20 @@ import (
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/plan"
+	"github.com/winnode/winnode/internal/winsim"
 	"github.com/winnode/winnode/internal/winsim/scm"
 	"github.com/winnode/winnode/internal/winsim/simpayload"
 )
 
-// A deleted instance (an entry removed from the source): its Node is
-// drained (a pod bound to it is evicted), the host's services and files are
-// removed (logs kept), the Node is deleted and the token is gone.
-func TestDeletedInstanceIsDeconfigured(t *testing.T) {
-	w := getWorld(t)
-	h := w.newHost(t)
-	w.startOperator(t, operatorOptions{})
-	w.instanceFor(t, "gone", h)
-	inst := w.waitReady(t, "gone", 3*time.Minute)
+// podOn runs a pod on a Windows node (the stand-in kubelet reports it
+// Running) and returns it.
+func (w *world) podOn(t testing.TB, node string) *corev1.Pod {
+	t.Helper()
 	ctx := context.Background()
-
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "iis", Namespace: metav1.NamespaceDefault},
+		ObjectMeta: metav1.ObjectMeta{Name: "iis-" + node, Namespace: metav1.NamespaceDefault},
 		Spec: corev1.PodSpec{
-			NodeName:    inst.Status.NodeName,
+			NodeName:    node,
 			Tolerations: []corev1.Toleration{{Key: "os", Value: "Windows", Effect: corev1.TaintEffectNoSchedule}},
 			Containers:  []corev1.Container{{Name: "iis", Image: "mcr.microsoft.com/windows/servercore/iis:windowsservercore-ltsc2019"}},
 		},
@@ -40,35 +35,45 @@ func TestDeletedInstanceIsDeconfigured(t *testing.T) {
 	if _, err := w.kube.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = w.kube.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{}) })
-	eventually(t, time.Minute, "the pod to run on the Windows node", func() (bool, string) {
+	t.Cleanup(func() {
+		_ = w.kube.CoreV1().Pods(pod.Namespace).Delete(context.Background(), pod.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)})
+	})
+	eventually(t, time.Minute, "pod "+pod.Name+" to run on the Windows node", func() (bool, string) {
 		p, err := w.kube.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
 		return p.Status.Phase == corev1.PodRunning, string(p.Status.Phase)
 	})
+	return pod
+}
 
-	if err := w.client.Delete(ctx, inst); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, 2*time.Minute, "the WindowsInstance to be gone", func() (bool, string) {
-		err := w.client.Get(ctx, client.ObjectKey{Name: "gone"}, &winnodev1.WindowsInstance{})
+// waitGone waits until the instance no longer exists.
+func (w *world) waitGone(t testing.TB, name string, timeout time.Duration) {
+	t.Helper()
+	eventually(t, timeout, "WindowsInstance "+name+" to be gone", func() (bool, string) {
+		cur := &winnodev1.WindowsInstance{}
+		err := w.client.Get(context.Background(), client.ObjectKey{Name: name}, cur)
 		if apierrors.IsNotFound(err) {
 			return true, ""
 		}
-		cur := &winnodev1.WindowsInstance{}
-		_ = w.client.Get(ctx, client.ObjectKey{Name: "gone"}, cur)
-		return false, string(cur.Status.Phase) + " " + cur.Status.Step
+		return false, string(cur.Status.Phase) + " " + cur.Status.Step + " " + cur.Status.LastError
 	})
+}
 
+// checkDeconfigured checks what deconfiguring left: the pod evicted, the
+// Node and the token gone, winnode's services and files gone from the host
+// (containerd and the logs kept).
+func (w *world) checkDeconfigured(t testing.TB, inst *winnodev1.WindowsInstance, h *winsim.Host, pod *corev1.Pod) {
+	t.Helper()
+	ctx := context.Background()
 	if _, err := w.kube.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the pod bound to the node was not evicted: %v", err)
 	}
 	if _, err := w.kube.CoreV1().Nodes().Get(ctx, inst.Status.NodeName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("Node %s still exists: %v", inst.Status.NodeName, err)
 	}
-	if toks := w.instanceTokens(t, "gone"); len(toks) != 0 {
+	if toks := w.instanceTokens(t, inst.Name); len(toks) != 0 {
 		t.Errorf("%d bootstrap tokens of the instance remain", len(toks))
 	}
 	for _, name := range []string{"kubelet", "kube-proxy"} {
@@ -87,7 +92,7 @@ func TestDeletedInstanceIsDeconfigured(t *testing.T) {
 	if !hostFileExists(t, h, plan.KubeletLogDir) {
 		t.Errorf("the kubelet's logs (%s) were not kept", plan.KubeletLogDir)
 	}
-	if reasons := w.eventReasons(t, "gone"); !slices.Contains(reasons, "Removed") {
+	if reasons := w.eventReasons(t, metav1.NamespaceDefault, inst.Name); !slices.Contains(reasons, "Removed") {
 		t.Errorf("events %v lack Removed", reasons)
 	}
 }
@@ -100,21 +105,20 @@ func TestDeletedInstanceOfUnreachableHost(t *testing.T) {
 	w.startOperator(t, operatorOptions{})
 	w.instanceFor(t, "lost", h)
 	inst := w.waitReady(t, "lost", 3*time.Minute)
-	ctx := context.Background()
 	if err := h.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.client.Delete(ctx, inst); err != nil {
+	if err := w.client.Delete(context.Background(), inst); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 2*time.Minute, "the WindowsInstance of the unreachable host to be gone", func() (bool, string) {
-		err := w.client.Get(ctx, client.ObjectKey{Name: "lost"}, &winnodev1.WindowsInstance{})
-		return apierrors.IsNotFound(err), "still there"
-	})
-	if _, err := w.kube.CoreV1().Nodes().Get(ctx, inst.Status.NodeName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+	w.waitGone(t, "lost", 2*time.Minute)
+	if _, err := w.kube.CoreV1().Nodes().Get(context.Background(), inst.Status.NodeName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("Node %s still exists: %v", inst.Status.NodeName, err)
 	}
-	if reasons := w.eventReasons(t, "lost"); !slices.Contains(reasons, "HostLeftAlone") {
+	if toks := w.instanceTokens(t, "lost"); len(toks) != 0 {
+		t.Errorf("%d bootstrap tokens remain", len(toks))
+	}
+	if reasons := w.eventReasons(t, metav1.NamespaceDefault, "lost"); !slices.Contains(reasons, "HostLeftAlone") {
 		t.Errorf("events %v lack HostLeftAlone", reasons)
 	}
 }

@@ -196,7 +196,6 @@ type operatorOptions struct {
 	// afterStep is the Configurer's AfterStep hook (op lets it stop the
 	// operator).
 	afterStep func(op *operator, inst *winnodev1.WindowsInstance, step string)
-	signer    func(ctx context.Context) (ssh.Signer, error)
 }
 
 // startOperator runs the operator until the test ends or op.stop.
@@ -213,25 +212,24 @@ func (w *world) startOperator(t testing.TB, o operatorOptions) *operator {
 		t.Fatalf("operator manager: %v", err)
 	}
 	op := &operator{done: make(chan error, 1)}
-	signer := o.signer
-	if signer == nil {
-		signer = w.secretSigner
-	}
-	r := &controller.InstanceReconciler{
-		Client:                  mgr.GetClient(),
-		Kube:                    w.kube,
-		Signer:                  signer,
-		KeySecret:               client.ObjectKey{Namespace: Namespace, Name: "cloud-private-key"},
-		PayloadDir:              w.payloadDir,
-		Payload:                 w.payload,
-		Version:                 operatorVersion,
-		MaxConcurrentReconciles: 10,
-		RetryMax:                5 * time.Second,
-		Uploaded:                func(n int64) { op.uploaded.Add(n) },
-		Tune: func(c *controller.Configurer) {
+	err = controller.Setup(mgr, controller.Options{
+		Namespace:     Namespace,
+		PayloadDir:    w.payloadDir,
+		Payload:       w.payload,
+		MaxConcurrent: 10,
+		Version:       operatorVersion,
+		RetryMax:      5 * time.Second,
+		TuneInstance: func(c *controller.Configurer) {
 			c.PollInterval = 500 * time.Millisecond
 			c.DialTimeout = 5 * time.Second
 			c.DrainTimeout = time.Minute
+			uploaded := c.Uploaded
+			c.Uploaded = func(n int64) {
+				if uploaded != nil {
+					uploaded(n)
+				}
+				op.uploaded.Add(n)
+			}
 			c.AfterStep = func(inst *winnodev1.WindowsInstance, step string) {
 				if step == controller.StepChecked {
 					op.checked.Add(1)
@@ -241,11 +239,8 @@ func (w *world) startOperator(t testing.TB, o operatorOptions) *operator {
 				}
 			}
 		},
-	}
-	if err := r.SetupWithManager(mgr); err != nil {
-		t.Fatalf("instance reconciler: %v", err)
-	}
-	if err := setupOthers(mgr, w); err != nil {
+	})
+	if err != nil {
 		t.Fatalf("operator controllers: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -262,16 +257,6 @@ func (op *operator) stop() {
 		close(op.done)
 		_ = err
 	}
-}
-
-// secretSigner reads the key from Secret cloud-private-key, as the operator
-// does.
-func (w *world) secretSigner(ctx context.Context) (ssh.Signer, error) {
-	s, err := w.kube.CoreV1().Secrets(Namespace).Get(ctx, "cloud-private-key", metav1.GetOptions{})
-	if err != nil {
-		return nil, err
-	}
-	return ssh.ParsePrivateKey(s.Data["private-key.pem"])
 }
 
 // instanceFor creates a WindowsInstance for a simulated host.
