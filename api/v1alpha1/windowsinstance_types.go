@@ -49,7 +49,7 @@ const (
 type SourceRef struct {
 	// Kind of the source: ConfigMap, Machine or Manual.
 	// +kubebuilder:default=Manual
-	Kind SourceKind `json:"kind"`
+	Kind SourceKind `json:"kind,omitempty"`
 	// Namespace of the source object; empty for Manual.
 	// +optional
 	Namespace string `json:"namespace,omitempty"`
