@@ -9,6 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
 	"github.com/winnode/winnode/internal/testenv"
 )
 
@@ -16,7 +19,10 @@ var update = flag.Bool("update", false, "rewrite testdata/*.golden from the curr
 
 // TestMain stops the shared control plane (and built binaries) after the
 // tests, as testenv requires of every package that uses testenv.Get.
-func TestMain(m *testing.M) { testenv.Main(m) }
+func TestMain(m *testing.M) {
+	ctrllog.SetLogger(logr.Discard()) // as Execute does for every command but demo
+	testenv.Main(m)
+}
 
 // result is what one winnodectl run printed and returned.
 type result struct {

@@ -79,8 +79,8 @@ running so that you can look).`,
 		Example: `  # Three simulated hosts, until Ctrl-C
   winnodectl demo
 
-  # Five Windows Server 2022 hosts, kubeconfig where kubectl finds it
-  winnodectl demo --hosts 5 --windows-build 2022 --kubeconfig-out ~/.kube/config
+  # Five Windows Server 2022 hosts, and the kubeconfig in a known place
+  winnodectl demo --hosts 5 --windows-build 2022 --kubeconfig-out ./demo.kubeconfig
 
   # For scripts and CI: stop once every host is a Ready node
   winnodectl demo --exit-when-ready`,
@@ -91,6 +91,9 @@ running so that you can look).`,
 			}
 			if o.windowsBuild != "2019" && o.windowsBuild != "2022" {
 				return usageErrorf("--windows-build %q: simulated hosts run Windows Server 2019 or 2022", o.windowsBuild)
+			}
+			if err := checkKubeconfigOut(o.kubeconfigOut); err != nil {
+				return err
 			}
 			return runDemo(cmd.Context(), s, o)
 		},
@@ -305,6 +308,30 @@ func (d *demo) writeKubeconfig() error {
 	return nil
 }
 
+// demoContext is the context name of testenv's kubeconfig.
+const demoContext = "winnode-testenv"
+
+// checkKubeconfigOut refuses to overwrite a kubeconfig that holds anything
+// but an earlier demo's cluster (such as ~/.kube/config).
+func checkKubeconfigOut(path string) error {
+	if path == "" {
+		return nil
+	}
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	cfg, err := clientcmd.LoadFromFile(path)
+	if err != nil {
+		return usageErrorf("--kubeconfig-out %s exists and is not a kubeconfig; the demo does not overwrite it: pick another file", path)
+	}
+	for name := range cfg.Contexts {
+		if name != demoContext {
+			return usageErrorf("--kubeconfig-out %s holds other clusters (context %q); the demo would overwrite them: pick another file", path, name)
+		}
+	}
+	return nil
+}
+
 // newDemoKey makes the operator's SSH key: ed25519, in OpenSSH's PEM form.
 func newDemoKey() (ssh.Signer, []byte, error) {
 	_, priv, err := ed25519.GenerateKey(rand.Reader)
@@ -507,12 +534,18 @@ Try, in another terminal:
   # Take a host out: its node is drained and deleted, the host cleaned.
   kubectl -n %[4]s patch configmap %[5]s --type json -p '[{"op":"remove","path":"/data/%[6]s"}]'
 
-Or type here, then Enter:
-  reboot %[6]s     reboot a simulated host: its node goes NotReady, then Ready again
+`, d.kubeconfig, self, strings.ToLower(first.Hostname()), defaultNamespace, instancesConfigMap, first.IP())
+	if d.o.exitWhenReady {
+		return
+	}
+	if f, ok := d.s.In.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		fmt.Fprintf(out, `Or type here, then Enter:
+  reboot %s     reboot a simulated host: its node goes NotReady, then Ready again
   hosts                 the simulated hosts
   quit                  stop everything (as Ctrl-C does)
-
-`, d.kubeconfig, self, strings.ToLower(first.Hostname()), defaultNamespace, instancesConfigMap, first.IP())
+`, first.IP())
+	}
+	fmt.Fprintln(out, "\nThe demo runs until Ctrl-C (SIGINT) or SIGTERM; changes to the hosts show below.")
 }
 
 // printStatus prints the instance table (on a timeout).

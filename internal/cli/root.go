@@ -17,7 +17,9 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // Exit codes of winnodectl (docs/cli.md lists them for users).
@@ -144,6 +146,14 @@ Exit codes: 0 success; 1 the command failed (the message says what to do);
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+		// controller-runtime complains on stderr when nobody gave it a
+		// logger; the demo gives it the operator's log file, every other
+		// command has nothing of its to show.
+		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
+			if cmd.Name() != "demo" {
+				ctrllog.SetLogger(logr.Discard())
+			}
+		},
 	}
 	root.SetIn(s.In)
 	root.SetOut(s.Out)
