@@ -52,3 +52,28 @@ func (h *Host) RotateHostKey() (ssh.PublicKey, error) {
 	h.log.Info("simulated host: host key rotated (fault injection)", "hostKey", h.Fingerprint())
 	return h.HostKey(), nil
 }
+
+// PowerOff takes the host down until PowerOn: connections drop, every
+// process ends, and the SSH port refuses connections.
+func (h *Host) PowerOff() {
+	h.log.Info("simulated host: powered off (fault injection)")
+	h.shutdown()
+}
+
+// PowerOn boots a host that PowerOff took down.
+func (h *Host) PowerOn() error {
+	h.mu.Lock()
+	closed, up := h.closed, h.up
+	h.mu.Unlock()
+	if closed {
+		return fmt.Errorf("simulated host %s: closed", h.id.Hostname)
+	}
+	if up {
+		return nil
+	}
+	if err := h.boot(); err != nil {
+		return fmt.Errorf("simulated host %s: power on: %w", h.id.Hostname, err)
+	}
+	h.log.Info("simulated host: powered on", "address", h.Addr())
+	return nil
+}

@@ -175,3 +175,22 @@ func TestTenHostsSideBySide(t *testing.T) {
 		}
 	}
 }
+
+func TestPowerOffAndOn(t *testing.T) {
+	th := newTestHost(t, Options{})
+	th.PowerOff()
+	if th.Up() {
+		t.Error("Up after PowerOff")
+	}
+	if c, err := ssh.Dial("tcp", th.Addr(), &ssh.ClientConfig{
+		User: "Administrator", Auth: []ssh.AuthMethod{ssh.PublicKeys(th.signer)},
+		HostKeyCallback: ssh.FixedHostKey(th.HostKey()), Timeout: 5 * time.Second,
+	}); err == nil {
+		c.Close()
+		t.Fatal("a powered-off host accepted SSH")
+	}
+	if err := th.PowerOn(); err != nil {
+		t.Fatal(err)
+	}
+	th.dial(t).Close()
+}
