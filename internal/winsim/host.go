@@ -371,7 +371,9 @@ func (h *Host) listen() (net.Listener, error) {
 		}
 		port := ln.Addr().(*net.TCPAddr).Port
 		if port != h.id.Port {
+			h.mu.Lock()
 			h.id.Port = port
+			h.mu.Unlock()
 			if err := h.saveIdentity(); err != nil {
 				ln.Close()
 				return nil, err
