@@ -220,3 +220,49 @@ func TestDecideCSRTamperedSignature(t *testing.T) {
 		t.Fatalf("approved a CSR with a broken signature")
 	}
 }
+
+// FuzzDecideCSR: a CSR's request, requester and signer come from whoever can
+// create CSRs. Whatever they hold, an approval implies a parseable request
+// for the instance's node with its expected requester and no foreign names.
+func FuzzDecideCSR(f *testing.F) {
+	good := makeCSRPEM(f, csrTemplate{CN: "system:node:win-host1", O: []string{"system:nodes"}})
+	serving := makeCSRPEM(f, csrTemplate{CN: "system:node:win-host1", O: []string{"system:nodes"}, DNS: []string{"win-host1"}, IPs: []string{"10.0.0.5"}})
+	f.Add(good, "system:bootstrap:abcdef", certificatesv1.KubeAPIServerClientKubeletSignerName, true)
+	f.Add(serving, "system:node:win-host1", certificatesv1.KubeletServingSignerName, false)
+	f.Add([]byte("-----BEGIN CERTIFICATE REQUEST-----\nMIIB\n-----END CERTIFICATE REQUEST-----\n"), "system:bootstrap:abcdef", certificatesv1.KubeAPIServerClientKubeletSignerName, true)
+	f.Add([]byte{}, "", "", false)
+	instances := []winnodev1.WindowsInstance{testInstance("wi-1", "win-host1", "abcdef")}
+	f.Fuzz(func(t *testing.T, request []byte, user, signer string, clientUsage bool) {
+		usages := servingUsages
+		groups := []string{"system:nodes"}
+		if clientUsage {
+			usages, groups = clientUsages, []string{bootstrap.Group}
+		}
+		csr := &certificatesv1.CertificateSigningRequest{Spec: certificatesv1.CertificateSigningRequestSpec{
+			Request: request, SignerName: signer, Usages: usages, Username: user, Groups: groups,
+		}}
+		d := DecideCSR(csr, instances, func(string) bool { return false })
+		if !d.Approve {
+			return
+		}
+		req, err := parseCSR(request)
+		if err != nil {
+			t.Fatalf("approved a request that does not parse: %v", err)
+		}
+		if req.Subject.CommonName != "system:node:win-host1" {
+			t.Fatalf("approved a certificate for %q", req.Subject.CommonName)
+		}
+		switch signer {
+		case certificatesv1.KubeAPIServerClientKubeletSignerName:
+			if user != "system:bootstrap:abcdef" || sanCount(req) != 0 {
+				t.Fatalf("approved a client CSR from %q with %d SANs", user, sanCount(req))
+			}
+		case certificatesv1.KubeletServingSignerName:
+			if user != "system:node:win-host1" {
+				t.Fatalf("approved a serving CSR from %q", user)
+			}
+		default:
+			t.Fatalf("approved a CSR for signer %q", signer)
+		}
+	})
+}
