@@ -127,6 +127,7 @@ type demo struct {
 
 	mu      sync.Mutex
 	uploads map[string]host.Progress // instance name → last upload report
+	reboots sync.WaitGroup           // reboots asked for on the terminal
 }
 
 func runDemo(ctx context.Context, s Streams, o demoOptions) (err error) {
@@ -570,7 +571,9 @@ func (d *demo) follow(ctx context.Context) {
 		lines.show(time.Now(), hosts)
 	}
 	lines.w = d.s.Out
-	go d.readCommands(ctx, cancel)
+	if f, ok := d.s.In.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		go d.readCommands(ctx, f, cancel)
+	}
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for {
@@ -585,13 +588,10 @@ func (d *demo) follow(ctx context.Context) {
 	}
 }
 
-// readCommands answers commands typed on a terminal.
-func (d *demo) readCommands(ctx context.Context, quit func()) {
-	f, ok := d.s.In.(*os.File)
-	if !ok || !term.IsTerminal(int(f.Fd())) {
-		return
-	}
-	sc := bufio.NewScanner(f)
+// readCommands answers the commands typed on the terminal, until quit or
+// the end of input. Reboots run in the background (d.reboots).
+func (d *demo) readCommands(ctx context.Context, in io.Reader, quit func()) {
+	sc := bufio.NewScanner(in)
 	for sc.Scan() && ctx.Err() == nil {
 		fields := strings.Fields(sc.Text())
 		if len(fields) == 0 {
@@ -616,7 +616,9 @@ func (d *demo) readCommands(ctx context.Context, quit func()) {
 				continue
 			}
 			d.say("rebooting simulated host %s (%s)", h.Hostname(), h.IP())
+			d.reboots.Add(1)
 			go func() {
+				defer d.reboots.Done()
 				if err := h.Reboot(); err != nil {
 					d.say("reboot of %s failed: %v", h.Hostname(), err)
 					return
@@ -643,6 +645,7 @@ func (d *demo) findHost(name string) *winsim.Host {
 // (and every process they run), the control plane, then the files.
 func (d *demo) stop() error {
 	var errs []error
+	d.reboots.Wait() // a host rebooting is closed once it is up
 	if d.operator != nil {
 		errs = append(errs, d.operator.stop())
 	}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/winnode/winnode/internal/testenv"
+	"github.com/winnode/winnode/internal/winsim"
 )
 
 // TestDemoReadyThenSIGTERM runs the built winnodectl as a user would:
@@ -232,4 +234,72 @@ func containsPrefix(names []string, prefix string) bool {
 		}
 	}
 	return false
+}
+
+// syncBuffer is a strings.Builder safe for the demo's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestDemoCommands types the demo's terminal commands at a fleet of one
+// simulated host: hosts lists it, reboot takes it down and up again, a
+// wrong command gets the list, quit stops.
+func TestDemoCommands(t *testing.T) {
+	fleet, err := winsim.StartFleet(1, winsim.Options{StateDir: t.TempDir(), BootDelay: 200 * time.Millisecond,
+		StandinBinary: testenv.Binary(t, "cmd/winsim-standin")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = fleet.Close() })
+	h := fleet.Hosts[0]
+	var out syncBuffer
+	d := &demo{s: Streams{Out: &out}, start: time.Now(), fleet: fleet}
+	d.say = func(format string, args ...any) { fmt.Fprintf(&out, format+"\n", args...) }
+
+	quit := make(chan struct{})
+	in := strings.NewReader("hosts\nreboot nowhere\nreboot\nfly\nreboot 1\nquit\nhosts\n")
+	d.readCommands(context.Background(), in, func() { close(quit) })
+	select {
+	case <-quit:
+	default:
+		t.Fatal("quit did not stop the demo")
+	}
+	d.reboots.Wait()
+
+	got := out.String()
+	for _, want := range []string{
+		h.Hostname() + "  " + h.Addr(),             // hosts
+		`no simulated host "nowhere"`,              // reboot nowhere
+		"reboot HOST: the host's number",           // reboot
+		"commands: reboot HOST, hosts, quit",       // fly
+		"rebooting simulated host " + h.Hostname(), // reboot 1
+		"simulated host " + h.Hostname() + " is up again",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the demo's answers lack %q:\n%s", want, got)
+		}
+	}
+	if strings.Count(got, h.Addr()) != 1 {
+		t.Errorf("hosts answered after quit:\n%s", got)
+	}
+	if !h.Up() {
+		t.Error("the host is not up after the reboot")
+	}
+	// The reboot was real: containerd started again, as after a boot.
+	if s, err := h.Services().Get("containerd"); err != nil || s.Status.State != "Running" {
+		t.Errorf("containerd after the reboot: %+v, %v", s.Status, err)
+	}
 }
