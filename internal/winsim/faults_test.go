@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -193,4 +194,36 @@ func TestPowerOffAndOn(t *testing.T) {
 		t.Fatal(err)
 	}
 	th.dial(t).Close()
+}
+
+// A program that ignores its input still ends when its connection drops.
+func TestDroppedConnectionEndsProgram(t *testing.T) {
+	th := newTestHost(t, Options{})
+	installHelper(t, th.Host, `C:\k\helper.exe`)
+	c := th.dial(t)
+	sess, err := c.NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := sess.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sess.Start(`C:\k\helper.exe serve bg`); err != nil {
+		t.Fatal(err)
+	}
+	line := make([]byte, 64)
+	n, _ := out.Read(line)
+	var pid int
+	if _, err := fmt.Sscanf(string(line[:n]), "bg started %d", &pid); err != nil {
+		t.Fatalf("helper's first line %q: %v", line[:n], err)
+	}
+	c.Close() // the client goes away without a word
+	deadline := time.Now().Add(20 * time.Second)
+	for syscall.Kill(pid, 0) == nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d still runs 20s after its SSH connection closed", pid)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

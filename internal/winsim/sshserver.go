@@ -174,10 +174,23 @@ type session struct {
 	reqs <-chan *ssh.Request
 	env  []string
 
-	mu   sync.Mutex
-	proc *os.Process
-	exe  os.FileInfo // the running program's file, as it was when started
-	done bool
+	mu      sync.Mutex
+	proc    *os.Process
+	exe     os.FileInfo // the running program's file, as it was when started
+	started bool        // a session runs one exec, subsystem or shell
+	done    bool
+}
+
+// begin marks the session as running its one program; false if it already
+// does.
+func (s *session) begin() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started {
+		return false
+	}
+	s.started = true
+	return true
 }
 
 func (s *session) serve() {
@@ -198,17 +211,29 @@ func (s *session) serve() {
 				reply(req, false)
 				continue
 			}
+			if !s.begin() {
+				reply(req, false)
+				continue
+			}
 			reply(req, true)
-			go s.finish(s.exec(cmd.Command))
+			go func() { s.finish(s.exec(cmd.Command)) }()
 		case "subsystem":
 			var sub struct{ Name string }
 			if err := ssh.Unmarshal(req.Payload, &sub); err != nil || sub.Name != "sftp" {
 				reply(req, false)
 				continue
 			}
+			if !s.begin() {
+				reply(req, false)
+				continue
+			}
 			reply(req, true)
-			go s.finish(s.sftp())
+			go func() { s.finish(s.sftp()) }()
 		case "shell":
+			if !s.begin() {
+				reply(req, false)
+				continue
+			}
 			reply(req, true)
 			go func() {
 				fmt.Fprint(s.ch.Stderr(), "This is a simulated Windows host (winsim): interactive shells are not simulated.\r\nRun one program instead, for example: ssh Administrator@host C:\\k\\winnode-agent.exe info\r\n")
