@@ -196,6 +196,9 @@ type operatorOptions struct {
 	// afterStep is the Configurer's AfterStep hook (op lets it stop the
 	// operator).
 	afterStep func(op *operator, inst *winnodev1.WindowsInstance, step string)
+	// payloadDir and payload replace the world's payload (an upgrade).
+	payloadDir string
+	payload    *payload.Manifest
 }
 
 // startOperator runs the operator until the test ends or op.stop.
@@ -212,10 +215,14 @@ func (w *world) startOperator(t testing.TB, o operatorOptions) *operator {
 		t.Fatalf("operator manager: %v", err)
 	}
 	op := &operator{done: make(chan error, 1)}
+	payloadDir, manifest := w.payloadDir, w.payload
+	if o.payloadDir != "" {
+		payloadDir, manifest = o.payloadDir, o.payload
+	}
 	err = controller.Setup(mgr, controller.Options{
 		Namespace:     Namespace,
-		PayloadDir:    w.payloadDir,
-		Payload:       w.payload,
+		PayloadDir:    payloadDir,
+		Payload:       manifest,
 		MaxConcurrent: 10,
 		Version:       operatorVersion,
 		RetryMax:      5 * time.Second,

@@ -1,0 +1,109 @@
+package e2e
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/pem"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
+	"github.com/winnode/winnode/internal/controller"
+	"github.com/winnode/winnode/internal/winsim/simpayload"
+)
+
+// A new payload (here: one more file) moves a Ready host through Upgrading
+// back to Ready, uploading only what changed and restarting no service whose
+// files did not change.
+func TestPayloadChangeUpgrades(t *testing.T) {
+	w := getWorld(t)
+	pr := w.recordPhases(t)
+	h := w.newHost(t)
+	op := w.startOperator(t, operatorOptions{})
+	w.instanceFor(t, "upgraded", h)
+	w.waitReady(t, "upgraded", 3*time.Minute)
+	waitStableServices(t, h)
+	pids := servicePIDs(t, h)
+	op.stop()
+
+	const pad = 3 << 20
+	dir := t.TempDir()
+	m, err := simpayload.Build(dir, simpayload.Options{AgentBinary: w.agent, StandinBinary: w.standin, PaddingBytes: pad, PaddingSeed: t.Name()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	op = w.startOperator(t, operatorOptions{payloadDir: dir, payload: m})
+	eventually(t, 3*time.Minute, "the upgraded host to run the new payload", func() (bool, string) {
+		inst := w.get(t, "upgraded")
+		return inst.Status.Phase == winnodev1.PhaseReady && hostFileExists(t, h, simpayload.PaddingHostPath),
+			fmt.Sprintf("phase %s step %s lastError %q", inst.Status.Phase, inst.Status.Step, inst.Status.LastError)
+	})
+	inst := w.waitReady(t, "upgraded", time.Minute)
+	w.checkNode(t, inst, h)
+	if phases := pr.of("upgraded"); !slices.Equal(phases[len(phases)-3:], []winnodev1.Phase{winnodev1.PhaseReady, winnodev1.PhaseUpgrading, winnodev1.PhaseReady}) {
+		t.Errorf("phases %v, want ... Ready, Upgrading, Ready", phases)
+	}
+	if n := op.uploaded.Load(); n < pad || n > pad+64<<10 {
+		t.Errorf("the upgrade uploaded %d bytes; want the new %d-byte file and the plan only", n, pad)
+	}
+	if got := servicePIDs(t, h); !maps2Equal(got, pids) {
+		t.Errorf("services restarted by an upgrade that changed none of their files: %v -> %v", pids, got)
+	}
+}
+
+// A rotated private key: the hosts (which accept the new key, as the user
+// data makes real hosts do) are reconnected with it.
+func TestKeyRotation(t *testing.T) {
+	w := getWorld(t)
+	h := w.newHost(t)
+	w.startOperator(t, operatorOptions{})
+	w.instanceFor(t, "rotated", h)
+	before := w.waitReady(t, "rotated", 3*time.Minute)
+	if before.Status.KeyFingerprint != ssh.FingerprintSHA256(w.signer.PublicKey()) {
+		t.Errorf("status.keyFingerprint %q, want the operator key's %q", before.Status.KeyFingerprint, ssh.FingerprintSHA256(w.signer.PublicKey()))
+	}
+
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, err := ssh.MarshalPrivateKey(priv, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	newPEM := pem.EncodeToMemory(block)
+	signer, err := ssh.ParsePrivateKey(newPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.AuthorizeKey(signer.PublicKey()); err != nil {
+		t.Fatal(err)
+	}
+	w.setKey(t, newPEM)
+	t.Cleanup(func() { w.setKey(t, w.keyPEM) })
+	want := ssh.FingerprintSHA256(signer.PublicKey())
+	eventually(t, time.Minute, "the host to be reconnected with the new key", func() (bool, string) {
+		inst := w.get(t, "rotated")
+		return inst.Status.KeyFingerprint == want && inst.Status.Phase == winnodev1.PhaseReady,
+			fmt.Sprintf("keyFingerprint %s phase %s", inst.Status.KeyFingerprint, inst.Status.Phase)
+	})
+}
+
+func (w *world) setKey(t testing.TB, keyPEM []byte) {
+	t.Helper()
+	ctx := context.Background()
+	s, err := w.kube.CoreV1().Secrets(Namespace).Get(ctx, controller.PrivateKeySecret, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Data = map[string][]byte{controller.PrivateKeyKey: keyPEM}
+	if _, err := w.kube.CoreV1().Secrets(Namespace).Update(ctx, s, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
