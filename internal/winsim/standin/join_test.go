@@ -201,6 +201,9 @@ cgroupsPerQOS: false
 enforceNodeAllocatable: []
 serverTLSBootstrap: true
 containerRuntimeEndpoint: npipe://./pipe/containerd-containerd
+systemReserved:
+  cpu: 500m
+  memory: 1Gi
 `))
 	c := h.SCM()
 	err = c.Create(ctx, scm.Config{
@@ -264,6 +267,9 @@ containerRuntimeEndpoint: npipe://./pipe/containerd-containerd
 	if info.OperatingSystem != "windows" || info.OSImage != "Windows Server 2019 Datacenter" || !strings.HasPrefix(info.KernelVersion, "10.0.17763.") ||
 		!strings.HasPrefix(info.KubeletVersion, "v1.") || !strings.HasPrefix(info.ContainerRuntimeVersion, "containerd://") {
 		t.Errorf("nodeInfo = %+v", info)
+	}
+	if cpu := node.Status.Allocatable.Cpu(); cpu.MilliValue() != node.Status.Capacity.Cpu().MilliValue()-500 {
+		t.Errorf("allocatable cpu %s with capacity %s and 500m reserved", cpu, node.Status.Capacity.Cpu())
 	}
 	addrs := map[corev1.NodeAddressType]string{}
 	for _, a := range node.Status.Addresses {

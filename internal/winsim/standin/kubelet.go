@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
@@ -203,6 +204,14 @@ func loadKubeletConfig(file string) (*kubeletconfig.KubeletConfiguration, []stri
 	if len(cfg.DefaultPodSysctls) > 0 {
 		problems = append(problems, "defaultPodSysctls is not supported on Windows")
 	}
+	for field, reserved := range map[string]map[string]string{"systemReserved": cfg.SystemReserved, "kubeReserved": cfg.KubeReserved} {
+		for name, v := range reserved {
+			if _, err := resource.ParseQuantity(v); err != nil {
+				problems = append(problems, fmt.Sprintf("%s[%s] %q: %v", field, name, v, err))
+			}
+		}
+	}
+	slices.Sort(problems)
 	if len(problems) > 0 {
 		return nil, warnings, fmt.Errorf("invalid configuration in %s: %s", file, strings.Join(problems, "; "))
 	}
@@ -279,8 +288,13 @@ func (k *kubelet) run(ctx context.Context) error {
 		return err
 	}
 	k.config = cfg
+	// --register-with-taints wins over the configuration's
+	// registerWithTaints, as flags win over the file in the kubelet.
 	if k.taints, err = parseTaints(k.flags.registerWithTaints); err != nil {
 		return err
+	}
+	if k.flags.registerWithTaints == "" {
+		k.taints = cfg.RegisterWithTaints
 	}
 	if err := k.checkRuntime(ctx); err != nil {
 		return err

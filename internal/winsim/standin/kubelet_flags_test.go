@@ -95,6 +95,7 @@ func TestKubeletConfigWindowsRules(t *testing.T) {
 		{head + "singleProcessOOMKill: true\n", "singleProcessOOMKill"},
 		{"apiVersion: v1\nkind: ConfigMap\n", "want kubelet.config.k8s.io/v1beta1 KubeletConfiguration"},
 		{"{{{", "failed to decode"},
+		{head + "systemReserved:\n  cpu: lots\n", "systemReserved[cpu]"},
 	} {
 		_, _, err := loadKubeletConfig(writeTemp(t, "bad.yaml", tc.body))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -87,7 +87,7 @@ func (k *kubelet) registerNode(ctx context.Context) error {
 				"volumes.kubernetes.io/controller-managed-attach-detach": "true",
 			},
 		},
-		Spec: corev1.NodeSpec{Taints: k.taints},
+		Spec: corev1.NodeSpec{Taints: k.taints, ProviderID: k.config.ProviderID},
 	}
 	for {
 		_, err := k.client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
@@ -151,7 +151,7 @@ func (k *kubelet) status(prev corev1.NodeStatus) corev1.NodeStatus {
 	uuid := fmt.Sprintf("%X-%X-%X-%X-%X", id[0:4], id[4:6], id[6:8], id[8:10], id[10:16])
 	st := corev1.NodeStatus{
 		Capacity:    capacity,
-		Allocatable: capacity.DeepCopy(),
+		Allocatable: k.allocatable(capacity),
 		Conditions: []corev1.NodeCondition{
 			cond(corev1.NodeMemoryPressure, corev1.ConditionFalse, "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
 			cond(corev1.NodeDiskPressure, corev1.ConditionFalse, "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
@@ -176,6 +176,28 @@ func (k *kubelet) status(prev corev1.NodeStatus) corev1.NodeStatus {
 		},
 	}
 	return st
+}
+
+// allocatable is the capacity less systemReserved and kubeReserved from the
+// configuration, as the kubelet computes it.
+func (k *kubelet) allocatable(capacity corev1.ResourceList) corev1.ResourceList {
+	out := capacity.DeepCopy()
+	for _, reserved := range []map[string]string{k.config.SystemReserved, k.config.KubeReserved} {
+		for name, v := range reserved {
+			q, err := resource.ParseQuantity(v)
+			if err != nil {
+				continue
+			}
+			if have, ok := out[corev1.ResourceName(name)]; ok {
+				have.Sub(q)
+				if have.Sign() < 0 {
+					have = resource.Quantity{}
+				}
+				out[corev1.ResourceName(name)] = have
+			}
+		}
+	}
+	return out
 }
 
 // statusNeedsUpdate says whether the Node's Ready condition is not what this
