@@ -111,3 +111,18 @@ func TestWrongKeyAndUserRefused(t *testing.T) {
 	}
 	c.Close()
 }
+
+// administrators_authorized_keys as Windows tools write it: a byte order
+// mark, CRLF line ends, comments and options.
+func TestAuthorizedKeysFileAsWindowsWritesIt(t *testing.T) {
+	th := newTestHost(t, Options{})
+	other := newSigner(t)
+	file, _ := th.Path(AuthorizedKeysPath)
+	body := "\xef\xbb\xbf# keys for winnode\r\n" +
+		strings.TrimSpace(string(ssh.MarshalAuthorizedKey(other.PublicKey()))) + " other\r\n" +
+		`from="127.0.0.0/8" ` + strings.TrimSpace(string(ssh.MarshalAuthorizedKey(th.signer.PublicKey()))) + " operator\r\n"
+	if err := os.WriteFile(file, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	th.dial(t).Close()
+}

@@ -122,6 +122,7 @@ func (h *Host) checkKey(meta ssh.ConnMetadata, key ssh.PublicKey) (*ssh.Permissi
 	if err != nil {
 		return nil, fmt.Errorf("simulated host: no authorized keys: %w", err)
 	}
+	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")) // Notepad's UTF-8 byte order mark
 	want := key.Marshal()
 	for len(bytes.TrimSpace(data)) > 0 {
 		pub, _, _, rest, err := ssh.ParseAuthorizedKey(data)
