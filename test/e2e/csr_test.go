@@ -1,0 +1,101 @@
+package e2e
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509/pkix"
+	"fmt"
+	"testing"
+	"time"
+
+	certificatesv1 "k8s.io/api/certificates/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	certutil "k8s.io/client-go/util/cert"
+
+	"github.com/winnode/winnode/internal/bootstrap"
+	"github.com/winnode/winnode/internal/plan"
+)
+
+// Rogue CSRs are left alone while a real host's are approved: a client
+// certificate for a name no instance expects, one for a real host's name
+// requested by a bootstrap token other than the one issued for it, one with
+// SANs, one for the wrong signer. (Requests by a cluster administrator are
+// not used: kube-controller-manager approves those itself, as it should.
+// internal/controller's own tests cover each rule in detail.)
+func TestRogueCSRsAreNotApproved(t *testing.T) {
+	w := getWorld(t)
+	h := w.newHost(t)
+	node := plan.NodeName(h.Hostname()) // the name the real host will register
+	ctx := context.Background()
+
+	tok, err := bootstrap.CreateToken(ctx, w.kube, "no-such-instance", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = bootstrap.RevokeToken(context.Background(), w.kube, tok.ID) })
+	if err := bootstrap.EnsureRBAC(ctx, w.kube); err != nil {
+		t.Fatal(err)
+	}
+	tokenCfg := rest.CopyConfig(w.env.AnonymousConfig())
+	tokenCfg.BearerToken = tok.Value()
+	asToken, err := kubernetes.NewForConfig(tokenCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	client := certificatesv1.KubeAPIServerClientKubeletSignerName
+	rogue := []struct {
+		name, cn, signer string
+		dns              []string
+		as               kubernetes.Interface
+	}{
+		{"rogue-unknown-name", "system:node:win-nobody", client, nil, asToken},
+		{"rogue-stolen-name", "system:node:" + node, client, nil, asToken},
+		{"rogue-sans", "system:node:" + node, client, []string{"evil.example.com"}, asToken},
+		{"rogue-signer", "system:node:" + node, certificatesv1.KubeAPIServerClientSignerName, nil, asToken},
+	}
+	for _, r := range rogue {
+		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, err := certutil.MakeCSR(key, &pkix.Name{CommonName: r.cn, Organization: []string{"system:nodes"}}, r.dns, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		csr := &certificatesv1.CertificateSigningRequest{
+			ObjectMeta: metav1.ObjectMeta{Name: r.name},
+			Spec: certificatesv1.CertificateSigningRequestSpec{
+				Request: req, SignerName: r.signer,
+				Usages: []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth},
+			},
+		}
+		if _, err := r.as.CertificatesV1().CertificateSigningRequests().Create(ctx, csr, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("creating CSR %s: %v", r.name, err)
+		}
+		t.Cleanup(func() {
+			_ = w.kube.CertificatesV1().CertificateSigningRequests().Delete(context.Background(), r.name, metav1.DeleteOptions{})
+		})
+	}
+
+	// The real host's CSRs, made after the rogue ones, get approved: by
+	// then the approver has seen the rogue ones.
+	w.startOperator(t, operatorOptions{})
+	w.instanceFor(t, "csr-control", h)
+	w.waitReady(t, "csr-control", 3*time.Minute)
+	for _, r := range rogue {
+		csr, err := w.kube.CertificatesV1().CertificateSigningRequests().Get(ctx, r.name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range csr.Status.Conditions {
+			if c.Type == certificatesv1.CertificateApproved {
+				t.Errorf("rogue CSR %s (CN %s, signer %s, by %s) was approved: %s", r.name, r.cn, r.signer, csr.Spec.Username, fmt.Sprint(c.Message))
+			}
+		}
+	}
+}
