@@ -11,7 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -133,10 +132,13 @@ func KeyFingerprint(s ssh.Signer) string { return ssh.FingerprintSHA256(s.Public
 // instance reconciler reports the same error on each instance (LoadSigner).
 // The user data Secret is owned by the key Secret, so deleting the key
 // deletes it.
+//
+// Its events are written one per change (createEvent): a recorder would fold
+// a second, different complaint about the same Secret into the first one's
+// series and keep the first message.
 type KeysReconciler struct {
 	Client    client.Client
 	Namespace string
-	Recorder  events.EventRecorder
 }
 
 // +kubebuilder:rbac:groups="",namespace=winnode-system,resources=secrets,verbs=get;list;watch;create;update;patch;delete
@@ -157,7 +159,9 @@ func (r *KeysReconciler) Reconcile(ctx context.Context, _ reconcile.Request) (re
 	signer, err := ParsePrivateKey(key.Data[PrivateKeyKey])
 	if err != nil {
 		log.Info("unusable private key; user data left as it was", "secret", PrivateKeySecret, "reason", err.Error())
-		r.Recorder.Eventf(&key, nil, corev1.EventTypeWarning, EventReasonInvalidPrivateKey, ActionParse, "%s", err.Error())
+		if err := createEvent(ctx, r.Client, &key, corev1.EventTypeWarning, EventReasonInvalidPrivateKey, ActionParse, err.Error()); err != nil {
+			log.Error(err, "reporting the unusable key")
+		}
 		return reconcile.Result{}, nil // wait for the Secret to change
 	}
 	userData, err := bootstrap.UserData(signer.PublicKey())
@@ -185,8 +189,10 @@ func (r *KeysReconciler) Reconcile(ctx context.Context, _ reconcile.Request) (re
 	}
 	if op != controllerutil.OperationResultNone {
 		log.Info("user data rendered", "secret", UserDataSecret, "operation", op, "keyFingerprint", fp)
-		r.Recorder.Eventf(&key, nil, corev1.EventTypeNormal, EventReasonUserDataUpdated, ActionUpdate,
-			"Secret %s rendered for the public key %s", UserDataSecret, fp)
+		if err := createEvent(ctx, r.Client, &key, corev1.EventTypeNormal, EventReasonUserDataUpdated, ActionUpdate,
+			fmt.Sprintf("Secret %s rendered for the public key %s", UserDataSecret, fp)); err != nil {
+			log.Error(err, "reporting the rendered user data")
+		}
 	}
 	return reconcile.Result{}, nil
 }

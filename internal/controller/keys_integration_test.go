@@ -61,7 +61,7 @@ func TestKeysReconcilerRendersRotatesAndRejects(t *testing.T) {
 	w := newWorld(t)
 	ctx := context.Background()
 	w.startManager(t, func(mgr ctrl.Manager) error {
-		return (&KeysReconciler{Client: mgr.GetClient(), Namespace: w.namespace, Recorder: mgr.GetEventRecorder("winnode-keys")}).SetupWithManager(mgr)
+		return (&KeysReconciler{Client: mgr.GetClient(), Namespace: w.namespace}).SetupWithManager(mgr)
 	})
 
 	// No key yet: LoadSigner says so, with reason NoPrivateKey.
@@ -100,6 +100,17 @@ func TestKeysReconcilerRendersRotatesAndRejects(t *testing.T) {
 	}
 	rsaSigner := mustParse(t, keySecret.Data[PrivateKeyKey])
 	w.waitUserDataFor(t, rsaSigner.PublicKey())
+
+	// Each rendering is reported with its own key's fingerprint.
+	eventually(t, 30*time.Second, "UserDataUpdated events for both keys", func(ctx context.Context) (bool, error) {
+		evs, err := w.eventsFor(ctx, w.namespace, PrivateKeySecret, EventReasonUserDataUpdated)
+		var ed25519Seen, rsaSeen bool
+		for _, e := range evs {
+			ed25519Seen = ed25519Seen || strings.Contains(e.Note, KeyFingerprint(ed))
+			rsaSeen = rsaSeen || strings.Contains(e.Note, KeyFingerprint(rsaSigner))
+		}
+		return ed25519Seen && rsaSeen, err
+	})
 
 	// The user data deleted by mistake: rendered again.
 	if err := w.client.Delete(ctx, ud); err != nil {

@@ -105,7 +105,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	}
 
 	if err := (&KeysReconciler{
-		Client: mgr.GetClient(), Namespace: opts.Namespace, Recorder: mgr.GetEventRecorder("winnode-keys"),
+		Client: mgr.GetClient(), Namespace: opts.Namespace,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the keys controller: %w", err)
 	}
