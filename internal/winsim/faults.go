@@ -2,6 +2,7 @@ package winsim
 
 import (
 	"fmt"
+	"os"
 	"time"
 
 	"golang.org/x/crypto/ssh"
@@ -76,4 +77,18 @@ func (h *Host) PowerOn() error {
 	}
 	h.log.Info("simulated host: powered on", "address", h.Addr())
 	return nil
+}
+
+// ServiceLog returns what a service wrote to its standard output and error
+// (C:\ProgramData\winsim\logs\<name>.log), for tests and diagnostics.
+func (h *Host) ServiceLog(name string) (string, error) {
+	p, err := h.Path(h.scm.LogPath(name))
+	if err != nil {
+		return "", err
+	}
+	data, err := os.ReadFile(p)
+	if err != nil {
+		return "", fmt.Errorf("simulated host %s: log of service %s: %w", h.id.Hostname, name, err)
+	}
+	return string(data), nil
 }

@@ -137,8 +137,7 @@ func TestSCMDependencies(t *testing.T) {
 	}
 
 	// Each service's output lands in its log file on the host.
-	logFile, _ := th.Path(`C:\ProgramData\winsim\logs\base.log`)
-	data, err := os.ReadFile(logFile)
+	data, err := th.ServiceLog("base")
 	if err != nil || !strings.Contains(string(data), "base started") || !strings.Contains(string(data), "base stopping") {
 		t.Errorf("base.log = %q, %v; want the service's output", data, err)
 	}
