@@ -28,7 +28,8 @@ const NodeBootstrapperBinding = "winnode:bootstrappers:node-bootstrapper"
 const nodeBootstrapperRole = "system:node-bootstrapper"
 
 // What EnsureRBAC needs (hack/generate.sh turns these into config/rbac/role.yaml):
-// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterrolebindings,verbs=get;create;delete
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterrolebindings,verbs=create
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterrolebindings,resourceNames=winnode:bootstrappers:node-bootstrapper,verbs=get;delete
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,resourceNames=system:node-bootstrapper,verbs=bind
 
 // EnsureRBAC creates or repairs the RBAC that group Group needs. It is

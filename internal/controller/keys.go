@@ -141,8 +141,12 @@ type KeysReconciler struct {
 	Namespace string
 }
 
-// +kubebuilder:rbac:groups="",namespace=winnode-system,resources=secrets,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="";events.k8s.io,resources=events,verbs=create;patch;update
+// +kubebuilder:rbac:groups="",namespace=winnode-system,resources=secrets,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups="",namespace=winnode-system,resources=secrets,resourceNames=windows-user-data,verbs=update;patch
+// +kubebuilder:rbac:groups="",namespace=winnode-system,resources=secrets/finalizers,resourceNames=cloud-private-key,verbs=update
+// +kubebuilder:rbac:groups="";events.k8s.io,namespace=winnode-system,resources=events,verbs=create;patch
+// Events about cluster-scoped objects (WindowsInstances) go to namespace default.
+// +kubebuilder:rbac:groups="";events.k8s.io,namespace=default,resources=events,verbs=create;patch
 
 // Reconcile renders the user data of the current key.
 func (r *KeysReconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {

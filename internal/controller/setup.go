@@ -127,6 +127,15 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 
 // SetupInstanceReconciler registers the instance reconciler (instance*.go).
 // ---- The instance reconciler's owner maintains this function. ----
+//
+// What the instance reconciler needs (for config/rbac/role.yaml; the same
+// as the hand-written config/rbac/cluster_role.yaml):
+// +kubebuilder:rbac:groups=winnode.io,resources=windowsinstances/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=winnode.io,resources=windowsinstances/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch;update;delete
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list
+// +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
+// +kubebuilder:rbac:groups=apps,resources=daemonsets,verbs=get
 func SetupInstanceReconciler(mgr ctrl.Manager, opts Options, deps Deps) error {
 	return (&InstanceReconciler{
 		Client:                  mgr.GetClient(),
