@@ -8,7 +8,7 @@
 #    puts it in a Wine prefix's system32 (Go >= 1.22 programs need it; Wine 8
 #    lacks it);
 # 3. builds winnode-agent.exe and the Windows test binaries of internal/agent
-#    (real services in Wine's service manager) and internal/plan (Windows
+#    (real services in Wine's service manager) and internal/wincmd (Windows
 #    command-line quoting), and runs them under Wine;
 # 4. runs `winnode-agent.exe info` under Wine and checks its JSON.
 #
@@ -46,7 +46,7 @@ cd "$repo"
 echo "wine: building the Windows binaries"
 GOOS=windows GOARCH=amd64 go build -o "$out/winnode-agent.exe" ./cmd/winnode-agent
 GOOS=windows GOARCH=amd64 go test -c -o "$out/agent.test.exe" ./internal/agent
-GOOS=windows GOARCH=amd64 go test -c -o "$out/plan.test.exe" ./internal/plan
+GOOS=windows GOARCH=amd64 go test -c -o "$out/wincmd.test.exe" ./internal/wincmd
 go build -o "$out/jsoncheck" ./hack/wine/jsoncheck
 
 passed=0
@@ -65,7 +65,7 @@ run_tests() { # name, test binary, -test.run pattern
 	passed=$((passed + p)); failed=$((failed + f))
 }
 run_tests agent "$out/agent.test.exe" '.'
-run_tests plan "$out/plan.test.exe" 'Windows'
+run_tests wincmd "$out/wincmd.test.exe" 'Windows'
 
 echo "wine: winnode-agent.exe info"
 if timeout 120 "$wine" "$out/winnode-agent.exe" info 2>"$out/info.err" | "$out/jsoncheck"; then

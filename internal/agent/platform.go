@@ -79,7 +79,7 @@ type ServiceConfig struct {
 	Name        string
 	DisplayName string
 	Description string
-	// BinaryPathName is the whole command line (plan.CommandLine).
+	// BinaryPathName is the whole command line (wincmd.Join).
 	BinaryPathName string
 	Dependencies   []string
 	StartType      plan.StartType

@@ -23,6 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/winnode/winnode/internal/plan"
+	"github.com/winnode/winnode/internal/wincmd"
 	"github.com/winnode/winnode/internal/winpath"
 )
 
@@ -120,7 +121,7 @@ func TestNativeServiceLifecycle(t *testing.T) {
 	// Reconfigure: other arguments and start type, one variable, no
 	// recovery actions.
 	want2 := want
-	want2.BinaryPathName = plan.CommandLine(self, []string{serviceFlag, name})
+	want2.BinaryPathName = wincmd.Join(self, serviceFlag, name)
 	want2.StartType = plan.StartAuto
 	want2.Environment = []string{"WINNODE_A=changed"}
 	want2.RecoveryActions, want2.ResetPeriod = nil, 0

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/winnode/winnode/internal/plan"
+	"github.com/winnode/winnode/internal/wincmd"
 )
 
 // desiredConfig is the service manager's form of a plan service. Durations
@@ -20,7 +21,7 @@ func desiredConfig(s *plan.Service) ServiceConfig {
 		Name:           s.Name,
 		DisplayName:    s.DisplayName,
 		Description:    s.Description,
-		BinaryPathName: plan.CommandLine(s.Binary, s.Args),
+		BinaryPathName: wincmd.Join(append([]string{s.Binary}, s.Args...)...),
 		Dependencies:   s.Dependencies,
 		StartType:      s.StartType,
 		ResetPeriod:    s.Recovery.ResetPeriod.Truncate(time.Second),

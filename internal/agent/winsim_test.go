@@ -27,6 +27,7 @@ import (
 
 	"github.com/winnode/winnode/internal/plan"
 	"github.com/winnode/winnode/internal/testenv"
+	"github.com/winnode/winnode/internal/wincmd"
 	"github.com/winnode/winnode/internal/winsim"
 	"github.com/winnode/winnode/internal/winsim/scm"
 )
@@ -159,7 +160,7 @@ func (s *simHost) agent(args ...string) ([]byte, int) {
 	defer sess.Close()
 	var stdout, stderr bytes.Buffer
 	sess.Stdout, sess.Stderr = &stdout, &stderr
-	cmdline := plan.CommandLine(agentPath, args)
+	cmdline := wincmd.Join(append([]string{agentPath}, args...)...)
 	err = sess.Run(cmdline)
 	code := 0
 	var exit *ssh.ExitError

@@ -176,31 +176,6 @@ func TestStartOrder(t *testing.T) {
 	}
 }
 
-func TestEscapeArg(t *testing.T) {
-	cases := map[string]string{
-		``:                   `""`,
-		`plain`:              `plain`,
-		`C:\k\kubelet.exe`:   `C:\k\kubelet.exe`,
-		`C:\Program Files\x`: `"C:\Program Files\x"`,
-		`a"b`:                `a\"b`,
-		`a\"b`:               `a\\\"b`,
-		`with space\`:        `"with space\\"`,
-		`--opt=a b`:          `"--opt=a b"`,
-		"tab\there":          "\"tab\there\"",
-		`\\server\share\`:    `\\server\share\`,
-		`say "hi" \ there\\`: `"say \"hi\" \ there\\\\"`,
-	}
-	for in, want := range cases {
-		if got := EscapeArg(in); got != want {
-			t.Errorf("EscapeArg(%q) = %q, want %q", in, got, want)
-		}
-	}
-	got := CommandLine(`C:\Program Files\winnode\kubelet.exe`, []string{"--config", `C:\k\kubelet config.yaml`, ""})
-	if want := `"C:\Program Files\winnode\kubelet.exe" --config "C:\k\kubelet config.yaml" ""`; got != want {
-		t.Errorf("CommandLine = %s, want %s", got, want)
-	}
-}
-
 func TestKubeletConfigGolden(t *testing.T) {
 	c, err := KubeletConfig(KubeletConfigOptions{
 		ClientCAFile: `c:/k/kubelet-ca.crt`,

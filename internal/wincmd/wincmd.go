@@ -3,47 +3,69 @@
 // On Windows a program receives one command-line string, and the C runtime
 // (CommandLineToArgvW) splits it into arguments with its own quoting rules.
 // The operator runs the agent over SSH, the agent writes service command
-// lines, and the simulator splits what it is asked to run: all three must
-// agree with Windows, so the rules live here once. Written by hand because
-// golang.org/x/sys/windows (which has EscapeArg) only builds for Windows.
+// lines (BinaryPathName), and the simulator splits what it is asked to run:
+// all three must agree with Windows, so the rules live here once. Written by
+// hand because golang.org/x/sys/windows (EscapeArg, ComposeCommandLine,
+// DecomposeCommandLine) only builds for Windows; wincmd_windows_test.go
+// checks this package against those functions, on Windows and under Wine.
 package wincmd
 
 import "strings"
 
-// Quote quotes one argument so that CommandLineToArgvW returns it unchanged
-// (the algorithm of Go's syscall.EscapeArg on Windows).
+// Quote quotes one argument exactly as Go's syscall.EscapeArg on Windows
+// does, so that CommandLineToArgvW returns it unchanged: an argument with a
+// space or tab is wrapped in double quotes, a double quote gets a backslash,
+// and backslashes are doubled only where they precede a double quote or the
+// closing quote. The empty argument becomes `""`.
 func Quote(s string) string {
 	if s == "" {
 		return `""`
 	}
-	if !strings.ContainsAny(s, " \t\n\v\"") {
+	if !strings.ContainsAny(s, "\"\\ \t") {
 		return s
 	}
+	hasSpace := strings.ContainsAny(s, " \t")
 	var b strings.Builder
-	b.WriteByte('"')
+	if hasSpace {
+		b.WriteByte('"')
+	}
 	slashes := 0
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch c {
+		switch c := s[i]; c {
 		case '\\':
 			slashes++
+			b.WriteByte(c)
 		case '"':
-			// Double the backslashes before a quote, then escape the quote.
+			// Double the backslashes before the quote, then escape it.
 			b.WriteString(strings.Repeat(`\`, slashes+1))
+			b.WriteByte(c)
 			slashes = 0
 		default:
 			slashes = 0
+			b.WriteByte(c)
 		}
-		b.WriteByte(c)
 	}
-	// Backslashes before the closing quote are doubled.
-	b.WriteString(strings.Repeat(`\`, slashes))
-	b.WriteByte('"')
+	if hasSpace {
+		// Backslashes before the closing quote are doubled.
+		b.WriteString(strings.Repeat(`\`, slashes))
+		b.WriteByte('"')
+	}
 	return b.String()
 }
 
-// Join builds a command line: the program name (args[0]) quoted as Windows
-// parses it (see QuoteProgram), every other argument with Quote.
+// QuoteProgram quotes a program name. Windows reads the program name with no
+// backslash escapes (up to the next quote when it starts with one, else up to
+// the first space or tab), so it is only wrapped in quotes when it holds a
+// space or tab. A program name cannot contain a double quote.
+func QuoteProgram(s string) string {
+	if s != "" && !strings.ContainsAny(s, " \t") {
+		return s
+	}
+	return `"` + s + `"`
+}
+
+// Join builds a command line: the program name (args[0]) with QuoteProgram,
+// every other argument with Quote.
 func Join(args ...string) string {
 	q := make([]string, len(args))
 	for i, a := range args {
@@ -56,90 +78,84 @@ func Join(args ...string) string {
 	return strings.Join(q, " ")
 }
 
-// QuoteProgram quotes a program name. Windows reads the program name up to
-// the first space or tab outside quotes, with no backslash escapes, so it is
-// only wrapped in quotes when it needs them (a program name cannot contain a
-// quote).
-func QuoteProgram(s string) string {
-	if s != "" && !strings.ContainsAny(s, " \t") {
-		return s
-	}
-	return `"` + s + `"`
-}
-
-// Split splits a command line the way CommandLineToArgvW does: the program
-// name (first argument) ends at the first space outside quotes with no
-// backslash processing; later arguments follow the 2n / 2n+1 backslash rules,
-// and "" inside a quoted argument is a literal quote.
-func Split(cmdline string) []string {
+// Split splits a command line by the rules of CommandLineToArgvW (shell32),
+// which is how the Microsoft C runtime and Go programs on Windows see their
+// arguments:
+//
+//   - the program name (first argument) ends at the first space or tab, or,
+//     when it starts with a double quote, at the next double quote; no
+//     backslash escapes apply to it;
+//   - later arguments are separated by spaces and tabs outside double quotes;
+//   - 2n backslashes followed by a double quote give n backslashes and the
+//     quote opens or closes a quoted part; 2n+1 backslashes followed by a
+//     double quote give n backslashes and a literal double quote;
+//   - backslashes not followed by a double quote are literal;
+//   - inside a quoted part, two double quotes give one literal double quote.
+func Split(cmd string) []string {
 	var args []string
-	s := cmdline
-	// Program name.
-	s = strings.TrimLeft(s, " \t")
-	if s == "" {
+	cmd = strings.TrimLeft(cmd, " \t")
+	if cmd == "" {
 		return nil
 	}
-	var name strings.Builder
-	inQuote := false
-	i := 0
-	for ; i < len(s); i++ {
-		c := s[i]
-		if c == '"' {
-			inQuote = !inQuote
-			continue
+	if cmd[0] == '"' {
+		end := strings.IndexByte(cmd[1:], '"')
+		if end < 0 {
+			return append(args, cmd[1:])
 		}
-		if !inQuote && (c == ' ' || c == '\t') {
-			break
+		args = append(args, cmd[1:1+end])
+		cmd = cmd[2+end:]
+	} else {
+		end := strings.IndexAny(cmd, " \t")
+		if end < 0 {
+			return append(args, cmd)
 		}
-		name.WriteByte(c)
+		args = append(args, cmd[:end])
+		cmd = cmd[end:]
 	}
-	args = append(args, name.String())
-	s = s[i:]
-
 	for {
-		s = strings.TrimLeft(s, " \t")
-		if s == "" {
+		cmd = strings.TrimLeft(cmd, " \t")
+		if cmd == "" {
 			return args
 		}
-		var arg strings.Builder
-		inQuote = false
-		i = 0
-		for i < len(s) {
-			c := s[i]
-			if c == '\\' {
-				n := 0
-				for i < len(s) && s[i] == '\\' {
-					n++
-					i++
-				}
-				if i < len(s) && s[i] == '"' {
-					arg.WriteString(strings.Repeat(`\`, n/2))
-					if n%2 == 1 {
-						arg.WriteByte('"')
-						i++
-					}
-					continue
-				}
-				arg.WriteString(strings.Repeat(`\`, n))
-				continue
-			}
-			if c == '"' {
-				if inQuote && i+1 < len(s) && s[i+1] == '"' {
-					arg.WriteByte('"')
-					i += 2
-					continue
-				}
-				inQuote = !inQuote
-				i++
-				continue
-			}
-			if !inQuote && (c == ' ' || c == '\t') {
-				break
-			}
-			arg.WriteByte(c)
-			i++
-		}
-		args = append(args, arg.String())
-		s = s[i:]
+		var arg string
+		arg, cmd = readArg(cmd)
+		args = append(args, arg)
 	}
+}
+
+// readArg reads one argument after the program name.
+func readArg(cmd string) (arg, rest string) {
+	var b strings.Builder
+	inQuote := false
+	slashes := 0
+	for i := 0; i < len(cmd); i++ {
+		c := cmd[i]
+		switch c {
+		case '\\':
+			slashes++
+			continue
+		case '"':
+			b.WriteString(strings.Repeat(`\`, slashes/2))
+			if slashes%2 == 1 {
+				b.WriteByte('"')
+			} else if inQuote && i+1 < len(cmd) && cmd[i+1] == '"' {
+				b.WriteByte('"')
+				i++
+			} else {
+				inQuote = !inQuote
+			}
+			slashes = 0
+			continue
+		case ' ', '\t':
+			if !inQuote {
+				b.WriteString(strings.Repeat(`\`, slashes))
+				return b.String(), cmd[i+1:]
+			}
+		}
+		b.WriteString(strings.Repeat(`\`, slashes))
+		slashes = 0
+		b.WriteByte(c)
+	}
+	b.WriteString(strings.Repeat(`\`, slashes))
+	return b.String(), ""
 }

@@ -2,6 +2,7 @@ package wincmd
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -10,10 +11,14 @@ func TestQuote(t *testing.T) {
 		``:                       `""`,
 		`C:\k\kubelet.exe`:       `C:\k\kubelet.exe`,
 		`C:\Program Files\x.exe`: `"C:\Program Files\x.exe"`,
-		`a"b`:                    `"a\"b"`,
+		`a"b`:                    `a\"b`,
 		`C:\dir with space\`:     `"C:\dir with space\\"`,
 		`--node-labels=a=b,c=d`:  `--node-labels=a=b,c=d`,
 		`say \"hi\"`:             `"say \\\"hi\\\""`,
+		`a\"b`:                   `a\\\"b`,
+		"tab\there":              "\"tab\there\"",
+		`\\server\share\`:        `\\server\share\`,
+		`say "hi" \ there\\`:     `"say \"hi\" \ there\\\\"`,
 	}
 	for in, want := range cases {
 		if got := Quote(in); got != want {
@@ -22,53 +27,59 @@ func TestQuote(t *testing.T) {
 	}
 }
 
-// Documented examples of CommandLineToArgvW (Microsoft's "Parsing C++
-// command-line arguments" table).
-func TestSplitMicrosoftExamples(t *testing.T) {
-	cases := []struct {
+// Cases from Microsoft's "Parsing C++ command-line arguments" and
+// CommandLineToArgvW's documented behaviour.
+func TestSplit(t *testing.T) {
+	for _, tc := range []struct {
 		in   string
 		want []string
 	}{
-		{`prog "a b c" d e`, []string{"prog", "a b c", "d", "e"}},
-		{`prog "ab\"c" "\\" d`, []string{"prog", `ab"c`, `\`, "d"}},
-		{`prog a\\\b d"e f"g h`, []string{"prog", `a\\\b`, "de fg", "h"}},
-		{`prog a\\\"b c d`, []string{"prog", `a\"b`, "c", "d"}},
-		{`prog a\\\\"b c" d e`, []string{"prog", `a\\b c`, "d", "e"}},
-		{`"C:\Program Files\x.exe" --v=2`, []string{`C:\Program Files\x.exe`, "--v=2"}},
-		{`C:\k\a.exe "a""b"`, []string{`C:\k\a.exe`, `a"b`}},
-		{`  `, nil},
-	}
-	for _, c := range cases {
-		if got := Split(c.in); !reflect.DeepEqual(got, c.want) {
-			t.Errorf("Split(%q) = %q, want %q", c.in, got, c.want)
+		{``, nil},
+		{`   `, nil},
+		{`prog`, []string{"prog"}},
+		{`"C:\Program Files\x.exe" a b`, []string{`C:\Program Files\x.exe`, "a", "b"}},
+		{`C:\k\kubelet.exe --config=C:\k\c.yaml`, []string{`C:\k\kubelet.exe`, `--config=C:\k\c.yaml`}},
+		{`p "a b c" d e`, []string{"p", "a b c", "d", "e"}},
+		{`p "ab\"c" "\\" d`, []string{"p", `ab"c`, `\`, "d"}},
+		{`p a\\\b d"e f"g h`, []string{"p", `a\\\b`, "de fg", "h"}},
+		{`p a\\\"b c d`, []string{"p", `a\"b`, "c", "d"}},
+		{`p a\\\\"b c" d e`, []string{"p", `a\\b c`, "d", "e"}},
+		{`p "a b" ""`, []string{"p", "a b", ""}},
+		{`p "say ""hi"""`, []string{"p", `say "hi"`}},
+		{"p\ta\t\tb", []string{"p", "a", "b"}},
+		{`"unterminated prog`, []string{"unterminated prog"}},
+		{`p "unterminated arg`, []string{"p", "unterminated arg"}},
+		{`p trailing\`, []string{"p", `trailing\`}},
+		{`C:\a\"b c`, []string{`C:\a\"b`, "c"}}, // no escapes in the program name
+	} {
+		if got := Split(tc.in); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("Split(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
 }
 
-func FuzzRoundTrip(f *testing.F) {
-	f.Add(`C:\k\kubelet.exe`, `a b`, `"`, `\\"x`)
-	f.Fuzz(func(t *testing.T, prog, a, b, c string) {
-		// The program name is never escaped by Windows: keep it to what a
-		// path can hold.
-		for _, r := range prog {
-			if r == '"' || r == 0 {
-				return
-			}
+func TestJoinRoundTrip(t *testing.T) {
+	args := []string{`C:\Program Files\containerd\containerd.exe`, "", "plain", "two words", `C:\Program Files\`, `a"b`, `\\server\share\`, `x\"y`, "tab\there"}
+	line := Join(args...)
+	if got := Split(line); !reflect.DeepEqual(got, args) {
+		t.Errorf("round trip through %q = %q, want %q", line, got, args)
+	}
+}
+
+// What is split and joined again splits the same, and what is joined splits
+// back to the arguments.
+func FuzzSplitJoin(f *testing.F) {
+	for _, s := range []string{`p "a b" c`, `p a\\\"b`, `"x y" "" \"`, `p "say ""hi"""`, "p\t\"\\\\\"", ` \ 0 0 0`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		args := Split(s)
+		if len(args) == 0 || args[0] == "" || strings.ContainsAny(args[0], "\"") {
+			return // a program name cannot be empty or hold a quote
 		}
-		if prog == "" {
-			return
-		}
-		args := []string{prog, a, b, c}
-		for _, s := range args[1:] {
-			for _, r := range s {
-				if r == 0 {
-					return
-				}
-			}
-		}
-		got := Split(Join(args...))
-		if !reflect.DeepEqual(got, args) {
-			t.Fatalf("Split(Join(%q)) = %q", args, got)
+		again := Split(Join(args...))
+		if !reflect.DeepEqual(again, args) {
+			t.Fatalf("Split(%q) = %q; Split(Join(...)) = %q", s, args, again)
 		}
 	})
 }

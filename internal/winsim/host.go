@@ -31,6 +31,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/winnode/winnode/internal/wincmd"
 	"github.com/winnode/winnode/internal/winpath"
 	"github.com/winnode/winnode/internal/winsim/scm"
 	"github.com/winnode/winnode/internal/winsim/winexec"
@@ -524,7 +525,7 @@ func (h *Host) installContainerd() error {
 		Name:           "containerd",
 		DisplayName:    "containerd container runtime",
 		Description:    "containerd container runtime (simulated by winsim's stand-in)",
-		BinaryPathName: winexec.JoinCommandLine(ContainerdPath, "--run-service"),
+		BinaryPathName: wincmd.Join(ContainerdPath, "--run-service"),
 		StartType:      scm.StartAuto,
 		RecoveryActions: []scm.Action{
 			{Type: "restart", Delay: time.Second},

@@ -11,8 +11,8 @@ import (
 
 	"github.com/pkg/sftp"
 
+	"github.com/winnode/winnode/internal/wincmd"
 	"github.com/winnode/winnode/internal/winsim/scm"
-	"github.com/winnode/winnode/internal/winsim/winexec"
 )
 
 // eventually polls cond until it holds or the bound passes.
@@ -52,7 +52,7 @@ func serviceState(t *testing.T, c *scm.Client, name string) scm.Status {
 func helperService(name string, start scm.StartType, deps ...string) scm.Config {
 	return scm.Config{
 		Name:           name,
-		BinaryPathName: winexec.JoinCommandLine(`C:\k\helper.exe`, "serve", name),
+		BinaryPathName: wincmd.Join(`C:\k\helper.exe`, "serve", name),
 		StartType:      start,
 		Dependencies:   deps,
 		Environment:    []string{"CUSTOM=1"},

@@ -15,6 +15,7 @@ import (
 	"github.com/pkg/sftp"
 	"golang.org/x/crypto/ssh"
 
+	"github.com/winnode/winnode/internal/wincmd"
 	"github.com/winnode/winnode/internal/winpath"
 	"github.com/winnode/winnode/internal/winsim/winexec"
 )
@@ -323,7 +324,7 @@ func (s *session) exec(cmdline string) int {
 }
 
 func firstWord(cmdline string) string {
-	args := winexec.SplitCommandLine(cmdline)
+	args := wincmd.Split(cmdline)
 	if len(args) == 0 {
 		return ""
 	}

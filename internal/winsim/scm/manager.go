@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/winnode/winnode/internal/wincmd"
 	"github.com/winnode/winnode/internal/winpath"
 	"github.com/winnode/winnode/internal/winsim/winexec"
 )
@@ -328,7 +329,7 @@ func (m *Manager) launch(s *service) error {
 }
 
 func firstArg(cmdline string) string {
-	if a := winexec.SplitCommandLine(cmdline); len(a) > 0 {
+	if a := wincmd.Split(cmdline); len(a) > 0 {
 		return a[0]
 	}
 	return cmdline

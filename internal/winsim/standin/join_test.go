@@ -25,9 +25,9 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/winnode/winnode/internal/testenv"
+	"github.com/winnode/winnode/internal/wincmd"
 	"github.com/winnode/winnode/internal/winsim"
 	"github.com/winnode/winnode/internal/winsim/scm"
-	"github.com/winnode/winnode/internal/winsim/winexec"
 )
 
 // waitFor polls cond every 250ms for at most bound.
@@ -208,7 +208,7 @@ systemReserved:
 	c := h.SCM()
 	err = c.Create(ctx, scm.Config{
 		Name: "kubelet",
-		BinaryPathName: winexec.JoinCommandLine(`C:\k\kubelet.exe`, `--config=C:\k\kubelet.conf`,
+		BinaryPathName: wincmd.Join(`C:\k\kubelet.exe`, `--config=C:\k\kubelet.conf`,
 			`--bootstrap-kubeconfig=C:\k\bootstrap-kubeconfig`, `--kubeconfig=C:\k\kubeconfig`,
 			`--cert-dir=C:\var\lib\kubelet\pki`, "--hostname-override="+nodeName, "--node-ip="+h.IP(),
 			"--node-labels=node.kubernetes.io/windows-build="+h.Build()+",example.com/pool=win",

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/winnode/winnode/internal/wincmd"
 	"github.com/winnode/winnode/internal/winpath"
 )
 
@@ -168,7 +169,7 @@ func Command(h Host, cwd winpath.Path, cmdline string, extraEnv []string) (*exec
 	if err := CheckOperators(cmdline); err != nil {
 		return nil, err
 	}
-	args := SplitCommandLine(cmdline)
+	args := wincmd.Split(cmdline)
 	if len(args) == 0 {
 		return nil, &NotRecognizedError{Name: ""}
 	}
