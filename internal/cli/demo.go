@@ -100,7 +100,7 @@ running so that you can look).`,
 	}
 	f := cmd.Flags()
 	f.IntVar(&o.hosts, "hosts", 3, "number of simulated Windows hosts")
-	f.StringVar(&o.workdir, "workdir", "", "folder for the hosts' state, the payload and the logs, kept afterwards (default: a temporary folder, removed at the end)")
+	f.StringVar(&o.workdir, "workdir", "", "folder for the hosts' state, the payload and the logs, kept afterwards for a look (default: a temporary folder, removed at the end); each run starts with new hosts")
 	f.StringVar(&o.kubeconfigOut, "kubeconfig-out", "", "also write the cluster's admin kubeconfig here, as soon as the API server is up")
 	f.StringVar(&o.windowsBuild, "windows-build", "2019", "Windows Server version the simulated hosts report: 2019 or 2022")
 	f.BoolVar(&o.exitWhenReady, "exit-when-ready", false, "stop everything and exit once every host is a Ready node (for scripts and CI)")
@@ -179,11 +179,11 @@ func (d *demo) setUp(ctx context.Context) error {
 	out := d.s.Out
 	fmt.Fprintf(out, `winnode demo: everything runs on this machine.
   - a real Kubernetes control plane: etcd, kube-apiserver, kube-controller-manager
-  - %d SIMULATED Windows Server %s hosts (winsim): Linux processes that answer SSH
+  - %s (winsim): Linux processes that answer SSH
     and SFTP as Windows OpenSSH does; the kubelet on them is a stand-in that
     joins the real API server. No Windows runs here.
   - the winnode operator, in this process
-`, d.o.hosts, d.o.windowsBuild)
+`, hostCount(d.o.hosts, "SIMULATED Windows Server "+d.o.windowsBuild+" host"))
 
 	if err := d.makeWorkdir(); err != nil {
 		return err
@@ -225,10 +225,19 @@ func (d *demo) setUp(ctx context.Context) error {
 		return err
 	}
 
-	d.say("starting %d simulated Windows hosts", d.o.hosts)
+	// Each demo has a new cluster: hosts kept from an earlier run would
+	// still hold that cluster's kubelet credentials, so they start afresh.
+	hostsDir := filepath.Join(d.workdir, "hosts")
+	if _, err := os.Stat(hostsDir); err == nil {
+		d.say("removing the simulated hosts of an earlier run from %s (they belonged to its cluster)", hostsDir)
+		if err := os.RemoveAll(hostsDir); err != nil {
+			return fmt.Errorf("removing the earlier simulated hosts in %s: %w", hostsDir, err)
+		}
+	}
+	d.say("starting %s", hostCount(d.o.hosts, "simulated Windows host"))
 	logger := slog.New(slog.NewTextHandler(d.logFile, nil))
 	if d.fleet, err = winsim.StartFleet(d.o.hosts, winsim.Options{
-		StateDir: filepath.Join(d.workdir, "hosts"), Build: d.o.windowsBuild,
+		StateDir: hostsDir, Build: d.o.windowsBuild,
 		StandinBinary: standinBin, Logger: logger,
 	}); err != nil {
 		return err
@@ -368,6 +377,14 @@ func (d *demo) createObjects(ctx context.Context, pemKey []byte) error {
 	return nil
 }
 
+// hostCount is "1 host" or "3 hosts".
+func hostCount(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
+}
+
 // configMapEntry is a windows-instances value: "username=<user>", and
 // "port=<n>" on a second line when the port is not 22.
 func configMapEntry(user string, port int) string {
@@ -390,7 +407,7 @@ func (d *demo) listHosts(ctx context.Context) error {
 	if err := d.client.Create(ctx, cm); err != nil {
 		return fmt.Errorf("creating ConfigMap %s/%s: %w", defaultNamespace, instancesConfigMap, err)
 	}
-	d.say("listed the %d hosts in ConfigMap %s/%s; the operator takes it from here\n", len(d.fleet.Hosts), defaultNamespace, instancesConfigMap)
+	d.say("listed %s in ConfigMap %s/%s; the operator takes it from here\n", hostCount(len(d.fleet.Hosts), "host"), defaultNamespace, instancesConfigMap)
 	return nil
 }
 
@@ -510,7 +527,12 @@ func (d *demo) windowsNodes(ctx context.Context) ([]nodeRow, error) {
 // printReady prints the nodes and what to try next.
 func (d *demo) printReady(ctx context.Context) {
 	out := d.s.Out
-	fmt.Fprintf(out, "\nAll %d simulated Windows hosts are Ready nodes, %s after the start.\n\n", d.o.hosts, time.Since(d.start).Round(100*time.Millisecond))
+	took := time.Since(d.start).Round(100 * time.Millisecond)
+	if d.o.hosts == 1 {
+		fmt.Fprintf(out, "\nThe simulated Windows host is a Ready node, %s after the start.\n\n", took)
+	} else {
+		fmt.Fprintf(out, "\nAll %d simulated Windows hosts are Ready nodes, %s after the start.\n\n", d.o.hosts, took)
+	}
 	if rows, err := d.windowsNodes(ctx); err != nil {
 		fmt.Fprintf(out, "(listing the nodes failed: %v)\n", err)
 	} else {

@@ -134,6 +134,7 @@ Exit codes: 0 success; 1 the command failed (the message says what to do);
 
   # Join one host without the operator
   winnodectl add 10.0.0.7 --user Administrator --ssh-key ~/.ssh/winnode`,
+		Version:           Version,
 		SilenceUsage:      true,
 		SilenceErrors:     true,
 		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
