@@ -96,6 +96,10 @@ type Configurer struct {
 	// AfterStep, when set, is called after each step's status is persisted
 	// (tests use it to stop the operator at a given step).
 	AfterStep func(inst *winnodev1.WindowsInstance, step string)
+	// Crash, when set, is called after AfterStep; an error stops the work
+	// right there, as if the process had died: nothing more is done or
+	// recorded (tests stop the operator at each step with it).
+	Crash func(inst *winnodev1.WindowsInstance, step string) error
 
 	// Timeouts; zero values take the defaults below.
 	DialTimeout   time.Duration // SSH connect and handshake (15s)
@@ -193,8 +197,18 @@ func (c *Configurer) step(ctx context.Context, inst *winnodev1.WindowsInstance, 
 	if c.AfterStep != nil {
 		c.AfterStep(inst, step)
 	}
+	if c.Crash != nil {
+		if err := c.Crash(inst, step); err != nil {
+			return &crashError{err}
+		}
+	}
 	return ctx.Err()
 }
+
+// crashError is a Crash hook's error: like a stop, nothing is recorded.
+type crashError struct{ error }
+
+func (e *crashError) Unwrap() error { return e.error }
 
 // save persists the status when it changed since the last save.
 func (c *Configurer) save(ctx context.Context, inst *winnodev1.WindowsInstance) error {
@@ -274,7 +288,8 @@ func stepErr(step, reason string, err error) error {
 // fail records a failed step: phase Failed, lastError, an event. The caller
 // retries with backoff.
 func (c *Configurer) fail(ctx context.Context, inst *winnodev1.WindowsInstance, err error) error {
-	if ctx.Err() != nil || apierrors.IsConflict(err) {
+	var crash *crashError
+	if ctx.Err() != nil || apierrors.IsConflict(err) || errors.As(err, &crash) {
 		// Stopped (operator shutting down), or the status was written
 		// meanwhile: not the host's fault. Record nothing; the next call
 		// resumes at the persisted step.

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -167,10 +168,12 @@ func TestOperatorStoppedAtEachStep(t *testing.T) {
 	for _, stopAt := range steps {
 		stopped := make(chan struct{})
 		var once sync.Once
-		op := w.startOperator(t, operatorOptions{afterStep: func(op *operator, inst *winnodev1.WindowsInstance, step string) {
-			if inst.Name == "restarted" && step == stopAt {
-				once.Do(func() { op.cancel(); close(stopped) })
+		op := w.startOperator(t, operatorOptions{crash: func(op *operator, inst *winnodev1.WindowsInstance, step string) error {
+			if inst.Name != "restarted" || step != stopAt {
+				return nil
 			}
+			once.Do(func() { op.cancel(); close(stopped) })
+			return errors.New("operator stopped by the test")
 		}})
 		select {
 		case <-stopped:

@@ -196,6 +196,8 @@ type operatorOptions struct {
 	// afterStep is the Configurer's AfterStep hook (op lets it stop the
 	// operator).
 	afterStep func(op *operator, inst *winnodev1.WindowsInstance, step string)
+	// crash is the Configurer's Crash hook.
+	crash func(op *operator, inst *winnodev1.WindowsInstance, step string) error
 	// payloadDir and payload replace the world's payload (an upgrade).
 	payloadDir string
 	payload    *payload.Manifest
@@ -244,6 +246,9 @@ func (w *world) startOperator(t testing.TB, o operatorOptions) *operator {
 				if o.afterStep != nil {
 					o.afterStep(op, inst, step)
 				}
+			}
+			if o.crash != nil {
+				c.Crash = func(inst *winnodev1.WindowsInstance, step string) error { return o.crash(op, inst, step) }
 			}
 		},
 	})
