@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -80,7 +81,13 @@ func newWorld(t *testing.T) *world {
 // controllers register adds, until the test ends.
 func (w *world) startManager(t *testing.T, register func(mgr ctrl.Manager) error) ctrl.Manager {
 	t.Helper()
-	mgr, err := ctrl.NewManager(w.env.Config, ctrl.Options{
+	return w.startManagerAs(t, w.env.Config, register)
+}
+
+// startManagerAs is startManager with the manager talking as cfg's user.
+func (w *world) startManagerAs(t *testing.T, cfg *rest.Config, register func(mgr ctrl.Manager) error) ctrl.Manager {
+	t.Helper()
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 testScheme,
 		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{w.namespace: {}}},
 		Metrics:                metricsserver.Options{BindAddress: "0"},
