@@ -1,0 +1,98 @@
+package simpayload
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/winnode/winnode/internal/payload"
+)
+
+func fakeBinaries(t *testing.T) Options {
+	t.Helper()
+	dir := t.TempDir()
+	agent, standin := filepath.Join(dir, "agent"), filepath.Join(dir, "standin")
+	if err := os.WriteFile(agent, []byte("agent build"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(standin, []byte("stand-in build"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return Options{AgentBinary: agent, StandinBinary: standin}
+}
+
+func TestBuildWritesALoadablePayload(t *testing.T) {
+	o := fakeBinaries(t)
+	dir := t.TempDir()
+	m, err := Build(dir, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := payload.Load(dir); err != nil {
+		t.Fatalf("payload.Load refuses the simulated payload: %v", err)
+	}
+	for name, path := range map[string]string{"winnode-agent.exe": AgentHostPath, "kubelet.exe": KubeletHostPath, "kube-proxy.exe": KubeProxyHostPath} {
+		f, ok := m.Lookup(name)
+		if !ok || f.HostPath != path {
+			t.Errorf("%s: %+v, want it installed at %s", name, f, path)
+		}
+	}
+	if f, _ := m.Lookup("winnode-agent.exe"); f.Version != "dev" {
+		t.Errorf("agent version %q, want what an unstamped build reports, dev", f.Version)
+	}
+	if _, ok := m.Lookup(PaddingName); ok {
+		t.Error("padding without PaddingBytes")
+	}
+}
+
+func TestPaddingSizeAndSeed(t *testing.T) {
+	o := fakeBinaries(t)
+	o.PaddingBytes = 3<<20 + 7
+	o.PaddingSeed = "a"
+	dir := t.TempDir()
+	m1, err := Build(dir, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p1, ok := m1.Lookup(PaddingName)
+	if !ok || p1.Size != o.PaddingBytes || p1.HostPath != PaddingHostPath {
+		t.Fatalf("padding entry %+v, want %d bytes at %s", p1, o.PaddingBytes, PaddingHostPath)
+	}
+	again, err := Build(t.TempDir(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := again.Lookup(PaddingName); p.SHA256 != p1.SHA256 {
+		t.Error("same seed, different padding")
+	}
+	o.PaddingSeed = "b"
+	m2, err := Build(dir, o) // rebuilt in place: an upgrade
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := m2.Lookup(PaddingName); p.SHA256 == p1.SHA256 {
+		t.Error("another seed, same padding: an upgrade would move nothing")
+	}
+	o.PaddingBytes = 0
+	m3, err := Build(dir, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := m3.Lookup(PaddingName); ok {
+		t.Error("padding kept after it was turned off")
+	}
+	if _, err := os.Stat(filepath.Join(dir, PaddingName)); !os.IsNotExist(err) {
+		t.Errorf("padding file left in the folder: %v", err)
+	}
+}
+
+func TestBuildNeedsBothBinaries(t *testing.T) {
+	if _, err := Build(t.TempDir(), Options{AgentBinary: "x"}); err == nil {
+		t.Error("built without the stand-in")
+	}
+	o := fakeBinaries(t)
+	o.StandinBinary = filepath.Join(t.TempDir(), "missing")
+	if _, err := Build(t.TempDir(), o); err == nil {
+		t.Error("built from a missing binary")
+	}
+}
