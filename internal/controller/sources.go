@@ -41,10 +41,12 @@ const InstancesConfigMap = "windows-instances"
 //     instance as it is: a typo must not tear down a working node.
 //
 // Why labels and not an owner reference: a WindowsInstance is cluster-scoped
-// and the ConfigMap namespaced, and the garbage collector does not honour a
-// namespaced owner of a cluster-scoped object (it treats the owner as absent
-// and deletes the dependent at once). So the instance carries the labels
-// winnode.io/source-{kind,namespace,name} and this reconciler deletes by label.
+// and the ConfigMap namespaced, and a cluster-scoped object cannot have a
+// namespaced owner (the garbage collector treats such a reference as
+// unresolvable, reports OwnerRefInvalidNamespace and never collects the
+// object). So the instance carries the labels
+// winnode.io/source-{kind,namespace,name}, and this reconciler deletes by
+// label — which also goes through the finalizer, as a deletion must.
 type SourcesReconciler struct {
 	Client    client.Client
 	Namespace string
