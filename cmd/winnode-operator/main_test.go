@@ -138,7 +138,7 @@ func TestOperatorServesProbesMetricsAndLeads(t *testing.T) {
 		if err != nil {
 			return false, err
 		}
-		for _, m := range []string{`winnode_instances{phase="Ready"}`, "winnode_configuration_duration_seconds_bucket", "winnode_bytes_uploaded_total", "controller_runtime_reconcile_total"} {
+		for _, m := range []string{`winnode_instances{phase="Ready"}`, "winnode_configuration_duration_seconds_bucket", "winnode_bytes_uploaded_total", `winnode_ssh_failures_total{reason="Unreachable"} 0`, "controller_runtime_reconcile_total"} {
 			if !strings.Contains(body, m) {
 				return false, fmt.Errorf("/metrics lacks %s", m)
 			}

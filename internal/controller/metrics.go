@@ -37,6 +37,10 @@ var (
 
 func init() {
 	metrics.Registry.MustRegister(configurationDuration, bytesUploaded, sshFailures)
+	// Series exist from the start, at zero, so rate() and alerts see them.
+	for _, reason := range []string{winnodev1.ReasonUnreachable, winnodev1.ReasonAuthFailed, winnodev1.ReasonHostKeyChanged} {
+		sshFailures.WithLabelValues(reason)
+	}
 }
 
 // RecordConfiguration observes one finished configuration (the instance
