@@ -60,7 +60,7 @@ upstream() {
 		say "$name: in cache $cache"
 		return
 	fi
-	say "$name: building $pkg for windows/amd64 (kubelet.exe: several minutes on 2 cores)"
+	say "$name: building $pkg for windows/amd64 (first time only; the Kubernetes programs take several minutes on 2 cores)"
 	local start=$SECONDS
 	gobuild "$dir" "$cache/$name.tmp" "$pkg" "$ldflags" "$tags"
 	mv "$cache/$name.tmp" "$cache/$name"
