@@ -38,6 +38,13 @@ func (c *Configurer) connect(ctx context.Context, inst *winnodev1.WindowsInstanc
 			"no usable SSH private key: create Secret cloud-private-key with key private-key.pem")
 		return nil, stepErr(StepConnect, winnodev1.ReasonNoPrivateKey, errors.New("no usable SSH private key (Secret cloud-private-key, key private-key.pem)"))
 	}
+	if inst.Status.HostKey == "" && meta.FindStatusCondition(inst.Status.Conditions, winnodev1.ConditionHostKeyMismatch) == nil {
+		// A host that already is a node (configured before this instance
+		// existed: an instance deleted without its finalizer, or winnodectl
+		// add) keeps the key pinned on its Node rather than being trusted
+		// again. An administrator who cleared a mismatch is not overruled.
+		c.pinFromNode(ctx, inst)
+	}
 	cl, err := host.Connect(ctx, host.Options{
 		Address:       inst.Spec.Address,
 		Port:          int(inst.SSHPort()),
@@ -78,6 +85,35 @@ func (c *Configurer) connect(ctx context.Context, inst *winnodev1.WindowsInstanc
 	setCondition(inst, winnodev1.ConditionReachable, metav1.ConditionTrue, winnodev1.ReasonConnected,
 		fmt.Sprintf("connected to %s with host key %s", cl.Address(), cl.HostKeyFingerprint()))
 	return cl, nil
+}
+
+// pinFromNode takes the host key pinned on the host's Node (annotation
+// winnode.io/host-key), found by the instance's node name or by address.
+func (c *Configurer) pinFromNode(ctx context.Context, inst *winnodev1.WindowsInstance) {
+	var key string
+	if name := nodeName(inst); name != "" {
+		if node, err := c.Kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{}); err == nil {
+			key = node.Annotations[winnodev1.AnnotationHostKey]
+		}
+	} else if nodes, err := c.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{}); err == nil {
+		for _, n := range nodes.Items {
+			for _, a := range n.Status.Addresses {
+				if a.Type == corev1.NodeInternalIP && a.Address == inst.Spec.Address && n.Annotations[winnodev1.AnnotationHostKey] != "" {
+					key = n.Annotations[winnodev1.AnnotationHostKey]
+				}
+			}
+		}
+	}
+	if key == "" {
+		return
+	}
+	pub, _, _, _, err := ssh.ParseAuthorizedKey([]byte(key))
+	if err != nil {
+		return
+	}
+	inst.Status.HostKey = key
+	inst.Status.HostKeyFingerprint = ssh.FingerprintSHA256(pub)
+	c.Log.Info("pinned the host key found on the host's Node", "instance", inst.Name, "hostKey", inst.Status.HostKeyFingerprint)
 }
 
 func (c *Configurer) countSSHFailure(reason string) {

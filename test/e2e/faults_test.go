@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
@@ -187,4 +188,36 @@ func TestOperatorStoppedAtEachStep(t *testing.T) {
 	}
 	w.startOperator(t, operatorOptions{})
 	w.converged(t, "restarted", h)
+}
+
+// A host that already is a node keeps the host key pinned on its Node: a
+// new instance for it (the old one deleted without deconfiguring) checks
+// the key rather than trusting a changed one.
+func TestNodeHostKeyIsPinnedForANewInstance(t *testing.T) {
+	w := getWorld(t)
+	h := w.newHost(t)
+	op := w.startOperator(t, operatorOptions{})
+	w.instanceFor(t, "first", h)
+	first := w.waitReady(t, "first", 3*time.Minute)
+	op.stop()
+	// Drop the instance without deconfiguring (its Node stays).
+	ctx := context.Background()
+	cur := w.get(t, "first")
+	cur.Finalizers = nil
+	if err := w.client.Update(ctx, cur); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.client.Delete(ctx, cur); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = w.kube.CoreV1().Nodes().Delete(context.Background(), first.Status.NodeName, metav1.DeleteOptions{}) })
+	if _, err := h.RotateHostKey(); err != nil {
+		t.Fatal(err)
+	}
+	w.startOperator(t, operatorOptions{})
+	w.instanceFor(t, "second", h)
+	inst := w.waitCondition(t, "second", winnodev1.ConditionHostKeyMismatch, "True", winnodev1.ReasonHostKeyChanged, time.Minute)
+	if inst.Status.HostKey != first.Status.HostKey {
+		t.Errorf("pinned %q, want the key on the Node %q", inst.Status.HostKey, first.Status.HostKey)
+	}
 }
