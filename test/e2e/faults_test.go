@@ -210,7 +210,9 @@ func TestNodeHostKeyIsPinnedForANewInstance(t *testing.T) {
 	if err := w.client.Delete(ctx, cur); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = w.kube.CoreV1().Nodes().Delete(context.Background(), first.Status.NodeName, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = w.kube.CoreV1().Nodes().Delete(context.Background(), first.Status.NodeName, metav1.DeleteOptions{})
+	})
 	if _, err := h.RotateHostKey(); err != nil {
 		t.Fatal(err)
 	}
