@@ -26,6 +26,9 @@ step "go vet (linux and windows)"
 go vet ./...
 GOOS=windows go vet ./cmd/winnode-agent/... ./internal/agent/... ./internal/plan/...
 
+step "generated files (deepcopy, CRD, RBAC) match the Go sources"
+bash hack/generate.sh --verify
+
 step "Windows cross-build"
 GOOS=windows GOARCH=amd64 go build -o bin/windows-amd64/winnode-agent.exe ./cmd/winnode-agent
 
