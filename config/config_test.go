@@ -727,3 +727,52 @@ func TestDeploymentArgsAreOperatorFlags(t *testing.T) {
 		}
 	}
 }
+
+// The image cannot be built here (no container engine), so the Containerfile
+// is checked against the tree and the manifests instead: every COPY source
+// exists, the entrypoint is the Deployment's command, the payload lands where
+// --payload-dir points, and the user is numeric (runAsNonRoot needs that).
+func TestContainerfileMatchesTreeAndManifests(t *testing.T) {
+	root := repoRoot(t)
+	data, err := os.ReadFile(filepath.Join(root, "Containerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(data)
+	copies := 0
+	for _, line := range strings.Split(text, "\n") {
+		fields := strings.Fields(line)
+		if len(fields) < 3 || fields[0] != "COPY" || strings.HasPrefix(fields[1], "--from=") {
+			continue
+		}
+		for _, src := range fields[1 : len(fields)-1] {
+			copies++
+			if _, err := os.Stat(filepath.Join(root, src)); err != nil {
+				t.Errorf("Containerfile copies %s, which is not in the tree: %v", src, err)
+			}
+		}
+	}
+	if copies < 5 {
+		t.Fatalf("found only %d COPY sources in the Containerfile; the scan is broken", copies)
+	}
+
+	dep := into[appsv1.Deployment](t, find(t, build(t, "default"), "Deployment", namespace, "winnode-operator"))
+	c := dep.Spec.Template.Spec.Containers[0]
+	if len(c.Command) != 1 || !strings.Contains(text, `ENTRYPOINT ["`+c.Command[0]+`"]`) {
+		t.Errorf("the Deployment runs %v, the Containerfile's ENTRYPOINT is not that", c.Command)
+	}
+	if !strings.Contains(text, "COPY --from=build /out/winnode-operator "+c.Command[0]) {
+		t.Errorf("the Containerfile does not put the operator at %s", c.Command[0])
+	}
+	for _, arg := range c.Args {
+		if dir, ok := strings.CutPrefix(arg, "--payload-dir="); ok && !strings.Contains(text, "COPY --from=build /out/payload "+dir) {
+			t.Errorf("the Deployment passes %s, but the Containerfile does not put the payload there", arg)
+		}
+	}
+	if !regexp.MustCompile(`(?m)^USER [0-9]+:[0-9]+$`).MatchString(text) {
+		t.Error("the Containerfile's USER is not numeric: runAsNonRoot cannot verify a user name")
+	}
+	if !strings.Contains(text, "hack/payload/build.sh /out/payload") {
+		t.Error("the Containerfile does not build the payload with hack/payload/build.sh")
+	}
+}
