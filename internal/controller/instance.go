@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -42,7 +42,7 @@ type InstanceReconciler struct {
 	Reader client.Reader
 	// Kube talks to the API server directly (Nodes, Secrets, Pods).
 	Kube     kubernetes.Interface
-	Recorder record.EventRecorder
+	Recorder events.EventRecorder
 	// Signer returns the operator's current SSH key (the keys controller's
 	// Secret cloud-private-key); an error says why there is none usable.
 	Signer func(ctx context.Context) (ssh.Signer, error)
@@ -71,7 +71,7 @@ type InstanceReconciler struct {
 // SetupWithManager registers the reconciler.
 func (r *InstanceReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Recorder == nil {
-		r.Recorder = mgr.GetEventRecorderFor("winnode-instance")
+		r.Recorder = mgr.GetEventRecorder("winnode-instance")
 	}
 	if r.Reader == nil {
 		r.Reader = mgr.GetAPIReader()
@@ -187,7 +187,7 @@ func (r *InstanceReconciler) configurer(ctx context.Context, inst *winnodev1.Win
 			return r.Client.Status().Update(ctx, inst)
 		},
 		Event: func(inst *winnodev1.WindowsInstance, eventType, reason, message string) {
-			r.Recorder.Event(inst, eventType, reason, message)
+			r.Recorder.Eventf(inst, nil, eventType, reason, eventAction(inst), "%s", message)
 		},
 		Uploaded:   r.Uploaded,
 		SSHFailed:  r.SSHFailed,
@@ -222,9 +222,18 @@ func (r *InstanceReconciler) noKey(ctx context.Context, inst *winnodev1.WindowsI
 	if inst.Status.Phase == "" || inst.Status.Phase == winnodev1.PhasePending {
 		inst.Status.Phase = winnodev1.PhasePending
 	}
-	r.Recorder.Event(inst, corev1.EventTypeWarning, winnodev1.ReasonNoPrivateKey, msg)
+	r.Recorder.Eventf(inst, nil, corev1.EventTypeWarning, winnodev1.ReasonNoPrivateKey, "Connect", "%s", msg)
 	if err := r.Client.Status().Update(ctx, inst); err != nil {
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: time.Minute}, nil
+}
+
+// eventAction is the events.k8s.io "action" of an instance's event: what
+// the reconciler was doing.
+func eventAction(inst *winnodev1.WindowsInstance) string {
+	if inst.DeletionTimestamp != nil || inst.Status.Phase == winnodev1.PhaseDeconfiguring {
+		return "Deconfigure"
+	}
+	return "Configure"
 }
