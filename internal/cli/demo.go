@@ -127,7 +127,9 @@ type demo struct {
 
 	mu      sync.Mutex
 	uploads map[string]host.Progress // instance name → last upload report
-	reboots sync.WaitGroup           // reboots asked for on the terminal
+	// reboots asked for on the terminal; stop does not wait for them (a
+	// closed host does not come back), tests do.
+	reboots sync.WaitGroup
 }
 
 func runDemo(ctx context.Context, s Streams, o demoOptions) (err error) {
@@ -239,6 +241,9 @@ func (d *demo) setUp(ctx context.Context) error {
 	if d.fleet, err = winsim.StartFleet(d.o.hosts, winsim.Options{
 		StateDir: hostsDir, Build: d.o.windowsBuild,
 		StandinBinary: standinBin, Logger: logger,
+		// Down for longer than the node monitor's grace period (20s), as a
+		// real reboot is, so that the node is seen to go NotReady.
+		BootDelay: rebootDowntime,
 	}); err != nil {
 		return err
 	}
@@ -376,6 +381,9 @@ func (d *demo) createObjects(ctx context.Context, pemKey []byte) error {
 	d.say("created namespace %s and Secret %s (a fresh ed25519 key the simulated hosts accept)", defaultNamespace, controller.PrivateKeySecret)
 	return nil
 }
+
+// rebootDowntime is how long a simulated host stays down on `reboot`.
+const rebootDowntime = 30 * time.Second
 
 // hostCount is "1 host" or "3 hosts".
 func hostCount(n int, noun string) string {
@@ -637,15 +645,19 @@ func (d *demo) readCommands(ctx context.Context, in io.Reader, quit func()) {
 				fmt.Fprintf(d.s.Out, "  no simulated host %q (see hosts)\n", fields[1])
 				continue
 			}
-			d.say("rebooting simulated host %s (%s)", h.Hostname(), h.IP())
+			d.say("rebooting simulated host %s (%s): down for %s", h.Hostname(), h.IP(), rebootDowntime)
 			d.reboots.Add(1)
 			go func() {
 				defer d.reboots.Done()
-				if err := h.Reboot(); err != nil {
+				err := h.Reboot()
+				switch {
+				case ctx.Err() != nil:
+					// The demo is stopping: the host was closed meanwhile.
+				case err != nil:
 					d.say("reboot of %s failed: %v", h.Hostname(), err)
-					return
+				default:
+					d.say("simulated host %s is up again; its services are starting", h.Hostname())
 				}
-				d.say("simulated host %s is up again; its services are starting", h.Hostname())
 			}()
 		default:
 			fmt.Fprintln(d.s.Out, "  commands: reboot HOST, hosts, quit")
@@ -667,7 +679,6 @@ func (d *demo) findHost(name string) *winsim.Host {
 // (and every process they run), the control plane, then the files.
 func (d *demo) stop() error {
 	var errs []error
-	d.reboots.Wait() // a host rebooting is closed once it is up
 	if d.operator != nil {
 		errs = append(errs, d.operator.stop())
 	}
