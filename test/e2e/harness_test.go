@@ -5,6 +5,7 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
@@ -198,6 +199,8 @@ type operatorOptions struct {
 	afterStep func(op *operator, inst *winnodev1.WindowsInstance, step string)
 	// crash is the Configurer's Crash hook.
 	crash func(op *operator, inst *winnodev1.WindowsInstance, step string) error
+	// version replaces the operator's version (an upgrade).
+	version string
 	// payloadDir and payload replace the world's payload (an upgrade).
 	payloadDir string
 	payload    *payload.Manifest
@@ -226,7 +229,7 @@ func (w *world) startOperator(t testing.TB, o operatorOptions) *operator {
 		PayloadDir:    payloadDir,
 		Payload:       manifest,
 		MaxConcurrent: 10,
-		Version:       operatorVersion,
+		Version:       cmp.Or(o.version, operatorVersion),
 		RetryMax:      5 * time.Second,
 		TuneInstance: func(c *controller.Configurer) {
 			c.PollInterval = 500 * time.Millisecond

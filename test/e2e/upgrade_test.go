@@ -55,6 +55,34 @@ func TestPayloadChangeUpgrades(t *testing.T) {
 	if got := servicePIDs(t, h); !maps2Equal(got, pids) {
 		t.Errorf("services restarted by an upgrade that changed none of their files: %v -> %v", pids, got)
 	}
+
+	// A new operator version: every host is moved to it (the plan's
+	// version changes, nothing else), without uploads beyond the plan and
+	// without restarts.
+	op.stop()
+	const newVersion = "v0.0.1-e2e"
+	op = w.startOperator(t, operatorOptions{payloadDir: dir, payload: m, version: newVersion})
+	eventually(t, 2*time.Minute, "the host to be at the new operator version", func() (bool, string) {
+		inst := w.get(t, "upgraded")
+		return inst.Status.Phase == winnodev1.PhaseReady && inst.Status.Version == newVersion,
+			fmt.Sprintf("phase %s version %s lastError %q", inst.Status.Phase, inst.Status.Version, inst.Status.LastError)
+	})
+	node, err := w.kube.CoreV1().Nodes().Get(context.Background(), inst.Status.NodeName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := node.Annotations[winnodev1.AnnotationVersion]; got != newVersion {
+		t.Errorf("Node annotation %s = %q, want %q", winnodev1.AnnotationVersion, got, newVersion)
+	}
+	if node.Spec.Unschedulable {
+		t.Error("the Node is still cordoned after the upgrade")
+	}
+	if n := op.uploaded.Load(); n > 64<<10 {
+		t.Errorf("a version-only upgrade uploaded %d bytes; want the plan only", n)
+	}
+	if got := servicePIDs(t, h); !maps2Equal(got, pids) {
+		t.Errorf("services restarted by a version-only upgrade: %v -> %v", pids, got)
+	}
 }
 
 // A rotated private key: the hosts (which accept the new key, as the user
