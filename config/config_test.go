@@ -375,23 +375,100 @@ func TestDefaultServerSideDryRun(t *testing.T) {
 }
 
 // The test control plane has no OpenShift APIs. SecurityContextConstraints and
-// ServiceMonitor are dry-run against minimal CRDs installed here: their
-// schemas accept any fields, so the dry run checks group, version, kind,
-// scope and namespace of those two, not their fields (TestOpenShiftOverlay
-// checks the fields that matter offline). Everything else is checked in full.
+// ServiceMonitor are dry-run against minimal stand-in CRDs installed here:
+// structural schemas of just the fields the overlay uses (types and enums as
+// in the real APIs, unknown fields refused under strict field validation),
+// so a typo or a wrong type is caught, while fields the overlay does not use
+// are not modelled. TestOpenShiftOverlay checks the values offline.
 func TestOpenShiftServerSideDryRun(t *testing.T) {
 	env := testenv.Get(t)
 	c := newClient(t, env.Config)
-	installStandInCRD(t, c, "security.openshift.io", "SecurityContextConstraints", "securitycontextconstraints", apiextensionsv1.ClusterScoped)
-	installStandInCRD(t, c, "monitoring.coreos.com", "ServiceMonitor", "servicemonitors", apiextensionsv1.NamespaceScoped)
+	installStandInCRD(t, c, "security.openshift.io", "SecurityContextConstraints", "securitycontextconstraints", apiextensionsv1.ClusterScoped, sccSchema())
+	installStandInCRD(t, c, "monitoring.coreos.com", "ServiceMonitor", "servicemonitors", apiextensionsv1.NamespaceScoped, serviceMonitorSchema())
 	objs := build(t, "openshift")
 	applyNamespace(t, c, objs)
 	dryRunAll(t, c, objs)
+
+	// The stand-ins do refuse what the real APIs refuse.
+	scc := find(t, objs, "SecurityContextConstraints", "", "winnode-operator").DeepCopy()
+	scc.Object["allowPrivilegeEscalations"] = false
+	sm := find(t, objs, "ServiceMonitor", namespace, "winnode-operator").DeepCopy()
+	_ = unstructured.SetNestedSlice(sm.Object, []any{map[string]any{"port": "metrics", "scheme": "ftp"}}, "spec", "endpoints")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, bad := range []*unstructured.Unstructured{scc, sm} {
+		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(bad), fieldOwner, client.ForceOwnership, client.DryRunAll); err == nil {
+			t.Errorf("the stand-in CRD for %s accepted an unknown field or a bad value: %v", bad.GetKind(), bad.Object)
+		}
+	}
 }
 
-func installStandInCRD(t *testing.T, c client.Client, group, kind, plural string, scope apiextensionsv1.ResourceScope) {
+func str() apiextensionsv1.JSONSchemaProps { return apiextensionsv1.JSONSchemaProps{Type: "string"} }
+func boolean() apiextensionsv1.JSONSchemaProps {
+	return apiextensionsv1.JSONSchemaProps{Type: "boolean"}
+}
+func enum(values ...string) apiextensionsv1.JSONSchemaProps {
+	p := str()
+	for _, v := range values {
+		p.Enum = append(p.Enum, apiextensionsv1.JSON{Raw: []byte(`"` + v + `"`)})
+	}
+	return p
+}
+func stringList() apiextensionsv1.JSONSchemaProps {
+	item := str()
+	return apiextensionsv1.JSONSchemaProps{Type: "array", Nullable: true, Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &item}}
+}
+func object(props map[string]apiextensionsv1.JSONSchemaProps) apiextensionsv1.JSONSchemaProps {
+	return apiextensionsv1.JSONSchemaProps{Type: "object", Properties: props}
+}
+
+// sccSchema: security.openshift.io/v1 SecurityContextConstraints, the fields config/openshift/scc.yaml uses.
+func sccSchema() apiextensionsv1.JSONSchemaProps {
+	ranges := apiextensionsv1.JSONSchemaProps{Type: "array", Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &apiextensionsv1.JSONSchemaProps{
+		Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{"min": {Type: "integer"}, "max": {Type: "integer"}}}}}
+	props := map[string]apiextensionsv1.JSONSchemaProps{
+		"apiVersion": str(), "kind": str(), "metadata": {Type: "object"},
+		"priority":           {Type: "integer", Format: "int32", Nullable: true},
+		"fsGroup":            object(map[string]apiextensionsv1.JSONSchemaProps{"type": enum("MustRunAs", "RunAsAny"), "ranges": ranges}),
+		"supplementalGroups": object(map[string]apiextensionsv1.JSONSchemaProps{"type": enum("MustRunAs", "RunAsAny"), "ranges": ranges}),
+		"runAsUser": object(map[string]apiextensionsv1.JSONSchemaProps{
+			"type": enum("MustRunAs", "MustRunAsRange", "MustRunAsNonRoot", "RunAsAny"),
+			"uid":  {Type: "integer", Format: "int64"}, "uidRangeMin": {Type: "integer", Format: "int64"}, "uidRangeMax": {Type: "integer", Format: "int64"},
+		}),
+		"seLinuxContext": object(map[string]apiextensionsv1.JSONSchemaProps{"type": enum("MustRunAs", "RunAsAny"), "seLinuxOptions": {Type: "object", XPreserveUnknownFields: ptr(true)}}),
+	}
+	for _, b := range []string{"allowHostDirVolumePlugin", "allowHostIPC", "allowHostNetwork", "allowHostPID", "allowHostPorts",
+		"allowPrivilegeEscalation", "allowPrivilegedContainer", "readOnlyRootFilesystem", "defaultAllowPrivilegeEscalation"} {
+		props[b] = boolean()
+	}
+	for _, l := range []string{"allowedCapabilities", "defaultAddCapabilities", "requiredDropCapabilities", "seccompProfiles",
+		"volumes", "users", "groups", "allowedUnsafeSysctls", "forbiddenSysctls"} {
+		props[l] = stringList()
+	}
+	return apiextensionsv1.JSONSchemaProps{Type: "object", Properties: props}
+}
+
+// serviceMonitorSchema: monitoring.coreos.com/v1 ServiceMonitor, the fields config/openshift/servicemonitor.yaml uses.
+func serviceMonitorSchema() apiextensionsv1.JSONSchemaProps {
+	labels := apiextensionsv1.JSONSchemaProps{Type: "object", AdditionalProperties: &apiextensionsv1.JSONSchemaPropsOrBool{Schema: &apiextensionsv1.JSONSchemaProps{Type: "string"}}}
+	interval := str()
+	interval.Pattern = `^(0|(([0-9]+)y)?(([0-9]+)w)?(([0-9]+)d)?(([0-9]+)h)?(([0-9]+)m)?(([0-9]+)s)?(([0-9]+)ms)?)$`
+	endpoint := object(map[string]apiextensionsv1.JSONSchemaProps{
+		"port": str(), "path": str(), "scheme": enum("http", "https", "HTTP", "HTTPS"), "interval": interval,
+	})
+	return object(map[string]apiextensionsv1.JSONSchemaProps{
+		"apiVersion": str(), "kind": str(), "metadata": {Type: "object"},
+		"spec": object(map[string]apiextensionsv1.JSONSchemaProps{
+			"selector":  object(map[string]apiextensionsv1.JSONSchemaProps{"matchLabels": labels}),
+			"endpoints": {Type: "array", Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &endpoint}},
+		}),
+	})
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func installStandInCRD(t *testing.T, c client.Client, group, kind, plural string, scope apiextensionsv1.ResourceScope, schema apiextensionsv1.JSONSchemaProps) {
 	t.Helper()
-	preserve := true
 	crd := &apiextensionsv1.CustomResourceDefinition{
 		ObjectMeta: metav1.ObjectMeta{Name: plural + "." + group},
 		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
@@ -400,9 +477,7 @@ func installStandInCRD(t *testing.T, c client.Client, group, kind, plural string
 			Scope: scope,
 			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
 				Name: "v1", Served: true, Storage: true,
-				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
-					Type: "object", XPreserveUnknownFields: &preserve,
-				}},
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &schema},
 			}},
 		},
 	}
