@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/crypto/ssh"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -183,6 +184,10 @@ func runAdd(ctx context.Context, s Streams, hf hostFlags, entry controller.Entry
 		return withCode(ExitTimeout, fmt.Errorf("adding %s: not Ready within --timeout %s (last step %s): %w; running add again continues", address, hf.timeout, orDash(inst.Status.Step), err))
 	case ctx.Err() != nil:
 		return withCode(ExitInterrupted, fmt.Errorf("adding %s: interrupted at step %s; running add again continues", address, orDash(inst.Status.Step)))
+	case meta.IsStatusConditionTrue(inst.Status.Conditions, winnodev1.ConditionHostKeyMismatch):
+		// The operator's hint names a WindowsInstance; add pins on the Node.
+		return fmt.Errorf("adding %s: the host presented a host key other than the one pinned on Node %s (annotation %s); nothing was done. If the host was reinstalled on purpose, forget the old key: kubectl annotate node %s %s- ; then run add again",
+			address, inst.Status.NodeName, winnodev1.AnnotationHostKey, inst.Status.NodeName, winnodev1.AnnotationHostKey)
 	}
 	return fmt.Errorf("adding %s: %w; fix the cause and run add again (every step is safe to repeat)", address, err)
 }

@@ -207,6 +207,28 @@ func TestAddRefusals(t *testing.T) {
 		t.Errorf("a host without containerd: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.out, r.err)
 	}
 
+	// A host whose key changed after add: refused, with what to do.
+	h2, _, _ := simHost(t)
+	h2.AuthorizeKey(signer.PublicKey())
+	h2port := strconv.Itoa(h2.Port())
+	r = run(t, "", "add", h2.IP(), "--port", h2port, "--ssh-key", keyFile, "--kubeconfig", kc, "--payload-dir", payloadDir, "--timeout", "3m")
+	if r.code != ExitOK {
+		t.Fatalf("add: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.out, r.err)
+	}
+	if _, err := h2.RotateHostKey(); err != nil {
+		t.Fatal(err)
+	}
+	r = run(t, "", "add", h2.IP(), "--port", h2port, "--ssh-key", keyFile, "--kubeconfig", kc, "--payload-dir", payloadDir, "--timeout", "1m")
+	if r.code != ExitFailed || !strings.Contains(r.err, "kubectl annotate node") || !strings.Contains(r.out, "✗ connect") {
+		t.Errorf("a changed host key: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.out, r.err)
+	}
+	// ssh refuses it too.
+	r = run(t, "", "ssh", "--kubeconfig", kc, "--ssh-key", keyFile, "--port", h2port, h2.IP(), "--", winsim.ContainerdPath, "--version")
+	if r.code != ExitSSHFailed || !strings.Contains(r.err, "presented host key") {
+		t.Errorf("ssh to a host with a changed key: exit %d, stderr %q", r.code, r.err)
+	}
+	cleanupNode(t, cl, strings.ToLower(h2.Hostname()))
+
 	// A host the operator manages is not added behind its back.
 	cl.instance(t, "managed-"+strings.ReplaceAll(h.IP(), ".", "-"), winnodev1.WindowsInstanceSpec{Address: h.IP(), Username: "Administrator", Port: int32(h.Port())},
 		winnodev1.WindowsInstanceStatus{Phase: winnodev1.PhasePending})
@@ -231,6 +253,16 @@ func TestAddRefusals(t *testing.T) {
 	r = run(t, "", "add", h.IP(), "--port", port, "--ssh-key", keyFile, "--kubeconfig", kc, "--payload-dir", dir)
 	if r.code != ExitFailed || !strings.Contains(r.err, "--payload-dir") {
 		t.Errorf("no payload: exit %d, stderr %q", r.code, r.err)
+	}
+}
+
+// cleanupNode deletes a Node a test made (the shared cluster outlives it).
+func cleanupNode(t *testing.T, cl cluster, name string) {
+	t.Helper()
+	node := &corev1.Node{}
+	node.Name = name
+	if err := cl.c.Delete(context.Background(), node); err != nil && !apierrors.IsNotFound(err) {
+		t.Errorf("deleting Node %s: %v", name, err)
 	}
 }
 

@@ -65,7 +65,7 @@ func runRemove(ctx context.Context, s Streams, hf hostFlags, target string) erro
 		return fmt.Errorf("no Node has the name or address %s: nothing that winnodectl add left in the cluster (if add stopped half-way, run add again, then remove)", target)
 	}
 	if owner := instanceFor(ctx, sess, node.Name); owner != "" {
-		return fmt.Errorf("Node %s belongs to WindowsInstance %s, which the operator manages: take the host out of ConfigMap windows-instances (or delete the WindowsInstance) instead", node.Name, owner)
+		return fmt.Errorf("node %s belongs to WindowsInstance %s, which the operator manages: take the host out of ConfigMap windows-instances (or delete the WindowsInstance) instead", node.Name, owner)
 	}
 	address := target
 	if a := nodeAddress(node); a != "" {
@@ -73,14 +73,14 @@ func runRemove(ctx context.Context, s Streams, hf hostFlags, target string) erro
 	}
 	entry, err := controller.ParseEntry(address, fmt.Sprintf("username=%s\nport=%d", hf.user, hf.port))
 	if err != nil {
-		return fmt.Errorf("Node %s has address %s, which cannot be reached over SSH: %v", node.Name, address, err)
+		return fmt.Errorf("node %s has address %s, which cannot be reached over SSH: %v", node.Name, address, err)
 	}
 	inst := newHostInstance(entry)
 	inst.Status.Phase = winnodev1.PhaseReady
 	inst.Status.NodeName = node.Name
 	inst.Status.HostKey = node.Annotations[winnodev1.AnnotationHostKey]
 	if inst.Status.HostKey == "" {
-		return fmt.Errorf("Node %s has no pinned host key (annotation %s), so the host cannot be checked: was it added by winnode?", node.Name, winnodev1.AnnotationHostKey)
+		return fmt.Errorf("node %s has no pinned host key (annotation %s), so the host cannot be checked: was it added by winnode?", node.Name, winnodev1.AnnotationHostKey)
 	}
 
 	steps := newStepPrinter(s.Out, isTerminal(s.Out), time.Now())
