@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/winnode/winnode/internal/controller"
 	"github.com/winnode/winnode/internal/testenv"
 )
 
@@ -849,5 +850,59 @@ func TestContainerfileMatchesTreeAndManifests(t *testing.T) {
 	}
 	if !strings.Contains(text, "hack/payload/build.sh /out/payload") {
 		t.Error("the Containerfile does not build the payload with hack/payload/build.sh")
+	}
+}
+
+// readObjects decodes every object of a YAML file under config/.
+func readObjects(t *testing.T, rel string) []*unstructured.Unstructured {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(repoRoot(t), "config", rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var objs []*unstructured.Unstructured
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			t.Fatalf("config/%s: %v", rel, err)
+		}
+		if len(u.Object) > 0 {
+			objs = append(objs, u)
+		}
+	}
+	return objs
+}
+
+// The samples are what an administrator copies: the API server accepts them
+// (the WindowsInstance against the real CRD's schema), and the operator's
+// own parser accepts every entry of the sample ConfigMap.
+func TestSamples(t *testing.T) {
+	cm := readObjects(t, "samples/windows-instances.yaml")
+	wi := readObjects(t, "samples/windowsinstance.yaml")
+	if len(cm) != 1 || cm[0].GetKind() != "ConfigMap" || cm[0].GetName() != "windows-instances" || cm[0].GetNamespace() != namespace {
+		t.Fatalf("samples/windows-instances.yaml is not the ConfigMap %s/windows-instances", namespace)
+	}
+	data, _, _ := unstructured.NestedStringMap(cm[0].Object, "data")
+	entries, errs := controller.ParseInstances(data)
+	if len(errs) > 0 || len(entries) != len(data) {
+		t.Errorf("the operator rejects entries of the sample ConfigMap: %v", errs)
+	}
+
+	env := testenv.Get(t)
+	c := newClient(t, env.Config)
+	applyNamespace(t, c, build(t, "default"))
+	dryRunAll(t, c, append(cm, wi...))
+
+	// The CRD's validation is real: a username the operator would refuse is refused.
+	bad := wi[0].DeepCopy()
+	_ = unstructured.SetNestedField(bad.Object, `DOMAIN\admin`, "spec", "username")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(bad), fieldOwner, client.ForceOwnership, client.DryRunAll); err == nil {
+		t.Error(`a WindowsInstance with username DOMAIN\admin was accepted: is the CRD installed from config/crd/bases?`)
 	}
 }
