@@ -138,6 +138,10 @@ func runDemo(ctx context.Context, s Streams, o demoOptions) (err error) {
 		fmt.Fprintf(s.Out, "%s %s\n", elapsed(time.Since(d.start)), fmt.Sprintf(format, args...))
 	}
 	defer func() {
+		if err != nil && d.removeWork {
+			// The logs say what went wrong: keep them.
+			d.removeWork = false
+		}
 		if serr := d.stop(); serr != nil {
 			err = errors.Join(err, serr)
 		}
