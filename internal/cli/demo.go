@@ -126,14 +126,14 @@ type demo struct {
 	operator   *runningOperator
 
 	mu      sync.Mutex
-	uploads map[string]host.Progress // instance name → last upload report
+	uploads map[string]uploadReport // instance name → last upload report
 	// reboots asked for on the terminal; stop does not wait for them (a
 	// closed host does not come back), tests do.
 	reboots sync.WaitGroup
 }
 
 func runDemo(ctx context.Context, s Streams, o demoOptions) (err error) {
-	d := &demo{s: s, o: o, start: time.Now(), uploads: map[string]host.Progress{}}
+	d := &demo{s: s, o: o, start: time.Now(), uploads: map[string]uploadReport{}}
 	d.say = func(format string, args ...any) {
 		fmt.Fprintf(s.Out, "%s %s\n", elapsed(time.Since(d.start)), fmt.Sprintf(format, args...))
 	}
@@ -423,11 +423,18 @@ func (d *demo) listHosts(ctx context.Context) error {
 	return nil
 }
 
+// uploadReport is an upload's last report, and the step it belongs to
+// (info uploads the agent, sync the payload).
+type uploadReport struct {
+	step     string
+	progress host.Progress
+}
+
 // recordUpload keeps the last upload report of each instance, for the
 // progress bar.
 func (d *demo) recordUpload(inst *winnodev1.WindowsInstance, p host.Progress) {
 	d.mu.Lock()
-	d.uploads[inst.Name] = p
+	d.uploads[inst.Name] = uploadReport{step: inst.Status.Step, progress: p}
 	d.mu.Unlock()
 }
 
@@ -454,8 +461,8 @@ func (d *demo) snapshot(ctx context.Context) ([]hostState, error) {
 			Phase: string(inst.Status.Phase), Step: inst.Status.Step, Node: inst.Status.NodeName,
 			NodeReady: ready[inst.Status.NodeName], LastError: inst.Status.LastError,
 		}
-		if p, ok := d.uploads[inst.Name]; ok {
-			h.Upload = &p
+		if u, ok := d.uploads[inst.Name]; ok && u.step == inst.Status.Step {
+			h.Upload = &u.progress
 		}
 		hosts = append(hosts, h)
 	}

@@ -21,7 +21,7 @@ type hostState struct {
 	Node      string
 	NodeReady bool
 	LastError string
-	// Upload is the last upload report during the sync step, or nil.
+	// Upload is the last report of an upload of the current step, or nil.
 	Upload *host.Progress
 }
 
@@ -55,9 +55,9 @@ func (h hostState) summary() string {
 	return b.String()
 }
 
-// uploading is the upload shown for h, or nil outside the sync step.
+// uploading is the upload shown for h, or nil.
 func (h hostState) uploading() *host.Progress {
-	if h.Step != "sync" || h.Upload == nil || h.Upload.BytesTotal <= 0 {
+	if h.Upload == nil || h.Upload.BytesTotal <= 0 {
 		return nil
 	}
 	return h.Upload
@@ -187,7 +187,7 @@ func liveFrame(since time.Duration, hosts []hostState, width int) []string {
 		}
 		line := fmt.Sprintf(" %s %-*s  %s", mark, labelWidth, h.label(), h.summary())
 		if p := h.uploading(); p != nil {
-			line = fmt.Sprintf(" %s %-*s  %s, step sync  %s %3d%%  %s of %s", mark, labelWidth, h.label(), h.Phase,
+			line = fmt.Sprintf(" %s %-*s  %s, step %s  %s %3d%%  %s of %s", mark, labelWidth, h.label(), h.Phase, h.Step,
 				bar(p.BytesDone, p.BytesTotal, 20), 100*p.BytesDone/p.BytesTotal, humanBytes(p.BytesDone), humanBytes(p.BytesTotal))
 		}
 		lines = append(lines, cut(line, width))

@@ -23,6 +23,7 @@ func progressScript() [][]hostState {
 	b.Phase, b.Step = "Configuring", "connect"
 	add(a, b, c)
 	a.Phase, a.Step, a.Hostname = "Configuring", "info", "WIN-AAAA"
+	a.Upload = &host.Progress{BytesDone: 21 << 20, BytesTotal: 21 << 20} // the agent, at first contact
 	b.Phase, b.Step, b.LastError = "Failed", "connect", "connecting to 127.0.0.11:22:\nconnection refused"
 	c.Phase, c.Step, c.Hostname = "Configuring", "sync", "WIN-CCCC"
 	c.Upload = &host.Progress{BytesDone: 0, BytesTotal: 64 << 20}
@@ -32,10 +33,10 @@ func progressScript() [][]hostState {
 	c.Upload = &host.Progress{BytesDone: 40 << 20, BytesTotal: 64 << 20}
 	add(a, b, c)
 	c.Upload = &host.Progress{BytesDone: 64 << 20, BytesTotal: 64 << 20}
-	a.Phase, a.Step, a.Node, a.NodeReady = "Ready", "", "win-aaaa", true
+	a.Phase, a.Step, a.Node, a.NodeReady, a.Upload = "Ready", "", "win-aaaa", true, nil
 	b.Phase, b.Step, b.LastError = "Configuring", "sync", ""
 	add(a, b, c)
-	c.Phase, c.Step, c.Node = "Configuring", "join", "win-cccc"
+	c.Phase, c.Step, c.Node, c.Upload = "Configuring", "join", "win-cccc", nil // the demo drops an upload of another step
 	add(a, b, c)
 	c.Phase, c.Step, c.NodeReady = "Ready", "", true
 	add(a, b, c)
