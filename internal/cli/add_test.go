@@ -274,3 +274,37 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// TestRemoveUnreachableHost: a host that is gone is left alone with a
+// warning, and its Node is removed all the same.
+func TestRemoveUnreachableHost(t *testing.T) {
+	cl := getCluster(t)
+	h, _, pemKey := simHost(t)
+	payloadDir := simulatedPayload(t)
+	keyFile := filepath.Join(t.TempDir(), "key")
+	if err := os.WriteFile(keyFile, pemKey, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	kc := cl.env.KubeconfigPath
+	port := strconv.Itoa(h.Port())
+	nodeName := strings.ToLower(h.Hostname())
+
+	r := run(t, "", "add", h.IP(), "--port", port, "--ssh-key", keyFile, "--kubeconfig", kc, "--payload-dir", payloadDir, "--timeout", "3m")
+	if r.code != ExitOK {
+		t.Fatalf("add: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.out, r.err)
+	}
+	if err := h.Close(); err != nil { // the host is gone
+		t.Fatal(err)
+	}
+	r = run(t, "", "remove", nodeName, "--port", port, "--ssh-key", keyFile, "--kubeconfig", kc, "--timeout", "2m")
+	if r.code != ExitOK {
+		t.Fatalf("remove of a gone host: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.out, r.err)
+	}
+	if !strings.Contains(r.out, "warning") {
+		t.Errorf("remove did not warn that the host was left alone:\n%s", r.out)
+	}
+	node := &corev1.Node{}
+	if err := cl.c.Get(context.Background(), client.ObjectKey{Name: nodeName}, node); !apierrors.IsNotFound(err) {
+		t.Errorf("Node %s after remove: %v, want NotFound", nodeName, err)
+	}
+}
