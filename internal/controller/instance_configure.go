@@ -20,7 +20,8 @@ import (
 // The phase machine:
 //
 //	(new) → Pending → Configuring → Ready ⇄ Upgrading
-//	any step failing → Failed (lastError, reason); the next call retries
+//	any step failing → Failed (lastError, reason); the next call retries,
+//	and the instance stays Failed until it is Ready again
 //	a changed host key → Failed + HostKeyMismatch, nothing more until
 //	status.hostKey is cleared
 //
@@ -45,7 +46,7 @@ func (c *Configurer) Configure(ctx context.Context, inst *winnodev1.WindowsInsta
 		}
 	}
 	phase, step := inst.Status.Phase, inst.Status.Step
-	if (phase == winnodev1.PhaseConfiguring || phase == winnodev1.PhaseUpgrading) && (step == StepJoin || step == StepFinish) {
+	if (phase == winnodev1.PhaseConfiguring || phase == winnodev1.PhaseUpgrading || phase == winnodev1.PhaseFailed) && (step == StepJoin || step == StepFinish) {
 		// The host is configured; only the Node is awaited. No SSH.
 		res, err := c.join(ctx, inst)
 		if err != nil {
@@ -156,15 +157,21 @@ func (c *Configurer) configureHost(ctx context.Context, inst *winnodev1.WindowsI
 }
 
 // start moves the instance into a configuring phase, starting the clock of
-// this configuration when it is not running.
+// this configuration when it is not running. A Failed instance being retried
+// stays Failed (with its lastError) until it is Ready again, so that its
+// phase does not flap while a cause persists.
 func (c *Configurer) start(inst *winnodev1.WindowsInstance, phase winnodev1.Phase) {
-	if inst.Status.Phase != winnodev1.PhaseConfiguring && inst.Status.Phase != winnodev1.PhaseUpgrading || inst.Status.ConfigurationStarted == nil {
+	switch inst.Status.Phase {
+	case winnodev1.PhaseConfiguring, winnodev1.PhaseUpgrading, winnodev1.PhaseFailed:
+	default:
+		inst.Status.ConfigurationStarted = nil // a new configuration
+	}
+	if inst.Status.ConfigurationStarted == nil {
 		now := metav1.Now()
 		inst.Status.ConfigurationStarted = &now
 	}
-	if inst.Status.Phase == winnodev1.PhaseFailed && inst.Status.Version != "" && phase == winnodev1.PhaseConfiguring {
-		// A failed upgrade retried is still an upgrade.
-		phase = winnodev1.PhaseUpgrading
+	if inst.Status.Phase == winnodev1.PhaseFailed {
+		return
 	}
 	c.setPhase(inst, phase)
 }

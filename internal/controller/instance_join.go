@@ -81,8 +81,10 @@ func (c *Configurer) joinDeadline(inst *winnodev1.WindowsInstance, what string) 
 	err := fmt.Errorf("the kubelet on %s did not %s Node %s within %s: look at its log (C:\\var\\log\\kubelet\\kubelet.log) and at pending CertificateSigningRequests; the configuration is retried",
 		inst.Spec.Address, what, nodeName(inst), c.joinTimeout())
 	setCondition(inst, winnodev1.ConditionNodeReady, metav1.ConditionFalse, winnodev1.ReasonNodeNotReady, err.Error())
-	// Retry from the start, with a fresh clock.
+	// Retry from the start (the host steps again: a fresh token if the old
+	// one ran out, services started again), with a fresh clock.
 	inst.Status.ConfigurationStarted = nil
+	inst.Status.Step = ""
 	return stepErr(StepJoin, winnodev1.ReasonNodeNotReady, err)
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -221,5 +222,35 @@ func TestNodeHostKeyIsPinnedForANewInstance(t *testing.T) {
 	inst := w.waitCondition(t, "second", winnodev1.ConditionHostKeyMismatch, "True", winnodev1.ReasonHostKeyChanged, time.Minute)
 	if inst.Status.HostKey != first.Status.HostKey {
 		t.Errorf("pinned %q, want the key on the Node %q", inst.Status.HostKey, first.Status.HostKey)
+	}
+}
+
+// A host without a running container runtime: a clear condition telling
+// the administrator to install containerd; nothing is installed.
+func TestHostWithoutContainerd(t *testing.T) {
+	w := getWorld(t)
+	h, err := winsim.New(winsim.Options{StateDir: t.TempDir(), BootDelay: 500 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.AuthorizeKey(w.signer.PublicKey()); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Close() })
+	w.startOperator(t, operatorOptions{})
+	w.instanceFor(t, "no-runtime", h)
+	inst := w.waitCondition(t, "no-runtime", winnodev1.ConditionConfigured, "False", winnodev1.ReasonNoContainerRuntime, time.Minute)
+	if inst.Status.Phase != winnodev1.PhaseFailed || !strings.Contains(inst.Status.LastError, "install containerd first") {
+		t.Errorf("phase %s, lastError %q: want Failed, saying to install containerd first", inst.Status.Phase, inst.Status.LastError)
+	}
+	if len(w.instanceTokens(t, "no-runtime")) != 0 {
+		t.Error("a bootstrap token was issued for a host that cannot run a kubelet")
+	}
+	if _, err := h.Services().Get("kubelet"); err == nil {
+		t.Error("a kubelet service was installed on a host without containerd")
 	}
 }
