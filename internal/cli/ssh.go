@@ -7,10 +7,8 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -352,24 +350,4 @@ func interactive(ctx context.Context, c *ssh.Client, s Streams) error {
 	stop := context.AfterFunc(ctx, func() { _ = sess.Close() })
 	defer stop()
 	return remoteExit(ctx, sess.Wait())
-}
-
-// followWindowSize tells the host when the local terminal is resized.
-func followWindowSize(fd int, sess *ssh.Session) (stop func()) {
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGWINCH)
-	done := make(chan struct{})
-	go func() {
-		for {
-			select {
-			case <-sigs:
-				if w, h, err := term.GetSize(fd); err == nil {
-					_ = sess.WindowChange(h, w)
-				}
-			case <-done:
-				return
-			}
-		}
-	}()
-	return func() { signal.Stop(sigs); close(done) }
 }
