@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
@@ -134,20 +135,8 @@ func lookupFold(m map[string]string, key string) (string, bool) {
 func clusterDNS(ctx context.Context, kube kubernetes.Interface) ([]string, string) {
 	cm, err := kube.CoreV1().ConfigMaps(metav1.NamespaceSystem).Get(ctx, "kubelet-config", metav1.GetOptions{})
 	if err == nil {
-		var cfg struct {
-			ClusterDNS    []string `json:"clusterDNS"`
-			ClusterDomain string   `json:"clusterDomain"`
-		}
-		if yaml.Unmarshal([]byte(cm.Data["kubelet"]), &cfg) == nil && len(cfg.ClusterDNS) > 0 {
-			var ips []string
-			for _, ip := range cfg.ClusterDNS {
-				if net.ParseIP(ip) != nil {
-					ips = append(ips, ip)
-				}
-			}
-			if len(ips) > 0 {
-				return ips, cfg.ClusterDomain
-			}
+		if ips, domain := parseKubeletConfigDNS(cm.Data["kubelet"]); len(ips) > 0 {
+			return ips, domain
 		}
 	} else if !apierrors.IsNotFound(err) && !apierrors.IsForbidden(err) {
 		return nil, ""
@@ -157,4 +146,29 @@ func clusterDNS(ctx context.Context, kube kubernetes.Interface) ([]string, strin
 		return []string{svc.Spec.ClusterIP}, ""
 	}
 	return nil, ""
+}
+
+// parseKubeletConfigDNS reads clusterDNS and clusterDomain from kubeadm's
+// KubeletConfiguration (kube-system/kubelet-config, key "kubelet"). What is
+// not valid is ignored: entries that are not IP addresses, a domain that is
+// not a DNS name, or a document that is not YAML (then nothing).
+func parseKubeletConfigDNS(data string) ([]string, string) {
+	var cfg struct {
+		ClusterDNS    []string `json:"clusterDNS"`
+		ClusterDomain string   `json:"clusterDomain"`
+	}
+	if err := yaml.Unmarshal([]byte(data), &cfg); err != nil {
+		return nil, ""
+	}
+	var ips []string
+	for _, ip := range cfg.ClusterDNS {
+		if parsed := net.ParseIP(ip); parsed != nil {
+			ips = append(ips, parsed.String())
+		}
+	}
+	domain := cfg.ClusterDomain
+	if len(validation.IsDNS1123Subdomain(domain)) > 0 {
+		domain = ""
+	}
+	return ips, domain
 }

@@ -2,10 +2,12 @@ package controller
 
 import (
 	"errors"
+	"net"
 	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
@@ -128,4 +130,43 @@ func TestReasonOf(t *testing.T) {
 	if got := reasonOf(errors.New("x"), "Other"); got != "Other" {
 		t.Errorf("other: %s", got)
 	}
+}
+
+func TestParseKubeletConfigDNS(t *testing.T) {
+	ips, domain := parseKubeletConfigDNS("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nclusterDNS:\n- 10.96.0.10\n- not-an-ip\nclusterDomain: cluster.example\n")
+	if len(ips) != 1 || ips[0] != "10.96.0.10" || domain != "cluster.example" {
+		t.Errorf("got %v %q", ips, domain)
+	}
+	if ips, domain := parseKubeletConfigDNS("clusterDNS: [10.0.0.10]\nclusterDomain: 'bad domain!'"); len(ips) != 1 || domain != "" {
+		t.Errorf("bad domain kept: %v %q", ips, domain)
+	}
+	if ips, _ := parseKubeletConfigDNS(":::"); ips != nil {
+		t.Errorf("garbage gave %v", ips)
+	}
+}
+
+// FuzzParseKubeletConfigDNS: whatever kube-system/kubelet-config holds, the
+// result is IP addresses only and a valid domain or none, and nothing panics.
+func FuzzParseKubeletConfigDNS(f *testing.F) {
+	for _, seed := range []string{
+		"clusterDNS:\n- 10.96.0.10\nclusterDomain: cluster.local\n",
+		"clusterDNS: [fd00::10, 10.0.0.10]",
+		"clusterDNS: 10.96.0.10",
+		"clusterDomain: [x]",
+		"{",
+		"",
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, data string) {
+		ips, domain := parseKubeletConfigDNS(data)
+		for _, ip := range ips {
+			if net.ParseIP(ip) == nil {
+				t.Errorf("%q is not an IP address", ip)
+			}
+		}
+		if domain != "" && len(validation.IsDNS1123Subdomain(domain)) > 0 {
+			t.Errorf("domain %q is not a DNS name", domain)
+		}
+	})
 }
