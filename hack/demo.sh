@@ -9,6 +9,11 @@
 # hack/tools/build-control-plane.sh (built once, then cached).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ -z "${WINNODE_K8S_BIN:-}" ]; then
+	# Built once (several minutes on 2 cores), then found in the cache.
+	WINNODE_K8S_BIN=$(bash hack/tools/build-control-plane.sh | tail -n1)
+fi
+export WINNODE_K8S_BIN
 mkdir -p bin
 go build -o bin/winnodectl ./cmd/winnodectl
 exec bin/winnodectl demo "$@"
