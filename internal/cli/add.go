@@ -129,17 +129,21 @@ The payload comes from --payload-dir (default $WINNODE_PAYLOAD_DIR, else
 			if err != nil {
 				return err
 			}
+			if payloadDir == "" {
+				payloadDir = os.Getenv("WINNODE_PAYLOAD_DIR")
+			}
+			if payloadDir == "" {
+				payloadDir = "payload"
+			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), hf.timeout)
 			defer cancel()
 			return runAdd(ctx, s, hf, entry, payloadDir)
 		},
 	}
 	hf.add(cmd.Flags(), 20*time.Minute)
-	defPayload := os.Getenv("WINNODE_PAYLOAD_DIR")
-	if defPayload == "" {
-		defPayload = "payload"
-	}
-	cmd.Flags().StringVar(&payloadDir, "payload-dir", defPayload, "folder with the payload and its manifest.json")
+	// The default is resolved when the command runs, so that --help says
+	// the same on every machine.
+	cmd.Flags().StringVar(&payloadDir, "payload-dir", "", "folder with the payload and its manifest.json (default $WINNODE_PAYLOAD_DIR, else ./payload)")
 	return cmd
 }
 
