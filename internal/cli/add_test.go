@@ -308,3 +308,46 @@ func TestRemoveUnreachableHost(t *testing.T) {
 		t.Errorf("Node %s after remove: %v, want NotFound", nodeName, err)
 	}
 }
+
+// TestAddOnPlainCluster: add, status, ssh and remove on a cluster where
+// winnode was never installed (no WindowsInstance API), the case add is for.
+func TestAddOnPlainCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a control plane of its own")
+	}
+	ctx := context.Background()
+	env, err := testenv.Start(ctx, testenv.Options{CRDDirectoryPaths: []string{}}) // no CRDs
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	h, _, pemKey := simHost(t)
+	payloadDir := simulatedPayload(t)
+	keyFile := filepath.Join(t.TempDir(), "key")
+	if err := os.WriteFile(keyFile, pemKey, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	kc := env.KubeconfigPath
+	port := strconv.Itoa(h.Port())
+	nodeName := strings.ToLower(h.Hostname())
+
+	r := run(t, "", "add", h.IP(), "--port", port, "--ssh-key", keyFile, "--kubeconfig", kc, "--payload-dir", payloadDir, "--timeout", "3m")
+	if r.code != ExitOK {
+		t.Fatalf("add: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.out, r.err)
+	}
+	r = run(t, "", "status", "--kubeconfig", kc)
+	if r.code != ExitOK || !strings.Contains(r.out, nodeName) || !strings.Contains(r.err, "does not know WindowsInstances") {
+		t.Errorf("status: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.out, r.err)
+	}
+	r = run(t, "", "ssh", "--kubeconfig", kc, "--ssh-key", keyFile, "--port", port, nodeName, "--", winsim.ContainerdPath, "--version")
+	if r.code != 0 || !strings.Contains(r.out, "containerd") {
+		t.Errorf("ssh: exit %d, stdout %q, stderr %q", r.code, r.out, r.err)
+	}
+	r = run(t, "", "remove", h.IP(), "--port", port, "--ssh-key", keyFile, "--kubeconfig", kc, "--timeout", "2m")
+	if r.code != ExitOK {
+		t.Fatalf("remove: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.out, r.err)
+	}
+	if got := serviceNames(h); contains(got, "kubelet") {
+		t.Errorf("services left on the host after remove: %v", got)
+	}
+}

@@ -120,6 +120,10 @@ opened (as OpenSSH's ssh), 2 for wrong arguments.`,
 func findInstance(ctx context.Context, c client.Client, target string) (*winnodev1.WindowsInstance, error) {
 	var list winnodev1.WindowsInstanceList
 	if err := c.List(ctx, &list); err != nil {
+		if noInstanceAPI(err) {
+			// No operator in this cluster: only nodes of winnodectl add.
+			return nil, fmt.Errorf("%w: the cluster has no WindowsInstance API", errNoInstance)
+		}
 		return nil, fmt.Errorf("listing WindowsInstances to find %s: %w", target, err)
 	}
 	var found []*winnodev1.WindowsInstance

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -44,7 +45,11 @@ the instance names a node that does not exist (yet).`,
 				return err
 			}
 			rows, err := listInstanceRows(cmd.Context(), c)
-			if err != nil {
+			switch {
+			case errors.Is(err, errNoInstanceAPI):
+				// No operator here; nodes of winnodectl add may still be.
+				fmt.Fprintf(s.Err, "Note: %v\n", err)
+			case err != nil:
 				return err
 			}
 			added, err := listAddedNodes(cmd.Context(), c, rows)
@@ -84,12 +89,17 @@ the instance names a node that does not exist (yet).`,
 	return cmd
 }
 
+// errNoInstanceAPI: the cluster has no WindowsInstance CRD (no operator).
+var errNoInstanceAPI = errors.New("no WindowsInstance API")
+
+func noInstanceAPI(err error) bool { return meta.IsNoMatchError(err) || apierrors.IsNotFound(err) }
+
 // listInstanceRows reads every WindowsInstance and the Nodes they name.
 func listInstanceRows(ctx context.Context, c client.Client) ([]instanceRow, error) {
 	var list winnodev1.WindowsInstanceList
 	if err := c.List(ctx, &list); err != nil {
-		if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("the cluster does not know WindowsInstances (API group %s): install winnode's CRDs and operator first (docs/install.md)", winnodev1.GroupVersion.Group)
+		if noInstanceAPI(err) {
+			return nil, fmt.Errorf("%w: the cluster does not know WindowsInstances (API group %s): install winnode's CRDs and operator (docs/install.md)", errNoInstanceAPI, winnodev1.GroupVersion.Group)
 		}
 		return nil, fmt.Errorf("listing WindowsInstances: %w", err)
 	}
