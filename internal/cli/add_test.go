@@ -351,3 +351,26 @@ func TestAddOnPlainCluster(t *testing.T) {
 		t.Errorf("services left on the host after remove: %v", got)
 	}
 }
+
+// TestAddInterrupted: SIGINT (a cancelled context) ends add with 130 and
+// does nothing more.
+func TestAddInterrupted(t *testing.T) {
+	cl := getCluster(t)
+	h, _, pemKey := simHost(t)
+	payloadDir := simulatedPayload(t)
+	keyFile := filepath.Join(t.TempDir(), "key")
+	if err := os.WriteFile(keyFile, pemKey, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var out, errOut strings.Builder
+	code := Execute(ctx, []string{"add", h.IP(), "--port", strconv.Itoa(h.Port()), "--ssh-key", keyFile,
+		"--kubeconfig", cl.env.KubeconfigPath, "--payload-dir", payloadDir}, Streams{In: strings.NewReader(""), Out: &out, Err: &errOut})
+	if code != ExitInterrupted {
+		t.Errorf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, ExitInterrupted, out.String(), errOut.String())
+	}
+	if got := serviceNames(h); contains(got, "kubelet") {
+		t.Errorf("an interrupted add installed services: %v", got)
+	}
+}

@@ -1,7 +1,10 @@
 // Package cli holds winnodectl's commands, one file per command: demo.go
-// (the operator on simulated hosts), add.go and remove.go (one host without
-// the operator), status.go, userdata.go and ssh.go; table.go and progress.go
-// render what they print.
+// (a control plane, simulated hosts and the operator, which
+// demo_operator.go runs in process), add.go and remove.go (one host without
+// the operator; approve.go approves its kubelet's CSRs), status.go,
+// userdata.go and ssh.go. root.go wires them and defines the exit codes;
+// kube.go and output.go are the shared flags; table.go, progress.go and
+// steps.go render what the commands print.
 //
 // The commands reuse the operator's packages (internal/controller,
 // internal/bootstrap, internal/host) rather than implementing anything a
