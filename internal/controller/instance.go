@@ -87,6 +87,9 @@ func (r *InstanceReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			MaxConcurrentReconciles: workers,
 			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](time.Second, orDefault(r.RetryMax, 2*time.Minute)),
 		})
+	// A Node that stops (or starts again) being Ready gets its instance
+	// checked at once rather than at the next periodic check.
+	b = b.Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.instanceOfNode), builder.WithPredicates(nodeReadinessChanged{}))
 	if r.KeySecret.Name != "" {
 		b = b.Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.allInstances),
 			builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
@@ -107,6 +110,33 @@ func (r *InstanceReconciler) allInstances(ctx context.Context, _ client.Object) 
 		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&i)})
 	}
 	return reqs
+}
+
+// instanceOfNode enqueues the instance whose host registered the Node.
+func (r *InstanceReconciler) instanceOfNode(ctx context.Context, o client.Object) []reconcile.Request {
+	var list winnodev1.WindowsInstanceList
+	if err := r.Client.List(ctx, &list); err != nil {
+		return nil
+	}
+	for _, i := range list.Items {
+		if i.Status.NodeName != "" && i.Status.NodeName == o.GetName() {
+			return []reconcile.Request{{NamespacedName: client.ObjectKeyFromObject(&i)}}
+		}
+	}
+	return nil
+}
+
+// nodeReadinessChanged lets through a Node's Ready condition changing and
+// its deletion; heartbeats and new Nodes (awaited by polling) are ignored.
+type nodeReadinessChanged struct{ predicate.Funcs }
+
+func (nodeReadinessChanged) Create(event.CreateEvent) bool   { return false }
+func (nodeReadinessChanged) Delete(event.DeleteEvent) bool   { return true }
+func (nodeReadinessChanged) Generic(event.GenericEvent) bool { return false }
+func (nodeReadinessChanged) Update(e event.UpdateEvent) bool {
+	o, ok1 := e.ObjectOld.(*corev1.Node)
+	n, ok2 := e.ObjectNew.(*corev1.Node)
+	return ok1 && ok2 && nodeReady(o) != nodeReady(n)
 }
 
 // instanceChanged lets through what needs work: new and deleted instances,

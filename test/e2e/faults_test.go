@@ -254,3 +254,37 @@ func TestHostWithoutContainerd(t *testing.T) {
 		t.Error("a kubelet service was installed on a host without containerd")
 	}
 }
+
+// A Ready host that goes down: once its Node is NotReady the instance is
+// checked at once (not at the next periodic check) and says Unreachable;
+// when the host is back, the instance is Ready again with the same Node.
+func TestReadyHostGoesDown(t *testing.T) {
+	w := getWorld(t)
+	h := w.newHost(t)
+	w.startOperator(t, operatorOptions{})
+	w.instanceFor(t, "flaky", h)
+	before := w.waitReady(t, "flaky", 3*time.Minute)
+	state := h.StateDir()
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The node lifecycle controller marks the Node NotReady after its grace
+	// period (20s in testenv).
+	inst := w.waitCondition(t, "flaky", winnodev1.ConditionReachable, "False", winnodev1.ReasonUnreachable, 2*time.Minute)
+	if inst.Status.Phase != winnodev1.PhaseFailed {
+		t.Errorf("phase %s, want Failed while the host is down", inst.Status.Phase)
+	}
+	h2, err := winsim.New(winsim.Options{StateDir: state, StandinBinary: w.standin, BootDelay: 500 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h2.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h2.Close() })
+	w.converged(t, "flaky", h2)
+	if after := w.get(t, "flaky"); after.Status.NodeName != before.Status.NodeName {
+		t.Errorf("node %s became %s", before.Status.NodeName, after.Status.NodeName)
+	}
+}
