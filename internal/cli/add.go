@@ -129,25 +129,34 @@ The payload comes from --payload-dir (default $WINNODE_PAYLOAD_DIR, else
 			if err != nil {
 				return err
 			}
-			if payloadDir == "" {
-				payloadDir = os.Getenv("WINNODE_PAYLOAD_DIR")
-			}
-			if payloadDir == "" {
-				payloadDir = "payload"
-			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), hf.timeout)
 			defer cancel()
-			return runAdd(ctx, s, hf, entry, payloadDir)
+			return runAdd(ctx, s, hf, entry, payloadOrDefault(payloadDir), false)
 		},
 	}
 	hf.add(cmd.Flags(), 20*time.Minute)
-	// The default is resolved when the command runs, so that --help says
-	// the same on every machine.
-	cmd.Flags().StringVar(&payloadDir, "payload-dir", "", "folder with the payload and its manifest.json (default $WINNODE_PAYLOAD_DIR, else ./payload)")
+	addPayloadFlag(cmd, &payloadDir)
 	return cmd
 }
 
-func runAdd(ctx context.Context, s Streams, hf hostFlags, entry controller.Entry, payloadDir string) error {
+// addPayloadFlag adds --payload-dir. Its default is resolved when the
+// command runs (payloadOrDefault), so that --help says the same everywhere.
+func addPayloadFlag(cmd *cobra.Command, dir *string) {
+	cmd.Flags().StringVar(dir, "payload-dir", "", "folder with the payload and its manifest.json (default $WINNODE_PAYLOAD_DIR, else ./payload)")
+}
+
+func payloadOrDefault(dir string) string {
+	if dir == "" {
+		dir = os.Getenv("WINNODE_PAYLOAD_DIR")
+	}
+	if dir == "" {
+		dir = "payload"
+	}
+	return dir
+}
+
+// runAdd configures one host (upgrade: one that add configured before).
+func runAdd(ctx context.Context, s Streams, hf hostFlags, entry controller.Entry, payloadDir string, upgrade bool) error {
 	manifest, err := payload.Load(payloadDir)
 	if err != nil {
 		return fmt.Errorf("loading the payload from --payload-dir %s: %w (build it with make payload)", payloadDir, err)
@@ -164,6 +173,14 @@ func runAdd(ctx context.Context, s Streams, hf hostFlags, entry controller.Entry
 	if err := pinFromNode(ctx, sess.kube, inst); err != nil {
 		return err
 	}
+	verb := "Adding"
+	if upgrade {
+		if inst.Status.NodeName == "" {
+			return fmt.Errorf("no Node has the address %s: winnodectl add has not made it a node yet (use add)", address)
+		}
+		verb = "Upgrading"
+		fmt.Fprintf(s.Out, "Node %s runs winnode %s; moving it to %s.\n", inst.Status.NodeName, orDash(nodeVersion(ctx, sess.kube, inst.Status.NodeName)), Version)
+	}
 	steps := newStepPrinter(s.Out, isTerminal(s.Out), time.Now())
 	cfg := &controller.Configurer{
 		Kube:       sess.kube,
@@ -176,7 +193,7 @@ func runAdd(ctx context.Context, s Streams, hf hostFlags, entry controller.Entry
 		AfterStep:  func(_ *winnodev1.WindowsInstance, step string) { steps.begin(step) },
 		Log:        logrTo(s.Err, hf.verbose),
 	}
-	fmt.Fprintf(s.Out, "Adding %s (user %s, port %d) to the cluster at %s, without the operator:\n", address, entry.Username, entry.Port, sess.apiServer)
+	fmt.Fprintf(s.Out, "%s %s (user %s, port %d) in the cluster at %s, without the operator:\n", verb, address, entry.Username, entry.Port, sess.apiServer)
 	approver := &csrApprover{kube: sess.kube, inst: inst, note: steps.note}
 	err = configureUntilReady(ctx, cfg, inst, approver.approve)
 	steps.end(err == nil)
@@ -194,6 +211,15 @@ func runAdd(ctx context.Context, s Streams, hf hostFlags, entry controller.Entry
 			address, inst.Status.NodeName, winnodev1.AnnotationHostKey, inst.Status.NodeName, winnodev1.AnnotationHostKey)
 	}
 	return fmt.Errorf("adding %s: %w; fix the cause and run add again (every step is safe to repeat)", address, err)
+}
+
+// nodeVersion is the winnode version annotated on a Node, or "".
+func nodeVersion(ctx context.Context, kube kubernetes.Interface, name string) string {
+	node, err := kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return ""
+	}
+	return node.Annotations[winnodev1.AnnotationVersion]
 }
 
 // newHostInstance is the in-memory WindowsInstance add and remove work on:

@@ -130,6 +130,36 @@ func TestAddThenRemove(t *testing.T) {
 		}
 	}
 
+	// upgrade to another payload: only what changed moves, the node is
+	// Ready again.
+	payload2 := filepath.Join(t.TempDir(), "payload")
+	if _, err := simpayload.Build(payload2, simpayload.Options{
+		AgentBinary: testenv.Binary(t, "cmd/winnode-agent"), StandinBinary: testenv.Binary(t, "cmd/winsim-standin"),
+		PaddingBytes: 1 << 20, PaddingSeed: "v2",
+	}); err != nil {
+		t.Fatal(err)
+	}
+	r = run(t, "", "upgrade", h.IP(), "--port", port, "--ssh-key", keyFile, "--kubeconfig", kc, "--payload-dir", payload2, "--timeout", "5m")
+	if r.code != ExitOK {
+		t.Fatalf("upgrade: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.out, r.err)
+	}
+	t.Logf("winnodectl upgrade:\n%s", r.out)
+	for _, want := range []string{"Upgrading", "✓ sync", "✓ apply", "Node " + nodeName + " is Ready"} {
+		if !strings.Contains(r.out, want) {
+			t.Errorf("upgrade's output lacks %q:\n%s", want, r.out)
+		}
+	}
+	if !strings.Contains(r.out, "uploaded 1.0 MiB") { // the new padding file and the plan, not the 60 MiB payload
+		t.Errorf("upgrade did not upload just what changed:\n%s", r.out)
+	}
+	node, err = kube.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+	if err != nil || nodeReady(node) != "Ready" {
+		t.Errorf("Node %s after upgrade: %v, %v", nodeName, err, node.Status.Conditions)
+	}
+	if r := run(t, "", "upgrade", "192.0.2.99", "--ssh-key", keyFile, "--kubeconfig", kc, "--payload-dir", payload2); r.code != ExitFailed || !strings.Contains(r.err, "use add") {
+		t.Errorf("upgrade of a host never added: exit %d, stderr %q", r.code, r.err)
+	}
+
 	// remove: drained, cleaned, gone.
 	r = run(t, "", "remove", h.IP(), "--port", port, "--ssh-key", keyFile, "--kubeconfig", kc, "--timeout", "3m")
 	if r.code != ExitOK {

@@ -58,7 +58,7 @@ func golden(t *testing.T, name string, got string) {
 }
 
 func TestHelpGolden(t *testing.T) {
-	for _, cmd := range []string{"", "demo", "add", "remove", "status", "userdata", "ssh"} {
+	for _, cmd := range []string{"", "demo", "add", "remove", "upgrade", "status", "userdata", "ssh"} {
 		name := cmd
 		if name == "" {
 			name = "root"

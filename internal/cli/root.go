@@ -1,7 +1,8 @@
 // Package cli holds winnodectl's commands, one file per command: demo.go
 // (a control plane, simulated hosts and the operator, which
 // demo_operator.go runs in process), add.go and remove.go (one host without
-// the operator; approve.go approves its kubelet's CSRs), status.go,
+// the operator; approve.go approves its kubelet's CSRs; upgrade.go is add
+// for a host that is a node already), status.go,
 // userdata.go and ssh.go. root.go wires them and defines the exit codes;
 // kube.go and output.go are the shared flags; table.go, progress.go and
 // steps.go render what the commands print.
@@ -169,6 +170,7 @@ Exit codes: 0 success; 1 the command failed (the message says what to do);
 		newDemoCommand(s),
 		newAddCommand(s),
 		newRemoveCommand(s),
+		newUpgradeCommand(s),
 		newStatusCommand(s),
 		newUserDataCommand(s),
 		newSSHCommand(s),

@@ -1,0 +1,42 @@
+package cli
+
+import (
+	"context"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+func newUpgradeCommand(s Streams) *cobra.Command {
+	var (
+		hf         hostFlags
+		payloadDir string
+	)
+	cmd := &cobra.Command{
+		Use:   "upgrade HOST --ssh-key FILE [--payload-dir DIR]",
+		Short: "Move a host added with winnodectl add to a new payload and version",
+		Long: `Move a host that winnodectl add made a node to the payload in --payload-dir and
+to this winnodectl's version, with the operator's own steps (the same code as
+add): the node is cordoned, only the files whose hash changed are uploaded,
+the agent applies the new plan (services restarted only where their
+configuration changed), and the node is uncordoned once Ready.
+
+The host key pinned on the Node is checked. Hosts the operator manages are
+upgraded by the operator when it is upgraded.`,
+		Example: `  # After building a new payload (make payload)
+  winnodectl upgrade 10.0.0.7 --ssh-key ~/.ssh/winnode --payload-dir ./payload`,
+		Args: exactArgs("HOST"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			entry, err := hf.check(args[0])
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), hf.timeout)
+			defer cancel()
+			return runAdd(ctx, s, hf, entry, payloadOrDefault(payloadDir), true)
+		},
+	}
+	hf.add(cmd.Flags(), 20*time.Minute)
+	addPayloadFlag(cmd, &payloadDir)
+	return cmd
+}
