@@ -473,8 +473,8 @@ func (d *demo) snapshot(ctx context.Context) ([]hostState, error) {
 
 // display is the live display on a terminal, plain lines otherwise.
 func (d *demo) display() progressDisplay {
-	if f, ok := d.s.Out.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		fd := int(f.Fd())
+	if isTerminal(d.s.Out) {
+		fd := int(d.s.Out.(*os.File).Fd())
 		return &liveDisplay{w: d.s.Out, start: d.start, width: func() int {
 			if w, _, err := term.GetSize(fd); err == nil && w > 0 {
 				return w
@@ -532,7 +532,7 @@ func allReady(hosts []hostState, want int) bool {
 	return n >= want
 }
 
-// windowsNodes lists the nodes whose WindowsInstance is known.
+// windowsNodes lists the Windows nodes (label kubernetes.io/os=windows).
 func (d *demo) windowsNodes(ctx context.Context) ([]nodeRow, error) {
 	var nodes corev1.NodeList
 	if err := d.client.List(ctx, &nodes, client.MatchingLabels{corev1.LabelOSStable: "windows"}); err != nil {
