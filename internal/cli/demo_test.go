@@ -19,6 +19,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/winnode/winnode/internal/testenv"
@@ -303,5 +304,39 @@ func TestDemoCommands(t *testing.T) {
 	// The reboot was real: containerd started again, as after a boot.
 	if s, err := h.Services().Get("containerd"); err != nil || s.Status.State != "Running" {
 		t.Errorf("containerd after the reboot: %+v, %v", s.Status, err)
+	}
+}
+
+func TestDemoKubeconfigOutNeverOverwritesOtherClusters(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, context string) string {
+		cfg := clientcmdapi.NewConfig()
+		cfg.Clusters["c"] = &clientcmdapi.Cluster{Server: "https://192.0.2.1:6443"}
+		cfg.AuthInfos["u"] = &clientcmdapi.AuthInfo{Token: "x"}
+		cfg.Contexts[context] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "u"}
+		path := filepath.Join(dir, name)
+		if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	garbage := filepath.Join(dir, "notes.txt")
+	os.WriteFile(garbage, []byte("::: not yaml :::\n\t-"), 0o600)
+	for path, ok := range map[string]bool{
+		"":                                   true,
+		filepath.Join(dir, "new.kubeconfig"): true,
+		write("old-demo", demoContext):       true,
+		write("mine", "production"):          false,
+		garbage:                              false,
+	} {
+		err := checkKubeconfigOut(path)
+		if (err == nil) != ok {
+			t.Errorf("checkKubeconfigOut(%q) = %v, want ok=%v", path, err, ok)
+		}
+	}
+	// Through the command line: refused before anything starts.
+	r := run(t, "", "demo", "--kubeconfig-out", write("mine2", "production"))
+	if r.code != ExitUsage || !strings.Contains(r.err, `context "production"`) || r.out != "" {
+		t.Errorf("exit %d, stdout %q, stderr %q", r.code, r.out, r.err)
 	}
 }
