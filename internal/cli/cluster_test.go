@@ -6,9 +6,11 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"encoding/pem"
+	"io"
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/crypto/ssh"
 	corev1 "k8s.io/api/core/v1"
@@ -237,5 +239,55 @@ func TestSSHRefusesUnpinnedOrChangedHostKey(t *testing.T) {
 	r = run(t, "", "ssh", "--kubeconfig", kc, h.IP(), "--", winsim.ContainerdPath)
 	if r.code != ExitSSHFailed || !strings.Contains(r.err, "several") {
 		t.Errorf("ambiguous address: exit %d, stderr %q", r.code, r.err)
+	}
+}
+
+// TestStatusWatch: --watch prints a line when a host changes, and stops
+// cleanly (exit 0) on Ctrl-C.
+func TestStatusWatch(t *testing.T) {
+	cl := getCluster(t)
+	inst := cl.instance(t, "watched", winnodev1.WindowsInstanceSpec{Address: "192.0.2.20", Username: "Administrator", Port: 22},
+		winnodev1.WindowsInstanceStatus{Phase: winnodev1.PhaseConfiguring, Step: "sync"})
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- Execute(ctx, []string{"status", "--kubeconfig", cl.env.KubeconfigPath, "--watch", "--watch-interval", "100ms"},
+			Streams{In: strings.NewReader(""), Out: &out, Err: io.Discard})
+	}()
+	waitFor := func(what string) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for !strings.Contains(out.String(), what) {
+			if time.Now().After(deadline) {
+				t.Fatalf("status --watch did not print %q within 30s:\n%s", what, out.String())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	waitFor("Watching")
+	if strings.Contains(out.String(), "192.0.2.20: Configuring, step sync") {
+		t.Errorf("--watch printed the current state as a change:\n%s", out.String())
+	}
+	before := inst.DeepCopy()
+	inst.Status.Phase, inst.Status.Step, inst.Status.LastError = winnodev1.PhaseFailed, "connect", "connection refused"
+	if err := cl.c.Status().Patch(context.Background(), inst, client.MergeFrom(before)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("192.0.2.20: Failed, step connect: connection refused")
+	cancel()
+	select {
+	case code := <-done:
+		if code != ExitOK {
+			t.Errorf("status --watch ended with %d on Ctrl-C, want 0", code)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("status --watch did not stop within 10s of Ctrl-C")
+	}
+
+	if r := run(t, "", "status", "--watch", "-o", "json"); r.code != ExitUsage {
+		t.Errorf("--watch with -o json: exit %d, want %d", r.code, ExitUsage)
 	}
 }

@@ -440,35 +440,17 @@ func (d *demo) recordUpload(inst *winnodev1.WindowsInstance, p host.Progress) {
 	d.mu.Unlock()
 }
 
-// snapshot reads every WindowsInstance and Node.
+// snapshot reads every host's state, with the uploads the operator
+// reported.
 func (d *demo) snapshot(ctx context.Context) ([]hostState, error) {
-	var insts winnodev1.WindowsInstanceList
-	if err := d.client.List(ctx, &insts); err != nil {
-		return nil, fmt.Errorf("listing WindowsInstances: %w", err)
-	}
-	var nodes corev1.NodeList
-	if err := d.client.List(ctx, &nodes); err != nil {
-		return nil, fmt.Errorf("listing Nodes: %w", err)
-	}
-	ready := map[string]bool{}
-	for i := range nodes.Items {
-		ready[nodes.Items[i].Name] = nodeReady(&nodes.Items[i]) == "Ready"
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	var hosts []hostState
-	for _, inst := range insts.Items {
-		h := hostState{
-			Name: inst.Name, Address: inst.Spec.Address, Hostname: inst.Status.Hostname,
-			Phase: string(inst.Status.Phase), Step: inst.Status.Step, Node: inst.Status.NodeName,
-			NodeReady: ready[inst.Status.NodeName], LastError: inst.Status.LastError,
-		}
+	return readHostStates(ctx, d.client, func(inst *winnodev1.WindowsInstance) *host.Progress {
+		d.mu.Lock()
+		defer d.mu.Unlock()
 		if u, ok := d.uploads[inst.Name]; ok && u.step == inst.Status.Step {
-			h.Upload = &u.progress
+			return &u.progress
 		}
-		hosts = append(hosts, h)
-	}
-	return hosts, nil
+		return nil
+	})
 }
 
 // display is the live display on a terminal, plain lines otherwise.

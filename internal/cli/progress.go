@@ -1,12 +1,17 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"sort"
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/host"
 )
 
@@ -229,4 +234,35 @@ func humanBytes(n int64) string {
 		i++
 	}
 	return fmt.Sprintf("%.1f %ciB", v, "KMG"[i])
+}
+
+// readHostStates reads every WindowsInstance and Node into host states;
+// upload, when not nil, gives an instance's current upload.
+func readHostStates(ctx context.Context, c client.Client, upload func(*winnodev1.WindowsInstance) *host.Progress) ([]hostState, error) {
+	var insts winnodev1.WindowsInstanceList
+	if err := c.List(ctx, &insts); err != nil {
+		return nil, fmt.Errorf("listing WindowsInstances: %w", err)
+	}
+	var nodes corev1.NodeList
+	if err := c.List(ctx, &nodes); err != nil {
+		return nil, fmt.Errorf("listing Nodes: %w", err)
+	}
+	ready := map[string]bool{}
+	for i := range nodes.Items {
+		ready[nodes.Items[i].Name] = nodeReady(&nodes.Items[i]) == "Ready"
+	}
+	var hosts []hostState
+	for i := range insts.Items {
+		inst := &insts.Items[i]
+		h := hostState{
+			Name: inst.Name, Address: inst.Spec.Address, Hostname: inst.Status.Hostname,
+			Phase: string(inst.Status.Phase), Step: inst.Status.Step, Node: inst.Status.NodeName,
+			NodeReady: ready[inst.Status.NodeName], LastError: inst.Status.LastError,
+		}
+		if upload != nil {
+			h.Upload = upload(inst)
+		}
+		hosts = append(hosts, h)
+	}
+	return hosts, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -17,8 +18,10 @@ import (
 
 func newStatusCommand(s Streams) *cobra.Command {
 	var (
-		cluster clusterFlags
-		output  outputFormat
+		cluster  clusterFlags
+		output   outputFormat
+		watch    bool
+		interval time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "status",
@@ -28,14 +31,23 @@ Ready status, the winnode version it is configured with, its age and its last
 error. The table shortens long errors; -o json has them whole.
 
 NODE STATUS is the node's Ready condition as kubectl shows it, or Missing when
-the instance names a node that does not exist (yet).`,
+the instance names a node that does not exist (yet).
+
+With --watch, the table is followed by one line per change of a host's phase,
+step, node or error, until Ctrl-C.`,
 		Example: `  # Where is every Windows host?
   winnodectl status
 
   # The same for scripts
-  winnodectl status -o json | jq -r '.instances[] | select(.phase != "Ready") | .name'`,
+  winnodectl status -o json | jq -r '.instances[] | select(.phase != "Ready") | .name'
+
+  # Then one line per change, until Ctrl-C
+  winnodectl status --watch`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if watch && output == outputJSON {
+				return usageErrorf("--watch prints lines for people; with -o json, run status again instead")
+			}
 			cfg, err := cluster.restConfig()
 			if err != nil {
 				return err
@@ -66,7 +78,9 @@ the instance names a node that does not exist (yet).`,
 			}
 			if len(rows) == 0 && len(added) == 0 {
 				fmt.Fprintln(s.Err, "No WindowsInstances found. List a host in ConfigMap windows-instances (namespace winnode-system) or run `winnodectl add HOST`.")
-				return nil
+				if !watch {
+					return nil
+				}
 			}
 			now := time.Now()
 			if len(rows) > 0 {
@@ -79,14 +93,48 @@ the instance names a node that does not exist (yet).`,
 					fmt.Fprintln(s.Out)
 				}
 				fmt.Fprintln(s.Out, "Nodes added with winnodectl add (no WindowsInstance):")
-				return writeNodeTable(s.Out, added, now)
+				if err := writeNodeTable(s.Out, added, now); err != nil {
+					return err
+				}
+			}
+			if watch {
+				return watchHosts(cmd.Context(), c, s.Out, interval)
 			}
 			return nil
 		},
 	}
 	cluster.add(cmd.Flags())
 	addOutputFlag(cmd.Flags(), &output)
+	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "after the table, print each change until Ctrl-C (table output only)")
+	cmd.Flags().DurationVar(&interval, "watch-interval", 2*time.Second, "how often --watch looks")
 	return cmd
+}
+
+// watchHosts prints a line whenever a host's state changes, until ctx ends.
+func watchHosts(ctx context.Context, c client.Client, out io.Writer, interval time.Duration) error {
+	lines := newLinesDisplay(io.Discard, time.Now())
+	if hosts, err := readHostStates(ctx, c, nil); err == nil {
+		lines.show(time.Now(), hosts) // what the table showed: only changes follow
+	}
+	lines.w = out
+	fmt.Fprintln(out, "\nWatching; one line per change until Ctrl-C.")
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+		hosts, err := readHostStates(ctx, c, nil)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		lines.show(time.Now(), hosts)
+	}
 }
 
 // errNoInstanceAPI: the cluster has no WindowsInstance CRD (no operator).
