@@ -9,8 +9,9 @@
 package v1alpha1
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/scheme"
 )
 
 var (
@@ -18,8 +19,16 @@ var (
 	GroupVersion = schema.GroupVersion{Group: "winnode.io", Version: "v1alpha1"}
 
 	// SchemeBuilder registers this package's types with a runtime.Scheme.
-	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+	// It uses apimachinery only, so that importing the API does not import
+	// controller-runtime.
+	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
 
 	// AddToScheme adds this package's types to a runtime.Scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
 )
+
+func addKnownTypes(s *runtime.Scheme) error {
+	s.AddKnownTypes(GroupVersion, &WindowsInstance{}, &WindowsInstanceList{})
+	metav1.AddToGroupVersion(s, GroupVersion)
+	return nil
+}

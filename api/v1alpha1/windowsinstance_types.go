@@ -247,10 +247,6 @@ type WindowsInstanceList struct {
 	Items           []WindowsInstance `json:"items"`
 }
 
-func init() {
-	SchemeBuilder.Register(&WindowsInstance{}, &WindowsInstanceList{})
-}
-
 // SSHPort returns the spec's port, or 22 when unset (objects created before
 // defaulting, or built in Go without going through the API server).
 func (w *WindowsInstance) SSHPort() int32 {

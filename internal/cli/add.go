@@ -195,7 +195,7 @@ func runAdd(ctx context.Context, s Streams, hf hostFlags, entry controller.Entry
 	}
 	fmt.Fprintf(s.Out, "%s %s (user %s, port %d) in the cluster at %s, without the operator:\n", verb, address, entry.Username, entry.Port, sess.apiServer)
 	approver := &csrApprover{kube: sess.kube, inst: inst, note: steps.note}
-	err = configureUntilReady(ctx, cfg, inst, approver.approve)
+	err = cfg.Run(ctx, inst, approver.approve)
 	steps.end(err == nil)
 	switch {
 	case err == nil:
@@ -271,33 +271,6 @@ func findNode(ctx context.Context, kube kubernetes.Interface, target string) (*c
 		return found[0], nil
 	}
 	return nil, fmt.Errorf("several Nodes have the name or address %s; name the node instead", target)
-}
-
-// configureUntilReady calls Configure until the instance is Ready, running
-// between (CSR approval) each time it has to wait. It stops at the first
-// error: without an operator, the administrator decides when to retry.
-func configureUntilReady(ctx context.Context, c *controller.Configurer, inst *winnodev1.WindowsInstance, between func(context.Context) error) error {
-	for {
-		res, err := c.Configure(ctx, inst)
-		if err != nil {
-			return err
-		}
-		if inst.Status.Phase == winnodev1.PhaseReady {
-			return nil
-		}
-		if inst.Status.Phase == winnodev1.PhaseFailed {
-			return errors.New(inst.Status.LastError)
-		}
-		if err := between(ctx); err != nil {
-			return err
-		}
-		wait := min(max(res.RequeueAfter, 200*time.Millisecond), 2*time.Second)
-		select {
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		case <-time.After(wait):
-		}
-	}
 }
 
 func orDash(s string) string {

@@ -119,7 +119,6 @@ type demo struct {
 
 	workdir    string
 	removeWork bool
-	binDirs    []string // folders of binaries built for the demo
 	logFile    *os.File
 	env        *testenv.Env
 	kubeconfig string
@@ -212,7 +211,6 @@ func (d *demo) setUp(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("building the stand-in programs: %w", err)
 	}
-	d.binDirs = append(d.binDirs, filepath.Dir(agentBin), filepath.Dir(standinBin))
 	payloadDir := filepath.Join(d.workdir, "payload")
 	if _, err := simpayload.Build(payloadDir, simpayload.Options{AgentBinary: agentBin, StandinBinary: standinBin}); err != nil {
 		return err
@@ -691,13 +689,8 @@ func (d *demo) stop() error {
 	} else if d.workdir != "" {
 		fmt.Fprintf(d.s.Out, "The work folder %s is kept (hosts' state, payload, logs).\n", d.workdir)
 	}
-	for _, dir := range d.binDirs {
-		// testenv.BuildBinary builds into a temporary folder of its own
-		// that only its test cleanup removes; the demo removes it itself.
-		if strings.HasPrefix(filepath.Base(dir), "winnode-bin-") {
-			_ = os.RemoveAll(dir)
-		}
-	}
+	// The agent and stand-in builds live in testenv's temporary folder.
+	testenv.RemoveBuiltBinaries()
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("stopping the demo: %w", err)
 	}

@@ -125,17 +125,24 @@ type Result struct {
 	RequeueAfter time.Duration
 }
 
-// Run calls Configure until it is done, waiting as asked in between and
-// calling between (e.g. winnodectl's CSR approval) each time it waits. It
-// is the operator-less loop; the operator's reconciler requeues instead.
+// Run calls Configure until the instance is Ready or Failed: the
+// operator-less loop of winnodectl add and upgrade (the operator's reconciler
+// requeues instead). Between calls it runs between (winnodectl's approval of
+// its own node's CSRs) and waits as Configure asked, but at most 2 s, because
+// nothing else would wake it when a CSR it must approve appears. It stops at
+// the first error: without an operator, the administrator decides when to
+// retry.
 func (c *Configurer) Run(ctx context.Context, inst *winnodev1.WindowsInstance, between func(ctx context.Context) error) error {
 	for {
 		res, err := c.Configure(ctx, inst)
 		if err != nil {
 			return err
 		}
-		if res.RequeueAfter == 0 {
+		switch inst.Status.Phase {
+		case winnodev1.PhaseReady:
 			return nil
+		case winnodev1.PhaseFailed:
+			return errors.New(inst.Status.LastError)
 		}
 		if between != nil {
 			if err := between(ctx); err != nil {
@@ -145,7 +152,7 @@ func (c *Configurer) Run(ctx context.Context, inst *winnodev1.WindowsInstance, b
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("configuring %s: %w (last step %s)", inst.Spec.Address, context.Cause(ctx), inst.Status.Step)
-		case <-time.After(res.RequeueAfter):
+		case <-time.After(min(max(res.RequeueAfter, 200*time.Millisecond), 2*time.Second)):
 		}
 	}
 }

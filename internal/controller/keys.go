@@ -104,7 +104,7 @@ func LoadSigner(ctx context.Context, c client.Reader, namespace string) (ssh.Sig
 	err := c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: PrivateKeySecret}, &s)
 	if apierrors.IsNotFound(err) {
 		return nil, &KeyError{Reason: winnodev1.ReasonNoPrivateKey, Err: fmt.Errorf(
-			"Secret %s/%s does not exist; create it with the operator's SSH private key: kubectl -n %s create secret generic %s --from-file=%s=KEY",
+			"the Secret %s/%s does not exist; create it with the operator's SSH private key: kubectl -n %s create secret generic %s --from-file=%s=KEY",
 			namespace, PrivateKeySecret, namespace, PrivateKeySecret, PrivateKeyKey)}
 	}
 	if err != nil {
@@ -113,7 +113,7 @@ func LoadSigner(ctx context.Context, c client.Reader, namespace string) (ssh.Sig
 	data, ok := s.Data[PrivateKeyKey]
 	if !ok {
 		return nil, &KeyError{Reason: winnodev1.ReasonNoPrivateKey, Err: fmt.Errorf(
-			"Secret %s/%s has no key %s; put the operator's SSH private key under that key", namespace, PrivateKeySecret, PrivateKeyKey)}
+			"the Secret %s/%s has no key %s; put the operator's SSH private key under that key", namespace, PrivateKeySecret, PrivateKeyKey)}
 	}
 	return ParsePrivateKey(data)
 }

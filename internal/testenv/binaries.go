@@ -130,7 +130,9 @@ func BuildBinary(pkg string) (string, error) {
 	return out, nil
 }
 
-func removeBinaries() {
+// RemoveBuiltBinaries deletes what BuildBinary built. Main calls it after
+// the tests; the demo calls it when it stops.
+func RemoveBuiltBinaries() {
 	binaries.Lock()
 	defer binaries.Unlock()
 	if binaries.dir != "" {

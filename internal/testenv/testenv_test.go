@@ -103,7 +103,7 @@ func TestBootstrapTokenJoinAndNodeRestriction(t *testing.T) {
 	var reqName string
 	var reqUID types.UID
 	err = wait.PollUntilContextTimeout(ctx, time.Second, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		reqName, reqUID, err = csr.RequestCertificate(bootClient, csrPEM, "", certificatesv1.KubeAPIServerClientKubeletSignerName, nil, usages, key)
+		reqName, reqUID, err = csr.RequestCertificateWithContext(ctx, bootClient, csrPEM, "", certificatesv1.KubeAPIServerClientKubeletSignerName, nil, usages, key)
 		if apierrors.IsUnauthorized(err) || apierrors.IsForbidden(err) {
 			return false, nil // RBAC caches are eventually consistent
 		}

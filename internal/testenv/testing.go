@@ -48,7 +48,7 @@ func cleanup() {
 		_ = shared.env.Stop()
 		shared.env = nil
 	}
-	removeBinaries()
+	RemoveBuiltBinaries()
 }
 
 // Get returns the test binary's shared control plane, starting it on first
