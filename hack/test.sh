@@ -37,7 +37,7 @@ export WINNODE_PAYLOAD_DIR
 WINNODE_PAYLOAD_DIR=$(bash hack/payload/build.sh | tail -n1)
 
 step "go test (unit, integration, end to end)"
-go test -p 2 -timeout 25m ./...
+go test -count=1 -p 2 -timeout 25m ./...
 
 step "Wine tier"
 bash hack/wine/test.sh
