@@ -124,19 +124,24 @@ The payload comes from --payload-dir (default $WINNODE_PAYLOAD_DIR, else
   winnodectl add win-02.example.internal --user winadmin --port 2222 \
     --ssh-key ~/.ssh/winnode --kubeconfig ~/.kube/prod --payload-dir ./payload`,
 		Args: exactArgs("HOST"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			entry, err := hf.check(args[0])
-			if err != nil {
-				return err
-			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), hf.timeout)
-			defer cancel()
-			return runAdd(ctx, s, hf, entry, payloadOrDefault(payloadDir), false)
-		},
+		RunE: runAddE(s, &hf, &payloadDir, false),
 	}
 	hf.add(cmd.Flags(), 20*time.Minute)
 	addPayloadFlag(cmd, &payloadDir)
 	return cmd
+}
+
+// runAddE runs add (or, with upgrade, upgrade) for the command's HOST.
+func runAddE(s Streams, hf *hostFlags, payloadDir *string, upgrade bool) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		entry, err := hf.check(args[0])
+		if err != nil {
+			return err
+		}
+		ctx, cancel := context.WithTimeout(cmd.Context(), hf.timeout)
+		defer cancel()
+		return runAdd(ctx, s, *hf, entry, payloadOrDefault(*payloadDir), upgrade)
+	}
 }
 
 // addPayloadFlag adds --payload-dir. Its default is resolved when the

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -26,15 +25,7 @@ upgraded by the operator when it is upgraded.`,
 		Example: `  # After building a new payload (make payload)
   winnodectl upgrade 10.0.0.7 --ssh-key ~/.ssh/winnode --payload-dir ./payload`,
 		Args: exactArgs("HOST"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			entry, err := hf.check(args[0])
-			if err != nil {
-				return err
-			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), hf.timeout)
-			defer cancel()
-			return runAdd(ctx, s, hf, entry, payloadOrDefault(payloadDir), true)
-		},
+		RunE: runAddE(s, &hf, &payloadDir, true),
 	}
 	hf.add(cmd.Flags(), 20*time.Minute)
 	addPayloadFlag(cmd, &payloadDir)
