@@ -141,6 +141,24 @@ func (a *Agent) apply(ctx context.Context, p *plan.Plan) (*plan.Result, error) {
 		decisions[lower(s.Name)] = d
 	}
 
+	// A host listed in another cluster: what its kubelet wrote when it
+	// joined the old cluster (kubeconfig, certificates) would keep it there.
+	// Every service restarts without it.
+	dropCredentials := st.Applied != nil && st.Applied.Cluster != "" && p.Cluster != "" && st.Applied.Cluster != p.Cluster
+	if dropCredentials {
+		a.Log.Info("the host joins another cluster: dropping the old cluster's credentials", "from", st.Applied.Cluster, "to", p.Cluster)
+		toStop = toStop[:0]
+		for _, name := range order {
+			d := decisions[lower(name)]
+			if d.action == plan.ServiceCreated {
+				continue
+			}
+			d.why = strings.TrimPrefix(d.why+"; the cluster changed", "; ")
+			decisions[lower(name)] = d
+			toStop = append(toStop, name)
+		}
+	}
+
 	// Stop what changes, dependents first.
 	stopped := map[string]bool{}
 	var restart []string // services stopped here, in stop order
@@ -150,6 +168,18 @@ func (a *Agent) apply(ctx context.Context, p *plan.Plan) (*plan.Result, error) {
 		restart = append(restart, more...)
 		if err != nil {
 			return res, err
+		}
+	}
+
+	if dropCredentials {
+		for _, c := range p.ClusterCredentials {
+			local, err := a.localPath(c)
+			if err != nil {
+				return res, err
+			}
+			if err := a.retryFile(func() error { return os.RemoveAll(local) }); err != nil {
+				return res, &plan.Error{Code: plan.ErrFileInstall, File: c, Message: fmt.Sprintf("deleting the old cluster's credentials: %v", err)}
+			}
 		}
 	}
 

@@ -660,3 +660,43 @@ func TestApplyRefusesTamperedBinary(t *testing.T) {
 		t.Errorf("manifest after a failed apply: %v, want svc-c.exe dropped and a.conf kept", info.InstalledPlan.Files)
 	}
 }
+
+// A host listed in another cluster drops what its services wrote for the
+// old one (the kubelet's kubeconfig and certificates) and restarts them; the
+// same cluster again keeps them and restarts nothing.
+func TestApplyDropsCredentialsOfAnotherCluster(t *testing.T) {
+	h := newSimHost(t)
+	tp := newTestPlan(t, "v1")
+	tp.plan.Cluster = "cluster-one"
+	tp.plan.ClusterCredentials = []string{`C:\k\kubeconfig`, `C:\var\lib\kubelet\pki`}
+	h.stage(tp.contents)
+	h.apply(tp.plan)
+	// What a kubelet writes once joined.
+	h.put(`C:\k\kubeconfig`, []byte("cluster one's node credentials"))
+	h.put(`C:\var\lib\kubelet\pki\kubelet-client-current.pem`, []byte("cert"))
+
+	before := h.pids()
+	res := h.apply(tp.plan)
+	if !h.exists(`C:\k\kubeconfig`) || !h.exists(`C:\var\lib\kubelet\pki\kubelet-client-current.pem`) {
+		t.Fatal("the same cluster again: credentials deleted")
+	}
+	if after := h.pids(); !equalPIDs(before, after) {
+		t.Fatalf("the same cluster again restarted services: %v -> %v (%+v)", before, after, res.Services)
+	}
+
+	tp.plan.Cluster = "cluster-two"
+	tp.plan.Version = "v2"
+	res = h.apply(tp.plan)
+	if h.exists(`C:\k\kubeconfig`) || h.exists(`C:\var\lib\kubelet\pki`) {
+		t.Error("another cluster: the old cluster's credentials are still there")
+	}
+	after := h.pids()
+	for name, s := range byName(res) {
+		if !s.Restarted || s.State != "Running" || after[name] == before[name] {
+			t.Errorf("%s after the cluster changed: %+v (pid %d -> %d), want restarted and Running", name, s, before[name], after[name])
+		}
+	}
+	if !h.exists(`C:\k\a.conf`) || !h.exists(`C:\k\svc-a.exe`) {
+		t.Error("plan files were deleted with the credentials")
+	}
+}

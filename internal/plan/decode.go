@@ -69,6 +69,13 @@ func (p *Plan) Validate() error {
 		}
 	}
 
+	for i := range p.ClusterCredentials {
+		p.ClusterCredentials[i] = canonicalPath(field.NewPath("clusterCredentials").Index(i), p.ClusterCredentials[i], &errs)
+	}
+	if len(p.ClusterCredentials) > 0 && p.Cluster == "" {
+		errs = append(errs, field.Required(field.NewPath("cluster"), "clusterCredentials need the cluster they belong to"))
+	}
+
 	files := map[string]bool{}
 	for i := range p.Files {
 		fp := field.NewPath("files").Index(i)

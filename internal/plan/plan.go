@@ -61,6 +61,16 @@ type Plan struct {
 	FirewallPorts []FirewallPort `json:"firewallPorts,omitempty"`
 	// Checks are verified after applying; a failed check fails the apply.
 	Checks []Check `json:"checks,omitempty"`
+	// Cluster names the cluster the plan joins the host to (a hash of its
+	// API server address and CA). When it differs from the cluster of the
+	// plan applied before, apply deletes ClusterCredentials before starting
+	// any service, so that the kubelet joins the new cluster instead of
+	// reusing the old cluster's certificate.
+	Cluster string `json:"cluster,omitempty"`
+	// ClusterCredentials are files and folders that services write once
+	// the host has joined (the kubelet's kubeconfig and certificates): not
+	// plan files, but only valid in Cluster.
+	ClusterCredentials []string `json:"clusterCredentials,omitempty"`
 }
 
 // Directory is a folder the plan creates and, on remove, deletes.

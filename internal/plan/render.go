@@ -72,6 +72,17 @@ type ClusterFacts struct {
 	BootstrapKubeconfig FileDigest
 }
 
+// ClusterID names a cluster by its API server address and CA: a host
+// listed in another cluster gets another ID, and its agent drops the old
+// cluster's kubelet credentials.
+func ClusterID(server string, caData []byte) string {
+	h := sha256.New()
+	h.Write([]byte(server))
+	h.Write([]byte{0})
+	h.Write(caData)
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
 // FileDigest names a file's content by hash.
 type FileDigest struct {
 	SHA256 string
@@ -164,6 +175,9 @@ func Render(in RenderInput) (*Rendered, error) {
 			{Path: KubeProxyLogDir, Logs: true},
 		},
 		HostServices: []string{ContainerdService},
+		Cluster:      ClusterID(in.Cluster.Server, in.Cluster.CAData),
+		// What the kubelet writes once joined: only valid in this cluster.
+		ClusterCredentials: []string{KubeconfigPath, KubeletCertDir},
 	}
 	for _, f := range in.Payload.Files {
 		p.Files = append(p.Files, File{Path: f.HostPath, SHA256: f.SHA256, Size: f.Size})

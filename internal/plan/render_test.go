@@ -196,3 +196,19 @@ func TestRenderRefusesIncompleteInput(t *testing.T) {
 		t.Error("empty input accepted")
 	}
 }
+
+func TestClusterIDNamesServerAndCA(t *testing.T) {
+	a := ClusterID("https://10.0.0.1:6443", []byte("ca-one"))
+	if a != ClusterID("https://10.0.0.1:6443", []byte("ca-one")) {
+		t.Fatal("ClusterID is not deterministic")
+	}
+	for _, other := range []string{
+		ClusterID("https://10.0.0.2:6443", []byte("ca-one")),
+		ClusterID("https://10.0.0.1:6443", []byte("ca-two")),
+		ClusterID("https://10.0.0.1:6443ca-one", nil), // no ambiguity between the two inputs
+	} {
+		if other == a {
+			t.Errorf("two clusters share the ID %s", a)
+		}
+	}
+}
