@@ -41,7 +41,7 @@ func TestMain(m *testing.M) {
 	if strings.HasPrefix(strings.ToLower(filepath.Base(os.Args[0])), "svc-") {
 		os.Exit(serviceMain())
 	}
-	os.Exit(m.Run())
+	testenv.Main(m) // removes the binaries testenv.Binary built
 }
 
 // serviceMain runs until SIGTERM; with WINNODE_TEST_SLOW_STOP set it takes
