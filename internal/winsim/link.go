@@ -40,7 +40,11 @@ func (l *linkShaper) set(o LinkOptions) {
 	}
 	l.changed = make(chan struct{})
 	if o.BytesPerSecond > 0 {
-		l.limiter = rate.NewLimiter(rate.Limit(o.BytesPerSecond), max(o.BytesPerSecond, linkChunk))
+		// The bucket holds 10 ms worth of bytes: enough that timer
+		// granularity does not slow the link below its rate, small enough
+		// that a transfer cannot start with a free burst (a bucket of one
+		// second would let the first second's bytes through unlimited).
+		l.limiter = rate.NewLimiter(rate.Limit(o.BytesPerSecond), max(o.BytesPerSecond/100, linkChunk))
 	}
 }
 
