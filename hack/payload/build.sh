@@ -28,8 +28,8 @@ root=$(cd "$here/../.." && pwd)
 
 say() { echo "payload: $*" >&2; }
 
-modversion() { (cd "$1" && go list -m -f '{{.Version}}' "$2"); }
-modtime() { (cd "$1" && go list -m -f '{{.Time.UTC.Format "2006-01-02T15:04:05Z"}}' "$2"); }
+# shellcheck source=../lib/gomod.sh
+source "$root/hack/lib/gomod.sh"
 
 out=${1:-${WINNODE_PAYLOAD_DIR:-$root/payload}}
 mkdir -p "$out"
@@ -81,14 +81,7 @@ place() {
 # Version variables that `kubelet.exe --version` and `kube-proxy.exe --version`
 # print; the build date is the module's publication time, so the same version
 # always builds the same bytes.
-major=${k8s_version#v}; major=${major%%.*}
-minor=${k8s_version#v*.}; minor=${minor%%.*}
-k8s_date=$(modtime "$here/kubernetes" k8s.io/kubernetes)
-k8s_ldflags=""
-for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-	k8s_ldflags+=" -X $pkg.gitVersion=$k8s_version -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor"
-	k8s_ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=$k8s_date -X $pkg.gitCommit=$k8s_version"
-done
+k8s_ldflags=$(k8s_version_ldflags "$here/kubernetes")
 # What the CNI plugins print for VERSION and in their errors.
 cni_ldflags="-X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion=$cni_version"
 

@@ -15,8 +15,8 @@ root=$(cd "$here/../.." && pwd)
 
 say() { echo "build-control-plane: $*" >&2; }
 
-modversion() { (cd "$1" && go list -m -f '{{.Version}}' "$2"); }
-modtime() { (cd "$1" && go list -m -f '{{.Time.UTC.Format "2006-01-02T15:04:05Z"}}' "$2"); }
+# shellcheck source=../lib/gomod.sh
+source "$root/hack/lib/gomod.sh"
 
 k8s_version=$(modversion "$here" k8s.io/kubernetes)
 etcd_version=$(modversion "$here/etcd" go.etcd.io/etcd/server/v3)
@@ -50,14 +50,7 @@ build() {
 
 # Version variables that `--version` prints; the build date is the module's
 # publication time, so the same version always builds the same bytes.
-major=${k8s_version#v}; major=${major%%.*}
-minor=${k8s_version#v*.}; minor=${minor%%.*}
-k8s_date=$(modtime "$here" k8s.io/kubernetes)
-k8s_ldflags=""
-for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-	k8s_ldflags+=" -X $pkg.gitVersion=$k8s_version -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor"
-	k8s_ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=$k8s_date -X $pkg.gitCommit=$k8s_version"
-done
+k8s_ldflags=$(k8s_version_ldflags "$here")
 
 build etcd "$here/etcd" go.etcd.io/etcd/server/v3 "-X go.etcd.io/etcd/api/v3/version.GitSHA=$etcd_version"
 build kube-apiserver "$here" k8s.io/kubernetes/cmd/kube-apiserver "$k8s_ldflags"
