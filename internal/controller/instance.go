@@ -244,10 +244,7 @@ func (r *InstanceReconciler) noKey(ctx context.Context, inst *winnodev1.WindowsI
 	if meta.IsStatusConditionFalse(inst.Status.Conditions, winnodev1.ConditionReachable) && inst.Status.LastError == msg {
 		return ctrl.Result{RequeueAfter: time.Minute}, nil
 	}
-	meta.SetStatusCondition(&inst.Status.Conditions, metav1.Condition{
-		Type: winnodev1.ConditionReachable, Status: metav1.ConditionFalse, Reason: winnodev1.ReasonNoPrivateKey,
-		Message: msg, ObservedGeneration: inst.Generation,
-	})
+	setCondition(inst, winnodev1.ConditionReachable, metav1.ConditionFalse, winnodev1.ReasonNoPrivateKey, msg)
 	inst.Status.LastError = msg
 	if inst.Status.Phase == "" || inst.Status.Phase == winnodev1.PhasePending {
 		inst.Status.Phase = winnodev1.PhasePending

@@ -13,8 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
@@ -238,14 +236,6 @@ func (c *Configurer) event(inst *winnodev1.WindowsInstance, eventType, reason, f
 	if c.Event != nil {
 		c.Event(inst, eventType, reason, msg)
 	}
-}
-
-// setCondition sets one condition, with the instance's generation.
-func setCondition(inst *winnodev1.WindowsInstance, typ string, status metav1.ConditionStatus, reason, message string) {
-	meta.SetStatusCondition(&inst.Status.Conditions, metav1.Condition{
-		Type: typ, Status: status, Reason: reason, Message: truncate(message, 1000),
-		ObservedGeneration: inst.Generation,
-	})
 }
 
 func truncate(s string, n int) string {

@@ -108,15 +108,6 @@ func (p Path) Equal(q Path) bool {
 	return strings.EqualFold(p.String(), q.String())
 }
 
-// ToSFTP converts any accepted form to the SFTP form.
-func ToSFTP(p string) (string, error) {
-	parsed, err := Parse(p)
-	if err != nil {
-		return "", err
-	}
-	return parsed.SFTP(), nil
-}
-
 // Resolve maps a Windows path onto a Linux folder that stands for drive C:
 // (the simulator's host filesystem). Each component is matched
 // case-insensitively against what already exists, so `C:\K\Kubelet.EXE` finds
