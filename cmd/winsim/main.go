@@ -76,6 +76,11 @@ func run(n int, keyFile, state, build, standin string) error {
 	if standin == "" {
 		log.Warn("simulated hosts: winsim-standin not found (use --standin); containerd will not be installed on them")
 	}
+	// Catch the stop signals before the host lines are printed: whoever reads
+	// them may interrupt at once, and must get a clean shutdown, not a kill.
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sig)
 	fleet, err := winsim.StartFleet(n, winsim.Options{StateDir: state, Build: build, StandinBinary: standin, Logger: log})
 	if err != nil {
 		return err
@@ -90,8 +95,6 @@ func run(n int, keyFile, state, build, standin string) error {
 		fmt.Printf("%s %s %s\n", h.Hostname(), h.Addr(), h.Fingerprint())
 	}
 	log.Info("simulated hosts running; interrupt to stop", "hosts", n, "state", state)
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	<-sig
 	log.Info("stopping the simulated hosts")
 	return fleet.Close()
