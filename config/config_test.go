@@ -557,6 +557,39 @@ func applyRBAC(t *testing.T, c client.Client) {
 			}
 		}
 	}
+	waitRBAC(t, c, objs)
+}
+
+// waitRBAC waits until the API server's RBAC authorizer, which works from its
+// own informers, grants the first rule of every applied Role and ClusterRole
+// (all of them are bound to the operator's ServiceAccount). Without this, the
+// first access reviews after an apply can race the authorizer's cache.
+func waitRBAC(t *testing.T, c client.Client, objs []*unstructured.Unstructured) {
+	t.Helper()
+	for _, o := range objs {
+		if o.GetKind() != "Role" && o.GetKind() != "ClusterRole" {
+			continue
+		}
+		var role rbacv1.ClusterRole // a Role has the same rules
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &role); err != nil {
+			t.Fatalf("%s %s: %v", o.GetKind(), o.GetName(), err)
+		}
+		if len(role.Rules) == 0 || len(role.Rules[0].Resources) == 0 {
+			continue
+		}
+		r := role.Rules[0]
+		resource, sub, _ := strings.Cut(r.Resources[0], "/")
+		a := access{verb: r.Verbs[0], group: r.APIGroups[0], resource: resource, subresource: sub, namespace: o.GetNamespace()}
+		if len(r.ResourceNames) > 0 {
+			a.name = r.ResourceNames[0]
+		}
+		err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+			return allowed(t, c, a), nil
+		})
+		if err != nil {
+			t.Fatalf("%s %s applied, and after 30s the authorizer still does not grant its first rule (%s)", o.GetKind(), o.GetName(), a)
+		}
+	}
 }
 
 // TestRBACGrantsWhatTheOperatorNeedsAndNoMore applies the RBAC for real and
