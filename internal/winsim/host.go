@@ -60,7 +60,8 @@ type Options struct {
 	// Build is "2019" (10.0.17763, default) or "2022" (10.0.20348).
 	Build string
 	// IP is the host's loopback IPv4 address. Default: the next free one
-	// from 127.0.0.10 upward.
+	// from 127.0.0.10 upward (free: used by no other host of this process,
+	// nor by simulated hosts of other processes on this machine).
 	IP string
 	// Port is the SSH port. 0: the saved port, else 22 when it can be bound,
 	// else a free port.
@@ -271,7 +272,9 @@ var ipAlloc struct {
 	taken map[string]bool
 }
 
-// allocateIP hands out 127.0.0.10, .11, ... within this process.
+// allocateIP hands out 127.0.0.10, .11, ...: each address once within this
+// process, and none that another process's simulated hosts use
+// (claimAddress).
 func allocateIP() string {
 	ipAlloc.Lock()
 	defer ipAlloc.Unlock()
@@ -288,11 +291,16 @@ func allocateIP() string {
 		ip := fmt.Sprintf("127.0.%d.%d", n/256, n%256)
 		if !ipAlloc.taken[ip] {
 			ipAlloc.taken[ip] = true
-			return ip
+			if claimAddress(ip) {
+				return ip
+			}
 		}
 	}
 }
 
+// reserveIP records the address of a host restored from its state (or
+// given in Options.IP), and claims it against other processes when it can:
+// a host keeps its address even if another process claims it.
 func reserveIP(ip string) {
 	ipAlloc.Lock()
 	defer ipAlloc.Unlock()
@@ -300,7 +308,10 @@ func reserveIP(ip string) {
 		ipAlloc.taken = map[string]bool{}
 		ipAlloc.next = 10
 	}
-	ipAlloc.taken[ip] = true
+	if !ipAlloc.taken[ip] {
+		ipAlloc.taken[ip] = true
+		claimAddress(ip)
+	}
 }
 
 // Start makes the host listen for SSH, serves its SCM API, installs
