@@ -121,12 +121,23 @@ func TestTokenAuthenticatesAndCanRequestANodeCertificate(t *testing.T) {
 		t.Errorf("token groups %v lack %s or system:bootstrappers", ui.Groups, Group)
 	}
 
-	if err := createCSR(ctx, c, "wi-token-auth-csr", nodeClientCSR(t, "wi-token-auth")); err != nil {
-		t.Fatalf("the bootstrap token cannot create a node client CSR: %v", err)
-	}
+	// The RBAC authorizer, too, works from informers: the binding EnsureRBAC
+	// just made may not be seen yet, so Forbidden is retried for a while.
 	t.Cleanup(func() {
 		_ = admin.CertificatesV1().CertificateSigningRequests().Delete(context.Background(), "wi-token-auth-csr", metav1.DeleteOptions{})
 	})
+	req := nodeClientCSR(t, "wi-token-auth")
+	var createErr error
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		createErr = createCSR(ctx, c, "wi-token-auth-csr", req)
+		if apierrors.IsAlreadyExists(createErr) { // an earlier attempt did create it
+			createErr = nil
+		}
+		return !apierrors.IsForbidden(createErr), nil
+	})
+	if err != nil || createErr != nil {
+		t.Fatalf("the bootstrap token cannot create a node client CSR (waited 30s for the authorizer): %v", createErr)
+	}
 
 	// Without the nodeclient permission kube-controller-manager's
 	// csrapproving controller must leave the CSR to the operator. Its
