@@ -111,13 +111,17 @@ func TestControllersUnderGeneratedRBAC(t *testing.T) {
 		t.Fatal(err)
 	}
 	asOperator := kubernetes.NewForConfigOrDie(cfg)
-	// The operator's own bootstrap calls, as that user.
+	// The operator's own bootstrap calls, as that user. Each waits for the
+	// RBAC authorizer, which sees the roles just applied through informers
+	// (the kube-public Role that LoadClusterInfo needs apart from the
+	// ClusterRole that EnsureRBAC needs).
 	eventually(t, 30*time.Second, "EnsureRBAC as the operator", func(ctx context.Context) (bool, error) {
 		return true, bootstrap.EnsureRBAC(ctx, asOperator)
 	})
-	if _, err := bootstrap.LoadClusterInfo(ctx, asOperator); err != nil {
-		t.Errorf("LoadClusterInfo as the operator: %v", err)
-	}
+	eventually(t, 30*time.Second, "LoadClusterInfo as the operator", func(ctx context.Context) (bool, error) {
+		_, err := bootstrap.LoadClusterInfo(ctx, asOperator)
+		return true, err
+	})
 
 	dec := &decisions{m: map[string]CSRDecision{}}
 	w.startManagerAs(t, cfg, func(mgr ctrl.Manager) error {
