@@ -14,6 +14,9 @@ cd "$(dirname "$0")/.."
 
 step() { printf '\n=== %s ===\n' "$*"; }
 started=$SECONDS
+# Every process this run starts inherits this mark, so that the last step
+# looks only for control planes of this run, not of other runs on the machine.
+export WINNODE_TEST_RUN="$$-$RANDOM"
 
 step "control plane (built from source once, then cached)"
 export WINNODE_K8S_BIN
@@ -43,7 +46,12 @@ step "Wine tier"
 bash hack/wine/test.sh
 
 step "no control-plane process left behind"
-left=$(pgrep -af 'winnode-testenv-' || true)
+left=""
+for pid in $(pgrep -f 'winnode-testenv-' || true); do
+	if tr '\0' '\n' < "/proc/$pid/environ" 2>/dev/null | grep -qx "WINNODE_TEST_RUN=$WINNODE_TEST_RUN"; then
+		left+="$(ps -o pid=,args= -p "$pid")"$'\n'
+	fi
+done
 if [ -n "$left" ]; then
 	echo "processes of a test control plane are still running:"
 	echo "$left"
