@@ -142,6 +142,13 @@ const (
 	ReasonNodeNotReady       = "NodeNotReady"
 	ReasonDeconfiguring      = "Deconfiguring"
 	ReasonInProgress         = "InProgress"
+	// ReasonUpgradeWaiting: a new plan restarts services of this Ready node,
+	// and as many nodes as the operator's --max-unavailable allows are out of
+	// service already; the node stays as it is until its turn.
+	ReasonUpgradeWaiting = "UpgradeWaiting"
+	// ReasonDrainTimedOut: pods were still on the Node when the drain
+	// timeout passed; the operator went on without them gone.
+	ReasonDrainTimedOut = "DrainTimedOut"
 )
 
 // WindowsInstanceStatus is what the operator observed and did.

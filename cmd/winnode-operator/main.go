@@ -45,19 +45,23 @@ func main() {
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("winnode-operator", flag.ContinueOnError)
 	var (
-		namespace     = fs.String("namespace", envOr("WATCH_NAMESPACE", controller.DefaultNamespace), "operator namespace: the windows-instances ConfigMap and the cloud-private-key and windows-user-data Secrets (env WATCH_NAMESPACE)")
-		payloadDir    = fs.String("payload-dir", "/payload", "folder with the Windows payload files and their manifest.json")
-		maxConcurrent = fs.Int("max-concurrent-configurations", controller.DefaultMaxConcurrent, "hosts configured at once")
-		metricsAddr   = fs.String("metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 to disable)")
-		probeAddr     = fs.String("health-probe-bind-address", ":8081", "address of /healthz and /readyz")
-		leaderElect   = fs.Bool("leader-elect", true, "elect one active replica with a Lease in the operator namespace")
-		kubeconfig    = fs.String("kubeconfig", "", "kubeconfig file (default: in-cluster config, then $KUBECONFIG, then ~/.kube/config)")
-		showVersion   = fs.Bool("version", false, "print the version and exit")
+		namespace      = fs.String("namespace", envOr("WATCH_NAMESPACE", controller.DefaultNamespace), "operator namespace: the windows-instances ConfigMap and the cloud-private-key and windows-user-data Secrets (env WATCH_NAMESPACE)")
+		payloadDir     = fs.String("payload-dir", "/payload", "folder with the Windows payload files and their manifest.json")
+		maxConcurrent  = fs.Int("max-concurrent-configurations", controller.DefaultMaxConcurrent, "hosts configured at once")
+		maxUnavailable = fs.Int("max-unavailable", controller.DefaultMaxUnavailable, "Ready Windows nodes that upgrades restarting their services (cordon, drain, restart) take out of service at once")
+		metricsAddr    = fs.String("metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 to disable)")
+		probeAddr      = fs.String("health-probe-bind-address", ":8081", "address of /healthz and /readyz")
+		leaderElect    = fs.Bool("leader-elect", true, "elect one active replica with a Lease in the operator namespace")
+		kubeconfig     = fs.String("kubeconfig", "", "kubeconfig file (default: in-cluster config, then $KUBECONFIG, then ~/.kube/config)")
+		showVersion    = fs.Bool("version", false, "print the version and exit")
 	)
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *maxUnavailable < 1 {
+		return fmt.Errorf("--max-unavailable %d: want 1 or more (upgrades that restart services would never start)", *maxUnavailable)
 	}
 	if *showVersion {
 		fmt.Fprintln(stdout, version)
@@ -102,10 +106,11 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return fmt.Errorf("creating the manager: %w", err)
 	}
 	if err := controller.Setup(mgr, controller.Options{
-		Namespace:     *namespace,
-		PayloadDir:    *payloadDir,
-		MaxConcurrent: *maxConcurrent,
-		Version:       version,
+		Namespace:      *namespace,
+		PayloadDir:     *payloadDir,
+		MaxConcurrent:  *maxConcurrent,
+		MaxUnavailable: *maxUnavailable,
+		Version:        version,
 	}); err != nil {
 		return err
 	}

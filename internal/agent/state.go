@@ -49,7 +49,8 @@ func (s *State) installedPlan() *plan.InstalledPlan {
 	case s.Pending != nil:
 		return &plan.InstalledPlan{Version: s.Pending.Version, Files: s.Manifest, Complete: false}
 	case s.Applied != nil:
-		return &plan.InstalledPlan{Version: s.Applied.Version, Files: s.Manifest, Complete: true}
+		return &plan.InstalledPlan{Version: s.Applied.Version, Files: s.Manifest, Complete: true,
+			Services: s.Applied.Services, Cluster: s.Applied.Cluster}
 	}
 	return nil
 }

@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -66,6 +67,8 @@ type simHost struct {
 	host *winsim.Host
 	ssh  *ssh.Client
 	scm  *scm.Client
+	// predicted is what plan.ChangedServices said of the last apply.
+	predicted []string
 }
 
 func newSimHost(t *testing.T) *simHost {
@@ -176,6 +179,45 @@ func (s *simHost) agent(args ...string) ([]byte, int) {
 
 // apply uploads the plan and runs apply, which must succeed.
 func (s *simHost) apply(p *plan.Plan) plan.Result {
+	s.t.Helper()
+	predicted := plan.ChangedServices(s.info().InstalledPlan, p)
+	res := s.applyOnly(p)
+	// The operator's prediction from info never misses a service the agent
+	// touches (it may name more, when the installed plan is unknown).
+	for _, name := range touched(res) {
+		if !slices.Contains(predicted, name) {
+			s.t.Errorf("apply touched service %s, which plan.ChangedServices did not predict (it predicted %v)", name, predicted)
+		}
+	}
+	s.predicted = predicted
+	return res
+}
+
+// touched names the services an apply created, reconfigured, restarted or
+// removed, sorted.
+func touched(res plan.Result) []string {
+	var names []string
+	for _, sr := range res.Services {
+		if sr.Action != plan.ServiceUnchanged || sr.Restarted {
+			names = append(names, sr.Name)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+func (s *simHost) info() plan.Info {
+	s.t.Helper()
+	out, code := s.agent("info")
+	var info plan.Info
+	if code != 0 || json.Unmarshal(out, &info) != nil {
+		s.t.Fatalf("info: exit %d, %s", code, out)
+	}
+	return info
+}
+
+// applyOnly runs apply and returns its result.
+func (s *simHost) applyOnly(p *plan.Plan) plan.Result {
 	s.t.Helper()
 	data, err := json.Marshal(p)
 	if err != nil {
@@ -346,6 +388,9 @@ func TestApplyOnSimulatedHost(t *testing.T) {
 	if after := h.pids(); !equalPIDs(before, after) {
 		t.Errorf("same plan restarted processes: before %v after %v", before, after)
 	}
+	if h.predicted != nil {
+		t.Errorf("same plan: predicted changes to %v", h.predicted)
+	}
 
 	// svc-c's arguments change: only svc-c restarts.
 	before = h.pids()
@@ -360,6 +405,9 @@ func TestApplyOnSimulatedHost(t *testing.T) {
 		if after[name] != before[name] || byName(res)[name].Restarted {
 			t.Errorf("%s restarted although nothing of it changed", name)
 		}
+	}
+	if !slices.Equal(h.predicted, []string{"svc-c"}) {
+		t.Errorf("svc-c's arguments: predicted changes to %v, want [svc-c]", h.predicted)
 	}
 
 	// a.conf changes: svc-a restarts, and svc-b with it (it depends on
@@ -380,6 +428,9 @@ func TestApplyOnSimulatedHost(t *testing.T) {
 	if after["svc-c"] != before["svc-c"] || after["containerd"] != before["containerd"] {
 		t.Errorf("svc-c or containerd restarted by a change to a.conf")
 	}
+	if want := []string{"svc-a", "svc-b"}; !slices.Equal(h.predicted, want) {
+		t.Errorf("a.conf: predicted changes to %v, want %v", h.predicted, want)
+	}
 
 	// svc-c leaves the plan: it is stopped and deleted, its file removed.
 	tp.plan.Version = "v4"
@@ -389,6 +440,9 @@ func TestApplyOnSimulatedHost(t *testing.T) {
 	res = h.apply(tp.plan)
 	if got := byName(res)["svc-c"]; got.Action != plan.ServiceRemoved {
 		t.Errorf("svc-c: %+v, want removed", got)
+	}
+	if !slices.Equal(h.predicted, []string{"svc-c"}) {
+		t.Errorf("svc-c dropped: predicted changes to %v, want [svc-c]", h.predicted)
 	}
 	if _, err := h.scm.Get(context.Background(), "svc-c"); !errors.Is(err, scm.ErrNotFound) {
 		t.Errorf("svc-c still installed: %v", err)

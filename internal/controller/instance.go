@@ -57,6 +57,9 @@ type InstanceReconciler struct {
 	// MaxConcurrentReconciles bounds the hosts configured at once
 	// (--max-concurrent-configurations; default 10).
 	MaxConcurrentReconciles int
+	// MaxUnavailable bounds the Ready nodes that upgrades restarting their
+	// services take out of service at once (--max-unavailable; default 1).
+	MaxUnavailable int
 	// RetryMax caps the backoff between retries of a failing instance
 	// (default 2 minutes; the first retry comes after a second).
 	RetryMax time.Duration
@@ -66,6 +69,8 @@ type InstanceReconciler struct {
 	Configured func(time.Duration)
 	// Tune adjusts each Configurer (timeouts, test hooks).
 	Tune func(*Configurer)
+
+	rollout *Rollout
 }
 
 // SetupWithManager registers the reconciler.
@@ -76,6 +81,7 @@ func (r *InstanceReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Reader == nil {
 		r.Reader = mgr.GetAPIReader()
 	}
+	r.rollout = &Rollout{Reader: r.Reader, MaxUnavailable: r.MaxUnavailable}
 	workers := r.MaxConcurrentReconciles
 	if workers <= 0 {
 		workers = 10
@@ -90,6 +96,9 @@ func (r *InstanceReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	// A Node that stops (or starts again) being Ready gets its instance
 	// checked at once rather than at the next periodic check.
 	b = b.Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.instanceOfNode), builder.WithPredicates(nodeReadinessChanged{}))
+	// An instance leaving Upgrading or Failed frees a place in the rollout:
+	// upgrades waiting for one look again at once (upgrade.go).
+	b = b.Watches(&winnodev1.WindowsInstance{}, handler.EnqueueRequestsFromMapFunc(r.waitingUpgrades), builder.WithPredicates(leftUnavailable{}))
 	if r.KeySecret.Name != "" {
 		b = b.Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.allInstances),
 			builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
@@ -110,6 +119,34 @@ func (r *InstanceReconciler) allInstances(ctx context.Context, _ client.Object) 
 		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&i)})
 	}
 	return reqs
+}
+
+// waitingUpgrades enqueues the instances whose upgrade waits for its turn.
+func (r *InstanceReconciler) waitingUpgrades(ctx context.Context, _ client.Object) []reconcile.Request {
+	var list winnodev1.WindowsInstanceList
+	if err := r.Client.List(ctx, &list); err != nil {
+		return nil
+	}
+	var reqs []reconcile.Request
+	for _, i := range list.Items {
+		if c := meta.FindStatusCondition(i.Status.Conditions, winnodev1.ConditionConfigured); c != nil && c.Reason == winnodev1.ReasonUpgradeWaiting {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&i)})
+		}
+	}
+	return reqs
+}
+
+// leftUnavailable lets through an instance that stops counting as out of
+// service for the rollout (or is deleted).
+type leftUnavailable struct{ predicate.Funcs }
+
+func (leftUnavailable) Create(event.CreateEvent) bool   { return false }
+func (leftUnavailable) Delete(event.DeleteEvent) bool   { return true }
+func (leftUnavailable) Generic(event.GenericEvent) bool { return false }
+func (leftUnavailable) Update(e event.UpdateEvent) bool {
+	o, ok1 := e.ObjectOld.(*winnodev1.WindowsInstance)
+	n, ok2 := e.ObjectNew.(*winnodev1.WindowsInstance)
+	return ok1 && ok2 && unavailable(o) && !unavailable(n)
 }
 
 // instanceOfNode enqueues the instance whose host registered the Node.
@@ -213,6 +250,7 @@ func (r *InstanceReconciler) configurer(ctx context.Context, inst *winnodev1.Win
 		PayloadDir: r.PayloadDir,
 		Payload:    r.Payload,
 		Version:    r.Version,
+		Rollout:    r.rollout,
 		Persist: func(ctx context.Context, inst *winnodev1.WindowsInstance) error {
 			return r.Client.Status().Update(ctx, inst)
 		},

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
@@ -53,6 +52,21 @@ func (c *Configurer) Configure(ctx context.Context, inst *winnodev1.WindowsInsta
 			return Result{}, c.fail(ctx, inst, err)
 		}
 		return res, nil
+	}
+	if phase == winnodev1.PhaseUpgrading && step == StepDrain {
+		// Pods are being evicted: wait for them without SSH; once they
+		// are gone, go on with the upgrade.
+		if node, err := c.getNode(ctx, inst); err != nil {
+			return Result{}, c.fail(ctx, inst, stepErr(StepDrain, winnodev1.ReasonApplyFailed, err))
+		} else if node != nil {
+			left, err := c.drainBeforeRestarts(ctx, inst, node)
+			if err != nil {
+				return Result{}, c.fail(ctx, inst, err)
+			}
+			if left > 0 {
+				return Result{RequeueAfter: c.pollInterval()}, nil
+			}
+		}
 	}
 	res, err := c.configureHost(ctx, inst)
 	if err != nil {
@@ -128,15 +142,31 @@ func (c *Configurer) configureHost(ctx context.Context, inst *winnodev1.WindowsI
 		return c.join(ctx, inst)
 	}
 
+	// What the new plan restarts decides whether the Node must be drained
+	// (and, for a Ready node, wait for its turn): upgrade.go.
+	restarts := plan.ChangedServices(info.InstalledPlan, r.Plan)
 	if wasReady {
-		c.start(inst, winnodev1.PhaseUpgrading)
-		c.event(inst, corev1.EventTypeNormal, string(winnodev1.PhaseUpgrading), "moving %s from plan %s to %s", inst.Spec.Address, installedVersion(info), r.Plan.Version)
+		ok, res, err := c.beginUpgrade(ctx, inst, node, restarts, installedVersion(info), r.Plan.Version)
+		if err != nil || !ok {
+			return res, err
+		}
+	}
+	if node != nil && len(restarts) > 0 {
+		left, err := c.drainBeforeRestarts(ctx, inst, node)
+		if err != nil {
+			return Result{}, err
+		}
+		if left > 0 {
+			return Result{RequeueAfter: c.pollInterval()}, nil
+		}
 	}
 	if err := c.step(ctx, inst, StepPlan); err != nil {
 		return Result{}, err
 	}
-	if node != nil {
-		if err := c.cordon(ctx, node.Name, true); err != nil {
+	if node != nil && !wasReady {
+		// A host configured again (after a failure, or a Node left behind):
+		// no new pods until it is Ready with the new plan.
+		if err := c.cordonIfSchedulable(ctx, node); err != nil {
 			return Result{}, stepErr(StepPlan, winnodev1.ReasonApplyFailed, err)
 		}
 	}

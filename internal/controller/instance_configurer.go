@@ -71,6 +71,9 @@ type Configurer struct {
 	Payload    *payload.Manifest
 	// Version is the winnode version configuring hosts (the operator's).
 	Version string
+	// Rollout bounds the nodes that upgrades take out of service at once
+	// (upgrade.go). Nil: no bound (winnodectl upgrade, one host).
+	Rollout *Rollout
 
 	// Persist saves inst.Status; it is called after every step, so that a
 	// crash resumes at the step reached. Nil: status is only kept in memory

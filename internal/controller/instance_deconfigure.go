@@ -45,12 +45,10 @@ func (c *Configurer) Deconfigure(ctx context.Context, inst *winnodev1.WindowsIns
 		if err := c.step(ctx, inst, StepDrain); err != nil {
 			return Result{}, err
 		}
-		if !node.Spec.Unschedulable {
-			if err := c.cordon(ctx, node.Name, true); err != nil {
-				return Result{}, err
-			}
+		if err := c.cordonIfSchedulable(ctx, node); err != nil {
+			return Result{}, err
 		}
-		left, err := c.drain(ctx, inst, node.Name)
+		left, err := c.drain(ctx, inst, node.Name, c.deconfigureStarted(inst), "deleting the Node anyway")
 		if err != nil {
 			return Result{}, err
 		}
@@ -83,9 +81,9 @@ func (c *Configurer) Deconfigure(ctx context.Context, inst *winnodev1.WindowsIns
 
 // drain evicts the pods of the Node that `kubectl drain --force
 // --ignore-daemonsets --delete-emptydir-data` would, without waiting, and
-// returns how many are still there. After DrainTimeout from the start of
-// the deletion it gives up waiting (0 left), with an event.
-func (c *Configurer) drain(ctx context.Context, inst *winnodev1.WindowsInstance, node string) (int, error) {
+// returns how many are still there. After DrainTimeout from since it gives
+// up waiting (0 left), with an event saying what happens instead (then).
+func (c *Configurer) drain(ctx context.Context, inst *winnodev1.WindowsInstance, node string, since time.Time, then string) (int, error) {
 	h := &drain.Helper{
 		Ctx:                 ctx,
 		Client:              c.Kube,
@@ -104,12 +102,12 @@ func (c *Configurer) drain(ctx context.Context, inst *winnodev1.WindowsInstance,
 	if len(pods) == 0 {
 		return 0, nil
 	}
-	if c.drainExpired(inst) {
+	if time.Since(since) > c.drainTimeout() {
 		var names []string
 		for _, p := range pods {
 			names = append(names, p.Namespace+"/"+p.Name)
 		}
-		c.event(inst, corev1.EventTypeWarning, "DrainTimedOut", "pods still on Node %s after %s: %s; deleting the Node anyway", node, c.drainTimeout(), strings.Join(names, ", "))
+		c.event(inst, corev1.EventTypeWarning, winnodev1.ReasonDrainTimedOut, "pods still on Node %s after %s: %s; %s", node, c.drainTimeout(), strings.Join(names, ", "), then)
 		return 0, nil
 	}
 	for _, p := range pods {
@@ -130,20 +128,17 @@ func (c *Configurer) drain(ctx context.Context, inst *winnodev1.WindowsInstance,
 	return len(pods), nil
 }
 
-// drainExpired says whether draining has gone on for DrainTimeout since the
-// instance was deleted (or since this Configurer began draining it, for an
-// instance not stored in the cluster).
-func (c *Configurer) drainExpired(inst *winnodev1.WindowsInstance) bool {
-	start := time.Time{}
+// deconfigureStarted is when the instance was deleted (or when this
+// Configurer began draining it, for an instance not stored in the cluster):
+// where the drain timeout of a deconfiguration counts from.
+func (c *Configurer) deconfigureStarted(inst *winnodev1.WindowsInstance) time.Time {
 	if inst.DeletionTimestamp != nil {
-		start = inst.DeletionTimestamp.Time
-	} else {
-		if c.drainStarted.IsZero() {
-			c.drainStarted = time.Now()
-		}
-		start = c.drainStarted
+		return inst.DeletionTimestamp.Time
 	}
-	return time.Since(start) > c.drainTimeout()
+	if c.drainStarted.IsZero() {
+		c.drainStarted = time.Now()
+	}
+	return c.drainStarted
 }
 
 // removeFromHost runs `winnode-agent.exe remove`. A host that cannot be

@@ -88,6 +88,16 @@ func (c *Configurer) joinDeadline(inst *winnodev1.WindowsInstance, what string) 
 	return stepErr(StepJoin, winnodev1.ReasonNodeNotReady, err)
 }
 
+// cordonIfSchedulable cordons a Node as winnode's (AnnotationCordoned, lifted
+// when the node is Ready again). A Node an administrator cordoned is left
+// as it is, so that winnode never uncordons it.
+func (c *Configurer) cordonIfSchedulable(ctx context.Context, node *corev1.Node) error {
+	if node.Spec.Unschedulable {
+		return nil
+	}
+	return c.cordon(ctx, node.Name, true)
+}
+
 // cordon marks the Node unschedulable (or schedulable again), noting with
 // an annotation that winnode did it, so that only winnode's cordon is
 // lifted.

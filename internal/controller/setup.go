@@ -6,6 +6,7 @@
 //     and LoadSigner, the key the instance reconciler connects with;
 //   - csr.go: approval of the kubelet CSRs of managed hosts (DecideCSR);
 //   - instance*.go: WindowsInstance → configured, Ready node, and back;
+//   - upgrade.go: how many nodes an upgrade takes out of service at once;
 //   - metrics.go, conditions.go, events.go: what they report;
 //   - setup.go (this file): Setup wires every controller into a manager.
 package controller
@@ -42,6 +43,9 @@ type Options struct {
 	Payload *payload.Manifest
 	// MaxConcurrent bounds the hosts configured at once (default 10).
 	MaxConcurrent int
+	// MaxUnavailable bounds the Ready nodes that upgrades restarting their
+	// services take out of service at once (default 1; upgrade.go).
+	MaxUnavailable int
 	// Version is the operator's version, written to configured nodes
 	// (annotation winnode.io/version).
 	Version string
@@ -59,6 +63,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxConcurrent <= 0 {
 		o.MaxConcurrent = DefaultMaxConcurrent
+	}
+	if o.MaxUnavailable <= 0 {
+		o.MaxUnavailable = DefaultMaxUnavailable
 	}
 	return o
 }
@@ -146,6 +153,7 @@ func SetupInstanceReconciler(mgr ctrl.Manager, opts Options, deps Deps) error {
 		Payload:                 opts.Payload,
 		Version:                 opts.Version,
 		MaxConcurrentReconciles: opts.MaxConcurrent,
+		MaxUnavailable:          opts.MaxUnavailable,
 		RetryMax:                opts.RetryMax,
 		Uploaded:                RecordUpload,
 		SSHFailed:               RecordSSHFailure,

@@ -183,4 +183,10 @@ type InstalledPlan struct {
 	// Complete is false when the last apply did not finish (the files map
 	// then holds only what was verified in place).
 	Complete bool `json:"complete"`
+	// Services and Cluster are those of the plan applied last (only when
+	// Complete): with them the operator can tell beforehand which services
+	// a new plan restarts (ChangedServices), and so whether an upgrade
+	// disturbs the node's pods.
+	Services []Service `json:"services,omitempty"`
+	Cluster  string    `json:"cluster,omitempty"`
 }

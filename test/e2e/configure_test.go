@@ -27,7 +27,15 @@ import (
 type phaseRecorder struct {
 	mu     sync.Mutex
 	phases map[string][]winnodev1.Phase
-	stop   func()
+	// timeline is every phase change of every instance, in the order the
+	// API server wrote them.
+	timeline []phaseChange
+	stop     func()
+}
+
+type phaseChange struct {
+	instance string
+	phase    winnodev1.Phase
 }
 
 func (w *world) recordPhases(t testing.TB) *phaseRecorder {
@@ -51,12 +59,36 @@ func (w *world) recordPhases(t testing.TB) *phaseRecorder {
 			ph := pr.phases[inst.Name]
 			if p := inst.Status.Phase; p != "" && (len(ph) == 0 || ph[len(ph)-1] != p) {
 				pr.phases[inst.Name] = append(ph, p)
+				pr.timeline = append(pr.timeline, phaseChange{inst.Name, p})
 			}
 			pr.mu.Unlock()
 		}
 	}()
 	t.Cleanup(watch.Stop)
 	return pr
+}
+
+// mostAtOnce is the largest number of the named instances that were in
+// one of the phases at the same time.
+func (pr *phaseRecorder) mostAtOnce(names []string, phases ...winnodev1.Phase) int {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	in := map[string]bool{}
+	most := 0
+	for _, c := range pr.timeline {
+		if !slices.Contains(names, c.instance) {
+			continue
+		}
+		in[c.instance] = slices.Contains(phases, c.phase)
+		n := 0
+		for _, yes := range in {
+			if yes {
+				n++
+			}
+		}
+		most = max(most, n)
+	}
+	return most
 }
 
 func (pr *phaseRecorder) of(name string) []winnodev1.Phase {

@@ -204,6 +204,8 @@ type operatorOptions struct {
 	// payloadDir and payload replace the world's payload (an upgrade).
 	payloadDir string
 	payload    *payload.Manifest
+	// maxUnavailable is --max-unavailable (0: the default, 1).
+	maxUnavailable int
 }
 
 // startOperator runs the operator until the test ends or op.stop.
@@ -225,12 +227,13 @@ func (w *world) startOperator(t testing.TB, o operatorOptions) *operator {
 		payloadDir, manifest = o.payloadDir, o.payload
 	}
 	err = controller.Setup(mgr, controller.Options{
-		Namespace:     Namespace,
-		PayloadDir:    payloadDir,
-		Payload:       manifest,
-		MaxConcurrent: 10,
-		Version:       cmp.Or(o.version, operatorVersion),
-		RetryMax:      5 * time.Second,
+		Namespace:      Namespace,
+		PayloadDir:     payloadDir,
+		Payload:        manifest,
+		MaxConcurrent:  10,
+		MaxUnavailable: o.maxUnavailable,
+		Version:        cmp.Or(o.version, operatorVersion),
+		RetryMax:       5 * time.Second,
 		TuneInstance: func(c *controller.Configurer) {
 			c.PollInterval = 500 * time.Millisecond
 			c.DialTimeout = 5 * time.Second

@@ -7,14 +7,18 @@ import (
 	"encoding/pem"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	"golang.org/x/crypto/ssh"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/controller"
+	"github.com/winnode/winnode/internal/winsim"
 	"github.com/winnode/winnode/internal/winsim/simpayload"
 )
 
@@ -27,9 +31,11 @@ func TestPayloadChangeUpgrades(t *testing.T) {
 	h := w.newHost(t)
 	op := w.startOperator(t, operatorOptions{})
 	w.instanceFor(t, "upgraded", h)
-	w.waitReady(t, "upgraded", 3*time.Minute)
+	ready := w.waitReady(t, "upgraded", 3*time.Minute)
 	waitStableServices(t, h)
 	pids := servicePIDs(t, h)
+	// No service restarts in these upgrades: the node's pods stay.
+	pod := w.podOn(t, ready.Status.NodeName)
 	op.stop()
 
 	const pad = 3 << 20
@@ -83,6 +89,9 @@ func TestPayloadChangeUpgrades(t *testing.T) {
 	if got := servicePIDs(t, h); !maps2Equal(got, pids) {
 		t.Errorf("services restarted by a version-only upgrade: %v -> %v", pids, got)
 	}
+	if p, err := w.kube.CoreV1().Pods(pod.Namespace).Get(context.Background(), pod.Name, metav1.GetOptions{}); err != nil || p.DeletionTimestamp != nil {
+		t.Errorf("the pod was evicted by upgrades that restarted no service: %v", err)
+	}
 }
 
 // A rotated private key: the hosts (which accept the new key, as the user
@@ -133,5 +142,85 @@ func (w *world) setKey(t testing.TB, keyPEM []byte) {
 	s.Data = map[string][]byte{controller.PrivateKeyKey: keyPEM}
 	if _, err := w.kube.CoreV1().Secrets(Namespace).Update(ctx, s, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A new kubelet and kube-proxy restart services, so the rollout takes one
+// node out of service at a time (--max-unavailable's default): each Node is
+// cordoned and its pods evicted before its services restart, then it is
+// uncordoned once Ready at the new plan, and only then the next one goes.
+func TestUpgradeRestartingServicesRollsOutOneNodeAtATime(t *testing.T) {
+	w := getWorld(t)
+	pr := w.recordPhases(t)
+	hosts := []*winsim.Host{w.newHost(t), w.newHost(t), w.newHost(t)}
+	op := w.startOperator(t, operatorOptions{})
+	var names []string
+	for i, h := range hosts {
+		names = append(names, fmt.Sprintf("rollout-%d", i))
+		w.instanceFor(t, names[i], h)
+	}
+	kubelets := map[string]int{}
+	for i, name := range names {
+		inst := w.waitReady(t, name, 3*time.Minute)
+		waitStableServices(t, hosts[i])
+		kubelets[name] = servicePIDs(t, hosts[i])["kubelet"]
+		w.podOn(t, inst.Status.NodeName)
+	}
+	op.stop()
+
+	// Before each apply: the pod is gone and the Node cordoned.
+	var mu sync.Mutex
+	var problems []string
+	checkDrained := func(_ *operator, inst *winnodev1.WindowsInstance, step string) {
+		if step != controller.StepApply || inst.Status.Phase != winnodev1.PhaseUpgrading {
+			return
+		}
+		ctx := context.Background()
+		problem := ""
+		if _, err := w.kube.CoreV1().Pods(metav1.NamespaceDefault).Get(ctx, "iis-"+inst.Status.NodeName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			problem = fmt.Sprintf("%s: its pod is still there when the new plan is applied (%v)", inst.Name, err)
+		} else if node, err := w.kube.CoreV1().Nodes().Get(ctx, inst.Status.NodeName, metav1.GetOptions{}); err != nil || !node.Spec.Unschedulable {
+			problem = fmt.Sprintf("%s: Node not cordoned when the new plan is applied (%v)", inst.Name, err)
+		}
+		if problem != "" {
+			mu.Lock()
+			problems = append(problems, problem)
+			mu.Unlock()
+		}
+	}
+	dir := t.TempDir()
+	m, err := simpayload.Build(dir, simpayload.Options{AgentBinary: w.agent, StandinBinary: w.standin, Build: t.Name()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.startOperator(t, operatorOptions{payloadDir: dir, payload: m, afterStep: checkDrained})
+	for i, name := range names {
+		eventually(t, 5*time.Minute, name+" to run the new kubelet", func() (bool, string) {
+			inst := w.get(t, name)
+			pid := servicePIDs(t, hosts[i])["kubelet"]
+			return inst.Status.Phase == winnodev1.PhaseReady && pid != 0 && pid != kubelets[name],
+				fmt.Sprintf("phase %s step %s kubelet pid %d (was %d) lastError %q", inst.Status.Phase, inst.Status.Step, pid, kubelets[name], inst.Status.LastError)
+		})
+	}
+
+	mu.Lock()
+	for _, p := range problems {
+		t.Error(p)
+	}
+	mu.Unlock()
+	if n := pr.mostAtOnce(names, winnodev1.PhaseUpgrading, winnodev1.PhaseFailed); n != 1 {
+		t.Errorf("%d nodes out of service at once during the rollout, want 1 (--max-unavailable 1)", n)
+	}
+	for i, name := range names {
+		if phases := pr.of(name); !slices.Contains(phases, winnodev1.PhaseUpgrading) {
+			t.Errorf("%s phases %v: never Upgrading", name, phases)
+		}
+		inst := w.get(t, name)
+		if node := w.checkNode(t, inst, hosts[i]); node.Spec.Unschedulable {
+			t.Errorf("Node %s still cordoned after the upgrade", node.Name)
+		}
+		if c := meta.FindStatusCondition(inst.Status.Conditions, winnodev1.ConditionConfigured); c == nil || c.Status != metav1.ConditionTrue {
+			t.Errorf("%s: condition Configured %+v after the upgrade", name, c)
+		}
 	}
 }

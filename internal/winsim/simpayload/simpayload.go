@@ -45,6 +45,11 @@ type Options struct {
 	// a different payload, which is how tests simulate an upgrade.
 	PaddingBytes int64
 	PaddingSeed  string
+	// Build, when set, is appended to the stand-in kubelet.exe and
+	// kube-proxy.exe (a Linux executable runs the same with bytes after its
+	// end), so that their hashes change as a new Kubernetes release's do:
+	// tests use it for upgrades that restart services.
+	Build string
 }
 
 // Build writes the simulated payload into dir (created if missing; files
@@ -69,7 +74,11 @@ func Build(dir string, o Options) (*payload.Manifest, error) {
 	}
 	sources := []string{o.AgentBinary, o.StandinBinary, o.StandinBinary}
 	for i, f := range files {
-		if err := copyFile(sources[i], filepath.Join(dir, f.Name)); err != nil {
+		var trailer []byte
+		if o.Build != "" && sources[i] == o.StandinBinary {
+			trailer = []byte("\nwinnode simulated build " + o.Build + "\n")
+		}
+		if err := copyFile(sources[i], filepath.Join(dir, f.Name), trailer); err != nil {
 			return nil, fmt.Errorf("simulated payload: %s from %s: %w", f.Name, sources[i], err)
 		}
 	}
@@ -88,7 +97,8 @@ func Build(dir string, o Options) (*payload.Manifest, error) {
 	return payload.Load(dir)
 }
 
-func copyFile(src, dst string) error {
+// copyFile copies src to dst, with trailer after its content.
+func copyFile(src, dst string, trailer []byte) error {
 	in, err := os.Open(src)
 	if err != nil {
 		return err
@@ -100,6 +110,9 @@ func copyFile(src, dst string) error {
 		return err
 	}
 	_, cerr := io.Copy(out, in)
+	if cerr == nil {
+		_, cerr = out.Write(trailer)
+	}
 	if err := errors.Join(cerr, out.Close()); err != nil {
 		os.Remove(tmp)
 		return err
