@@ -156,6 +156,43 @@ func TestAddThenRemove(t *testing.T) {
 	if err != nil || nodeReady(node) != "Ready" {
 		t.Errorf("Node %s after upgrade: %v, %v", nodeName, err, node.Status.Conditions)
 	}
+	// upgrade to a new kubelet: services restart, so the node is drained
+	// first (its pod evicted), and uncordoned once Ready again.
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "iis-" + nodeName, Namespace: metav1.NamespaceDefault},
+		Spec: corev1.PodSpec{
+			NodeName:    nodeName,
+			Tolerations: []corev1.Toleration{{Key: "os", Value: "Windows", Effect: corev1.TaintEffectNoSchedule}},
+			Containers:  []corev1.Container{{Name: "iis", Image: "mcr.microsoft.com/windows/servercore/iis:windowsservercore-ltsc2022"}},
+		},
+	}
+	if _, err := kube.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	payload3 := filepath.Join(t.TempDir(), "payload")
+	if _, err := simpayload.Build(payload3, simpayload.Options{
+		AgentBinary: testenv.Binary(t, "cmd/winnode-agent"), StandinBinary: testenv.Binary(t, "cmd/winsim-standin"),
+		PaddingBytes: 1 << 20, PaddingSeed: "v2", Build: "v3",
+	}); err != nil {
+		t.Fatal(err)
+	}
+	r = run(t, "", "upgrade", h.IP(), "--port", port, "--ssh-key", keyFile, "--kubeconfig", kc, "--payload-dir", payload3, "--timeout", "5m")
+	if r.code != ExitOK {
+		t.Fatalf("upgrade to a new kubelet: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.out, r.err)
+	}
+	t.Logf("winnodectl upgrade to a new kubelet:\n%s", r.out)
+	for _, want := range []string{"✓ drain", "✓ apply", "kubelet", "Node " + nodeName + " is Ready"} {
+		if !strings.Contains(r.out, want) {
+			t.Errorf("the output of an upgrade that restarts the kubelet lacks %q:\n%s", want, r.out)
+		}
+	}
+	if _, err := kube.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the pod was not evicted before the kubelet restarted: %v", err)
+	}
+	if node, err = kube.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{}); err != nil || node.Spec.Unschedulable {
+		t.Errorf("Node %s after an upgrade that drained it: %v, unschedulable %v", nodeName, err, node.Spec.Unschedulable)
+	}
+
 	if r := run(t, "", "upgrade", "192.0.2.99", "--ssh-key", keyFile, "--kubeconfig", kc, "--payload-dir", payload2); r.code != ExitFailed || !strings.Contains(r.err, "use add") {
 		t.Errorf("upgrade of a host never added: exit %d, stderr %q", r.code, r.err)
 	}

@@ -40,9 +40,11 @@ type stepPrinter struct {
 
 func newStepPrinter(w io.Writer, live bool, start time.Time) *stepPrinter {
 	order := map[string]int{}
-	for i, s := range []string{controller.StepConnect, controller.StepInfo, controller.StepCredentials, controller.StepPlan,
-		controller.StepSync, controller.StepApply, controller.StepJoin, controller.StepFinish,
-		controller.StepDrain, controller.StepRemove, controller.StepDeleteNode} {
+	// Drain comes before plan (an upgrade that restarts services drains
+	// first) and before remove (deconfiguration).
+	for i, s := range []string{controller.StepConnect, controller.StepInfo, controller.StepCredentials, controller.StepDrain,
+		controller.StepPlan, controller.StepSync, controller.StepApply, controller.StepJoin, controller.StepFinish,
+		controller.StepRemove, controller.StepDeleteNode} {
 		order[s] = i + 1
 	}
 	return &stepPrinter{w: w, live: live, start: start, order: order}

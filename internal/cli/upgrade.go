@@ -16,9 +16,10 @@ func newUpgradeCommand(s Streams) *cobra.Command {
 		Short: "Move a host added with winnodectl add to a new payload and version",
 		Long: `Move a host that winnodectl add made a node to the payload in --payload-dir and
 to this winnodectl's version, with the operator's own steps (the same code as
-add): the node is cordoned, only the files whose hash changed are uploaded,
-the agent applies the new plan (services restarted only where their
-configuration changed), and the node is uncordoned once Ready.
+add): only the files whose hash changed are uploaded; when the new plan
+restarts services, the node is first cordoned and drained (evictions, as
+kubectl drain does) and uncordoned once Ready again; the agent restarts only
+the services whose binary, configuration or arguments changed.
 
 The host key pinned on the Node is checked. Hosts the operator manages are
 upgraded by the operator when it is upgraded.`,

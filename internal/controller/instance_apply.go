@@ -28,8 +28,11 @@ func (c *Configurer) apply(ctx context.Context, inst *winnodev1.WindowsInstance,
 	}
 	var changed []string
 	for _, s := range res.Services {
-		if s.Action != plan.ServiceUnchanged || s.Restarted {
+		switch {
+		case s.Action != plan.ServiceUnchanged:
 			changed = append(changed, fmt.Sprintf("%s %s", s.Name, s.Action))
+		case s.Restarted:
+			changed = append(changed, s.Name+" restarted")
 		}
 	}
 	setCondition(inst, winnodev1.ConditionConfigured, metav1.ConditionTrue, winnodev1.ReasonPlanApplied,
