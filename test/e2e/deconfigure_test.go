@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"errors"
-	"slices"
 	"testing"
 	"time"
 
@@ -92,9 +91,7 @@ func (w *world) checkDeconfigured(t testing.TB, inst *winnodev1.WindowsInstance,
 	if !hostFileExists(t, h, plan.KubeletLogDir) {
 		t.Errorf("the kubelet's logs (%s) were not kept", plan.KubeletLogDir)
 	}
-	if reasons := w.eventReasons(t, metav1.NamespaceDefault, inst.Name); !slices.Contains(reasons, "Removed") {
-		t.Errorf("events %v lack Removed", reasons)
-	}
+	w.waitEvents(t, metav1.NamespaceDefault, inst.Name, "Removed")
 }
 
 // A host that cannot be reached while its instance is deleted is left
@@ -118,7 +115,5 @@ func TestDeletedInstanceOfUnreachableHost(t *testing.T) {
 	if toks := w.instanceTokens(t, "lost"); len(toks) != 0 {
 		t.Errorf("%d bootstrap tokens remain", len(toks))
 	}
-	if reasons := w.eventReasons(t, metav1.NamespaceDefault, "lost"); !slices.Contains(reasons, "HostLeftAlone") {
-		t.Errorf("events %v lack HostLeftAlone", reasons)
-	}
+	w.waitEvents(t, metav1.NamespaceDefault, "lost", "HostLeftAlone")
 }
