@@ -114,3 +114,40 @@ func TestChangedServices(t *testing.T) {
 		})
 	}
 }
+
+// FuzzChangedServices feeds what a host may answer as its installed plan
+// (outside input): the prediction never panics and names only services of
+// either plan, and always every service when it cannot know.
+func FuzzChangedServices(f *testing.F) {
+	seed, _ := json.Marshal(InstalledPlan{Version: "v1", Complete: true, Cluster: "cluster-a",
+		Files: map[string]string{`C:\k\kubelet.exe`: strings.Repeat("1", 64)}, Services: changesPlan().Services})
+	f.Add(seed)
+	f.Add([]byte(`{"complete":true,"services":[{"name":"kubelet","dependencies":["kube-proxy"]},{"name":"KUBE-PROXY","dependencies":["kubelet"]}]}`))
+	f.Add([]byte(`{"complete":false}`))
+	f.Add([]byte(`null`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var ip *InstalledPlan
+		if err := json.Unmarshal(data, &ip); err != nil {
+			return
+		}
+		next := changesPlan()
+		got := ChangedServices(ip, next)
+		known := map[string]bool{}
+		for _, s := range next.Services {
+			known[s.Name] = true
+		}
+		if ip != nil {
+			for _, s := range ip.Services {
+				known[s.Name] = true
+			}
+		}
+		for _, name := range got {
+			if !known[name] {
+				t.Errorf("ChangedServices named %q, in neither plan", name)
+			}
+		}
+		if (ip == nil || !ip.Complete || len(ip.Services) == 0) && len(got) != len(next.Services) {
+			t.Errorf("installed plan unknown: got %v, want every service", got)
+		}
+	})
+}
