@@ -45,6 +45,13 @@ type fileStep struct {
 // planFiles decides, for every plan file, whether it is in place or comes
 // from a staged blob; a file that is neither is an ErrFileMissing error
 // naming every such file (the first in Error.File).
+//
+// A staged blob whose content does not hash to its name (disk corruption, a
+// tampered file, a resumed upload whose kept part was wrong) is deleted:
+// the operator's sync trusts a blob staged with the right size, so a bad
+// one left in place would fail every retry. Deleted, it is uploaded again
+// in full by the next sync. This check is also what makes resumed uploads
+// safe (internal/host, resume.go).
 func (a *Agent) planFiles(p *plan.Plan) ([]fileStep, error) {
 	staging, err := winpath.Parse(p.Staging())
 	if err != nil {
@@ -53,6 +60,7 @@ func (a *Agent) planFiles(p *plan.Plan) ([]fileStep, error) {
 	var steps []fileStep
 	var missing []string
 	var why []string
+	bad := map[string]string{} // blob → what deleting it did, for files sharing it
 	for _, f := range p.Files {
 		wp, _ := winpath.Parse(f.Path) // validated by Decode
 		local, err := a.Platform.LocalPath(wp)
@@ -72,15 +80,22 @@ func (a *Agent) planFiles(p *plan.Plan) ([]fileStep, error) {
 		if err != nil {
 			return nil, &plan.Error{Code: plan.ErrFileInstall, File: f.Path, Message: err.Error()}
 		}
-		staged, err := hashFile(blob)
-		if err != nil {
-			return nil, &plan.Error{Code: plan.ErrFileInstall, File: f.Path, Message: fmt.Sprintf("reading staged blob %s: %v", blobPath, err)}
+		reason, seen := bad[blob]
+		staged := ""
+		if !seen {
+			staged, err = hashFile(blob)
+			if err != nil {
+				return nil, &plan.Error{Code: plan.ErrFileInstall, File: f.Path, Message: fmt.Sprintf("reading staged blob %s: %v", blobPath, err)}
+			}
+			if staged != "" && staged != f.SHA256 {
+				reason = a.deleteBadBlob(blob, blobPath, staged)
+				bad[blob] = reason
+			}
 		}
 		if staged != f.SHA256 {
 			missing = append(missing, f.Path)
-			reason := "not staged"
-			if staged != "" {
-				reason = "staged blob has sha256 " + staged
+			if reason == "" {
+				reason = "not staged"
 			}
 			if got != "" {
 				reason += fmt.Sprintf("; the file in place has sha256 %s", got)
@@ -98,6 +113,18 @@ func (a *Agent) planFiles(p *plan.Plan) ([]fileStep, error) {
 		}
 	}
 	return steps, nil
+}
+
+// deleteBadBlob deletes a staged blob whose content hashes to sum, not to
+// its name, and says what it did, for the error message.
+func (a *Agent) deleteBadBlob(local string, blobPath winpath.Path, sum string) string {
+	err := a.retryFile(func() error { return os.Remove(local) })
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		a.Log.Warn("staged blob has the wrong content and could not be deleted", "blob", blobPath.String(), "sha256", sum, "err", err)
+		return fmt.Sprintf("staged blob has sha256 %s and could not be deleted (%v); delete %s and upload it again", sum, err, blobPath)
+	}
+	a.Log.Warn("deleted a staged blob with the wrong content; the next sync uploads it again", "blob", blobPath.String(), "sha256", sum)
+	return fmt.Sprintf("staged blob has sha256 %s, deleted; upload it again", sum)
 }
 
 // install moves (or, when another file still needs the same blob, copies)

@@ -679,7 +679,9 @@ func TestBootstrapOnSimulatedHost(t *testing.T) {
 }
 
 // TestApplyRefusesTamperedBinary: a service binary changed on the host and
-// not staged again is an error naming it, and the service is not started.
+// not staged again is an error naming it, and the service is not started. A
+// staged blob with the wrong content is deleted, so that the operator's
+// next sync uploads it again and the apply after it succeeds.
 func TestApplyRefusesTamperedBinary(t *testing.T) {
 	h := newSimHost(t)
 	tp := newTestPlan(t, "v1")
@@ -689,16 +691,21 @@ func TestApplyRefusesTamperedBinary(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.put(`C:\k\svc-c.exe`, []byte("#!/bin/sh\necho tampered\n"))
-	// A staged blob under the right name but with other content does not count.
-	h.put(plan.DefaultStagingDir+`\`+tp.plan.Files[3].SHA256, []byte("not the binary"))
+	// A staged blob under the right name but with other content does not
+	// count, and is deleted.
+	badBlob := plan.DefaultStagingDir + `\` + tp.plan.Files[3].SHA256
+	h.put(badBlob, []byte("not the binary"))
 
 	data, _ := json.Marshal(tp.plan)
 	h.put(`C:\k\plan.json`, data)
 	out, code := h.agent("apply", "--plan", `C:\k\plan.json`)
 	var fail plan.ErrorDocument
 	if code != 1 || json.Unmarshal(out, &fail) != nil || fail.Error.Code != plan.ErrFileMissing || fail.Error.File != `C:\k\svc-c.exe` ||
-		!strings.Contains(fail.Error.Message, "staged blob has sha256") {
+		!strings.Contains(fail.Error.Message, "staged blob has sha256") || !strings.Contains(fail.Error.Message, "deleted; upload it again") {
 		t.Fatalf("apply with a tampered binary: exit %d\n%s", code, out)
+	}
+	if h.exists(badBlob) {
+		t.Errorf("the staged blob with the wrong content is still there: the next sync would skip it")
 	}
 	svc, err := h.scm.Get(context.Background(), "svc-c")
 	if err != nil || svc.Status.State != scm.Stopped {
@@ -712,6 +719,17 @@ func TestApplyRefusesTamperedBinary(t *testing.T) {
 	}
 	if _, listed := info.InstalledPlan.Files[`C:\k\svc-c.exe`]; listed || info.InstalledPlan.Files[`C:\k\a.conf`] == "" {
 		t.Errorf("manifest after a failed apply: %v, want svc-c.exe dropped and a.conf kept", info.InstalledPlan.Files)
+	}
+
+	// The operator's retry stages the binary again: the apply converges.
+	h.put(badBlob, tp.contents[`C:\k\svc-c.exe`])
+	res := h.applyOnly(tp.plan)
+	if got := byName(res)["svc-c"]; got.State != "Running" {
+		t.Errorf("svc-c after the retry: %+v, want Running", got)
+	}
+	local, _ := h.host.Path(`C:\k\svc-c.exe`)
+	if data, err := os.ReadFile(local); err != nil || !bytes.Equal(data, tp.contents[`C:\k\svc-c.exe`]) {
+		t.Errorf("svc-c.exe after the retry is not the plan's binary (%v)", err)
 	}
 }
 
