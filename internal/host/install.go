@@ -34,8 +34,10 @@ func (c *Client) Install(ctx context.Context, f LocalFile, progress func(Progres
 		return 0, c.transferError(ctx, client, "install", err)
 	}
 	p := Progress{FilesTotal: 1, BytesTotal: f.Size}
+	// resume stays 0: `<HostPath>.part` is not named by its content, so a
+	// leftover one may be of another version and is never continued.
 	b := blob{SHA256: f.SHA256, Size: f.Size, Source: f, HostPaths: []string{dst.String()}}
-	n, err := c.upload(ctx, client, dst, b, &p, progress)
+	n, _, err := c.upload(ctx, client, dst, b, &p, progress)
 	if err != nil {
 		return n, c.transferError(ctx, client, "install", err)
 	}

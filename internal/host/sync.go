@@ -49,7 +49,12 @@ type Progress struct {
 
 // SyncResult says what a sync moved.
 type SyncResult struct {
+	// BytesUploaded counts the bytes this sync sent.
 	BytesUploaded int64
+	// BytesResumed counts the bytes of partly uploaded blobs that an
+	// earlier, interrupted sync had sent and that this one did not send
+	// again (see resume.go).
+	BytesResumed  int64
 	FilesUploaded int
 	// FilesSkipped counts files that needed no upload: installed with the
 	// same hash, or already staged by an earlier sync (FilesAlreadyStaged of
@@ -69,7 +74,11 @@ const progressStep = 1 << 20
 // agent's info; nil on a new host); a file installed with its hash is
 // skipped, and so is a blob already staged with the right size, so a sync
 // retried after a failure resumes where it stopped. Each blob is written to
-// `<sha256>.part`, its size and hash checked, then renamed.
+// `<sha256>.part`, its size and hash checked, then renamed; a `.part` left
+// by an interrupted sync is continued, not sent again from zero (resume.go).
+// A staged blob is trusted by name and size only: the agent hashes it
+// before use and deletes it when its content is wrong, and the next sync
+// uploads it again.
 //
 // progress, if not nil, is called from one goroutine at a time during
 // uploads. Contents are never logged.
@@ -103,7 +112,9 @@ func (c *Client) Sync(ctx context.Context, files []LocalFile, installed map[stri
 		return fail(err)
 	}
 
-	// Blobs already staged need no upload.
+	// Blobs already staged need no upload; partly uploaded ones need only
+	// their rest (counted here so that the progress total says what this
+	// sync sends).
 	var todo []blob
 	for _, b := range blobs {
 		fi, err := client.Stat(staging.Join(b.SHA256).SFTP())
@@ -111,23 +122,32 @@ func (c *Client) Sync(ctx context.Context, files []LocalFile, installed map[stri
 		case err == nil && fi.Mode().IsRegular() && fi.Size() == b.Size:
 			res.FilesSkipped += len(b.HostPaths)
 			res.FilesAlreadyStaged += len(b.HostPaths)
-		case err == nil || errors.Is(err, fs.ErrNotExist):
-			todo = append(todo, b)
-		default:
+			continue
+		case err != nil && !errors.Is(err, fs.ErrNotExist):
 			return fail(fmt.Errorf("look for staged %s: %w", staging.Join(b.SHA256), err))
 		}
+		part := partPath(staging.Join(b.SHA256))
+		fi, err = client.Stat(part.SFTP())
+		switch {
+		case err == nil && fi.Mode().IsRegular():
+			b.resume = resumeOffset(fi.Size(), b.Size)
+		case err != nil && !errors.Is(err, fs.ErrNotExist):
+			return fail(fmt.Errorf("look for partly uploaded %s: %w", part, err))
+		}
+		todo = append(todo, b)
 	}
 
 	p := Progress{FilesTotal: len(todo)}
 	for _, b := range todo {
-		p.BytesTotal += b.Size
+		p.BytesTotal += b.Size - b.resume
 	}
 	for _, b := range todo {
 		if err := ctx.Err(); err != nil {
 			return fail(err)
 		}
-		n, err := c.upload(ctx, client, staging.Join(b.SHA256), b, &p, progress)
+		n, resumed, err := c.upload(ctx, client, staging.Join(b.SHA256), b, &p, progress)
 		res.BytesUploaded += n
+		res.BytesResumed += resumed
 		if err != nil {
 			return fail(err)
 		}
@@ -156,6 +176,16 @@ type blob struct {
 	Size      int64
 	Source    LocalFile
 	HostPaths []string
+	// resume is where the upload expects to continue a .part found on the
+	// host (0: from the start); upload checks it again when it opens it.
+	// Only Sync sets it: a .part named by its content's hash can only ever
+	// hold a prefix of that content, unlike Install's `<HostPath>.part`.
+	resume int64
+}
+
+// partPath is where a blob is written before it is renamed to final.
+func partPath(final winpath.Path) winpath.Path {
+	return final.Dir().Join(final.Base() + ".part")
 }
 
 // planSync decides what to upload: the distinct contents of the files not
@@ -247,9 +277,10 @@ func isSHA256(s string) bool {
 }
 
 // upload writes one blob to final (through final.part, checked, then
-// renamed) and returns the bytes sent.
-func (c *Client) upload(ctx context.Context, client *sftp.Client, final winpath.Path, b blob, p *Progress, progress func(Progress)) (int64, error) {
-	part := final.Dir().Join(final.Base() + ".part")
+// renamed), continuing a .part that an interrupted sync left (resume.go).
+// It returns the bytes sent and the bytes of the .part kept.
+func (c *Client) upload(ctx context.Context, client *sftp.Client, final winpath.Path, b blob, p *Progress, progress func(Progress)) (sent, kept int64, err error) {
+	part := partPath(final)
 	what := b.HostPaths[0]
 	if b.Source.LocalPath != "" {
 		what = b.Source.LocalPath
@@ -262,59 +293,97 @@ func (c *Client) upload(ctx context.Context, client *sftp.Client, final winpath.
 	if b.Source.LocalPath != "" {
 		f, err := os.Open(b.Source.LocalPath)
 		if err != nil {
-			return 0, failf("%w", err)
+			return 0, 0, failf("%w", err)
 		}
 		defer f.Close()
 		if fi, err := f.Stat(); err != nil {
-			return 0, failf("%w", err)
+			return 0, 0, failf("%w", err)
 		} else if fi.Size() != b.Size {
-			return 0, failf("the local file is %d bytes, but %d are expected: it changed since its hash was taken", fi.Size(), b.Size)
+			return 0, 0, failf("the local file is %d bytes, but %d are expected: it changed since its hash was taken", fi.Size(), b.Size)
 		}
 		src = f
 	} else {
 		src = bytes.NewReader(b.Source.Content)
 	}
 
-	dst, err := client.Create(part.SFTP())
+	dst, offset, err := openPart(client, part, b)
 	if err != nil {
-		return 0, failf("create %s: %w", part, err)
+		return 0, 0, failf("%w", err)
 	}
-	p.File, p.FileDone, p.FileTotal = b.HostPaths[0], 0, b.Size
+	// The .part may have changed since Sync looked (a concurrent sync):
+	// keep the progress total to what this upload sends.
+	p.BytesTotal += b.resume - offset
+	// The kept prefix is hashed from the local content, so that the whole
+	// local content is still checked against its hash.
+	h := sha256.New()
+	if _, err := io.CopyN(h, src, offset); err != nil {
+		dst.Close()
+		return 0, offset, failf("read the first %d bytes of the local content: %w", offset, err)
+	}
+	p.File, p.FileDone, p.FileTotal = b.HostPaths[0], offset, b.Size
 	if progress != nil {
 		progress(*p)
 	}
-	r := &countingReader{ctx: ctx, r: io.LimitReader(src, b.Size), hash: sha256.New(), p: p, report: progress}
+	r := &countingReader{ctx: ctx, r: io.LimitReader(src, b.Size-offset), hash: h, p: p, report: progress, reported: offset}
 	// ReadFromWithConcurrency keeps many writes in flight (the client is
 	// opened with UseConcurrentWrites): what makes high-latency links fast.
+	// It writes from dst's offset, where openPart put it.
 	n, err := dst.ReadFromWithConcurrency(r, 0)
 	if cerr := dst.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		return n, failf("%w", err)
+		return n, offset, failf("%w", err)
 	}
-	if n != b.Size {
-		return n, failf("the local content ended after %d of %d bytes", n, b.Size)
+	if offset+n != b.Size {
+		return n, offset, failf("the local content ended after %d of %d bytes", offset+n, b.Size)
 	}
 	if sum := hex.EncodeToString(r.hash.Sum(nil)); sum != b.SHA256 {
 		_ = client.Remove(part.SFTP())
-		return n, failf("the local content's sha256 is %s, not %s: it changed since its hash was taken", sum, b.SHA256)
+		return n, offset, failf("the local content's sha256 is %s, not %s: it changed since its hash was taken", sum, b.SHA256)
 	}
 	fi, err := client.Stat(part.SFTP())
 	if err != nil {
-		return n, failf("check %s: %w", part, err)
+		return n, offset, failf("check %s: %w", part, err)
 	}
 	if fi.Size() != b.Size {
-		return n, failf("%s is %d bytes on the host after the upload, not %d", part, fi.Size(), b.Size)
+		return n, offset, failf("%s is %d bytes on the host after the upload, not %d", part, fi.Size(), b.Size)
 	}
 	if err := rename(client, part.SFTP(), final.SFTP()); err != nil {
-		return n, failf("rename %s: %w", part, err)
+		return n, offset, failf("rename %s: %w", part, err)
 	}
 	if progress != nil && r.reported != b.Size {
 		r.reported = b.Size
 		progress(*p)
 	}
-	return n, nil
+	return n, offset, nil
+}
+
+// openPart opens a blob's .part for writing and says where the upload
+// starts: where the .part, as long as it is now, is continued
+// (resumeOffset), or 0 with the .part created anew (emptied) when it is
+// missing, too short to keep, or longer than the blob.
+func openPart(client *sftp.Client, part winpath.Path, b blob) (*sftp.File, int64, error) {
+	if b.resume > 0 {
+		// No O_APPEND: SFTP servers differ on whether it ignores the
+		// offsets the client sends; a plain write at an offset is the same
+		// everywhere. No O_TRUNC: the prefix is what is kept.
+		if f, err := client.OpenFile(part.SFTP(), os.O_WRONLY); err == nil {
+			if fi, err := f.Stat(); err == nil {
+				if offset := resumeOffset(fi.Size(), b.Size); offset > 0 {
+					if _, err := f.Seek(offset, io.SeekStart); err == nil {
+						return f, offset, nil
+					}
+				}
+			}
+			f.Close()
+		}
+	}
+	f, err := client.Create(part.SFTP())
+	if err != nil {
+		return nil, 0, fmt.Errorf("create %s: %w", part, err)
+	}
+	return f, 0, nil
 }
 
 // rename replaces newpath with oldpath: atomically where the server has the

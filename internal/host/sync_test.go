@@ -215,7 +215,8 @@ func TestSyncDroppedConnection(t *testing.T) {
 	h.SetLink(winsim.LinkOptions{})
 
 	// Retry on a new connection: the small blob is already staged, the big
-	// one is uploaded whole.
+	// one is uploaded whole (cut off before more than resumeMargin arrived,
+	// its .part is not worth continuing; resume_test.go continues one).
 	c2 := connect(t, h.options())
 	res, err := c2.Sync(context.Background(), files, nil, stagingDir, nil)
 	if err != nil {
