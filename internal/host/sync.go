@@ -489,7 +489,7 @@ func (c *Client) sftpClient() (*sftp.Client, error) {
 	}
 	client, err := sftp.NewClient(c.ssh,
 		sftp.UseConcurrentWrites(true),
-		sftp.MaxConcurrentRequestsPerFile(64),
+		sftp.MaxConcurrentRequestsPerFile(sftpMaxConcurrentRequests),
 	)
 	if err != nil {
 		return nil, &UnreachableError{Address: c.address, Err: fmt.Errorf("open the SFTP subsystem: %w", err)}
