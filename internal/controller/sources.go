@@ -51,6 +51,9 @@ type SourcesReconciler struct {
 	Client    client.Client
 	Namespace string
 	Recorder  events.EventRecorder
+	// APIReader reads past the cache before an instance is created
+	// (managedElsewhere). SetupWithManager sets the manager's when nil.
+	APIReader client.Reader
 
 	// warned remembers which bad entries were already reported, so a
 	// reconcile that changes nothing warns nothing: ConfigMap UID →
@@ -148,13 +151,19 @@ func (r *SourcesReconciler) ensure(ctx context.Context, cm *corev1.ConfigMap, e 
 	source := winnodev1.SourceRef{Kind: winnodev1.SourceConfigMap, Namespace: r.Namespace, Name: InstancesConfigMap, Key: e.Key}
 
 	if other, ok := byAddress[e.Address]; ok && other.Name != name {
-		r.warn(ctx, cm, []EntryError{{Key: e.Key, Reason: fmt.Sprintf(
-			"host %s is already managed by WindowsInstance %s (source %s); delete that instance to manage it from this ConfigMap",
-			e.Address, other.Name, other.Spec.Source.Kind)}})
+		r.warnManaged(ctx, cm, e, other)
 		return nil
 	}
 	wi, exists := byName[name]
 	if !exists {
+		other, err := r.managedElsewhere(ctx, e.Address, name)
+		if err != nil {
+			return err
+		}
+		if other != nil {
+			r.warnManaged(ctx, cm, e, other)
+			return nil
+		}
 		wi = &winnodev1.WindowsInstance{
 			ObjectMeta: metav1.ObjectMeta{
 				Name: name,
@@ -200,6 +209,35 @@ func (r *SourcesReconciler) ensure(ctx context.Context, cm *corev1.ConfigMap, e 
 	return nil
 }
 
+// managedElsewhere asks the API server, not the cache, for an instance other
+// than name that manages address. The cache can lag behind an instance
+// created a moment ago (an administrator's manual instance for the host,
+// just before its ConfigMap entry), and creating a second instance for the
+// host would have two instances configure it.
+func (r *SourcesReconciler) managedElsewhere(ctx context.Context, address, name string) (*winnodev1.WindowsInstance, error) {
+	if r.APIReader == nil {
+		return nil, nil
+	}
+	var all winnodev1.WindowsInstanceList
+	if err := r.APIReader.List(ctx, &all); err != nil {
+		return nil, fmt.Errorf("listing WindowsInstances before creating %s for host %s: %w", name, address, err)
+	}
+	for i := range all.Items {
+		wi := &all.Items[i]
+		if addr, err := NormalizeAddress(wi.Spec.Address); err == nil && addr == address && wi.Name != name {
+			return wi, nil
+		}
+	}
+	return nil, nil
+}
+
+// warnManaged reports an entry whose host another instance manages.
+func (r *SourcesReconciler) warnManaged(ctx context.Context, cm *corev1.ConfigMap, e Entry, other *winnodev1.WindowsInstance) {
+	r.warn(ctx, cm, []EntryError{{Key: e.Key, Reason: fmt.Sprintf(
+		"host %s is already managed by WindowsInstance %s (source %s); delete that instance to manage it from this ConfigMap",
+		e.Address, other.Name, other.Spec.Source.Kind)}})
+}
+
 // warn sends one Warning event per bad entry not yet reported with the same
 // value and reason (an edit of another entry does not repeat it).
 func (r *SourcesReconciler) warn(ctx context.Context, cm *corev1.ConfigMap, bad []EntryError) {
@@ -234,6 +272,9 @@ func (r *SourcesReconciler) forget() {
 // deleted by hand while listed is created again; a finished deletion lets a
 // re-added entry be created).
 func (r *SourcesReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
+	}
 	key := types.NamespacedName{Namespace: r.Namespace, Name: InstancesConfigMap}
 	one := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: key}}
