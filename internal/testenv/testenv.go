@@ -18,6 +18,7 @@ package testenv
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -71,7 +72,24 @@ type Env struct {
 
 // Start brings up etcd, kube-apiserver and kube-controller-manager and waits
 // until each is serving. On error, everything it started is stopped.
-func Start(ctx context.Context, opts Options) (_ *Env, err error) {
+//
+// The components' ports are found free (freePorts) and bound by the
+// components a few seconds later; another process on the machine may bind
+// one of them in between. A component that exits because its port is taken
+// makes Start begin again on new ports, up to three times.
+func Start(ctx context.Context, opts Options) (*Env, error) {
+	for attempt := 1; ; attempt++ {
+		e, err := start(ctx, opts)
+		if err == nil || !errors.Is(err, errPortTaken) || attempt == 3 {
+			return e, err
+		}
+	}
+}
+
+// errPortTaken marks a component that could not bind its port.
+var errPortTaken = errors.New("a port found free was taken by another process before the component bound it")
+
+func start(ctx context.Context, opts Options) (_ *Env, err error) {
 	if opts.NodeMonitorGracePeriod == 0 {
 		opts.NodeMonitorGracePeriod = 20 * time.Second
 	}
@@ -382,7 +400,11 @@ func waitHTTP(ctx context.Context, p *process, c *http.Client, url string) error
 func waitFor(ctx context.Context, p *process, what string, cond wait.ConditionWithContextFunc) error {
 	err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		if p.exited() {
-			return false, fmt.Errorf("%s exited while waiting for %s: %v", p.name, what, p.waitErr)
+			err := fmt.Errorf("%s exited while waiting for %s: %v", p.name, what, p.waitErr)
+			if strings.Contains(p.tail(20), "address already in use") {
+				err = fmt.Errorf("%w (%w)", err, errPortTaken)
+			}
+			return false, err
 		}
 		return cond(ctx)
 	})

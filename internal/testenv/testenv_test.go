@@ -256,3 +256,23 @@ func isZombie(pid int) bool {
 	i := strings.LastIndexByte(s, ')')
 	return i > 0 && len(s) > i+2 && s[i+2] == 'Z'
 }
+
+// A component that exits because its port was taken is told apart from
+// other failures: Start begins again on new ports only for that.
+func TestPortTakenIsRecognised(t *testing.T) {
+	for msg, taken := range map[string]bool{
+		"listen tcp 127.0.0.1:41003: bind: address already in use": true,
+		"open /nonexistent/ca.crt: no such file or directory":      false,
+	} {
+		p, err := startProcess(t.TempDir(), "component", "/bin/sh", "-c", "echo '"+msg+"' >&2; exit 1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		err = waitFor(ctx, p, "it to serve", func(context.Context) (bool, error) { return false, nil })
+		cancel()
+		if err == nil || errors.Is(err, errPortTaken) != taken {
+			t.Errorf("component that said %q: %v; port taken: want %v", msg, err, taken)
+		}
+	}
+}
