@@ -27,6 +27,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
@@ -298,6 +299,15 @@ func (w *world) instanceFor(t testing.TB, name string, h *winsim.Host) *winnodev
 
 // forget deletes an instance a test leaves behind, without the operator:
 // the finalizer is dropped and its Node and tokens deleted.
+//
+// It runs while the test's operator may still run (cleanups run in reverse
+// order, and the operator was started first), so the instance is deleted
+// before its finalizer is dropped: no finalizer can be added to an object
+// being deleted, so the operator cannot put its own back. The finalizer
+// goes with a merge patch, which needs no resourceVersion (an update would
+// conflict with the operator's status writes and leave the instance
+// behind, still being deleted, for the next test's operator). forget waits
+// until the instance is gone.
 func (w *world) forget(name string) {
 	ctx := context.Background()
 	inst := &winnodev1.WindowsInstance{}
@@ -308,9 +318,15 @@ func (w *world) forget(name string) {
 		_ = w.kube.CoreV1().Nodes().Delete(ctx, inst.Status.NodeName, metav1.DeleteOptions{})
 	}
 	_ = bootstrap.RevokeInstanceTokens(ctx, w.kube, name)
-	inst.Finalizers = nil
-	_ = w.client.Update(ctx, inst)
 	_ = w.client.Delete(ctx, inst)
+	_ = w.client.Patch(ctx, inst, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if err := w.client.Get(ctx, client.ObjectKey{Name: name}, &winnodev1.WindowsInstance{}); apierrors.IsNotFound(err) {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 func (w *world) get(t testing.TB, name string) *winnodev1.WindowsInstance {
