@@ -46,6 +46,13 @@ func TestRogueCSRsAreNotApproved(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The API server sees a new token (bootstrap token authenticator) and a
+	// new binding (RBAC authorizer) through informers: wait until the token
+	// may list CSRs, which the role that lets it create them also grants.
+	eventually(t, time.Minute, "the new bootstrap token to authenticate and be authorized", func() (bool, string) {
+		_, err := asToken.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{Limit: 1})
+		return err == nil, fmt.Sprint(err)
+	})
 
 	client := certificatesv1.KubeAPIServerClientKubeletSignerName
 	rogue := []struct {
