@@ -235,6 +235,27 @@ func (s *simHost) applyOnly(p *plan.Plan) plan.Result {
 	return res
 }
 
+// waitLog waits until the log the simulated SCM keeps of a service's
+// output holds text.
+func (s *simHost) waitLog(service, text string) {
+	s.t.Helper()
+	local, err := s.host.Path(winsim.ServiceLogDir + `\` + service + ".log")
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		data, _ := os.ReadFile(local)
+		if bytes.Contains(data, []byte(text)) {
+			return
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("service %s did not log %q within a minute; its log:\n%s", service, text, data)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 func (s *simHost) pids() map[string]int {
 	s.t.Helper()
 	list, err := s.scm.List(context.Background())
@@ -530,6 +551,11 @@ func TestApplyConvergesAfterKill(t *testing.T) {
 	tp.plan.Services[0].Environment["WINNODE_TEST_SLOW_STOP"] = "3s"
 	h.stage(tp.contents)
 	h.apply(tp.plan)
+	// The simulated SCM calls a service Running once its process exists;
+	// svc-a is slow to stop only once serviceMain has its SIGTERM handler
+	// (before that, SIGTERM ends it at once and the agent may finish the
+	// apply before the test kills it).
+	h.waitLog("svc-a", "simulated test service started")
 
 	// A change to svc-a: the agent stops svc-b, then svc-a (slow to stop).
 	tp.plan.Version = "v2"
