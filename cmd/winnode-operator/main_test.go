@@ -15,6 +15,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
@@ -51,7 +52,9 @@ func TestVersionFlag(t *testing.T) {
 func TestOperatorServesProbesMetricsAndLeads(t *testing.T) {
 	env := testenv.Get(t)
 	kube := kubernetes.NewForConfigOrDie(env.Config)
-	const ns = "winnode-operator-main-test"
+	// A name of its own each run: a namespace deleted by an earlier run
+	// (-count=2) may still be terminating.
+	ns := "winnode-operator-main-test-" + utilrand.String(5)
 	if _, err := kube.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
