@@ -21,15 +21,7 @@ func TestRealAgent(t *testing.T) {
 	c := connect(t, h.options())
 	ctx := context.Background()
 
-	bin := testenv.Binary(t, "cmd/winnode-agent")
-	data, err := os.ReadFile(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	const agent = `C:\k\winnode-agent.exe`
-	if _, err := c.Install(ctx, LocalFile{LocalPath: bin, HostPath: agent, SHA256: sum(data), Size: int64(len(data))}, nil); err != nil {
-		t.Fatalf("Install the agent: %v", err)
-	}
+	agent := installAgent(t, c)
 
 	var info plan.Info
 	if err := c.RunAgent(ctx, agent, []string{"info"}, nil, &info); err != nil {
@@ -99,4 +91,20 @@ func TestRealAgent(t *testing.T) {
 	if res.BytesUploaded != 0 || res.FilesSkipped != 2 {
 		t.Errorf("second Sync = %+v, want nothing moved (installed files: %v)", res, info.InstalledPlan.Files)
 	}
+}
+
+// installAgent installs the agent's Linux build on the simulated host as
+// the operator does, and returns its host path.
+func installAgent(t *testing.T, c *Client) string {
+	t.Helper()
+	bin := testenv.Binary(t, "cmd/winnode-agent")
+	data, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const agent = `C:\k\winnode-agent.exe`
+	if _, err := c.Install(context.Background(), LocalFile{LocalPath: bin, HostPath: agent, SHA256: sum(data), Size: int64(len(data))}, nil); err != nil {
+		t.Fatalf("Install the agent: %v", err)
+	}
+	return agent
 }

@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/winnode/winnode/internal/plan"
-	"github.com/winnode/winnode/internal/testenv"
 )
 
 // TestResumedBadPartConverges: what guards a resumed upload is the agent.
@@ -25,15 +24,7 @@ func TestResumedBadPartConverges(t *testing.T) {
 	c := connect(t, h.options())
 	ctx := context.Background()
 
-	bin := testenv.Binary(t, "cmd/winnode-agent")
-	data, err := os.ReadFile(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	const agent = `C:\k\winnode-agent.exe`
-	if _, err := c.Install(ctx, LocalFile{LocalPath: bin, HostPath: agent, SHA256: sum(data), Size: int64(len(data))}, nil); err != nil {
-		t.Fatalf("Install the agent: %v", err)
-	}
+	agent := installAgent(t, c)
 
 	tool := localFile(t, `C:\k\bin\tool.exe`, 8<<20)
 	p := plan.Plan{
