@@ -56,15 +56,17 @@ func (c *Configurer) Configure(ctx context.Context, inst *winnodev1.WindowsInsta
 	if phase == winnodev1.PhaseUpgrading && step == StepDrain {
 		// Pods are being evicted: wait for them without SSH; once they
 		// are gone, go on with the upgrade.
-		if node, err := c.getNode(ctx, inst); err != nil {
+		node, err := c.getNode(ctx, inst)
+		if err != nil {
 			return Result{}, c.fail(ctx, inst, stepErr(StepDrain, winnodev1.ReasonApplyFailed, err))
-		} else if node != nil {
-			left, err := c.drainBeforeRestarts(ctx, inst, node)
+		}
+		if node != nil {
+			drained, res, err := c.drainBeforeRestarts(ctx, inst, node)
 			if err != nil {
 				return Result{}, c.fail(ctx, inst, err)
 			}
-			if left > 0 {
-				return Result{RequeueAfter: c.pollInterval()}, nil
+			if !drained {
+				return res, nil
 			}
 		}
 	}
@@ -152,12 +154,9 @@ func (c *Configurer) configureHost(ctx context.Context, inst *winnodev1.WindowsI
 		}
 	}
 	if node != nil && len(restarts) > 0 {
-		left, err := c.drainBeforeRestarts(ctx, inst, node)
-		if err != nil {
-			return Result{}, err
-		}
-		if left > 0 {
-			return Result{RequeueAfter: c.pollInterval()}, nil
+		drained, res, err := c.drainBeforeRestarts(ctx, inst, node)
+		if err != nil || !drained {
+			return res, err
 		}
 	}
 	if err := c.step(ctx, inst, StepPlan); err != nil {

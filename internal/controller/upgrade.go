@@ -140,23 +140,26 @@ func (c *Configurer) beginUpgrade(ctx context.Context, inst *winnodev1.WindowsIn
 
 // drainBeforeRestarts cordons the Node (unless an administrator already did)
 // and evicts its pods before services restart under them (an upgrade, or a
-// failed node configured again). It returns how many pods are still there;
-// after DrainTimeout from the start of the configuration it goes on
-// regardless, with an event.
-func (c *Configurer) drainBeforeRestarts(ctx context.Context, inst *winnodev1.WindowsInstance, node *corev1.Node) (int, error) {
+// failed node configured again). It reports true once no pod is left, or
+// false and a Result to call again; after DrainTimeout from the start of the
+// configuration it goes on regardless, with an event.
+func (c *Configurer) drainBeforeRestarts(ctx context.Context, inst *winnodev1.WindowsInstance, node *corev1.Node) (bool, Result, error) {
 	if err := c.step(ctx, inst, StepDrain); err != nil {
-		return 0, err
+		return false, Result{}, err
 	}
 	if err := c.cordonIfSchedulable(ctx, node); err != nil {
-		return 0, stepErr(StepDrain, winnodev1.ReasonApplyFailed, err)
+		return false, Result{}, stepErr(StepDrain, winnodev1.ReasonApplyFailed, err)
 	}
 	since := time.Now()
 	if inst.Status.ConfigurationStarted != nil {
 		since = inst.Status.ConfigurationStarted.Time
 	}
-	left, err := c.drain(ctx, inst, node.Name, since, "upgrading it anyway")
+	left, err := c.drain(ctx, inst, node.Name, since, "applying the new plan anyway")
 	if err != nil {
-		return 0, stepErr(StepDrain, winnodev1.ReasonApplyFailed, err)
+		return false, Result{}, stepErr(StepDrain, winnodev1.ReasonApplyFailed, err)
 	}
-	return left, nil
+	if left > 0 {
+		return false, Result{RequeueAfter: c.pollInterval()}, nil
+	}
+	return true, Result{}, nil
 }
