@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -49,12 +50,7 @@ func serviceNames(h *winsim.Host) []string {
 // operator running, adds it again (nothing moves), then removes it.
 func TestAddThenRemove(t *testing.T) {
 	cl := getCluster(t)
-	h, _, pemKey := simHost(t)
-	payloadDir := simulatedPayload(t)
-	keyFile := filepath.Join(t.TempDir(), "winnode-key")
-	if err := os.WriteFile(keyFile, pemKey, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	h, payloadDir, keyFile := hostToAdd(t)
 	kc := cl.env.KubeconfigPath
 	port := strconv.Itoa(h.Port())
 	nodeName := strings.ToLower(h.Hostname())
@@ -104,7 +100,7 @@ func TestAddThenRemove(t *testing.T) {
 		t.Errorf("Node %s lacks the taint os=Windows:NoSchedule: %v", nodeName, node.Spec.Taints)
 	}
 	servicesAfterAdd := serviceNames(h)
-	if !contains(servicesAfterAdd, "kubelet") {
+	if !slices.Contains(servicesAfterAdd, "kubelet") {
 		t.Errorf("no kubelet service on the host after add: %v", servicesAfterAdd)
 	}
 
@@ -211,10 +207,10 @@ func TestAddThenRemove(t *testing.T) {
 	if _, err := kube.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("Node %s after remove: %v, want NotFound", nodeName, err)
 	}
-	if got := serviceNames(h); contains(got, "kubelet") || contains(got, "kube-proxy") {
+	if got := serviceNames(h); slices.Contains(got, "kubelet") || slices.Contains(got, "kube-proxy") {
 		t.Errorf("services left on the host after remove: %v", got)
 	}
-	if !contains(serviceNames(h), "containerd") {
+	if !slices.Contains(serviceNames(h), "containerd") {
 		t.Errorf("remove took containerd away, which winnode did not install: %v", serviceNames(h))
 	}
 	var secrets corev1.SecretList
@@ -333,25 +329,23 @@ func cleanupNode(t *testing.T, cl cluster, name string) {
 	}
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
+// hostToAdd starts a simulated host and returns it with a simulated
+// payload folder and the file of the private key it accepts.
+func hostToAdd(t *testing.T) (h *winsim.Host, payloadDir, keyFile string) {
+	t.Helper()
+	h, _, pemKey := simHost(t)
+	keyFile = filepath.Join(t.TempDir(), "winnode-key")
+	if err := os.WriteFile(keyFile, pemKey, 0o600); err != nil {
+		t.Fatal(err)
 	}
-	return false
+	return h, simulatedPayload(t), keyFile
 }
 
 // TestRemoveUnreachableHost: a host that is gone is left alone with a
 // warning, and its Node is removed all the same.
 func TestRemoveUnreachableHost(t *testing.T) {
 	cl := getCluster(t)
-	h, _, pemKey := simHost(t)
-	payloadDir := simulatedPayload(t)
-	keyFile := filepath.Join(t.TempDir(), "key")
-	if err := os.WriteFile(keyFile, pemKey, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	h, payloadDir, keyFile := hostToAdd(t)
 	kc := cl.env.KubeconfigPath
 	port := strconv.Itoa(h.Port())
 	nodeName := strings.ToLower(h.Hostname())
@@ -388,12 +382,7 @@ func TestAddOnPlainCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = env.Stop() })
-	h, _, pemKey := simHost(t)
-	payloadDir := simulatedPayload(t)
-	keyFile := filepath.Join(t.TempDir(), "key")
-	if err := os.WriteFile(keyFile, pemKey, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	h, payloadDir, keyFile := hostToAdd(t)
 	kc := env.KubeconfigPath
 	port := strconv.Itoa(h.Port())
 	nodeName := strings.ToLower(h.Hostname())
@@ -414,7 +403,7 @@ func TestAddOnPlainCluster(t *testing.T) {
 	if r.code != ExitOK {
 		t.Fatalf("remove: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.out, r.err)
 	}
-	if got := serviceNames(h); contains(got, "kubelet") {
+	if got := serviceNames(h); slices.Contains(got, "kubelet") {
 		t.Errorf("services left on the host after remove: %v", got)
 	}
 }
@@ -423,12 +412,7 @@ func TestAddOnPlainCluster(t *testing.T) {
 // does nothing more.
 func TestAddInterrupted(t *testing.T) {
 	cl := getCluster(t)
-	h, _, pemKey := simHost(t)
-	payloadDir := simulatedPayload(t)
-	keyFile := filepath.Join(t.TempDir(), "key")
-	if err := os.WriteFile(keyFile, pemKey, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	h, payloadDir, keyFile := hostToAdd(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	var out, errOut strings.Builder
@@ -437,7 +421,7 @@ func TestAddInterrupted(t *testing.T) {
 	if code != ExitInterrupted {
 		t.Errorf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, ExitInterrupted, out.String(), errOut.String())
 	}
-	if got := serviceNames(h); contains(got, "kubelet") {
+	if got := serviceNames(h); slices.Contains(got, "kubelet") {
 		t.Errorf("an interrupted add installed services: %v", got)
 	}
 }

@@ -85,16 +85,24 @@ func TestHostDown(t *testing.T) {
 		t.Errorf("phase %s, want Failed", inst.Status.Phase)
 	}
 	// The same host (same state: address, port, key) comes up.
-	h2, err := winsim.New(winsim.Options{StateDir: state, StandinBinary: w.standin, BootDelay: 500 * time.Millisecond,
+	h2 := w.bootAgain(t, state)
+	w.converged(t, "down", h2)
+}
+
+// bootAgain starts the simulated host kept in state (same address, port and
+// host key) after it was closed.
+func (w *world) bootAgain(t testing.TB, state string) *winsim.Host {
+	t.Helper()
+	h, err := winsim.New(winsim.Options{StateDir: state, StandinBinary: w.standin, BootDelay: 500 * time.Millisecond,
 		Logger: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h2.Start(); err != nil {
+	if err := h.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = h2.Close() })
-	w.converged(t, "down", h2)
+	t.Cleanup(func() { _ = h.Close() })
+	return h
 }
 
 // The host key changes on a Ready host: HostKeyMismatch, no work until an
@@ -274,15 +282,7 @@ func TestReadyHostGoesDown(t *testing.T) {
 	if inst.Status.Phase != winnodev1.PhaseFailed {
 		t.Errorf("phase %s, want Failed while the host is down", inst.Status.Phase)
 	}
-	h2, err := winsim.New(winsim.Options{StateDir: state, StandinBinary: w.standin, BootDelay: 500 * time.Millisecond,
-		Logger: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := h2.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = h2.Close() })
+	h2 := w.bootAgain(t, state)
 	w.converged(t, "flaky", h2)
 	if after := w.get(t, "flaky"); after.Status.NodeName != before.Status.NodeName {
 		t.Errorf("node %s became %s", before.Status.NodeName, after.Status.NodeName)
