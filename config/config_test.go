@@ -29,7 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	"github.com/winnode/winnode/internal/controller"
+	"github.com/winnode/winnode/internal/inventory"
 	"github.com/winnode/winnode/internal/testenv"
 )
 
@@ -920,7 +920,7 @@ func TestSamples(t *testing.T) {
 		t.Fatalf("samples/windows-instances.yaml is not the ConfigMap %s/windows-instances", namespace)
 	}
 	data, _, _ := unstructured.NestedStringMap(cm[0].Object, "data")
-	entries, errs := controller.ParseInstances(data)
+	entries, errs := inventory.ParseInstances(data)
 	if len(errs) > 0 || len(entries) != len(data) {
 		t.Errorf("the operator rejects entries of the sample ConfigMap: %v", errs)
 	}

@@ -7,21 +7,21 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"strings"
+	"strconv"
 	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"golang.org/x/crypto/ssh"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
-	"github.com/winnode/winnode/internal/controller"
+	"github.com/winnode/winnode/internal/configure"
+	"github.com/winnode/winnode/internal/inventory"
 	"github.com/winnode/winnode/internal/payload"
 )
 
@@ -50,17 +50,22 @@ func (f *hostFlags) add(fs *pflag.FlagSet, timeout time.Duration) {
 }
 
 // check validates the flags and HOST before anything is done, with the
-// operator's own parser of windows-instances entries, so that add accepts
-// exactly the hosts and user names the ConfigMap accepts.
-func (f *hostFlags) check(hostArg string) (controller.Entry, error) {
+// operator's own check of windows-instances entries (inventory.NewHost), so
+// that add accepts exactly the hosts and user names the ConfigMap accepts.
+func (f *hostFlags) check(hostArg string) (inventory.Host, error) {
 	if f.keyFile == "" {
-		return controller.Entry{}, usageErrorf("--ssh-key FILE is required: the private key the host accepts")
+		return inventory.Host{}, usageErrorf("--ssh-key FILE is required: the private key the host accepts")
 	}
-	entry, err := controller.ParseEntry(hostArg, fmt.Sprintf("username=%s\nport=%d", f.user, f.port))
+	h, err := f.host(hostArg)
 	if err != nil {
-		return controller.Entry{}, usageErrorf("HOST %s with --user %q --port %d: %v", hostArg, f.user, f.port, err)
+		return inventory.Host{}, usageErrorf("HOST %s with --user %q --port %d: %v", hostArg, f.user, f.port, err)
 	}
-	return entry, nil
+	return h, nil
+}
+
+// host is the host at address with the flags' user and port.
+func (f *hostFlags) host(address string) (inventory.Host, error) {
+	return inventory.NewHost(address, f.user, strconv.Itoa(f.port))
 }
 
 // session is what add and remove work with: the cluster and the key.
@@ -134,13 +139,13 @@ The payload comes from --payload-dir (default $WINNODE_PAYLOAD_DIR, else
 // runAddE runs add (or, with upgrade, upgrade) for the command's HOST.
 func runAddE(s Streams, hf *hostFlags, payloadDir *string, upgrade bool) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
-		entry, err := hf.check(args[0])
+		h, err := hf.check(args[0])
 		if err != nil {
 			return err
 		}
 		ctx, cancel := context.WithTimeout(cmd.Context(), hf.timeout)
 		defer cancel()
-		return runAdd(ctx, s, *hf, entry, payloadOrDefault(*payloadDir), upgrade)
+		return runAdd(ctx, s, *hf, h, payloadOrDefault(*payloadDir), upgrade)
 	}
 }
 
@@ -161,7 +166,7 @@ func payloadOrDefault(dir string) string {
 }
 
 // runAdd configures one host (upgrade: one that add configured before).
-func runAdd(ctx context.Context, s Streams, hf hostFlags, entry controller.Entry, payloadDir string, upgrade bool) error {
+func runAdd(ctx context.Context, s Streams, hf hostFlags, h inventory.Host, payloadDir string, upgrade bool) error {
 	manifest, err := payload.Load(payloadDir)
 	if err != nil {
 		return fmt.Errorf("loading the payload from --payload-dir %s: %w (build it with make payload)", payloadDir, err)
@@ -170,11 +175,11 @@ func runAdd(ctx context.Context, s Streams, hf hostFlags, entry controller.Entry
 	if err != nil {
 		return err
 	}
-	address := entry.Address
+	address := h.Address
 	if owner := instanceFor(ctx, sess, address); owner != "" {
 		return fmt.Errorf("%s is WindowsInstance %s, which the operator manages: it configures the host itself (winnodectl status shows where it is)", address, owner)
 	}
-	inst := newHostInstance(entry)
+	inst := newHostInstance(h)
 	if err := pinFromNode(ctx, sess.kube, inst); err != nil {
 		return err
 	}
@@ -187,7 +192,7 @@ func runAdd(ctx context.Context, s Streams, hf hostFlags, entry controller.Entry
 		fmt.Fprintf(s.Out, "Node %s runs winnode %s; moving it to %s.\n", inst.Status.NodeName, orDash(nodeVersion(ctx, sess.kube, inst.Status.NodeName)), Version)
 	}
 	steps := newStepPrinter(s.Out, isTerminal(s.Out), time.Now())
-	cfg := &controller.Configurer{
+	cfg := &configure.Configurer{
 		Kube:       sess.kube,
 		Signer:     sess.signer,
 		PayloadDir: payloadDir,
@@ -198,7 +203,7 @@ func runAdd(ctx context.Context, s Streams, hf hostFlags, entry controller.Entry
 		AfterStep:  func(_ *winnodev1.WindowsInstance, step string) { steps.begin(step) },
 		Log:        logrTo(s.Err, hf.verbose),
 	}
-	fmt.Fprintf(s.Out, "%s %s (user %s, port %d) in the cluster at %s, without the operator:\n", verb, address, entry.Username, entry.Port, sess.apiServer)
+	fmt.Fprintf(s.Out, "%s %s (user %s, port %d) in the cluster at %s, without the operator:\n", verb, address, h.Username, h.Port, sess.apiServer)
 	approver := &csrApprover{kube: sess.kube, inst: inst, note: steps.note}
 	err = cfg.Run(ctx, inst, approver.approve)
 	steps.end(err == nil)
@@ -229,53 +234,27 @@ func nodeVersion(ctx context.Context, kube kubernetes.Interface, name string) st
 
 // newHostInstance is the in-memory WindowsInstance add and remove work on:
 // it is never stored in the cluster (no operator should act on it).
-func newHostInstance(e controller.Entry) *winnodev1.WindowsInstance {
+func newHostInstance(h inventory.Host) *winnodev1.WindowsInstance {
 	return &winnodev1.WindowsInstance{
-		ObjectMeta: metav1.ObjectMeta{Name: controller.InstanceName(e.Address), CreationTimestamp: metav1.Now()},
+		ObjectMeta: metav1.ObjectMeta{Name: inventory.InstanceName(h.Address), CreationTimestamp: metav1.Now()},
 		Spec: winnodev1.WindowsInstanceSpec{
-			Address: e.Address, Username: e.Username, Port: e.Port,
+			Address: h.Address, Username: h.Username, Port: h.Port,
 			Source: winnodev1.SourceRef{Kind: winnodev1.SourceManual},
 		},
 	}
 }
 
-// pinFromNode finds the Node of an earlier add of this host (by address)
-// and takes its node name and pinned host key, so that the host key is
-// checked rather than trusted again.
+// pinFromNode finds the Node of an earlier add of this host (by address,
+// with the operator's rule: configure.FindNode) and takes its node name and
+// pinned host key, so that the host key is checked rather than trusted again.
 func pinFromNode(ctx context.Context, kube kubernetes.Interface, inst *winnodev1.WindowsInstance) error {
-	node, err := findNode(ctx, kube, inst.Spec.Address)
+	node, err := configure.FindNode(ctx, kube, "", inst.Spec.Address)
 	if err != nil || node == nil {
 		return err
 	}
 	inst.Status.NodeName = node.Name
 	inst.Status.HostKey = node.Annotations[winnodev1.AnnotationHostKey]
 	return nil
-}
-
-// findNode returns the Node whose name or address is target, or nil.
-func findNode(ctx context.Context, kube kubernetes.Interface, target string) (*corev1.Node, error) {
-	nodes, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("listing Nodes to find %s: %w", target, err)
-	}
-	var found []*corev1.Node
-	for i := range nodes.Items {
-		n := &nodes.Items[i]
-		match := strings.EqualFold(n.Name, target)
-		for _, a := range n.Status.Addresses {
-			match = match || strings.EqualFold(a.Address, target)
-		}
-		if match {
-			found = append(found, n)
-		}
-	}
-	switch len(found) {
-	case 0:
-		return nil, nil
-	case 1:
-		return found[0], nil
-	}
-	return nil, fmt.Errorf("several Nodes have the name or address %s; name the node instead", target)
 }
 
 func orDash(s string) string {

@@ -10,12 +10,12 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
-	"github.com/winnode/winnode/internal/controller"
+	"github.com/winnode/winnode/internal/csrapproval"
 )
 
 // csrApprover approves the certificate requests of one host's kubelet
 // during winnodectl add, with the operator's own decision function
-// (controller.DecideCSR) given only this host's instance: it approves
+// (csrapproval.Decide) given only this host's instance: it approves
 // nothing the operator would not, and nothing for any other host.
 type csrApprover struct {
 	kube kubernetes.Interface
@@ -31,7 +31,7 @@ func (a *csrApprover) approve(ctx context.Context) error {
 	}
 	nodeExists := func(name string) bool {
 		_, err := a.kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-		// When unsure, say it exists: DecideCSR then leaves a client CSR alone.
+		// When unsure, say it exists: Decide then leaves a client CSR alone.
 		return !apierrors.IsNotFound(err)
 	}
 	instances := []winnodev1.WindowsInstance{*a.inst}
@@ -43,11 +43,11 @@ func (a *csrApprover) approve(ctx context.Context) error {
 		if csr.Spec.SignerName != certificatesv1.KubeAPIServerClientKubeletSignerName && csr.Spec.SignerName != certificatesv1.KubeletServingSignerName {
 			continue
 		}
-		d := controller.DecideCSR(csr, instances, nodeExists)
+		d := csrapproval.Decide(csr, instances, nodeExists)
 		if !d.Approve {
 			continue // another host's, or not one winnode approves
 		}
-		if err := controller.ApproveCSR(ctx, a.kube, csr, "approved by winnodectl add: "+d.Reason); err != nil {
+		if err := csrapproval.Approve(ctx, a.kube, csr, "approved by winnodectl add: "+d.Reason); err != nil {
 			return err
 		}
 		a.note("approved CSR %s (%s): %s", csr.Name, csr.Spec.SignerName, d.Reason)

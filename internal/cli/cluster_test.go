@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
-	"github.com/winnode/winnode/internal/controller"
+	"github.com/winnode/winnode/internal/sshkey"
 	"github.com/winnode/winnode/internal/testenv"
 	"github.com/winnode/winnode/internal/winsim"
 )
@@ -156,8 +156,8 @@ func (cl cluster) keySecret(t *testing.T, pemKey []byte) {
 	t.Helper()
 	ctx := context.Background()
 	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: defaultNamespace, Name: controller.PrivateKeySecret},
-		Data:       map[string][]byte{controller.PrivateKeyKey: pemKey},
+		ObjectMeta: metav1.ObjectMeta{Namespace: defaultNamespace, Name: sshkey.PrivateKeySecret},
+		Data:       map[string][]byte{sshkey.PrivateKeyKey: pemKey},
 	}
 	_ = cl.c.Delete(ctx, secret)
 	if err := cl.c.Create(ctx, secret); err != nil {

@@ -30,8 +30,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
-	"github.com/winnode/winnode/internal/controller"
 	"github.com/winnode/winnode/internal/host"
+	"github.com/winnode/winnode/internal/sshkey"
 	"github.com/winnode/winnode/internal/testenv"
 	"github.com/winnode/winnode/internal/winsim"
 	"github.com/winnode/winnode/internal/winsim/simpayload"
@@ -375,14 +375,14 @@ func (d *demo) createObjects(ctx context.Context, pemKey []byte) error {
 		return fmt.Errorf("creating namespace %s: %w", defaultNamespace, err)
 	}
 	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: defaultNamespace, Name: controller.PrivateKeySecret},
+		ObjectMeta: metav1.ObjectMeta{Namespace: defaultNamespace, Name: sshkey.PrivateKeySecret},
 		Type:       corev1.SecretTypeOpaque,
-		Data:       map[string][]byte{controller.PrivateKeyKey: pemKey},
+		Data:       map[string][]byte{sshkey.PrivateKeyKey: pemKey},
 	}
 	if err := d.client.Create(ctx, secret); err != nil {
-		return fmt.Errorf("creating Secret %s/%s: %w", defaultNamespace, controller.PrivateKeySecret, err)
+		return fmt.Errorf("creating Secret %s/%s: %w", defaultNamespace, sshkey.PrivateKeySecret, err)
 	}
-	d.say("created namespace %s and Secret %s (a fresh ed25519 key the simulated hosts accept)", defaultNamespace, controller.PrivateKeySecret)
+	d.say("created namespace %s and Secret %s (a fresh ed25519 key the simulated hosts accept)", defaultNamespace, sshkey.PrivateKeySecret)
 	return nil
 }
 

@@ -17,6 +17,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
+	"github.com/winnode/winnode/internal/configure"
 	"github.com/winnode/winnode/internal/controller"
 	"github.com/winnode/winnode/internal/host"
 )
@@ -68,7 +69,7 @@ func startOperator(ctx context.Context, o operatorOptions) (*runningOperator, er
 		Namespace:  o.namespace,
 		PayloadDir: o.payloadDir,
 		Version:    Version,
-		TuneInstance: func(c *controller.Configurer) {
+		TuneInstance: func(c *configure.Configurer) {
 			c.Progress = o.progress
 		},
 	}); err != nil {

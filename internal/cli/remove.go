@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
-	"github.com/winnode/winnode/internal/controller"
+	"github.com/winnode/winnode/internal/configure"
 )
 
 func newRemoveCommand(s Streams) *cobra.Command {
@@ -57,7 +57,7 @@ func runRemove(ctx context.Context, s Streams, hf hostFlags, target string) erro
 	if err != nil {
 		return err
 	}
-	node, err := findNode(ctx, sess.kube, target)
+	node, err := configure.FindNode(ctx, sess.kube, "", target)
 	if err != nil {
 		return err
 	}
@@ -71,11 +71,11 @@ func runRemove(ctx context.Context, s Streams, hf hostFlags, target string) erro
 	if a := nodeAddress(node); a != "" {
 		address = a
 	}
-	entry, err := controller.ParseEntry(address, fmt.Sprintf("username=%s\nport=%d", hf.user, hf.port))
+	h, err := hf.host(address)
 	if err != nil {
 		return fmt.Errorf("node %s has address %s, which cannot be reached over SSH: %v", node.Name, address, err)
 	}
-	inst := newHostInstance(entry)
+	inst := newHostInstance(h)
 	inst.Status.Phase = winnodev1.PhaseReady
 	inst.Status.NodeName = node.Name
 	inst.Status.HostKey = node.Annotations[winnodev1.AnnotationHostKey]
@@ -84,7 +84,7 @@ func runRemove(ctx context.Context, s Streams, hf hostFlags, target string) erro
 	}
 
 	steps := newStepPrinter(s.Out, isTerminal(s.Out), time.Now())
-	cfg := &controller.Configurer{
+	cfg := &configure.Configurer{
 		Kube:      sess.kube,
 		Signer:    sess.signer,
 		Version:   Version,

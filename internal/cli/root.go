@@ -7,9 +7,12 @@
 // kube.go and output.go are the shared flags; table.go, progress.go and
 // steps.go render what the commands print.
 //
-// The commands reuse the operator's packages (internal/controller,
-// internal/bootstrap, internal/host) rather than implementing anything a
-// second time; what is here is flags, output and the wiring between them.
+// The commands reuse the operator's packages (internal/configure, the
+// engine that configures a host; internal/inventory, internal/csrapproval,
+// internal/sshkey, internal/bootstrap, internal/host) rather than
+// implementing anything a second time; what is here is flags, output and the
+// wiring between them. Only the demo runs the operator's controllers
+// (internal/controller) themselves.
 package cli
 
 import (

@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
-	"github.com/winnode/winnode/internal/controller"
+	"github.com/winnode/winnode/internal/sshkey"
 	"github.com/winnode/winnode/internal/wincmd"
 )
 
@@ -189,10 +189,10 @@ func instanceMatches(inst *winnodev1.WindowsInstance, target string) bool {
 }
 
 // loadSigner reads the private key from keyFile, or else from the
-// operator's Secret with the operator's own checks (controller.LoadSigner).
+// operator's Secret with the operator's own checks (sshkey.LoadSigner).
 func loadSigner(ctx context.Context, c client.Client, namespace, keyFile string) (ssh.Signer, error) {
 	if keyFile == "" {
-		return controller.LoadSigner(ctx, c, namespace)
+		return sshkey.LoadSigner(ctx, c, namespace)
 	}
 	return readKeyFile(keyFile)
 }

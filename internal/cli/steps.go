@@ -12,7 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
-	"github.com/winnode/winnode/internal/controller"
+	"github.com/winnode/winnode/internal/configure"
 	"github.com/winnode/winnode/internal/host"
 )
 
@@ -42,9 +42,9 @@ func newStepPrinter(w io.Writer, live bool, start time.Time) *stepPrinter {
 	order := map[string]int{}
 	// Drain comes before plan (an upgrade that restarts services drains
 	// first) and before remove (deconfiguration).
-	for i, s := range []string{controller.StepConnect, controller.StepInfo, controller.StepCredentials, controller.StepDrain,
-		controller.StepPlan, controller.StepSync, controller.StepApply, controller.StepJoin, controller.StepFinish,
-		controller.StepRemove, controller.StepDeleteNode} {
+	for i, s := range []string{configure.StepConnect, configure.StepInfo, configure.StepCredentials, configure.StepDrain,
+		configure.StepPlan, configure.StepSync, configure.StepApply, configure.StepJoin, configure.StepFinish,
+		configure.StepRemove, configure.StepDeleteNode} {
 		order[s] = i + 1
 	}
 	return &stepPrinter{w: w, live: live, start: start, order: order}

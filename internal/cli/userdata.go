@@ -88,7 +88,7 @@ func parsePublicKey(data []byte) (ssh.PublicKey, error) {
 }
 
 // checkKeyStrength accepts what the operator accepts of a private key
-// (controller.ParsePrivateKey): ed25519, and RSA of at least minRSABits bits.
+// (sshkey.ParsePrivateKey): ed25519, and RSA of at least minRSABits bits.
 func checkKeyStrength(pub ssh.PublicKey) error {
 	switch pub.Type() {
 	case ssh.KeyAlgoED25519:

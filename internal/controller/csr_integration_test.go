@@ -17,21 +17,22 @@ import (
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/bootstrap"
+	"github.com/winnode/winnode/internal/csrapproval"
 )
 
 // decisions collects the approver's decisions by CSR name.
 type decisions struct {
 	sync.Mutex
-	m map[string]CSRDecision
+	m map[string]csrapproval.Decision
 }
 
-func (d *decisions) record(name string, dec CSRDecision) {
+func (d *decisions) record(name string, dec csrapproval.Decision) {
 	d.Lock()
 	defer d.Unlock()
 	d.m[name] = dec
 }
 
-func (d *decisions) get(name string) (CSRDecision, bool) {
+func (d *decisions) get(name string) (csrapproval.Decision, bool) {
 	d.Lock()
 	defer d.Unlock()
 	dec, ok := d.m[name]
@@ -121,7 +122,7 @@ func TestCSRApproverWithRealClients(t *testing.T) {
 	if err := bootstrap.EnsureRBAC(ctx, w.kube); err != nil {
 		t.Fatal(err)
 	}
-	dec := &decisions{m: map[string]CSRDecision{}}
+	dec := &decisions{m: map[string]csrapproval.Decision{}}
 	w.startManager(t, func(mgr ctrl.Manager) error {
 		return (&CSRApprover{Client: mgr.GetClient(), Kube: w.kube, Recorder: mgr.GetEventRecorder("winnode-csr-approver"), OnDecision: dec.record}).SetupWithManager(mgr)
 	})

@@ -25,12 +25,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
+	"github.com/winnode/winnode/internal/configure"
 	"github.com/winnode/winnode/internal/payload"
 )
 
 // InstanceReconciler turns each WindowsInstance into a configured, Ready
-// Windows node (Configurer.Configure), and deconfigures its host when it is
-// deleted (Configurer.Deconfigure, behind finalizer winnode.io/deconfigure).
+// Windows node (configure.Configurer.Configure), and deconfigures its host when it is
+// deleted (configure.Configurer.Deconfigure, behind finalizer winnode.io/deconfigure).
 // It persists the status after every step, so an operator stopped at any
 // point resumes where it was.
 type InstanceReconciler struct {
@@ -68,9 +69,9 @@ type InstanceReconciler struct {
 	SSHFailed  func(reason string)
 	Configured func(time.Duration)
 	// Tune adjusts each Configurer (timeouts, test hooks).
-	Tune func(*Configurer)
+	Tune func(*configure.Configurer)
 
-	rollout *Rollout
+	rollout *configure.Rollout
 }
 
 // SetupWithManager registers the reconciler.
@@ -81,7 +82,7 @@ func (r *InstanceReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Reader == nil {
 		r.Reader = mgr.GetAPIReader()
 	}
-	r.rollout = &Rollout{Reader: r.Reader, MaxUnavailable: r.MaxUnavailable}
+	r.rollout = &configure.Rollout{Reader: r.Reader, MaxUnavailable: r.MaxUnavailable}
 	workers := r.MaxConcurrentReconciles
 	if workers <= 0 {
 		workers = 10
@@ -91,7 +92,7 @@ func (r *InstanceReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&winnodev1.WindowsInstance{}, builder.WithPredicates(instanceChanged{})).
 		WithOptions(controller.Options{
 			MaxConcurrentReconciles: workers,
-			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](time.Second, orDefault(r.RetryMax, 2*time.Minute)),
+			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](time.Second, retryMax(r.RetryMax)),
 		})
 	// A Node that stops (or starts again) being Ready gets its instance
 	// checked at once rather than at the next periodic check.
@@ -121,34 +122,6 @@ func (r *InstanceReconciler) allInstances(ctx context.Context, _ client.Object) 
 	return reqs
 }
 
-// waitingUpgrades enqueues the instances whose upgrade waits for its turn.
-func (r *InstanceReconciler) waitingUpgrades(ctx context.Context, _ client.Object) []reconcile.Request {
-	var list winnodev1.WindowsInstanceList
-	if err := r.Client.List(ctx, &list); err != nil {
-		return nil
-	}
-	var reqs []reconcile.Request
-	for _, i := range list.Items {
-		if c := meta.FindStatusCondition(i.Status.Conditions, winnodev1.ConditionConfigured); c != nil && c.Reason == winnodev1.ReasonUpgradeWaiting {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&i)})
-		}
-	}
-	return reqs
-}
-
-// leftUnavailable lets through an instance that stops counting as out of
-// service for the rollout (or is deleted).
-type leftUnavailable struct{ predicate.Funcs }
-
-func (leftUnavailable) Create(event.CreateEvent) bool   { return false }
-func (leftUnavailable) Delete(event.DeleteEvent) bool   { return true }
-func (leftUnavailable) Generic(event.GenericEvent) bool { return false }
-func (leftUnavailable) Update(e event.UpdateEvent) bool {
-	o, ok1 := e.ObjectOld.(*winnodev1.WindowsInstance)
-	n, ok2 := e.ObjectNew.(*winnodev1.WindowsInstance)
-	return ok1 && ok2 && unavailable(o) && !unavailable(n)
-}
-
 // instanceOfNode enqueues the instance whose host registered the Node.
 func (r *InstanceReconciler) instanceOfNode(ctx context.Context, o client.Object) []reconcile.Request {
 	var list winnodev1.WindowsInstanceList
@@ -173,7 +146,7 @@ func (nodeReadinessChanged) Generic(event.GenericEvent) bool { return false }
 func (nodeReadinessChanged) Update(e event.UpdateEvent) bool {
 	o, ok1 := e.ObjectOld.(*corev1.Node)
 	n, ok2 := e.ObjectNew.(*corev1.Node)
-	return ok1 && ok2 && nodeReady(o) != nodeReady(n)
+	return ok1 && ok2 && configure.NodeReady(o) != configure.NodeReady(n)
 }
 
 // instanceChanged lets through what needs work: new and deleted instances,
@@ -244,8 +217,8 @@ func (r *InstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 }
 
 // configurer builds the Configurer for one reconcile, with the current key.
-func (r *InstanceReconciler) configurer(ctx context.Context, inst *winnodev1.WindowsInstance, log logr.Logger) (*Configurer, error) {
-	c := &Configurer{
+func (r *InstanceReconciler) configurer(ctx context.Context, inst *winnodev1.WindowsInstance, log logr.Logger) (*configure.Configurer, error) {
+	c := &configure.Configurer{
 		Kube:       r.Kube,
 		PayloadDir: r.PayloadDir,
 		Payload:    r.Payload,
@@ -262,7 +235,7 @@ func (r *InstanceReconciler) configurer(ctx context.Context, inst *winnodev1.Win
 		Configured: r.Configured,
 		Log:        log,
 	}
-	c.saved = inst.Status.DeepCopy()
+	c.Persisted(inst)
 	if r.Tune != nil {
 		r.Tune(c)
 	}
@@ -282,7 +255,7 @@ func (r *InstanceReconciler) noKey(ctx context.Context, inst *winnodev1.WindowsI
 	if meta.IsStatusConditionFalse(inst.Status.Conditions, winnodev1.ConditionReachable) && inst.Status.LastError == msg {
 		return ctrl.Result{RequeueAfter: time.Minute}, nil
 	}
-	setCondition(inst, winnodev1.ConditionReachable, metav1.ConditionFalse, winnodev1.ReasonNoPrivateKey, msg)
+	configure.SetCondition(inst, winnodev1.ConditionReachable, metav1.ConditionFalse, winnodev1.ReasonNoPrivateKey, msg)
 	inst.Status.LastError = msg
 	if inst.Status.Phase == "" || inst.Status.Phase == winnodev1.PhasePending {
 		inst.Status.Phase = winnodev1.PhasePending
@@ -292,6 +265,15 @@ func (r *InstanceReconciler) noKey(ctx context.Context, inst *winnodev1.WindowsI
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: time.Minute}, nil
+}
+
+// retryMax is the cap of the backoff between retries (RetryMax, default 2
+// minutes).
+func retryMax(d time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return 2 * time.Minute
 }
 
 // eventAction is the events.k8s.io "action" of an instance's event: what

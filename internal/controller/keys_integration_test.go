@@ -17,6 +17,7 @@ import (
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/bootstrap"
+	"github.com/winnode/winnode/internal/sshkey"
 )
 
 // eventsFor lists the events.k8s.io Events about the named object with reason.
@@ -64,50 +65,50 @@ func TestKeysReconcilerRendersRotatesAndRejects(t *testing.T) {
 		return (&KeysReconciler{Client: mgr.GetClient(), Namespace: w.namespace}).SetupWithManager(mgr)
 	})
 
-	// No key yet: LoadSigner says so, with reason NoPrivateKey.
-	_, err := LoadSigner(ctx, w.client, w.namespace)
-	var ke *KeyError
+	// No key yet: sshkey.LoadSigner says so, with reason NoPrivateKey.
+	_, err := sshkey.LoadSigner(ctx, w.client, w.namespace)
+	var ke *sshkey.KeyError
 	if !errors.As(err, &ke) || ke.Reason != winnodev1.ReasonNoPrivateKey || !strings.Contains(err.Error(), "kubectl -n "+w.namespace+" create secret generic") {
-		t.Fatalf("LoadSigner without a Secret: %v", err)
+		t.Fatalf("sshkey.LoadSigner without a Secret: %v", err)
 	}
 
 	// A key: the user data appears, for its public key.
 	keySecret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: w.namespace, Name: PrivateKeySecret},
-		Data:       map[string][]byte{PrivateKeyKey: pemOpenSSH(t, testKeys()["ed25519"])},
+		ObjectMeta: metav1.ObjectMeta{Namespace: w.namespace, Name: sshkey.PrivateKeySecret},
+		Data:       map[string][]byte{sshkey.PrivateKeyKey: pemOpenSSH(t, testKeys()["ed25519"])},
 	}
 	if err := w.client.Create(ctx, keySecret); err != nil {
 		t.Fatal(err)
 	}
-	ed := mustParse(t, keySecret.Data[PrivateKeyKey])
+	ed := mustParse(t, keySecret.Data[sshkey.PrivateKeyKey])
 	w.waitUserDataFor(t, ed.PublicKey())
-	signer, err := LoadSigner(ctx, w.client, w.namespace)
-	if err != nil || KeyFingerprint(signer) != KeyFingerprint(ed) {
-		t.Fatalf("LoadSigner = %v, %v; want the ed25519 key", signer, err)
+	signer, err := sshkey.LoadSigner(ctx, w.client, w.namespace)
+	if err != nil || sshkey.KeyFingerprint(signer) != sshkey.KeyFingerprint(ed) {
+		t.Fatalf("sshkey.LoadSigner = %v, %v; want the ed25519 key", signer, err)
 	}
 	ud, err := w.userData(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ud.OwnerReferences) != 1 || ud.OwnerReferences[0].Name != PrivateKeySecret {
+	if len(ud.OwnerReferences) != 1 || ud.OwnerReferences[0].Name != sshkey.PrivateKeySecret {
 		t.Errorf("user data owner references %v, want the key Secret", ud.OwnerReferences)
 	}
 
 	// Rotation: a new key, new user data and a new fingerprint.
-	keySecret.Data[PrivateKeyKey] = pemPKCS1(t, testKeys()["rsa2048"].(*rsa.PrivateKey))
+	keySecret.Data[sshkey.PrivateKeyKey] = pemPKCS1(t, testKeys()["rsa2048"].(*rsa.PrivateKey))
 	if err := w.client.Update(ctx, keySecret); err != nil {
 		t.Fatal(err)
 	}
-	rsaSigner := mustParse(t, keySecret.Data[PrivateKeyKey])
+	rsaSigner := mustParse(t, keySecret.Data[sshkey.PrivateKeyKey])
 	w.waitUserDataFor(t, rsaSigner.PublicKey())
 
 	// Each rendering is reported with its own key's fingerprint.
 	eventually(t, 30*time.Second, "UserDataUpdated events for both keys", func(ctx context.Context) (bool, error) {
-		evs, err := w.eventsFor(ctx, w.namespace, PrivateKeySecret, EventReasonUserDataUpdated)
+		evs, err := w.eventsFor(ctx, w.namespace, sshkey.PrivateKeySecret, EventReasonUserDataUpdated)
 		var ed25519Seen, rsaSeen bool
 		for _, e := range evs {
-			ed25519Seen = ed25519Seen || strings.Contains(e.Note, KeyFingerprint(ed))
-			rsaSeen = rsaSeen || strings.Contains(e.Note, KeyFingerprint(rsaSigner))
+			ed25519Seen = ed25519Seen || strings.Contains(e.Note, sshkey.KeyFingerprint(ed))
+			rsaSeen = rsaSeen || strings.Contains(e.Note, sshkey.KeyFingerprint(rsaSigner))
 		}
 		return ed25519Seen && rsaSeen, err
 	})
@@ -119,12 +120,12 @@ func TestKeysReconcilerRendersRotatesAndRejects(t *testing.T) {
 	w.waitUserDataFor(t, rsaSigner.PublicKey())
 
 	// A weak key: one Warning event, the user data left as it was.
-	keySecret.Data[PrivateKeyKey] = pemPKCS1(t, testKeys()["rsa1024"].(*rsa.PrivateKey))
+	keySecret.Data[sshkey.PrivateKeyKey] = pemPKCS1(t, testKeys()["rsa1024"].(*rsa.PrivateKey))
 	if err := w.client.Update(ctx, keySecret); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 30*time.Second, "Warning event InvalidPrivateKey on the key Secret", func(ctx context.Context) (bool, error) {
-		evs, err := w.eventsFor(ctx, w.namespace, PrivateKeySecret, EventReasonInvalidPrivateKey)
+		evs, err := w.eventsFor(ctx, w.namespace, sshkey.PrivateKeySecret, EventReasonInvalidPrivateKey)
 		if err != nil || len(evs) == 0 {
 			return false, err
 		}
@@ -136,23 +137,23 @@ func TestKeysReconcilerRendersRotatesAndRejects(t *testing.T) {
 		}
 		return true, nil
 	})
-	_, err = LoadSigner(ctx, w.client, w.namespace)
+	_, err = sshkey.LoadSigner(ctx, w.client, w.namespace)
 	if !errors.As(err, &ke) || ke.Reason != winnodev1.ReasonInvalidPrivateKey {
-		t.Errorf("LoadSigner with a weak key: %v, want reason %s", err, winnodev1.ReasonInvalidPrivateKey)
+		t.Errorf("sshkey.LoadSigner with a weak key: %v, want reason %s", err, winnodev1.ReasonInvalidPrivateKey)
 	}
 	ud, err = w.userData(ctx)
-	if err != nil || ud.Annotations[winnodev1.AnnotationKeyFingerprint] != KeyFingerprint(rsaSigner) {
+	if err != nil || ud.Annotations[winnodev1.AnnotationKeyFingerprint] != sshkey.KeyFingerprint(rsaSigner) {
 		t.Errorf("a weak key changed the user data: %v %v", ud.Annotations, err)
 	}
 
 	// A Secret without the key: NoPrivateKey.
-	delete(keySecret.Data, PrivateKeyKey)
+	delete(keySecret.Data, sshkey.PrivateKeyKey)
 	keySecret.Data["id_rsa"] = []byte("x")
 	if err := w.client.Update(ctx, keySecret); err != nil {
 		t.Fatal(err)
 	}
-	_, err = LoadSigner(ctx, w.client, w.namespace)
-	if !errors.As(err, &ke) || ke.Reason != winnodev1.ReasonNoPrivateKey || !strings.Contains(err.Error(), "has no key "+PrivateKeyKey) {
-		t.Errorf("LoadSigner without the key in the Secret: %v", err)
+	_, err = sshkey.LoadSigner(ctx, w.client, w.namespace)
+	if !errors.As(err, &ke) || ke.Reason != winnodev1.ReasonNoPrivateKey || !strings.Contains(err.Error(), "has no key "+sshkey.PrivateKeyKey) {
+		t.Errorf("sshkey.LoadSigner without the key in the Secret: %v", err)
 	}
 }

@@ -3,7 +3,7 @@
 //   - sources.go (+ sources_parse.go): the windows-instances ConfigMap →
 //     one WindowsInstance per valid entry;
 //   - keys.go: the cloud-private-key Secret → the windows-user-data Secret,
-//     and LoadSigner, the key the instance reconciler connects with;
+//     and sshkey.LoadSigner, the key the instance reconciler connects with;
 //   - csr.go: approval of the kubelet CSRs of managed hosts (DecideCSR);
 //   - instance*.go: WindowsInstance → configured, Ready node, and back;
 //   - upgrade.go: how many nodes an upgrade takes out of service at once;
@@ -21,7 +21,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/winnode/winnode/internal/configure"
 	"github.com/winnode/winnode/internal/payload"
+	"github.com/winnode/winnode/internal/sshkey"
 )
 
 // DefaultNamespace is the operator namespace when none is given.
@@ -54,7 +56,7 @@ type Options struct {
 	RetryMax time.Duration
 	// TuneInstance, when set, adjusts each instance Configurer (tests:
 	// shorter timeouts).
-	TuneInstance func(*Configurer)
+	TuneInstance func(*configure.Configurer)
 }
 
 func (o Options) withDefaults() Options {
@@ -75,7 +77,7 @@ type Deps struct {
 	// Kube talks to the API server directly (no cache): bootstrap tokens in
 	// kube-system, Node checks, CSR approval.
 	Kube kubernetes.Interface
-	// Signer loads the operator's current private key (LoadSigner on the
+	// Signer loads the operator's current private key (sshkey.LoadSigner on the
 	// manager's cached client), at each call, so a rotated key is used at once.
 	Signer func(ctx context.Context) (ssh.Signer, error)
 }
@@ -107,7 +109,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	deps := Deps{
 		Kube: kube,
 		Signer: func(ctx context.Context) (ssh.Signer, error) {
-			return LoadSigner(ctx, mgr.GetClient(), opts.Namespace)
+			return sshkey.LoadSigner(ctx, mgr.GetClient(), opts.Namespace)
 		},
 	}
 
@@ -148,7 +150,7 @@ func SetupInstanceReconciler(mgr ctrl.Manager, opts Options, deps Deps) error {
 		Client:                  mgr.GetClient(),
 		Kube:                    deps.Kube,
 		Signer:                  deps.Signer,
-		KeySecret:               client.ObjectKey{Namespace: opts.Namespace, Name: PrivateKeySecret},
+		KeySecret:               client.ObjectKey{Namespace: opts.Namespace, Name: sshkey.PrivateKeySecret},
 		PayloadDir:              opts.PayloadDir,
 		Payload:                 opts.Payload,
 		Version:                 opts.Version,

@@ -22,6 +22,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/winnode/winnode/internal/bootstrap"
+	"github.com/winnode/winnode/internal/csrapproval"
+	"github.com/winnode/winnode/internal/inventory"
+	"github.com/winnode/winnode/internal/sshkey"
 	"github.com/winnode/winnode/internal/testenv"
 )
 
@@ -123,7 +126,7 @@ func TestControllersUnderGeneratedRBAC(t *testing.T) {
 		return true, err
 	})
 
-	dec := &decisions{m: map[string]CSRDecision{}}
+	dec := &decisions{m: map[string]csrapproval.Decision{}}
 	w.startManagerAs(t, cfg, func(mgr ctrl.Manager) error {
 		if err := (&KeysReconciler{Client: mgr.GetClient(), Namespace: w.namespace}).SetupWithManager(mgr); err != nil {
 			return err
@@ -136,8 +139,8 @@ func TestControllersUnderGeneratedRBAC(t *testing.T) {
 
 	// Keys: the user data Secret is created (with its owner reference) and updated.
 	if err := w.client.Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: w.namespace, Name: PrivateKeySecret},
-		Data:       map[string][]byte{PrivateKeyKey: testKeyPEM(t)},
+		ObjectMeta: metav1.ObjectMeta{Namespace: w.namespace, Name: sshkey.PrivateKeySecret},
+		Data:       map[string][]byte{sshkey.PrivateKeyKey: testKeyPEM(t)},
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -145,9 +148,9 @@ func TestControllersUnderGeneratedRBAC(t *testing.T) {
 
 	// Sources: an instance created, a bad entry reported.
 	const addr = "10.250.2.1"
-	t.Cleanup(func() { w.forgetInstance(InstanceName(addr)) })
+	t.Cleanup(func() { w.forgetInstance(inventory.InstanceName(addr)) })
 	if err := w.client.Create(ctx, &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Namespace: w.namespace, Name: InstancesConfigMap},
+		ObjectMeta: metav1.ObjectMeta{Namespace: w.namespace, Name: inventory.InstancesConfigMap},
 		Data:       map[string]string{addr: "username=u", "10.250.2.300": "username=u"},
 	}); err != nil {
 		t.Fatal(err)

@@ -29,6 +29,7 @@ import (
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/payload"
+	"github.com/winnode/winnode/internal/sshkey"
 	"github.com/winnode/winnode/internal/testenv"
 )
 
@@ -178,8 +179,8 @@ func TestSetupRunsTheOperatorsControllers(t *testing.T) {
 	})
 	ctx := context.Background()
 	if err := w.client.Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: w.namespace, Name: PrivateKeySecret},
-		Data:       map[string][]byte{PrivateKeyKey: testKeyPEM(t)},
+		ObjectMeta: metav1.ObjectMeta{Namespace: w.namespace, Name: sshkey.PrivateKeySecret},
+		Data:       map[string][]byte{sshkey.PrivateKeyKey: testKeyPEM(t)},
 	}); err != nil {
 		t.Fatal(err)
 	}

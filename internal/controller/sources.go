@@ -20,17 +20,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
+	"github.com/winnode/winnode/internal/inventory"
 )
 
-// InstancesConfigMap is the ConfigMap, in the operator namespace, that lists
-// bring-your-own hosts (format: sources_parse.go).
-const InstancesConfigMap = "windows-instances"
-
 // SourcesReconciler keeps one WindowsInstance per valid entry of the
-// windows-instances ConfigMap:
+// windows-instances ConfigMap (inventory.InstancesConfigMap; its format and
+// parser are in internal/inventory):
 //
-//   - a new entry → a WindowsInstance named InstanceName(address), labelled
-//     with its source, with the deconfigure finalizer already set;
+//   - a new entry → a WindowsInstance named inventory.InstanceName(address),
+//     labelled with its source, with the deconfigure finalizer already set;
 //   - a changed username or port → the instance's spec updated;
 //   - an entry removed (or the whole ConfigMap deleted) → the instance
 //     deleted; its finalizer makes the instance reconciler deconfigure the
@@ -70,7 +68,7 @@ func (r *SourcesReconciler) sourceLabels() client.MatchingLabels {
 	return client.MatchingLabels{
 		winnodev1.LabelSourceKind:      string(winnodev1.SourceConfigMap),
 		winnodev1.LabelSourceNamespace: r.Namespace,
-		winnodev1.LabelSourceName:      InstancesConfigMap,
+		winnodev1.LabelSourceName:      inventory.InstancesConfigMap,
 	}
 }
 
@@ -79,15 +77,15 @@ func (r *SourcesReconciler) Reconcile(ctx context.Context, _ reconcile.Request) 
 	log := ctrl.LoggerFrom(ctx)
 
 	var cm corev1.ConfigMap
-	err := r.Client.Get(ctx, types.NamespacedName{Namespace: r.Namespace, Name: InstancesConfigMap}, &cm)
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: r.Namespace, Name: inventory.InstancesConfigMap}, &cm)
 	exists := err == nil
 	if err != nil && !apierrors.IsNotFound(err) {
 		return reconcile.Result{}, err
 	}
-	var entries []Entry
-	var bad []EntryError
+	var entries []inventory.Entry
+	var bad []inventory.EntryError
 	if exists {
-		entries, bad = ParseInstances(cm.Data)
+		entries, bad = inventory.ParseInstances(cm.Data)
 		r.warn(ctx, &cm, bad)
 	} else {
 		r.forget()
@@ -95,19 +93,19 @@ func (r *SourcesReconciler) Reconcile(ctx context.Context, _ reconcile.Request) 
 
 	var owned winnodev1.WindowsInstanceList
 	if err := r.Client.List(ctx, &owned, r.sourceLabels()); err != nil {
-		return reconcile.Result{}, fmt.Errorf("listing the WindowsInstances of ConfigMap %s/%s: %w", r.Namespace, InstancesConfigMap, err)
+		return reconcile.Result{}, fmt.Errorf("listing the WindowsInstances of ConfigMap %s/%s: %w", r.Namespace, inventory.InstancesConfigMap, err)
 	}
 
 	// Addresses still named by some key, valid or not.
 	listed := map[string]bool{}
 	for key := range cm.Data {
-		if addr, err := NormalizeAddress(key); err == nil {
+		if addr, err := inventory.NormalizeAddress(key); err == nil {
 			listed[addr] = true
 		}
 	}
 	for i := range owned.Items {
 		wi := &owned.Items[i]
-		addr, _ := NormalizeAddress(wi.Spec.Address)
+		addr, _ := inventory.NormalizeAddress(wi.Spec.Address)
 		if listed[addr] || !wi.DeletionTimestamp.IsZero() {
 			continue
 		}
@@ -133,7 +131,7 @@ func (r *SourcesReconciler) Reconcile(ctx context.Context, _ reconcile.Request) 
 	for i := range all.Items {
 		wi := &all.Items[i]
 		byName[wi.Name] = wi
-		if addr, err := NormalizeAddress(wi.Spec.Address); err == nil {
+		if addr, err := inventory.NormalizeAddress(wi.Spec.Address); err == nil {
 			byAddress[addr] = wi
 		}
 	}
@@ -146,9 +144,9 @@ func (r *SourcesReconciler) Reconcile(ctx context.Context, _ reconcile.Request) 
 }
 
 // ensure creates or updates the instance of one valid entry.
-func (r *SourcesReconciler) ensure(ctx context.Context, cm *corev1.ConfigMap, e Entry, byName, byAddress map[string]*winnodev1.WindowsInstance) error {
-	name := InstanceName(e.Address)
-	source := winnodev1.SourceRef{Kind: winnodev1.SourceConfigMap, Namespace: r.Namespace, Name: InstancesConfigMap, Key: e.Key}
+func (r *SourcesReconciler) ensure(ctx context.Context, cm *corev1.ConfigMap, e inventory.Entry, byName, byAddress map[string]*winnodev1.WindowsInstance) error {
+	name := inventory.InstanceName(e.Address)
+	source := winnodev1.SourceRef{Kind: winnodev1.SourceConfigMap, Namespace: r.Namespace, Name: inventory.InstancesConfigMap, Key: e.Key}
 
 	if other, ok := byAddress[e.Address]; ok && other.Name != name {
 		r.warnManaged(ctx, cm, e, other)
@@ -170,7 +168,7 @@ func (r *SourcesReconciler) ensure(ctx context.Context, cm *corev1.ConfigMap, e 
 				Labels: map[string]string{
 					winnodev1.LabelSourceKind:      string(winnodev1.SourceConfigMap),
 					winnodev1.LabelSourceNamespace: r.Namespace,
-					winnodev1.LabelSourceName:      InstancesConfigMap,
+					winnodev1.LabelSourceName:      inventory.InstancesConfigMap,
 				},
 				// Set at creation, so no deletion can ever skip deconfiguration.
 				Finalizers: []string{winnodev1.Finalizer},
@@ -189,7 +187,7 @@ func (r *SourcesReconciler) ensure(ctx context.Context, cm *corev1.ConfigMap, e 
 		return nil
 	}
 	if wi.Labels[winnodev1.LabelSourceKind] != string(winnodev1.SourceConfigMap) || wi.Labels[winnodev1.LabelSourceNamespace] != r.Namespace {
-		r.warn(ctx, cm, []EntryError{{Key: e.Key, Reason: fmt.Sprintf("WindowsInstance %s exists and belongs to another source; delete it to manage the host from this ConfigMap", name)}})
+		r.warn(ctx, cm, []inventory.EntryError{{Key: e.Key, Reason: fmt.Sprintf("WindowsInstance %s exists and belongs to another source; delete it to manage the host from this ConfigMap", name)}})
 		return nil
 	}
 	if !wi.DeletionTimestamp.IsZero() {
@@ -224,7 +222,7 @@ func (r *SourcesReconciler) managedElsewhere(ctx context.Context, address, name 
 	}
 	for i := range all.Items {
 		wi := &all.Items[i]
-		if addr, err := NormalizeAddress(wi.Spec.Address); err == nil && addr == address && wi.Name != name {
+		if addr, err := inventory.NormalizeAddress(wi.Spec.Address); err == nil && addr == address && wi.Name != name {
 			return wi, nil
 		}
 	}
@@ -232,15 +230,15 @@ func (r *SourcesReconciler) managedElsewhere(ctx context.Context, address, name 
 }
 
 // warnManaged reports an entry whose host another instance manages.
-func (r *SourcesReconciler) warnManaged(ctx context.Context, cm *corev1.ConfigMap, e Entry, other *winnodev1.WindowsInstance) {
-	r.warn(ctx, cm, []EntryError{{Key: e.Key, Reason: fmt.Sprintf(
+func (r *SourcesReconciler) warnManaged(ctx context.Context, cm *corev1.ConfigMap, e inventory.Entry, other *winnodev1.WindowsInstance) {
+	r.warn(ctx, cm, []inventory.EntryError{{Key: e.Key, Reason: fmt.Sprintf(
 		"host %s is already managed by WindowsInstance %s (source %s); delete that instance to manage it from this ConfigMap",
 		e.Address, other.Name, other.Spec.Source.Kind)}})
 }
 
 // warn sends one Warning event per bad entry not yet reported with the same
 // value and reason (an edit of another entry does not repeat it).
-func (r *SourcesReconciler) warn(ctx context.Context, cm *corev1.ConfigMap, bad []EntryError) {
+func (r *SourcesReconciler) warn(ctx context.Context, cm *corev1.ConfigMap, bad []inventory.EntryError) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.warned == nil || r.warned[cm.UID] == nil {
@@ -275,12 +273,12 @@ func (r *SourcesReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
 	}
-	key := types.NamespacedName{Namespace: r.Namespace, Name: InstancesConfigMap}
+	key := types.NamespacedName{Namespace: r.Namespace, Name: inventory.InstancesConfigMap}
 	one := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: key}}
 	})
 	isOurs := predicate.NewPredicateFuncs(func(o client.Object) bool {
-		return o.GetNamespace() == r.Namespace && o.GetName() == InstancesConfigMap
+		return o.GetNamespace() == r.Namespace && o.GetName() == inventory.InstancesConfigMap
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("sources").

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
+	"github.com/winnode/winnode/internal/inventory"
 )
 
 var entryKeyRe = regexp.MustCompile(`^entry "([^"]*)"`)
@@ -22,7 +23,7 @@ var entryKeyRe = regexp.MustCompile(`^entry "([^"]*)"`)
 // invalidEntryEvents counts the InvalidEntry events on the ConfigMap by entry
 // key; a key reported twice (a second event, or a series) counts twice.
 func (w *world) invalidEntryEvents(ctx context.Context) (map[string]int, error) {
-	evs, err := w.eventsFor(ctx, w.namespace, InstancesConfigMap, EventReasonInvalidEntry)
+	evs, err := w.eventsFor(ctx, w.namespace, inventory.InstancesConfigMap, EventReasonInvalidEntry)
 	if err != nil {
 		return nil, err
 	}
@@ -43,7 +44,7 @@ func (w *world) invalidEntryEvents(ctx context.Context) (map[string]int, error) 
 
 func (w *world) instance(ctx context.Context, address string) (*winnodev1.WindowsInstance, error) {
 	var wi winnodev1.WindowsInstance
-	err := w.client.Get(ctx, client.ObjectKey{Name: InstanceName(address)}, &wi)
+	err := w.client.Get(ctx, client.ObjectKey{Name: inventory.InstanceName(address)}, &wi)
 	return &wi, err
 }
 
@@ -74,7 +75,7 @@ func TestSourcesReconciler(t *testing.T) {
 	}
 	t.Cleanup(func() {
 		for _, a := range []string{"10.250.0.1", "10.250.0.2", "src-a.winnode.test", "10.250.0.3", "10.250.0.4"} {
-			w.forgetInstance(InstanceName(a))
+			w.forgetInstance(inventory.InstanceName(a))
 		}
 	})
 
@@ -94,7 +95,7 @@ func TestSourcesReconciler(t *testing.T) {
 	for k, v := range bad {
 		data[k] = v
 	}
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: w.namespace, Name: InstancesConfigMap}, Data: data}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: w.namespace, Name: inventory.InstancesConfigMap}, Data: data}
 	if err := w.client.Create(ctx, cm); err != nil {
 		t.Fatal(err)
 	}
@@ -114,14 +115,14 @@ func TestSourcesReconciler(t *testing.T) {
 		if err != nil {
 			t.Fatalf("instance of %s: %v", key, err)
 		}
-		want.Source = winnodev1.SourceRef{Kind: winnodev1.SourceConfigMap, Namespace: w.namespace, Name: InstancesConfigMap, Key: key}
+		want.Source = winnodev1.SourceRef{Kind: winnodev1.SourceConfigMap, Namespace: w.namespace, Name: inventory.InstancesConfigMap, Key: key}
 		if wi.Spec != want {
 			t.Errorf("instance of %s: spec %+v, want %+v", key, wi.Spec, want)
 		}
 		if !slices.Contains(wi.Finalizers, winnodev1.Finalizer) {
 			t.Errorf("instance of %s lacks finalizer %s", key, winnodev1.Finalizer)
 		}
-		if wi.Labels[winnodev1.LabelSourceKind] != "ConfigMap" || wi.Labels[winnodev1.LabelSourceName] != InstancesConfigMap {
+		if wi.Labels[winnodev1.LabelSourceKind] != "ConfigMap" || wi.Labels[winnodev1.LabelSourceName] != inventory.InstancesConfigMap {
 			t.Errorf("instance of %s: labels %v", key, wi.Labels)
 		}
 	}
@@ -194,7 +195,7 @@ func TestSourcesReconciler(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, 30*time.Second, "entry 10.250.0.4 reported as already managed", func(ctx context.Context) (bool, error) {
-		evs, err := w.eventsFor(ctx, w.namespace, InstancesConfigMap, EventReasonInvalidEntry)
+		evs, err := w.eventsFor(ctx, w.namespace, inventory.InstancesConfigMap, EventReasonInvalidEntry)
 		for _, e := range evs {
 			if strings.Contains(e.Note, `entry "10.250.0.4"`) && strings.Contains(e.Note, "already managed by WindowsInstance manual-10-250-0-4") {
 				return true, nil
@@ -245,8 +246,8 @@ func TestSourcesTakesOverAHostOnceItsOtherInstanceIsGone(t *testing.T) {
 	if err := w.client.Create(ctx, manual); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { w.forgetInstance(manual.Name); w.forgetInstance(InstanceName(addr)) })
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: w.namespace, Name: InstancesConfigMap}, Data: map[string]string{addr: "username=u"}}
+	t.Cleanup(func() { w.forgetInstance(manual.Name); w.forgetInstance(inventory.InstanceName(addr)) })
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: w.namespace, Name: inventory.InstancesConfigMap}, Data: map[string]string{addr: "username=u"}}
 	if err := w.client.Create(ctx, cm); err != nil {
 		t.Fatal(err)
 	}

@@ -2,164 +2,49 @@ package controller
 
 import (
 	"context"
-	"fmt"
-	"strings"
-	"sync"
-	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
+	"github.com/winnode/winnode/internal/configure"
 )
 
-// Upgrades. A Ready host whose plan changes (a new payload, operator
-// version or cluster fact) is upgraded in place. What that costs its Node
-// depends on what changes, which plan.ChangedServices predicts from the
-// agent's info:
-//
-//   - no service restarts (a new file nobody reads yet, a version-only
-//     change): the files and plan are applied with the Node in service;
-//   - services restart: the Node is cordoned and drained as `kubectl drain`
-//     does, then upgraded, then uncordoned when Ready. At most
-//     MaxUnavailable Windows nodes are out at once (--max-unavailable,
-//     default 1); the others wait with condition Configured=False, reason
-//     UpgradeWaiting.
-//
-// A node counts as unavailable while it is Upgrading, and while it is
-// Failed after having been Ready once (a broken upgrade, a host that went
-// down): like a Deployment's maxUnavailable, a rollout does not take more
-// nodes out while earlier ones have not come back. A node that is itself
-// unavailable (NotReady) is upgraded without waiting.
+// The upgrade rollout's watch wiring. Which upgrades may take their Node
+// out of service, and when, is the engine's (configure.Rollout, in
+// internal/configure/upgrade.go); this file only wakes the upgrades waiting
+// for their turn when a place in the rollout frees up.
 
 // DefaultMaxUnavailable is the default of --max-unavailable.
-const DefaultMaxUnavailable = 1
+const DefaultMaxUnavailable = configure.DefaultMaxUnavailable
 
-// upgradeRecheck is how often a waiting upgrade looks for its turn when no
-// other instance's change wakes it first.
-const upgradeRecheck = 15 * time.Second
-
-// Rollout bounds the Windows nodes that disruptive upgrades take out of
-// service at once. One Rollout is shared by every reconcile of an operator
-// (the leader); its lock makes "count the unavailable nodes, then mark this
-// one Upgrading" one step, and the count is read from the API server, so it
-// holds across restarts of the operator.
-type Rollout struct {
-	// Reader reads WindowsInstances from the API server, not from a cache
-	// that may lag behind the last admission.
-	Reader client.Reader
-	// MaxUnavailable is how many nodes may be unavailable at once (0:
-	// DefaultMaxUnavailable).
-	MaxUnavailable int
-
-	mu sync.Mutex
-}
-
-// admit runs begin (which must persist the instance as Upgrading) when
-// fewer than MaxUnavailable other instances are unavailable, and returns
-// nil. Otherwise it returns the names of those instances and runs nothing.
-func (r *Rollout) admit(ctx context.Context, name string, begin func() error) ([]string, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+// waitingUpgrades enqueues the instances whose upgrade waits for its turn.
+func (r *InstanceReconciler) waitingUpgrades(ctx context.Context, _ client.Object) []reconcile.Request {
 	var list winnodev1.WindowsInstanceList
-	if err := r.Reader.List(ctx, &list); err != nil {
-		return nil, fmt.Errorf("listing WindowsInstances to count the nodes out of service: %w", err)
+	if err := r.Client.List(ctx, &list); err != nil {
+		return nil
 	}
-	var busy []string
-	for i := range list.Items {
-		if list.Items[i].Name != name && unavailable(&list.Items[i]) {
-			busy = append(busy, list.Items[i].Name)
+	var reqs []reconcile.Request
+	for _, i := range list.Items {
+		if c := meta.FindStatusCondition(i.Status.Conditions, winnodev1.ConditionConfigured); c != nil && c.Reason == winnodev1.ReasonUpgradeWaiting {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&i)})
 		}
 	}
-	if len(busy) >= r.max() {
-		return busy, nil
-	}
-	return nil, begin()
+	return reqs
 }
 
-func (r *Rollout) max() int {
-	if r.MaxUnavailable <= 0 {
-		return DefaultMaxUnavailable
-	}
-	return r.MaxUnavailable
-}
+// leftUnavailable lets through an instance that stops counting as out of
+// service for the rollout (or is deleted).
+type leftUnavailable struct{ predicate.Funcs }
 
-// unavailable says whether an instance's node is out of service for the
-// rollout's count: being upgraded, or failed after it had joined.
-func unavailable(inst *winnodev1.WindowsInstance) bool {
-	if inst.DeletionTimestamp != nil {
-		return false // leaving the cluster: not coming back either way
-	}
-	switch inst.Status.Phase {
-	case winnodev1.PhaseUpgrading:
-		return true
-	case winnodev1.PhaseFailed:
-		return inst.Status.JoinedAt != nil
-	}
-	return false
-}
-
-// beginUpgrade moves a Ready instance to Upgrading. An upgrade that restarts
-// services of a Ready Node first waits for its turn in c.Rollout; while it
-// waits, beginUpgrade returns false and a Result to call again. An instance
-// already Upgrading (resumed after a restart) goes on.
-func (c *Configurer) beginUpgrade(ctx context.Context, inst *winnodev1.WindowsInstance, node *corev1.Node, restarts []string, from, to string) (bool, Result, error) {
-	if inst.Status.Phase == winnodev1.PhaseUpgrading {
-		return true, Result{}, nil
-	}
-	begin := func() error {
-		c.start(inst, winnodev1.PhaseUpgrading)
-		if len(restarts) == 0 {
-			c.event(inst, corev1.EventTypeNormal, string(winnodev1.PhaseUpgrading), "moving %s from plan %s to %s; no service restarts, the Node stays in service", inst.Spec.Address, from, to)
-		} else {
-			c.event(inst, corev1.EventTypeNormal, string(winnodev1.PhaseUpgrading), "moving %s from plan %s to %s; %s restart, so the Node is drained first", inst.Spec.Address, from, to, strings.Join(restarts, ", "))
-		}
-		return c.save(ctx, inst)
-	}
-	if len(restarts) == 0 || node == nil || !nodeReady(node) || c.Rollout == nil {
-		return true, Result{}, begin()
-	}
-	busy, err := c.Rollout.admit(ctx, inst.Name, begin)
-	if err != nil {
-		return false, Result{}, err
-	}
-	if busy == nil {
-		return true, Result{}, nil
-	}
-	msg := fmt.Sprintf("plan %s restarts %s and waits for its turn: %s out of service, at most %d at a time (--max-unavailable)",
-		to, strings.Join(restarts, ", "), strings.Join(busy, ", "), c.Rollout.max())
-	waiting := meta.FindStatusCondition(inst.Status.Conditions, winnodev1.ConditionConfigured)
-	if waiting == nil || waiting.Reason != winnodev1.ReasonUpgradeWaiting {
-		c.event(inst, corev1.EventTypeNormal, winnodev1.ReasonUpgradeWaiting, "%s", msg)
-	}
-	setCondition(inst, winnodev1.ConditionConfigured, metav1.ConditionFalse, winnodev1.ReasonUpgradeWaiting, msg)
-	return false, Result{RequeueAfter: upgradeRecheck}, c.save(ctx, inst)
-}
-
-// drainBeforeRestarts cordons the Node (unless an administrator already did)
-// and evicts its pods before services restart under them (an upgrade, or a
-// failed node configured again). It reports true once no pod is left, or
-// false and a Result to call again; after DrainTimeout from the start of the
-// configuration it goes on regardless, with an event.
-func (c *Configurer) drainBeforeRestarts(ctx context.Context, inst *winnodev1.WindowsInstance, node *corev1.Node) (bool, Result, error) {
-	if err := c.step(ctx, inst, StepDrain); err != nil {
-		return false, Result{}, err
-	}
-	if err := c.cordonIfSchedulable(ctx, node); err != nil {
-		return false, Result{}, stepErr(StepDrain, winnodev1.ReasonApplyFailed, err)
-	}
-	since := time.Now()
-	if inst.Status.ConfigurationStarted != nil {
-		since = inst.Status.ConfigurationStarted.Time
-	}
-	left, err := c.drain(ctx, inst, node.Name, since, "applying the new plan anyway")
-	if err != nil {
-		return false, Result{}, stepErr(StepDrain, winnodev1.ReasonApplyFailed, err)
-	}
-	if left > 0 {
-		return false, Result{RequeueAfter: c.pollInterval()}, nil
-	}
-	return true, Result{}, nil
+func (leftUnavailable) Create(event.CreateEvent) bool   { return false }
+func (leftUnavailable) Delete(event.DeleteEvent) bool   { return true }
+func (leftUnavailable) Generic(event.GenericEvent) bool { return false }
+func (leftUnavailable) Update(e event.UpdateEvent) bool {
+	o, ok1 := e.ObjectOld.(*winnodev1.WindowsInstance)
+	n, ok2 := e.ObjectNew.(*winnodev1.WindowsInstance)
+	return ok1 && ok2 && configure.Unavailable(o) && !configure.Unavailable(n)
 }

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
+	"github.com/winnode/winnode/internal/configure"
 )
 
 // labelledReader lists only one test's WindowsInstances (they are
@@ -81,19 +82,19 @@ func TestRolloutCountsNodesOutOfService(t *testing.T) {
 	began := 0
 	begin := func() error { began++; return nil }
 
-	busy, err := (&Rollout{Reader: reader}).admit(ctx, label+"-ready", begin)
+	busy, err := (&configure.Rollout{Reader: reader}).Admit(ctx, label+"-ready", begin)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := []string{label + "-broken", label + "-upgrading"}; !slices.Equal(busy, want) || began != 0 {
 		t.Errorf("max 1: busy %v, began %d; want %v and not begun", busy, began, want)
 	}
-	busy, err = (&Rollout{Reader: reader, MaxUnavailable: 3}).admit(ctx, label+"-ready", begin)
+	busy, err = (&configure.Rollout{Reader: reader, MaxUnavailable: 3}).Admit(ctx, label+"-ready", begin)
 	if err != nil || busy != nil || began != 1 {
 		t.Errorf("max 3: busy %v, began %d, %v; want admitted", busy, began, err)
 	}
 	// The instance asking is not counted against itself.
-	busy, err = (&Rollout{Reader: reader, MaxUnavailable: 2}).admit(ctx, label+"-upgrading", begin)
+	busy, err = (&configure.Rollout{Reader: reader, MaxUnavailable: 2}).Admit(ctx, label+"-upgrading", begin)
 	if err != nil || busy != nil || began != 2 {
 		t.Errorf("max 2, asked by an unavailable one: busy %v, began %d, %v; want admitted", busy, began, err)
 	}
@@ -109,12 +110,12 @@ func TestRolloutAdmitsNoMoreThanItsBoundAtOnce(t *testing.T) {
 	for i := range 10 {
 		insts = append(insts, w.rolloutInstance(t, label, fmt.Sprintf("%s-%d", label, i), winnodev1.PhaseReady, true))
 	}
-	r := &Rollout{Reader: labelledReader{Reader: w.client, label: label}, MaxUnavailable: 2}
+	r := &configure.Rollout{Reader: labelledReader{Reader: w.client, label: label}, MaxUnavailable: 2}
 	var admitted atomic.Int32
 	var wg sync.WaitGroup
 	for _, inst := range insts {
 		wg.Go(func() {
-			busy, err := r.admit(ctx, inst.Name, func() error {
+			busy, err := r.Admit(ctx, inst.Name, func() error {
 				inst.Status.Phase = winnodev1.PhaseUpgrading
 				return w.client.Status().Update(ctx, inst)
 			})

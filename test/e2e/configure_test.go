@@ -17,7 +17,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
+	"github.com/winnode/winnode/internal/configure"
 	"github.com/winnode/winnode/internal/controller"
+	"github.com/winnode/winnode/internal/inventory"
 	"github.com/winnode/winnode/internal/plan"
 	"github.com/winnode/winnode/internal/winsim"
 )
@@ -116,8 +118,8 @@ func (w *world) checkNode(t testing.TB, inst *winnodev1.WindowsInstance, h *wins
 	if !hasTaint {
 		t.Errorf("Node %s lacks taint os=Windows:NoSchedule: %v", node.Name, node.Spec.Taints)
 	}
-	if _, ok := node.Labels[controller.LabelWorker]; !ok {
-		t.Errorf("Node %s lacks label %s: %v", node.Name, controller.LabelWorker, node.Labels)
+	if _, ok := node.Labels[configure.LabelWorker]; !ok {
+		t.Errorf("Node %s lacks label %s: %v", node.Name, configure.LabelWorker, node.Labels)
 	}
 	if got := node.Annotations[winnodev1.AnnotationVersion]; got != operatorVersion {
 		t.Errorf("Node %s annotation %s = %q, want %q", node.Name, winnodev1.AnnotationVersion, got, operatorVersion)
@@ -179,9 +181,9 @@ func (w *world) setEntries(t testing.TB, data map[string]string) {
 	t.Helper()
 	ctx := context.Background()
 	cms := w.kube.CoreV1().ConfigMaps(Namespace)
-	cm, err := cms.Get(ctx, controller.InstancesConfigMap, metav1.GetOptions{})
+	cm, err := cms.Get(ctx, inventory.InstancesConfigMap, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: controller.InstancesConfigMap, Namespace: Namespace}, Data: data}
+		cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: inventory.InstancesConfigMap, Namespace: Namespace}, Data: data}
 		if _, err := cms.Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -219,11 +221,11 @@ func TestConfigMapHosts(t *testing.T) {
 	var names []string
 	for _, h := range hosts {
 		data[h.IP()] = entry(h)
-		names = append(names, controller.InstanceName(h.IP()))
+		names = append(names, inventory.InstanceName(h.IP()))
 	}
 	t.Cleanup(func() {
 		// After the operator has stopped: drop the instances without it.
-		_ = w.kube.CoreV1().ConfigMaps(Namespace).Delete(context.Background(), controller.InstancesConfigMap, metav1.DeleteOptions{})
+		_ = w.kube.CoreV1().ConfigMaps(Namespace).Delete(context.Background(), inventory.InstancesConfigMap, metav1.DeleteOptions{})
 		for _, name := range names {
 			w.forget(name)
 		}
@@ -309,7 +311,7 @@ func TestConfigMapHosts(t *testing.T) {
 		data[hosts[0].IP()] = entry(hosts[0]) // listed again
 		w.setEntries(t, data)
 		eventually(t, time.Minute, "an InvalidEntry event for each bad entry", func() (bool, string) {
-			msgs := w.eventMessages(t, Namespace, controller.InstancesConfigMap, controller.EventReasonInvalidEntry)
+			msgs := w.eventMessages(t, Namespace, inventory.InstancesConfigMap, controller.EventReasonInvalidEntry)
 			var missing []string
 			for k := range bad {
 				found := false

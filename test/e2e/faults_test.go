@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
-	"github.com/winnode/winnode/internal/controller"
+	"github.com/winnode/winnode/internal/configure"
 	"github.com/winnode/winnode/internal/winsim"
 )
 
@@ -147,13 +147,13 @@ func TestHostRebootedMidConfiguration(t *testing.T) {
 	h := w.newHost(t)
 	var once sync.Map
 	w.startOperator(t, operatorOptions{afterStep: func(op *operator, inst *winnodev1.WindowsInstance, step string) {
-		if inst.Name != "rebooted" || (step != controller.StepSync && step != controller.StepJoin) {
+		if inst.Name != "rebooted" || (step != configure.StepSync && step != configure.StepJoin) {
 			return
 		}
 		if _, done := once.LoadOrStore(step, true); done {
 			return
 		}
-		if step == controller.StepSync {
+		if step == configure.StepSync {
 			// Down before the upload: the sync fails and is retried.
 			if err := h.Reboot(); err != nil {
 				t.Errorf("reboot: %v", err)
@@ -173,8 +173,8 @@ func TestOperatorStoppedAtEachStep(t *testing.T) {
 	w := getWorld(t)
 	h := w.newHost(t)
 	w.instanceFor(t, "restarted", h)
-	steps := []string{controller.StepConnect, controller.StepInfo, controller.StepCredentials, controller.StepPlan,
-		controller.StepSync, controller.StepApply, controller.StepJoin, controller.StepFinish}
+	steps := []string{configure.StepConnect, configure.StepInfo, configure.StepCredentials, configure.StepPlan,
+		configure.StepSync, configure.StepApply, configure.StepJoin, configure.StepFinish}
 	for _, stopAt := range steps {
 		stopped := make(chan struct{})
 		var once sync.Once

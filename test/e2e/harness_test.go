@@ -38,6 +38,7 @@ import (
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/bootstrap"
+	"github.com/winnode/winnode/internal/configure"
 	"github.com/winnode/winnode/internal/controller"
 	"github.com/winnode/winnode/internal/payload"
 	"github.com/winnode/winnode/internal/testenv"
@@ -235,7 +236,7 @@ func (w *world) startOperator(t testing.TB, o operatorOptions) *operator {
 		MaxUnavailable: o.maxUnavailable,
 		Version:        cmp.Or(o.version, operatorVersion),
 		RetryMax:       5 * time.Second,
-		TuneInstance: func(c *controller.Configurer) {
+		TuneInstance: func(c *configure.Configurer) {
 			c.PollInterval = 500 * time.Millisecond
 			c.DialTimeout = 5 * time.Second
 			c.DrainTimeout = time.Minute
@@ -247,7 +248,7 @@ func (w *world) startOperator(t testing.TB, o operatorOptions) *operator {
 				op.uploaded.Add(n)
 			}
 			c.AfterStep = func(inst *winnodev1.WindowsInstance, step string) {
-				if step == controller.StepChecked {
+				if step == configure.StepChecked {
 					op.checked.Add(1)
 				}
 				if o.afterStep != nil {

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
-	"github.com/winnode/winnode/internal/controller"
+	"github.com/winnode/winnode/internal/configure"
 	"github.com/winnode/winnode/internal/plan"
 	"github.com/winnode/winnode/internal/winsim/simpayload"
 )
@@ -55,7 +55,7 @@ func TestCorruptStagedBlobRecovers(t *testing.T) {
 		afterStep: func(_ *operator, inst *winnodev1.WindowsInstance, step string) {
 			// AfterStep hears of a step as it begins: StepApply comes
 			// right after the sync, before the agent runs.
-			if inst.Name != "corrupted" || step != controller.StepApply {
+			if inst.Name != "corrupted" || step != configure.StepApply {
 				return
 			}
 			once.Do(func() {

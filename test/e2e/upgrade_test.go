@@ -16,7 +16,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
-	"github.com/winnode/winnode/internal/controller"
+	"github.com/winnode/winnode/internal/configure"
+	"github.com/winnode/winnode/internal/sshkey"
 	"github.com/winnode/winnode/internal/winsim"
 	"github.com/winnode/winnode/internal/winsim/simpayload"
 )
@@ -132,11 +133,11 @@ func TestKeyRotation(t *testing.T) {
 func (w *world) setKey(t testing.TB, keyPEM []byte) {
 	t.Helper()
 	ctx := context.Background()
-	s, err := w.kube.CoreV1().Secrets(Namespace).Get(ctx, controller.PrivateKeySecret, metav1.GetOptions{})
+	s, err := w.kube.CoreV1().Secrets(Namespace).Get(ctx, sshkey.PrivateKeySecret, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.Data = map[string][]byte{controller.PrivateKeyKey: keyPEM}
+	s.Data = map[string][]byte{sshkey.PrivateKeyKey: keyPEM}
 	if _, err := w.kube.CoreV1().Secrets(Namespace).Update(ctx, s, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +170,7 @@ func TestUpgradeRestartingServicesRollsOutOneNodeAtATime(t *testing.T) {
 	var mu sync.Mutex
 	var problems []string
 	checkDrained := func(_ *operator, inst *winnodev1.WindowsInstance, step string) {
-		if step != controller.StepApply || inst.Status.Phase != winnodev1.PhaseUpgrading {
+		if step != configure.StepApply || inst.Status.Phase != winnodev1.PhaseUpgrading {
 			return
 		}
 		ctx := context.Background()

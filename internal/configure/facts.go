@@ -1,4 +1,4 @@
-package controller
+package configure
 
 import (
 	"context"
@@ -63,7 +63,7 @@ func (c *Configurer) facts(ctx context.Context, inst *winnodev1.WindowsInstance,
 		}
 		err := fmt.Errorf("host %s (%s): the containerd service is %s: install containerd first and make sure its service runs (winnode does not install the container runtime)",
 			inst.Spec.Address, info.Hostname, state)
-		setCondition(inst, winnodev1.ConditionConfigured, metav1.ConditionFalse, winnodev1.ReasonNoContainerRuntime, err.Error())
+		SetCondition(inst, winnodev1.ConditionConfigured, metav1.ConditionFalse, winnodev1.ReasonNoContainerRuntime, err.Error())
 		return nil, stepErr(StepInfo, winnodev1.ReasonNoContainerRuntime, err)
 	}
 	return info, nil

@@ -1,4 +1,4 @@
-package controller
+package configure
 
 import (
 	"context"
@@ -23,7 +23,7 @@ func (c *Configurer) apply(ctx context.Context, inst *winnodev1.WindowsInstance,
 	defer cancel()
 	var res plan.Result
 	if err := cl.RunAgent(ctx, agent.HostPath, []string{"apply", "--plan", stagedPlan}, nil, &res); err != nil {
-		setCondition(inst, winnodev1.ConditionConfigured, metav1.ConditionFalse, reasonOf(err, winnodev1.ReasonApplyFailed), err.Error())
+		SetCondition(inst, winnodev1.ConditionConfigured, metav1.ConditionFalse, reasonOf(err, winnodev1.ReasonApplyFailed), err.Error())
 		return stepErr(StepApply, reasonOf(err, winnodev1.ReasonApplyFailed), err)
 	}
 	var changed []string
@@ -35,7 +35,7 @@ func (c *Configurer) apply(ctx context.Context, inst *winnodev1.WindowsInstance,
 			changed = append(changed, s.Name+" restarted")
 		}
 	}
-	setCondition(inst, winnodev1.ConditionConfigured, metav1.ConditionTrue, winnodev1.ReasonPlanApplied,
+	SetCondition(inst, winnodev1.ConditionConfigured, metav1.ConditionTrue, winnodev1.ReasonPlanApplied,
 		fmt.Sprintf("plan %s applied", r.Plan.Version))
 	msg := "no service changed"
 	if len(changed) > 0 {

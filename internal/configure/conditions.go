@@ -1,4 +1,4 @@
-package controller
+package configure
 
 import (
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -10,7 +10,7 @@ import (
 // setCondition sets (adds or updates) one condition of the instance, stamped
 // with the instance's generation, its message bounded to 1000 bytes. The
 // transition time changes only when the status does (meta.SetStatusCondition).
-func setCondition(inst *winnodev1.WindowsInstance, typ string, status metav1.ConditionStatus, reason, message string) {
+func SetCondition(inst *winnodev1.WindowsInstance, typ string, status metav1.ConditionStatus, reason, message string) {
 	meta.SetStatusCondition(&inst.Status.Conditions, metav1.Condition{
 		Type: typ, Status: status, Reason: reason, Message: truncate(message, 1000),
 		ObservedGeneration: inst.Generation,

@@ -1,11 +1,10 @@
-package controller
+package configure
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"regexp"
-	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -126,56 +125,6 @@ type Result struct {
 	RequeueAfter time.Duration
 }
 
-// Run calls Configure until the instance is Ready or Failed: the
-// operator-less loop of winnodectl add and upgrade (the operator's reconciler
-// requeues instead). Between calls it runs between (winnodectl's approval of
-// its own node's CSRs) and waits as Configure asked, but at most 2 s, because
-// nothing else would wake it when a CSR it must approve appears. It stops at
-// the first error: without an operator, the administrator decides when to
-// retry.
-func (c *Configurer) Run(ctx context.Context, inst *winnodev1.WindowsInstance, between func(ctx context.Context) error) error {
-	for {
-		res, err := c.Configure(ctx, inst)
-		if err != nil {
-			return err
-		}
-		switch inst.Status.Phase {
-		case winnodev1.PhaseReady:
-			return nil
-		case winnodev1.PhaseFailed:
-			return errors.New(inst.Status.LastError)
-		}
-		if between != nil {
-			if err := between(ctx); err != nil {
-				return err
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("configuring %s: %w (last step %s)", inst.Spec.Address, context.Cause(ctx), inst.Status.Step)
-		case <-time.After(min(max(res.RequeueAfter, 200*time.Millisecond), 2*time.Second)):
-		}
-	}
-}
-
-// RunDeconfigure is Run for Deconfigure.
-func (c *Configurer) RunDeconfigure(ctx context.Context, inst *winnodev1.WindowsInstance) error {
-	for {
-		res, err := c.Deconfigure(ctx, inst)
-		if err != nil {
-			return err
-		}
-		if res.RequeueAfter == 0 {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("deconfiguring %s: %w (last step %s)", inst.Spec.Address, context.Cause(ctx), inst.Status.Step)
-		case <-time.After(res.RequeueAfter):
-		}
-	}
-}
-
 func (c *Configurer) dialTimeout() time.Duration  { return orDefault(c.DialTimeout, 15*time.Second) }
 func (c *Configurer) agentTimeout() time.Duration { return orDefault(c.AgentTimeout, 2*time.Minute) }
 func (c *Configurer) applyTimeout() time.Duration { return orDefault(c.ApplyTimeout, 10*time.Minute) }
@@ -217,6 +166,13 @@ func (c *Configurer) step(ctx context.Context, inst *winnodev1.WindowsInstance, 
 type crashError struct{ error }
 
 func (e *crashError) Unwrap() error { return e.error }
+
+// Persisted tells the Configurer that inst's status is the one stored in
+// the cluster (the reconciler has just read it), so that a step that changes
+// nothing writes nothing.
+func (c *Configurer) Persisted(inst *winnodev1.WindowsInstance) {
+	c.saved = inst.Status.DeepCopy()
+}
 
 // save persists the status when it changed since the last save.
 func (c *Configurer) save(ctx context.Context, inst *winnodev1.WindowsInstance) error {
@@ -315,9 +271,4 @@ var tokenPattern = regexp.MustCompile(`\b([a-z0-9]{6})\.[a-z0-9]{16}\b`)
 // bootstrap token looks like "abcdef.0123456789abcdef".
 func redact(s string) string {
 	return tokenPattern.ReplaceAllString(s, "$1.<redacted>")
-}
-
-// nodeName is the Node the instance's host registers as.
-func nodeName(inst *winnodev1.WindowsInstance) string {
-	return strings.ToLower(inst.Status.NodeName)
 }

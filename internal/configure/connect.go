@@ -1,4 +1,4 @@
-package controller
+package configure
 
 import (
 	"context"
@@ -34,7 +34,7 @@ func hostKeyBlocked(inst *winnodev1.WindowsInstance) bool {
 // HostKeyMismatch that stops the work.
 func (c *Configurer) connect(ctx context.Context, inst *winnodev1.WindowsInstance) (*host.Client, error) {
 	if c.Signer == nil {
-		setCondition(inst, winnodev1.ConditionReachable, metav1.ConditionFalse, winnodev1.ReasonNoPrivateKey,
+		SetCondition(inst, winnodev1.ConditionReachable, metav1.ConditionFalse, winnodev1.ReasonNoPrivateKey,
 			"no usable SSH private key: create Secret cloud-private-key with key private-key.pem")
 		return nil, stepErr(StepConnect, winnodev1.ReasonNoPrivateKey, errors.New("no usable SSH private key (Secret cloud-private-key, key private-key.pem)"))
 	}
@@ -62,16 +62,16 @@ func (c *Configurer) connect(ctx context.Context, inst *winnodev1.WindowsInstanc
 	case errors.As(err, &mismatch):
 		c.countSSHFailure(winnodev1.ReasonHostKeyChanged)
 		msg := fmt.Sprintf("%v; "+ClearHostKeyHint, err, inst.Name)
-		setCondition(inst, winnodev1.ConditionHostKeyMismatch, metav1.ConditionTrue, winnodev1.ReasonHostKeyChanged, msg)
-		setCondition(inst, winnodev1.ConditionReachable, metav1.ConditionFalse, winnodev1.ReasonHostKeyChanged, "the host presented a host key other than the pinned one")
+		SetCondition(inst, winnodev1.ConditionHostKeyMismatch, metav1.ConditionTrue, winnodev1.ReasonHostKeyChanged, msg)
+		SetCondition(inst, winnodev1.ConditionReachable, metav1.ConditionFalse, winnodev1.ReasonHostKeyChanged, "the host presented a host key other than the pinned one")
 		return nil, stepErr(StepConnect, winnodev1.ReasonHostKeyChanged, fmt.Errorf("%w: %s", errHostKeyMismatch, msg))
 	case errors.As(err, &auth):
 		c.countSSHFailure(winnodev1.ReasonAuthFailed)
-		setCondition(inst, winnodev1.ConditionReachable, metav1.ConditionFalse, winnodev1.ReasonAuthFailed, err.Error())
+		SetCondition(inst, winnodev1.ConditionReachable, metav1.ConditionFalse, winnodev1.ReasonAuthFailed, err.Error())
 		return nil, stepErr(StepConnect, winnodev1.ReasonAuthFailed, err)
 	default:
 		c.countSSHFailure(winnodev1.ReasonUnreachable)
-		setCondition(inst, winnodev1.ConditionReachable, metav1.ConditionFalse, winnodev1.ReasonUnreachable, err.Error())
+		SetCondition(inst, winnodev1.ConditionReachable, metav1.ConditionFalse, winnodev1.ReasonUnreachable, err.Error())
 		return nil, stepErr(StepConnect, winnodev1.ReasonUnreachable, err)
 	}
 
@@ -82,38 +82,31 @@ func (c *Configurer) connect(ctx context.Context, inst *winnodev1.WindowsInstanc
 	}
 	meta.RemoveStatusCondition(&inst.Status.Conditions, winnodev1.ConditionHostKeyMismatch)
 	inst.Status.KeyFingerprint = ssh.FingerprintSHA256(c.Signer.PublicKey())
-	setCondition(inst, winnodev1.ConditionReachable, metav1.ConditionTrue, winnodev1.ReasonConnected,
+	SetCondition(inst, winnodev1.ConditionReachable, metav1.ConditionTrue, winnodev1.ReasonConnected,
 		fmt.Sprintf("connected to %s with host key %s", cl.Address(), cl.HostKeyFingerprint()))
 	return cl, nil
 }
 
-// pinFromNode takes the host key pinned on the host's Node (annotation
-// winnode.io/host-key), found by the instance's node name or by address.
+// pinFromNode takes the host key pinned on the host's Node (FindNode). A
+// Node that cannot be found (none, several, or the API server not
+// answering) pins nothing: the key is then trusted on first use, as for a
+// new host.
 func (c *Configurer) pinFromNode(ctx context.Context, inst *winnodev1.WindowsInstance) {
-	var key string
-	if name := nodeName(inst); name != "" {
-		if node, err := c.Kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{}); err == nil {
-			key = node.Annotations[winnodev1.AnnotationHostKey]
-		}
-	} else if nodes, err := c.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{}); err == nil {
-		for _, n := range nodes.Items {
-			for _, a := range n.Status.Addresses {
-				if a.Type == corev1.NodeInternalIP && a.Address == inst.Spec.Address && n.Annotations[winnodev1.AnnotationHostKey] != "" {
-					key = n.Annotations[winnodev1.AnnotationHostKey]
-				}
-			}
-		}
+	node, err := FindNode(ctx, c.Kube, nodeName(inst), inst.Spec.Address)
+	if err != nil {
+		c.Log.Info("no host key taken from a Node", "instance", inst.Name, "reason", err.Error())
+		return
 	}
+	if node == nil {
+		return
+	}
+	key, fingerprint := pinnedOnNode(node)
 	if key == "" {
 		return
 	}
-	pub, _, _, _, err := ssh.ParseAuthorizedKey([]byte(key))
-	if err != nil {
-		return
-	}
 	inst.Status.HostKey = key
-	inst.Status.HostKeyFingerprint = ssh.FingerprintSHA256(pub)
-	c.Log.Info("pinned the host key found on the host's Node", "instance", inst.Name, "hostKey", inst.Status.HostKeyFingerprint)
+	inst.Status.HostKeyFingerprint = fingerprint
+	c.Log.Info("pinned the host key found on the host's Node", "instance", inst.Name, "node", node.Name, "hostKey", fingerprint)
 }
 
 func (c *Configurer) countSSHFailure(reason string) {

@@ -1,4 +1,4 @@
-package controller
+package configure
 
 import (
 	"context"
@@ -28,11 +28,11 @@ func (c *Configurer) finish(ctx context.Context, inst *winnodev1.WindowsInstance
 		// Deleted meanwhile: wait for the kubelet to register it again.
 		return c.join(ctx, inst)
 	}
-	if !nodeReady(node) {
+	if !NodeReady(node) {
 		if err := c.joinDeadline(inst, "make Ready"); err != nil {
 			return Result{}, err
 		}
-		setCondition(inst, winnodev1.ConditionNodeReady, metav1.ConditionFalse, winnodev1.ReasonNodeNotReady,
+		SetCondition(inst, winnodev1.ConditionNodeReady, metav1.ConditionFalse, winnodev1.ReasonNodeNotReady,
 			fmt.Sprintf("Node %s is registered and not Ready yet", node.Name))
 		return Result{RequeueAfter: c.pollInterval()}, c.save(ctx, inst)
 	}
@@ -52,7 +52,7 @@ func (c *Configurer) finish(ctx context.Context, inst *winnodev1.WindowsInstance
 
 // ready records a configured, Ready host.
 func (c *Configurer) ready(inst *winnodev1.WindowsInstance, node *corev1.Node) {
-	setCondition(inst, winnodev1.ConditionNodeReady, metav1.ConditionTrue, winnodev1.ReasonNodeReady, fmt.Sprintf("Node %s is Ready", node.Name))
+	SetCondition(inst, winnodev1.ConditionNodeReady, metav1.ConditionTrue, winnodev1.ReasonNodeReady, fmt.Sprintf("Node %s is Ready", node.Name))
 	inst.Status.Version = c.Version
 	inst.Status.LastError = ""
 	inst.Status.Step = ""

@@ -1,4 +1,4 @@
-package controller
+package configure
 
 import (
 	"strings"
@@ -12,16 +12,16 @@ import (
 
 func TestSetCondition(t *testing.T) {
 	wi := &winnodev1.WindowsInstance{ObjectMeta: metav1.ObjectMeta{Generation: 3}}
-	setCondition(wi, winnodev1.ConditionReachable, metav1.ConditionTrue, winnodev1.ReasonConnected, "ok")
+	SetCondition(wi, winnodev1.ConditionReachable, metav1.ConditionTrue, winnodev1.ReasonConnected, "ok")
 	if !meta.IsStatusConditionTrue(wi.Status.Conditions, winnodev1.ConditionReachable) || wi.Status.Conditions[0].ObservedGeneration != 3 {
 		t.Errorf("conditions %+v", wi.Status.Conditions)
 	}
 	before := wi.Status.Conditions[0].LastTransitionTime
-	setCondition(wi, winnodev1.ConditionReachable, metav1.ConditionTrue, winnodev1.ReasonConnected, "still ok")
+	SetCondition(wi, winnodev1.ConditionReachable, metav1.ConditionTrue, winnodev1.ReasonConnected, "still ok")
 	if wi.Status.Conditions[0].LastTransitionTime != before || wi.Status.Conditions[0].Message != "still ok" {
 		t.Error("a message change moved the transition time or was lost")
 	}
-	setCondition(wi, winnodev1.ConditionReachable, metav1.ConditionFalse, winnodev1.ReasonUnreachable, strings.Repeat("x", 5000))
+	SetCondition(wi, winnodev1.ConditionReachable, metav1.ConditionFalse, winnodev1.ReasonUnreachable, strings.Repeat("x", 5000))
 	if c := wi.Status.Conditions[0]; len(c.Message) > 1010 || c.Status != metav1.ConditionFalse || len(wi.Status.Conditions) != 1 {
 		t.Errorf("a long message is not bounded, or the condition was not updated in place: %d bytes, %+v", len(c.Message), c.Status)
 	}

@@ -1,4 +1,4 @@
-package controller
+package inventory
 
 import (
 	"strings"
@@ -12,13 +12,13 @@ func TestParseEntryValid(t *testing.T) {
 		key, value string
 		want       Entry
 	}{
-		{"10.1.42.1", "username=Administrator", Entry{Key: "10.1.42.1", Address: "10.1.42.1", Username: "Administrator", Port: 22}},
-		{"instance.dns.com", "username=core\nport=2222", Entry{Key: "instance.dns.com", Address: "instance.dns.com", Username: "core", Port: 2222}},
-		{"Host.Example.COM", "username=admin", Entry{Key: "Host.Example.COM", Address: "host.example.com", Username: "admin", Port: 22}},
-		{"host.example.com.", "username=admin", Entry{Key: "host.example.com.", Address: "host.example.com", Username: "admin", Port: 22}},
-		{"127.0.0.5", "\r\n  username = a.b_c-d@corp.example.com \r\n\r\n port = 2205\r\n", Entry{Key: "127.0.0.5", Address: "127.0.0.5", Username: "a.b_c-d@corp.example.com", Port: 2205}},
-		{"winhost", "port=22\nusername=_svc", Entry{Key: "winhost", Address: "winhost", Username: "_svc", Port: 22}},
-		{"h", "username=u\nport=65535", Entry{Key: "h", Address: "h", Username: "u", Port: 65535}},
+		{"10.1.42.1", "username=Administrator", Entry{Key: "10.1.42.1", Host: Host{Address: "10.1.42.1", Username: "Administrator", Port: 22}}},
+		{"instance.dns.com", "username=core\nport=2222", Entry{Key: "instance.dns.com", Host: Host{Address: "instance.dns.com", Username: "core", Port: 2222}}},
+		{"Host.Example.COM", "username=admin", Entry{Key: "Host.Example.COM", Host: Host{Address: "host.example.com", Username: "admin", Port: 22}}},
+		{"host.example.com.", "username=admin", Entry{Key: "host.example.com.", Host: Host{Address: "host.example.com", Username: "admin", Port: 22}}},
+		{"127.0.0.5", "\r\n  username = a.b_c-d@corp.example.com \r\n\r\n port = 2205\r\n", Entry{Key: "127.0.0.5", Host: Host{Address: "127.0.0.5", Username: "a.b_c-d@corp.example.com", Port: 2205}}},
+		{"winhost", "port=22\nusername=_svc", Entry{Key: "winhost", Host: Host{Address: "winhost", Username: "_svc", Port: 22}}},
+		{"h", "username=u\nport=65535", Entry{Key: "h", Host: Host{Address: "h", Username: "u", Port: 65535}}},
 	} {
 		got, err := ParseEntry(tc.key, tc.value)
 		if err != nil {

@@ -1,4 +1,4 @@
-package controller
+package configure
 
 import (
 	"context"
@@ -25,7 +25,7 @@ func (c *Configurer) render(inst *winnodev1.WindowsInstance, info *plan.Info, cr
 		OperatorVersion: c.Version,
 	})
 	if err != nil {
-		setCondition(inst, winnodev1.ConditionConfigured, metav1.ConditionFalse, winnodev1.ReasonApplyFailed, err.Error())
+		SetCondition(inst, winnodev1.ConditionConfigured, metav1.ConditionFalse, winnodev1.ReasonApplyFailed, err.Error())
 		return nil, stepErr(StepPlan, winnodev1.ReasonApplyFailed, err)
 	}
 	return r, nil
@@ -84,7 +84,7 @@ func (c *Configurer) sync(ctx context.Context, inst *winnodev1.WindowsInstance, 
 	res, err := cl.Sync(ctx, files, installed, r.Plan.Staging(), progress)
 	c.countUpload(res.BytesUploaded)
 	if err != nil {
-		setCondition(inst, winnodev1.ConditionConfigured, metav1.ConditionFalse, reasonOf(err, winnodev1.ReasonSyncFailed), err.Error())
+		SetCondition(inst, winnodev1.ConditionConfigured, metav1.ConditionFalse, reasonOf(err, winnodev1.ReasonSyncFailed), err.Error())
 		return "", stepErr(StepSync, reasonOf(err, winnodev1.ReasonSyncFailed), err)
 	}
 	c.Log.Info("synced the payload", "instance", inst.Name, "bytes", res.BytesUploaded, "files", res.FilesUploaded, "skipped", res.FilesSkipped)

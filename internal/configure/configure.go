@@ -1,4 +1,4 @@
-package controller
+package configure
 
 import (
 	"context"
@@ -124,9 +124,9 @@ func (c *Configurer) configureHost(ctx context.Context, inst *winnodev1.WindowsI
 		return Result{}, err
 	}
 
-	if upToDate(info, r) && nodeReady(node) {
+	if upToDate(info, r) && NodeReady(node) {
 		// The host runs exactly this plan: nothing to upload or apply.
-		setCondition(inst, winnodev1.ConditionConfigured, metav1.ConditionTrue, winnodev1.ReasonPlanApplied,
+		SetCondition(inst, winnodev1.ConditionConfigured, metav1.ConditionTrue, winnodev1.ReasonPlanApplied,
 			fmt.Sprintf("plan %s applied", r.Plan.Version))
 		if wasReady {
 			if err := c.markNode(ctx, inst, node); err != nil {

@@ -1,18 +1,14 @@
-package controller
+package configure
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/kubectl/pkg/drain"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/host"
@@ -35,7 +31,7 @@ import (
 func (c *Configurer) Deconfigure(ctx context.Context, inst *winnodev1.WindowsInstance) (Result, error) {
 	if inst.Status.Phase != winnodev1.PhaseDeconfiguring {
 		c.setPhase(inst, winnodev1.PhaseDeconfiguring)
-		setCondition(inst, winnodev1.ConditionConfigured, metav1.ConditionFalse, winnodev1.ReasonDeconfiguring, "the instance is being deleted; the host is being cleaned")
+		SetCondition(inst, winnodev1.ConditionConfigured, metav1.ConditionFalse, winnodev1.ReasonDeconfiguring, "the instance is being deleted; the host is being cleaned")
 	}
 	node, err := c.getNode(ctx, inst)
 	if err != nil {
@@ -77,55 +73,6 @@ func (c *Configurer) Deconfigure(ctx context.Context, inst *winnodev1.WindowsIns
 	inst.Status.HostKey, inst.Status.HostKeyFingerprint = "", ""
 	c.event(inst, corev1.EventTypeNormal, "Deconfigured", "host %s deconfigured and Node %s deleted", inst.Spec.Address, orString(nodeName(inst), "(none)"))
 	return Result{}, c.save(ctx, inst)
-}
-
-// drain evicts the pods of the Node that `kubectl drain --force
-// --ignore-daemonsets --delete-emptydir-data` would, without waiting, and
-// returns how many are still there. After DrainTimeout from since it gives
-// up waiting (0 left), with an event saying what happens instead (then).
-func (c *Configurer) drain(ctx context.Context, inst *winnodev1.WindowsInstance, node string, since time.Time, then string) (int, error) {
-	h := &drain.Helper{
-		Ctx:                 ctx,
-		Client:              c.Kube,
-		Force:               true,
-		IgnoreAllDaemonSets: true,
-		DeleteEmptyDirData:  true,
-		GracePeriodSeconds:  -1,
-		Out:                 io.Discard,
-		ErrOut:              io.Discard,
-	}
-	list, errs := h.GetPodsForDeletion(node)
-	if len(errs) > 0 {
-		return 0, fmt.Errorf("draining Node %s: %w", node, errors.Join(errs...))
-	}
-	pods := list.Pods()
-	if len(pods) == 0 {
-		return 0, nil
-	}
-	if time.Since(since) > c.drainTimeout() {
-		var names []string
-		for _, p := range pods {
-			names = append(names, p.Namespace+"/"+p.Name)
-		}
-		c.event(inst, corev1.EventTypeWarning, winnodev1.ReasonDrainTimedOut, "pods still on Node %s after %s: %s; %s", node, c.drainTimeout(), strings.Join(names, ", "), then)
-		return 0, nil
-	}
-	for _, p := range pods {
-		if p.DeletionTimestamp != nil {
-			continue
-		}
-		err := h.EvictPod(p, policyv1.SchemeGroupVersion)
-		switch {
-		case err == nil, apierrors.IsNotFound(err):
-		case apierrors.IsTooManyRequests(err):
-			// A PodDisruptionBudget says not now: try again later.
-			c.Log.Info("eviction refused for now", "pod", p.Namespace+"/"+p.Name, "node", node)
-		default:
-			return 0, fmt.Errorf("evicting pod %s/%s from Node %s: %w", p.Namespace, p.Name, node, err)
-		}
-	}
-	c.Log.Info("draining", "instance", inst.Name, "node", node, "pods", len(pods))
-	return len(pods), nil
 }
 
 // deconfigureStarted is when the instance was deleted (or when this

@@ -1,4 +1,4 @@
-package controller
+package configure
 
 import (
 	"context"
@@ -35,7 +35,7 @@ type credentials struct {
 // token is issued, and the plan stays the same.
 func (c *Configurer) credentials(ctx context.Context, inst *winnodev1.WindowsInstance, cl *host.Client, info *plan.Info, node *corev1.Node) (*credentials, error) {
 	fail := func(err error) (*credentials, error) {
-		setCondition(inst, winnodev1.ConditionConfigured, metav1.ConditionFalse, winnodev1.ReasonCredentialsFailed, err.Error())
+		SetCondition(inst, winnodev1.ConditionConfigured, metav1.ConditionFalse, winnodev1.ReasonCredentialsFailed, err.Error())
 		return nil, stepErr(StepCredentials, winnodev1.ReasonCredentialsFailed, err)
 	}
 	ci, err := bootstrap.LoadClusterInfo(ctx, c.Kube)

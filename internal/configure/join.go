@@ -1,0 +1,56 @@
+package configure
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
+)
+
+// join waits (by asking to be called again) for the host's kubelet to
+// register its Node; its client certificate is approved meanwhile by the
+// operator's CSR approver (or, without the operator, by winnodectl). A new
+// Node is cordoned until the configuration finishes.
+func (c *Configurer) join(ctx context.Context, inst *winnodev1.WindowsInstance) (Result, error) {
+	if err := c.step(ctx, inst, StepJoin); err != nil {
+		return Result{}, err
+	}
+	node, err := c.getNode(ctx, inst)
+	if err != nil {
+		return Result{}, stepErr(StepJoin, winnodev1.ReasonWaitingForNode, err)
+	}
+	if node == nil {
+		if err := c.joinDeadline(inst, "register"); err != nil {
+			return Result{}, err
+		}
+		SetCondition(inst, winnodev1.ConditionNodeReady, metav1.ConditionFalse, winnodev1.ReasonWaitingForNode,
+			fmt.Sprintf("waiting for the kubelet on %s to register Node %s", inst.Spec.Address, nodeName(inst)))
+		return Result{RequeueAfter: c.pollInterval()}, c.save(ctx, inst)
+	}
+	if !NodeReady(node) && !node.Spec.Unschedulable {
+		if err := c.cordon(ctx, node.Name, true); err != nil {
+			return Result{}, stepErr(StepJoin, winnodev1.ReasonWaitingForNode, err)
+		}
+	}
+	return c.finish(ctx, inst)
+}
+
+// joinDeadline fails the configuration when the Node has taken longer than
+// JoinTimeout since the configuration started.
+func (c *Configurer) joinDeadline(inst *winnodev1.WindowsInstance, what string) error {
+	started := inst.Status.ConfigurationStarted
+	if started == nil || time.Since(started.Time) < c.joinTimeout() {
+		return nil
+	}
+	err := fmt.Errorf("the kubelet on %s did not %s Node %s within %s: look at its log (C:\\var\\log\\kubelet\\kubelet.log) and at pending CertificateSigningRequests; the configuration is retried",
+		inst.Spec.Address, what, nodeName(inst), c.joinTimeout())
+	SetCondition(inst, winnodev1.ConditionNodeReady, metav1.ConditionFalse, winnodev1.ReasonNodeNotReady, err.Error())
+	// Retry from the start (the host steps again: a fresh token if the old
+	// one ran out, services started again), with a fresh clock.
+	inst.Status.ConfigurationStarted = nil
+	inst.Status.Step = ""
+	return stepErr(StepJoin, winnodev1.ReasonNodeNotReady, err)
+}

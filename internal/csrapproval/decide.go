@@ -1,0 +1,256 @@
+package csrapproval
+
+import (
+	"crypto/x509"
+	"encoding/pem"
+	"fmt"
+	"net"
+	"slices"
+	"strings"
+
+	certificatesv1 "k8s.io/api/certificates/v1"
+
+	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
+	"github.com/winnode/winnode/internal/bootstrap"
+)
+
+// nodeUserPrefix and nodesGroup are how the API server names a kubelet.
+const (
+	nodeUserPrefix = "system:node:"
+	nodesGroup     = "system:nodes"
+)
+
+// Decision is what the approver makes of one CertificateSigningRequest.
+type Decision struct {
+	// Approve is true only when every check passed.
+	Approve bool
+	// Instance is the WindowsInstance the CSR belongs to ("" when none).
+	Instance string
+	// Reason says why it is approved or left alone, for logs and events.
+	Reason string
+}
+
+func leave(instance, format string, args ...any) Decision {
+	return Decision{Instance: instance, Reason: fmt.Sprintf(format, args...)}
+}
+
+// Decide decides whether a pending CSR is one the operator approves. It is
+// pure: instances are the WindowsInstances of the cluster, nodeExists says
+// whether a Node of a name exists. It approves exactly:
+//
+// Kubelet client certificates (signer kubernetes.io/kube-apiserver-client-kubelet),
+// the kubelet's first certificate, requested with a bootstrap token:
+//   - the requester is system:bootstrap:<id>, in group system:bootstrappers:winnode,
+//     and <id> is the Status.BootstrapTokenID of an instance not being deleted;
+//   - the subject is CN=system:node:<that instance's Status.NodeName>, O=system:nodes
+//     and nothing else;
+//   - no SANs at all (DNS, IP, email, URI);
+//   - usages within {digital signature, key encipherment, client auth},
+//     including client auth;
+//   - no Node of that name exists yet (a second client certificate for an
+//     existing node is somebody else's business).
+//
+// Kubelet serving certificates (signer kubernetes.io/kubelet-serving):
+//   - the requester is system:node:<name> in group system:nodes, and <name> is
+//     the Status.NodeName of an instance not being deleted;
+//   - the subject is CN=<the requester>, O=system:nodes and nothing else;
+//   - at least one SAN; DNS SANs only the node name, Status.Hostname,
+//     Status.FQDN or the DNS name in Spec.Address; IP SANs only
+//     Status.Addresses or the IP in Spec.Address; no email or URI SANs;
+//   - usages within {digital signature, key encipherment, server auth},
+//     including server auth.
+//
+// Anything else is left alone (never denied: it may be another approver's).
+func Decide(csr *certificatesv1.CertificateSigningRequest, instances []winnodev1.WindowsInstance, nodeExists func(name string) bool) Decision {
+	switch csr.Spec.SignerName {
+	case certificatesv1.KubeAPIServerClientKubeletSignerName:
+		return decideClient(csr, instances, nodeExists)
+	case certificatesv1.KubeletServingSignerName:
+		return decideServing(csr, instances)
+	default:
+		return leave("", "signer %q is not a kubelet signer", csr.Spec.SignerName)
+	}
+}
+
+func decideClient(csr *certificatesv1.CertificateSigningRequest, instances []winnodev1.WindowsInstance, nodeExists func(string) bool) Decision {
+	tokenID, ok := bootstrap.TokenIDFromUsername(csr.Spec.Username)
+	if !ok {
+		return leave("", "client CSR requested by %q, not by a bootstrap token", csr.Spec.Username)
+	}
+	var wi *winnodev1.WindowsInstance
+	for i := range instances {
+		if instances[i].Status.BootstrapTokenID == tokenID {
+			wi = &instances[i]
+			break
+		}
+	}
+	if wi == nil {
+		return leave("", "client CSR requested by bootstrap token %s, which no WindowsInstance was issued", tokenID)
+	}
+	if !wi.DeletionTimestamp.IsZero() {
+		return leave(wi.Name, "WindowsInstance %s is being deleted", wi.Name)
+	}
+	if !slices.Contains(csr.Spec.Groups, bootstrap.Group) {
+		return leave(wi.Name, "requester groups %v lack %s", csr.Spec.Groups, bootstrap.Group)
+	}
+	nodeName := wi.Status.NodeName
+	if nodeName == "" {
+		return leave(wi.Name, "WindowsInstance %s has no expected node name yet", wi.Name)
+	}
+	req, err := parseCSR(csr.Spec.Request)
+	if err != nil {
+		return leave(wi.Name, "%v", err)
+	}
+	if want := nodeUserPrefix + nodeName; req.Subject.CommonName != want {
+		return leave(wi.Name, "CN %q, want %q", req.Subject.CommonName, want)
+	}
+	if msg := subjectOnlyNodes(req); msg != "" {
+		return leave(wi.Name, "%s", msg)
+	}
+	if n := sanCount(req); n > 0 {
+		return leave(wi.Name, "client CSR carries %d subject alternative names; it must carry none", n)
+	}
+	if msg := checkUsages(csr.Spec.Usages, certificatesv1.UsageClientAuth); msg != "" {
+		return leave(wi.Name, "%s", msg)
+	}
+	if nodeExists(nodeName) {
+		return leave(wi.Name, "Node %s already exists; only a new node's first client certificate is approved", nodeName)
+	}
+	return Decision{Approve: true, Instance: wi.Name, Reason: fmt.Sprintf(
+		"kubelet client certificate for node %s of WindowsInstance %s, requested with its bootstrap token %s", nodeName, wi.Name, tokenID)}
+}
+
+func decideServing(csr *certificatesv1.CertificateSigningRequest, instances []winnodev1.WindowsInstance) Decision {
+	name, ok := strings.CutPrefix(csr.Spec.Username, nodeUserPrefix)
+	if !ok || name == "" {
+		return leave("", "serving CSR requested by %q, not by a node", csr.Spec.Username)
+	}
+	var wi *winnodev1.WindowsInstance
+	for i := range instances {
+		if instances[i].Status.NodeName != "" && instances[i].Status.NodeName == name {
+			wi = &instances[i]
+			break
+		}
+	}
+	if wi == nil {
+		return leave("", "serving CSR from node %s, which is not a WindowsInstance's node", name)
+	}
+	if !wi.DeletionTimestamp.IsZero() {
+		return leave(wi.Name, "WindowsInstance %s is being deleted", wi.Name)
+	}
+	if !slices.Contains(csr.Spec.Groups, nodesGroup) {
+		return leave(wi.Name, "requester groups %v lack %s", csr.Spec.Groups, nodesGroup)
+	}
+	req, err := parseCSR(csr.Spec.Request)
+	if err != nil {
+		return leave(wi.Name, "%v", err)
+	}
+	if req.Subject.CommonName != csr.Spec.Username {
+		return leave(wi.Name, "CN %q is not the requester %q", req.Subject.CommonName, csr.Spec.Username)
+	}
+	if msg := subjectOnlyNodes(req); msg != "" {
+		return leave(wi.Name, "%s", msg)
+	}
+	if len(req.EmailAddresses) > 0 || len(req.URIs) > 0 {
+		return leave(wi.Name, "serving CSR carries email or URI SANs")
+	}
+	if len(req.DNSNames)+len(req.IPAddresses) == 0 {
+		return leave(wi.Name, "serving CSR carries no DNS or IP SAN")
+	}
+	dnsOK, ipOK := hostNames(wi)
+	for _, d := range req.DNSNames {
+		if !dnsOK[strings.ToLower(strings.TrimSuffix(d, "."))] {
+			return leave(wi.Name, "DNS SAN %q is not a name of WindowsInstance %s's host (%v)", d, wi.Name, keys(dnsOK))
+		}
+	}
+	for _, ip := range req.IPAddresses {
+		if !ipOK[ip.String()] {
+			return leave(wi.Name, "IP SAN %s is not an address of WindowsInstance %s's host (%v)", ip, wi.Name, keys(ipOK))
+		}
+	}
+	if msg := checkUsages(csr.Spec.Usages, certificatesv1.UsageServerAuth); msg != "" {
+		return leave(wi.Name, "%s", msg)
+	}
+	return Decision{Approve: true, Instance: wi.Name, Reason: fmt.Sprintf(
+		"kubelet serving certificate for node %s of WindowsInstance %s (SANs %v %v)", name, wi.Name, req.DNSNames, req.IPAddresses)}
+}
+
+// parseCSR decodes the PEM request and checks its self-signature. (client-go
+// keeps its CSR parser private; crypto/x509 does the work.)
+func parseCSR(pemBytes []byte) (*x509.CertificateRequest, error) {
+	block, _ := pem.Decode(pemBytes)
+	if block == nil || block.Type != "CERTIFICATE REQUEST" {
+		return nil, fmt.Errorf("the request is not a PEM CERTIFICATE REQUEST")
+	}
+	req, err := x509.ParseCertificateRequest(block.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("the request does not parse: %v", err)
+	}
+	if err := req.CheckSignature(); err != nil {
+		return nil, fmt.Errorf("the request's signature is invalid: %v", err)
+	}
+	return req, nil
+}
+
+// subjectOnlyNodes checks O is exactly [system:nodes] and the subject has no
+// other attributes besides CN.
+func subjectOnlyNodes(req *x509.CertificateRequest) string {
+	s := req.Subject
+	if len(s.Organization) != 1 || s.Organization[0] != nodesGroup {
+		return fmt.Sprintf("O %v, want exactly [%s]", s.Organization, nodesGroup)
+	}
+	if len(s.OrganizationalUnit)+len(s.Country)+len(s.Province)+len(s.Locality)+len(s.StreetAddress)+len(s.PostalCode) > 0 || s.SerialNumber != "" {
+		return "the subject has attributes besides CN and O"
+	}
+	return ""
+}
+
+func sanCount(req *x509.CertificateRequest) int {
+	return len(req.DNSNames) + len(req.IPAddresses) + len(req.EmailAddresses) + len(req.URIs)
+}
+
+// checkUsages: usages within {digital signature, key encipherment, required}
+// and containing required.
+func checkUsages(usages []certificatesv1.KeyUsage, required certificatesv1.KeyUsage) string {
+	allowed := []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageKeyEncipherment, required}
+	for _, u := range usages {
+		if !slices.Contains(allowed, u) {
+			return fmt.Sprintf("usage %q is not allowed (allowed: %v)", u, allowed)
+		}
+	}
+	if !slices.Contains(usages, required) {
+		return fmt.Sprintf("usages %v lack %q", usages, required)
+	}
+	return ""
+}
+
+// hostNames are the DNS names and IPs a managed host's serving certificate
+// may carry.
+func hostNames(wi *winnodev1.WindowsInstance) (dns, ips map[string]bool) {
+	dns, ips = map[string]bool{}, map[string]bool{}
+	for _, n := range []string{wi.Status.NodeName, wi.Status.Hostname, wi.Status.FQDN} {
+		if n != "" {
+			dns[strings.ToLower(strings.TrimSuffix(n, "."))] = true
+		}
+	}
+	for _, a := range wi.Status.Addresses {
+		if ip := net.ParseIP(a); ip != nil {
+			ips[ip.String()] = true
+		}
+	}
+	if ip := net.ParseIP(wi.Spec.Address); ip != nil {
+		ips[ip.String()] = true
+	} else if wi.Spec.Address != "" {
+		dns[strings.ToLower(strings.TrimSuffix(wi.Spec.Address, "."))] = true
+	}
+	return dns, ips
+}
+
+func keys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}

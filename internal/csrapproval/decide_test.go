@@ -1,0 +1,268 @@
+package csrapproval
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"net"
+	"net/url"
+	"strings"
+	"testing"
+
+	certificatesv1 "k8s.io/api/certificates/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
+	"github.com/winnode/winnode/internal/bootstrap"
+)
+
+// csrTemplate describes a certificate request for tests.
+type csrTemplate struct {
+	CN     string
+	O      []string
+	OU     []string
+	DNS    []string
+	IPs    []string
+	Emails []string
+	URIs   []string
+}
+
+func makeCSRPEM(t testing.TB, tmpl csrTemplate) []byte {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := &x509.CertificateRequest{
+		Subject:        pkix.Name{CommonName: tmpl.CN, Organization: tmpl.O, OrganizationalUnit: tmpl.OU},
+		DNSNames:       tmpl.DNS,
+		EmailAddresses: tmpl.Emails,
+	}
+	for _, ip := range tmpl.IPs {
+		req.IPAddresses = append(req.IPAddresses, net.ParseIP(ip))
+	}
+	for _, u := range tmpl.URIs {
+		pu, err := url.Parse(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.URIs = append(req.URIs, pu)
+	}
+	der, err := x509.CreateCertificateRequest(rand.Reader, req, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})
+}
+
+func testInstance(name, nodeName, tokenID string) winnodev1.WindowsInstance {
+	return winnodev1.WindowsInstance{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       winnodev1.WindowsInstanceSpec{Address: "10.0.0.5", Username: "Administrator", Port: 22},
+		Status: winnodev1.WindowsInstanceStatus{
+			NodeName: nodeName, BootstrapTokenID: tokenID,
+			Hostname: "WIN-HOST1", FQDN: "win-host1.corp.example.com", Addresses: []string{"10.0.0.5", "192.168.7.5"},
+		},
+	}
+}
+
+var clientUsages = []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageKeyEncipherment, certificatesv1.UsageClientAuth}
+var servingUsages = []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageKeyEncipherment, certificatesv1.UsageServerAuth}
+
+func TestDecide(t *testing.T) {
+	instances := []winnodev1.WindowsInstance{
+		testInstance("wi-1", "win-host1", "abcdef"),
+		testInstance("wi-2", "win-host2", "ghijkl"),
+		testInstance("wi-nonode", "", "mnopqr"),
+	}
+	instances[1].Status.Hostname, instances[1].Status.FQDN, instances[1].Status.Addresses = "WIN-HOST2", "", []string{"10.0.0.6"}
+	instances[1].Spec.Address = "win-host2.example.com"
+	deleting := testInstance("wi-del", "win-del", "stuvwx")
+	now := metav1.Now()
+	deleting.DeletionTimestamp = &now
+	instances = append(instances, deleting)
+
+	goodClient := csrTemplate{CN: "system:node:win-host1", O: []string{"system:nodes"}}
+	goodServing := csrTemplate{CN: "system:node:win-host1", O: []string{"system:nodes"}, DNS: []string{"win-host1", "WIN-HOST1", "win-host1.corp.example.com"}, IPs: []string{"10.0.0.5", "192.168.7.5"}}
+	bootstrapGroups := []string{"system:bootstrappers", bootstrap.Group, "system:authenticated"}
+	nodeGroups := []string{"system:nodes", "system:authenticated"}
+
+	type tc struct {
+		name       string
+		signer     string
+		user       string
+		groups     []string
+		tmpl       csrTemplate
+		usages     []certificatesv1.KeyUsage
+		nodeExists bool
+		rawRequest []byte
+		approve    bool
+		want       string // in Reason
+	}
+	client := func(name string, f func(*tc)) tc {
+		c := tc{name: name, signer: certificatesv1.KubeAPIServerClientKubeletSignerName, user: "system:bootstrap:abcdef", groups: bootstrapGroups, tmpl: goodClient, usages: clientUsages}
+		f(&c)
+		return c
+	}
+	serving := func(name string, f func(*tc)) tc {
+		c := tc{name: name, signer: certificatesv1.KubeletServingSignerName, user: "system:node:win-host1", groups: nodeGroups, tmpl: goodServing, usages: servingUsages}
+		f(&c)
+		return c
+	}
+	cases := []tc{
+		client("client: good", func(c *tc) { c.approve, c.want = true, "node win-host1 of WindowsInstance wi-1" }),
+		client("client: minimal usages", func(c *tc) { c.usages, c.approve = []certificatesv1.KeyUsage{certificatesv1.UsageClientAuth}, true }),
+		client("client: wrong node name", func(c *tc) { c.tmpl.CN, c.want = "system:node:win-host2", `want "system:node:win-host1"` }),
+		client("client: CN without prefix", func(c *tc) { c.tmpl.CN, c.want = "win-host1", "CN" }),
+		client("client: another instance's token", func(c *tc) { c.user, c.want = "system:bootstrap:ghijkl", `want "system:node:win-host2"` }),
+		client("client: unknown token", func(c *tc) { c.user, c.want = "system:bootstrap:zzzzzz", "which no WindowsInstance was issued" }),
+		client("client: requested by an admin", func(c *tc) {
+			c.user, c.groups, c.want = "kubernetes-admin", []string{"system:masters"}, "not by a bootstrap token"
+		}),
+		client("client: requested by the node itself", func(c *tc) {
+			c.user, c.groups, c.want = "system:node:win-host1", nodeGroups, "not by a bootstrap token"
+		}),
+		client("client: token without the winnode group", func(c *tc) { c.groups, c.want = []string{"system:bootstrappers"}, "lack "+bootstrap.Group }),
+		client("client: extra organization", func(c *tc) {
+			c.tmpl.O, c.want = []string{"system:nodes", "system:masters"}, "want exactly [system:nodes]"
+		}),
+		client("client: wrong organization", func(c *tc) { c.tmpl.O, c.want = []string{"system:masters"}, "want exactly" }),
+		client("client: no organization", func(c *tc) { c.tmpl.O, c.want = nil, "want exactly" }),
+		client("client: OU", func(c *tc) { c.tmpl.OU, c.want = []string{"x"}, "attributes besides" }),
+		client("client: DNS SAN", func(c *tc) { c.tmpl.DNS, c.want = []string{"win-host1"}, "subject alternative names" }),
+		client("client: IP SAN", func(c *tc) { c.tmpl.IPs, c.want = []string{"10.0.0.5"}, "subject alternative names" }),
+		client("client: email SAN", func(c *tc) { c.tmpl.Emails, c.want = []string{"a@b.c"}, "subject alternative names" }),
+		client("client: URI SAN", func(c *tc) { c.tmpl.URIs, c.want = []string{"spiffe://x/y"}, "subject alternative names" }),
+		client("client: server auth usage", func(c *tc) {
+			c.usages, c.want = append(clientUsages, certificatesv1.UsageServerAuth), `usage "server auth" is not allowed`
+		}),
+		client("client: no client auth", func(c *tc) {
+			c.usages, c.want = []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature}, `lack "client auth"`
+		}),
+		client("client: node exists", func(c *tc) { c.nodeExists, c.want = true, "already exists" }),
+		client("client: instance has no node name yet", func(c *tc) {
+			c.user, c.tmpl.CN, c.want = "system:bootstrap:mnopqr", "system:node:", "no expected node name"
+		}),
+		client("client: instance being deleted", func(c *tc) {
+			c.user, c.tmpl.CN, c.want = "system:bootstrap:stuvwx", "system:node:win-del", "being deleted"
+		}),
+		client("client: not PEM", func(c *tc) { c.rawRequest, c.want = []byte("garbage"), "not a PEM" }),
+		client("client: wrong signer", func(c *tc) { c.signer, c.want = "kubernetes.io/kube-apiserver-client", "not a kubelet signer" }),
+		client("client: custom signer", func(c *tc) { c.signer, c.want = "example.com/anything", "not a kubelet signer" }),
+
+		serving("serving: good", func(c *tc) { c.approve = true }),
+		serving("serving: IP only", func(c *tc) { c.tmpl.DNS, c.approve = nil, true }),
+		serving("serving: address from spec", func(c *tc) {
+			c.user, c.tmpl.CN, c.tmpl.IPs, c.approve = "system:node:win-host2", "system:node:win-host2", []string{"10.0.0.6"}, true
+			c.tmpl.DNS = []string{"win-host2.example.com", "win-host2"}
+		}),
+		serving("serving: foreign DNS SAN", func(c *tc) {
+			c.tmpl.DNS, c.want = []string{"win-host1", "kubernetes.default"}, `DNS SAN "kubernetes.default"`
+		}),
+		serving("serving: foreign IP SAN", func(c *tc) { c.tmpl.IPs, c.want = []string{"10.0.0.99"}, "IP SAN 10.0.0.99" }),
+		serving("serving: another host's name", func(c *tc) { c.tmpl.DNS, c.want = []string{"win-host2"}, `DNS SAN "win-host2"` }),
+		serving("serving: URI SAN", func(c *tc) { c.tmpl.URIs, c.want = []string{"https://x"}, "email or URI" }),
+		serving("serving: no SAN", func(c *tc) { c.tmpl.DNS, c.tmpl.IPs, c.want = nil, nil, "no DNS or IP SAN" }),
+		serving("serving: CN not the requester", func(c *tc) { c.tmpl.CN, c.want = "system:node:win-host2", "is not the requester" }),
+		serving("serving: another node asks", func(c *tc) { c.user, c.want = "system:node:win-host2", "is not the requester" }),
+		serving("serving: unmanaged node", func(c *tc) {
+			c.user, c.tmpl.CN, c.want = "system:node:linux-1", "system:node:linux-1", "not a WindowsInstance's node"
+		}),
+		serving("serving: requested by a bootstrap token", func(c *tc) { c.user, c.groups, c.want = "system:bootstrap:abcdef", bootstrapGroups, "not by a node" }),
+		serving("serving: without system:nodes group", func(c *tc) { c.groups, c.want = []string{"system:authenticated"}, "lack system:nodes" }),
+		serving("serving: wrong O", func(c *tc) { c.tmpl.O, c.want = []string{"system:masters"}, "want exactly" }),
+		serving("serving: client auth usage", func(c *tc) {
+			c.usages, c.want = append(servingUsages, certificatesv1.UsageClientAuth), `usage "client auth" is not allowed`
+		}),
+		serving("serving: no server auth", func(c *tc) {
+			c.usages, c.want = []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature}, `lack "server auth"`
+		}),
+		serving("serving: instance being deleted", func(c *tc) {
+			c.user, c.tmpl.CN, c.tmpl.DNS, c.tmpl.IPs, c.want = "system:node:win-del", "system:node:win-del", []string{"win-del"}, nil, "being deleted"
+		}),
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			req := c.rawRequest
+			if req == nil {
+				req = makeCSRPEM(t, c.tmpl)
+			}
+			csr := &certificatesv1.CertificateSigningRequest{
+				ObjectMeta: metav1.ObjectMeta{Name: "csr-x"},
+				Spec: certificatesv1.CertificateSigningRequestSpec{
+					Request: req, SignerName: c.signer, Usages: c.usages, Username: c.user, Groups: c.groups,
+				},
+			}
+			d := Decide(csr, instances, func(string) bool { return c.nodeExists })
+			if d.Approve != c.approve {
+				t.Fatalf("approve = %v (%s), want %v", d.Approve, d.Reason, c.approve)
+			}
+			if !strings.Contains(d.Reason, c.want) {
+				t.Errorf("reason %q lacks %q", d.Reason, c.want)
+			}
+		})
+	}
+}
+
+func TestDecideCSRTamperedSignature(t *testing.T) {
+	inst := []winnodev1.WindowsInstance{testInstance("wi-1", "win-host1", "abcdef")}
+	p := makeCSRPEM(t, csrTemplate{CN: "system:node:win-host1", O: []string{"system:nodes"}})
+	block, _ := pem.Decode(p)
+	block.Bytes[len(block.Bytes)-5] ^= 0xff // in the signature
+	csr := &certificatesv1.CertificateSigningRequest{Spec: certificatesv1.CertificateSigningRequestSpec{
+		Request: pem.EncodeToMemory(block), SignerName: certificatesv1.KubeAPIServerClientKubeletSignerName,
+		Usages: clientUsages, Username: "system:bootstrap:abcdef", Groups: []string{bootstrap.Group},
+	}}
+	if d := Decide(csr, inst, func(string) bool { return false }); d.Approve {
+		t.Fatalf("approved a CSR with a broken signature")
+	}
+}
+
+// FuzzDecideCSR: a CSR's request, requester and signer come from whoever can
+// create CSRs. Whatever they hold, an approval implies a parseable request
+// for the instance's node with its expected requester and no foreign names.
+func FuzzDecide(f *testing.F) {
+	good := makeCSRPEM(f, csrTemplate{CN: "system:node:win-host1", O: []string{"system:nodes"}})
+	serving := makeCSRPEM(f, csrTemplate{CN: "system:node:win-host1", O: []string{"system:nodes"}, DNS: []string{"win-host1"}, IPs: []string{"10.0.0.5"}})
+	f.Add(good, "system:bootstrap:abcdef", certificatesv1.KubeAPIServerClientKubeletSignerName, true)
+	f.Add(serving, "system:node:win-host1", certificatesv1.KubeletServingSignerName, false)
+	f.Add([]byte("-----BEGIN CERTIFICATE REQUEST-----\nMIIB\n-----END CERTIFICATE REQUEST-----\n"), "system:bootstrap:abcdef", certificatesv1.KubeAPIServerClientKubeletSignerName, true)
+	f.Add([]byte{}, "", "", false)
+	instances := []winnodev1.WindowsInstance{testInstance("wi-1", "win-host1", "abcdef")}
+	f.Fuzz(func(t *testing.T, request []byte, user, signer string, clientUsage bool) {
+		usages := servingUsages
+		groups := []string{"system:nodes"}
+		if clientUsage {
+			usages, groups = clientUsages, []string{bootstrap.Group}
+		}
+		csr := &certificatesv1.CertificateSigningRequest{Spec: certificatesv1.CertificateSigningRequestSpec{
+			Request: request, SignerName: signer, Usages: usages, Username: user, Groups: groups,
+		}}
+		d := Decide(csr, instances, func(string) bool { return false })
+		if !d.Approve {
+			return
+		}
+		req, err := parseCSR(request)
+		if err != nil {
+			t.Fatalf("approved a request that does not parse: %v", err)
+		}
+		if req.Subject.CommonName != "system:node:win-host1" {
+			t.Fatalf("approved a certificate for %q", req.Subject.CommonName)
+		}
+		switch signer {
+		case certificatesv1.KubeAPIServerClientKubeletSignerName:
+			if user != "system:bootstrap:abcdef" || sanCount(req) != 0 {
+				t.Fatalf("approved a client CSR from %q with %d SANs", user, sanCount(req))
+			}
+		case certificatesv1.KubeletServingSignerName:
+			if user != "system:node:win-host1" {
+				t.Fatalf("approved a serving CSR from %q", user)
+			}
+		default:
+			t.Fatalf("approved a CSR for signer %q", signer)
+		}
+	})
+}
