@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
+	"github.com/winnode/winnode/internal/host"
 	"github.com/winnode/winnode/internal/plan"
 )
 
@@ -82,104 +84,156 @@ func (c *Configurer) Configure(ctx context.Context, inst *winnodev1.WindowsInsta
 	return res, nil
 }
 
-// configureHost runs the steps that talk to the host.
+// configureHost runs the steps that talk to the host, in order: connect,
+// info, credentials and plan (learn), then, unless the host already runs
+// that plan, drain when services restart (makeRoom), and sync and apply
+// (install). A Ready instance being checked records no step until it has
+// something to change.
 func (c *Configurer) configureHost(ctx context.Context, inst *winnodev1.WindowsInstance) (Result, error) {
 	wasReady := inst.Status.Phase == winnodev1.PhaseReady || inst.Status.Phase == winnodev1.PhaseUpgrading
-	if !wasReady {
-		if err := c.step(ctx, inst, StepConnect); err != nil {
-			return Result{}, err
-		}
-	}
-	cl, err := c.connect(ctx, inst)
+	cl, err := c.connectStep(ctx, inst, wasReady)
 	if err != nil {
 		return Result{}, err
 	}
 	defer cl.Close()
-	if !wasReady {
-		c.start(inst, winnodev1.PhaseConfiguring)
-		if err := c.step(ctx, inst, StepInfo); err != nil {
-			return Result{}, err
-		}
-	}
-
-	info, err := c.facts(ctx, inst, cl)
+	h, err := c.learn(ctx, inst, cl, wasReady)
 	if err != nil {
 		return Result{}, err
 	}
+	if upToDate(h.info, h.rendered) && NodeReady(h.node) {
+		// The host runs exactly this plan: nothing to upload or apply.
+		return c.alreadyApplied(ctx, inst, h, wasReady)
+	}
+	if ok, res, err := c.makeRoom(ctx, inst, h, wasReady); err != nil || !ok {
+		return res, err
+	}
+	return c.install(ctx, inst, cl, h, wasReady)
+}
+
+// hostState is what the first steps learnt, for the others.
+type hostState struct {
+	info     *plan.Info     // the agent's info (step info)
+	node     *corev1.Node   // the host's Node; nil before it joined
+	creds    *credentials   // cluster facts and bootstrap kubeconfig (step credentials)
+	rendered *plan.Rendered // the host's plan (step plan)
+	restarts []string       // the services the plan restarts
+}
+
+// connectStep is step connect, then the start of step info: an SSH
+// connection to the host (connect.go), and the configuration's clock.
+func (c *Configurer) connectStep(ctx context.Context, inst *winnodev1.WindowsInstance, wasReady bool) (*host.Client, error) {
+	if !wasReady {
+		if err := c.step(ctx, inst, StepConnect); err != nil {
+			return nil, err
+		}
+	}
+	cl, err := c.connect(ctx, inst)
+	if err != nil {
+		return nil, err
+	}
+	if !wasReady {
+		c.start(inst, winnodev1.PhaseConfiguring)
+		if err := c.step(ctx, inst, StepInfo); err != nil {
+			cl.Close()
+			return nil, err
+		}
+	}
+	return cl, nil
+}
+
+// learn runs steps info (facts.go) and credentials (credentials.go), reads
+// the Node, and renders the plan (sync.go).
+func (c *Configurer) learn(ctx context.Context, inst *winnodev1.WindowsInstance, cl *host.Client, wasReady bool) (*hostState, error) {
+	info, err := c.facts(ctx, inst, cl)
+	if err != nil {
+		return nil, err
+	}
 	node, err := c.getNode(ctx, inst)
 	if err != nil {
-		return Result{}, stepErr(StepCredentials, winnodev1.ReasonCredentialsFailed, err)
+		return nil, stepErr(StepCredentials, winnodev1.ReasonCredentialsFailed, err)
 	}
 	if !wasReady {
 		if err := c.step(ctx, inst, StepCredentials); err != nil {
-			return Result{}, err
+			return nil, err
 		}
 	}
 	cr, err := c.credentials(ctx, inst, cl, info, node)
 	if err != nil {
-		return Result{}, err
+		return nil, err
 	}
 	r, err := c.render(inst, info, cr)
 	if err != nil {
-		return Result{}, err
+		return nil, err
 	}
-
-	if upToDate(info, r) && NodeReady(node) {
-		// The host runs exactly this plan: nothing to upload or apply.
-		SetCondition(inst, winnodev1.ConditionConfigured, metav1.ConditionTrue, winnodev1.ReasonPlanApplied,
-			fmt.Sprintf("plan %s applied", r.Plan.Version))
-		if wasReady {
-			if err := c.markNode(ctx, inst, node); err != nil {
-				return Result{}, stepErr(StepFinish, winnodev1.ReasonNodeNotReady, err)
-			}
-			c.ready(inst, node)
-			if err := c.save(ctx, inst); err != nil {
-				return Result{}, err
-			}
-			if c.AfterStep != nil {
-				c.AfterStep(inst, StepChecked)
-			}
-			return Result{RequeueAfter: c.resyncPeriod()}, nil
-		}
-		return c.join(ctx, inst)
-	}
-
 	// What the new plan restarts decides whether the Node must be drained
 	// (and, for a Ready node, wait for its turn): upgrade.go.
 	restarts := plan.ChangedServices(info.InstalledPlan, r.Plan)
+	return &hostState{info: info, node: node, creds: cr, rendered: r, restarts: restarts}, nil
+}
+
+// alreadyApplied records a host that runs its plan already: a Ready
+// instance checked (its Node marked again, AfterStep told StepChecked), or
+// a configuration that only waits for its Node (join).
+func (c *Configurer) alreadyApplied(ctx context.Context, inst *winnodev1.WindowsInstance, h *hostState, wasReady bool) (Result, error) {
+	SetCondition(inst, winnodev1.ConditionConfigured, metav1.ConditionTrue, winnodev1.ReasonPlanApplied,
+		fmt.Sprintf("plan %s applied", h.rendered.Plan.Version))
+	if !wasReady {
+		return c.join(ctx, inst)
+	}
+	if err := c.markNode(ctx, inst, h.node); err != nil {
+		return Result{}, stepErr(StepFinish, winnodev1.ReasonNodeNotReady, err)
+	}
+	c.ready(inst, h.node)
+	if err := c.save(ctx, inst); err != nil {
+		return Result{}, err
+	}
+	if c.AfterStep != nil {
+		c.AfterStep(inst, StepChecked)
+	}
+	return Result{RequeueAfter: c.resyncPeriod()}, nil
+}
+
+// makeRoom moves a Ready instance to Upgrading (waiting for its turn in the
+// rollout when services restart: upgrade.go), and drains the Node before
+// services restart under its pods (drain.go). It reports false, with a
+// Result to call again, while either waits.
+func (c *Configurer) makeRoom(ctx context.Context, inst *winnodev1.WindowsInstance, h *hostState, wasReady bool) (bool, Result, error) {
 	if wasReady {
-		ok, res, err := c.beginUpgrade(ctx, inst, node, restarts, installedVersion(info), r.Plan.Version)
+		ok, res, err := c.beginUpgrade(ctx, inst, h.node, h.restarts, installedVersion(h.info), h.rendered.Plan.Version)
 		if err != nil || !ok {
-			return res, err
+			return false, res, err
 		}
 	}
-	if node != nil && len(restarts) > 0 {
-		drained, res, err := c.drainBeforeRestarts(ctx, inst, node)
-		if err != nil || !drained {
-			return res, err
-		}
+	if h.node != nil && len(h.restarts) > 0 {
+		return c.drainBeforeRestarts(ctx, inst, h.node)
 	}
+	return true, Result{}, nil
+}
+
+// install runs steps plan, sync (sync.go) and apply (apply.go), then waits
+// for the Node (join.go).
+func (c *Configurer) install(ctx context.Context, inst *winnodev1.WindowsInstance, cl *host.Client, h *hostState, wasReady bool) (Result, error) {
 	if err := c.step(ctx, inst, StepPlan); err != nil {
 		return Result{}, err
 	}
-	if node != nil && !wasReady {
+	if h.node != nil && !wasReady {
 		// A host configured again (after a failure, or a Node left behind):
 		// no new pods until it is Ready with the new plan.
-		if err := c.cordonIfSchedulable(ctx, node); err != nil {
+		if err := c.cordonIfSchedulable(ctx, h.node); err != nil {
 			return Result{}, stepErr(StepPlan, winnodev1.ReasonApplyFailed, err)
 		}
 	}
 	if err := c.step(ctx, inst, StepSync); err != nil {
 		return Result{}, err
 	}
-	stagedPlan, err := c.sync(ctx, inst, cl, info, cr, r)
+	stagedPlan, err := c.sync(ctx, inst, cl, h.info, h.creds, h.rendered)
 	if err != nil {
 		return Result{}, err
 	}
 	if err := c.step(ctx, inst, StepApply); err != nil {
 		return Result{}, err
 	}
-	if err := c.apply(ctx, inst, cl, r, stagedPlan); err != nil {
+	if err := c.apply(ctx, inst, cl, h.rendered, stagedPlan); err != nil {
 		return Result{}, err
 	}
 	return c.join(ctx, inst)
