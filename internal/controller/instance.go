@@ -30,8 +30,9 @@ import (
 )
 
 // InstanceReconciler turns each WindowsInstance into a configured, Ready
-// Windows node (configure.Configurer.Configure), and deconfigures its host when it is
-// deleted (configure.Configurer.Deconfigure, behind finalizer winnode.io/deconfigure).
+// Windows node (configure.Configurer.Configure), and deconfigures its host
+// when it is deleted (configure.Configurer.Deconfigure, behind finalizer
+// winnode.io/deconfigure).
 // It persists the status after every step, so an operator stopped at any
 // point resumes where it was.
 type InstanceReconciler struct {

@@ -36,7 +36,8 @@ const (
 // cloud-private-key: on every change of the key (creation, rotation) it
 // renders the user data for the new public key. An unusable key gets one
 // Warning event on the key Secret and leaves the user data as it was; the
-// instance reconciler reports the same error on each instance (sshkey.LoadSigner).
+// instance reconciler reports the same error on each instance
+// (sshkey.LoadSigner).
 // The user data Secret is owned by the key Secret, so deleting the key
 // deletes it.
 //

@@ -1,13 +1,18 @@
-// Package controller holds the operator's controllers, one file per step:
+// Package controller holds the operator's controllers, one file each. They
+// are thin: each reads objects, calls the package that does the work, and
+// writes status and events.
 //
-//   - sources.go (+ sources_parse.go): the windows-instances ConfigMap →
-//     one WindowsInstance per valid entry;
-//   - keys.go: the cloud-private-key Secret → the windows-user-data Secret,
-//     and sshkey.LoadSigner, the key the instance reconciler connects with;
-//   - csr.go: approval of the kubelet CSRs of managed hosts (DecideCSR);
-//   - instance*.go: WindowsInstance → configured, Ready node, and back;
-//   - upgrade.go: how many nodes an upgrade takes out of service at once;
-//   - metrics.go, conditions.go, events.go: what they report;
+//   - sources.go: the windows-instances ConfigMap → one WindowsInstance per
+//     valid entry (the format and parser: internal/inventory);
+//   - keys.go: the cloud-private-key Secret → the windows-user-data Secret
+//     (the key's rules and loading: internal/sshkey);
+//   - csr.go: approval of the kubelet CSRs of managed hosts (the decision:
+//     internal/csrapproval);
+//   - instance.go: WindowsInstance → configured, Ready node, and back (the
+//     steps: internal/configure, the engine winnodectl runs too);
+//   - upgrade.go: waking upgrades that wait for their turn in the rollout
+//     (the rollout itself: configure.Rollout);
+//   - metrics.go, events.go: what they report;
 //   - setup.go (this file): Setup wires every controller into a manager.
 package controller
 
@@ -31,6 +36,9 @@ const DefaultNamespace = "winnode-system"
 
 // DefaultMaxConcurrent is the default of --max-concurrent-configurations.
 const DefaultMaxConcurrent = 10
+
+// DefaultMaxUnavailable is the default of --max-unavailable.
+const DefaultMaxUnavailable = configure.DefaultMaxUnavailable
 
 // Options configure Setup; cmd/winnode-operator fills them from its flags,
 // the demo and the end-to-end tests directly.
@@ -77,8 +85,9 @@ type Deps struct {
 	// Kube talks to the API server directly (no cache): bootstrap tokens in
 	// kube-system, Node checks, CSR approval.
 	Kube kubernetes.Interface
-	// Signer loads the operator's current private key (sshkey.LoadSigner on the
-	// manager's cached client), at each call, so a rotated key is used at once.
+	// Signer loads the operator's current private key (sshkey.LoadSigner on
+	// the manager's cached client), at each call, so a rotated key is used
+	// at once.
 	Signer func(ctx context.Context) (ssh.Signer, error)
 }
 
@@ -134,7 +143,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	return registerInstanceCollector(mgr.GetClient())
 }
 
-// SetupInstanceReconciler registers the instance reconciler (instance*.go).
+// SetupInstanceReconciler registers the instance reconciler (instance.go).
 // ---- The instance reconciler's owner maintains this function. ----
 //
 // What the instance reconciler needs (for config/rbac/role.yaml; the same

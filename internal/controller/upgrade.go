@@ -18,9 +18,6 @@ import (
 // internal/configure/upgrade.go); this file only wakes the upgrades waiting
 // for their turn when a place in the rollout frees up.
 
-// DefaultMaxUnavailable is the default of --max-unavailable.
-const DefaultMaxUnavailable = configure.DefaultMaxUnavailable
-
 // waitingUpgrades enqueues the instances whose upgrade waits for its turn.
 func (r *InstanceReconciler) waitingUpgrades(ctx context.Context, _ client.Object) []reconcile.Request {
 	var list winnodev1.WindowsInstanceList
