@@ -84,6 +84,15 @@ type WindowsInstanceSpec struct {
 	// Source names what created this instance; sources delete only their own.
 	// +optional
 	Source SourceRef `json:"source,omitempty"`
+	// HostKeyFingerprint, when set, is the SHA256 fingerprint
+	// ("SHA256:" and 43 base64 characters, as ssh-keygen -lf prints it) of
+	// the SSH host key the host must present, checked from the first
+	// connection on: the key is pinned before first contact instead of
+	// trusted on first use. To accept a changed host key, set the new
+	// fingerprint here.
+	// +kubebuilder:validation:Pattern=`^SHA256:[A-Za-z0-9+/]{43}$`
+	// +optional
+	HostKeyFingerprint string `json:"hostKeyFingerprint,omitempty"`
 }
 
 // Phase is where a WindowsInstance is in its life.
@@ -120,6 +129,12 @@ const (
 	// Status.HostKey (e.g. `kubectl edit --subresource=status`) or deletes the
 	// instance. Present (True) only when it applies.
 	ConditionHostKeyMismatch = "HostKeyMismatch"
+	// ConditionNodeNameConflict: the name the host reports is the name of a
+	// Node this instance did not register, or the node name of another
+	// instance; winnode leaves that Node untouched and does nothing more
+	// with the host until the conflict is gone. Present (True) only when it
+	// applies.
+	ConditionNodeNameConflict = "NodeNameConflict"
 )
 
 // Condition reasons of a WindowsInstance (CamelCase, as metav1.Condition requires).
@@ -149,6 +164,8 @@ const (
 	// ReasonDrainTimedOut: pods were still on the Node when the drain
 	// timeout passed; the operator went on without them gone.
 	ReasonDrainTimedOut = "DrainTimedOut"
+	// ReasonNodeNameConflict: see ConditionNodeNameConflict.
+	ReasonNodeNameConflict = "NodeNameConflict"
 )
 
 // WindowsInstanceStatus is what the operator observed and did.
@@ -213,6 +230,18 @@ type WindowsInstanceStatus struct {
 	// from system:bootstrap:<this ID>. Cleared once the token is revoked.
 	// +optional
 	BootstrapTokenID string `json:"bootstrapTokenID,omitempty"`
+	// JoinServiceAccount is the ServiceAccount (in the operator's namespace)
+	// whose short-lived token this host's kubelet joins with, where bootstrap
+	// tokens do not authenticate; the CSR approver accepts client CSRs only
+	// from system:serviceaccount:<namespace>:<this name>. Cleared once the
+	// ServiceAccount is deleted (which revokes its tokens).
+	// +optional
+	JoinServiceAccount string `json:"joinServiceAccount,omitempty"`
+	// NodeUID is the UID of the Node this instance's host registered. Only
+	// that Node is labelled, cordoned, drained or deleted for this instance;
+	// a Node of the same name with another UID is not this host's.
+	// +optional
+	NodeUID string `json:"nodeUID,omitempty"`
 	// ConfigurationStarted is when the current configuration attempt began.
 	// +optional
 	ConfigurationStarted *metav1.Time `json:"configurationStarted,omitempty"`
