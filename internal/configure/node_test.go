@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/winnode/winnode/internal/testenv"
 )
@@ -27,13 +28,22 @@ func TestFindNode(t *testing.T) {
 	p := fmt.Sprintf("findnode-%d", os.Getpid()%100000)
 	addNode := func(name string, addrs ...corev1.NodeAddress) {
 		t.Helper()
-		n, err := kube.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
-		if err != nil {
+		if _, err := kube.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = kube.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
-		n.Status.Addresses = addrs
-		if _, err := kube.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+		// The node lifecycle controller writes a new Node too (taints), so
+		// the status update re-reads on conflict.
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			n, err := kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			n.Status.Addresses = addrs
+			_, err = kube.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
+			return err
+		})
+		if err != nil {
 			t.Fatal(err)
 		}
 	}
