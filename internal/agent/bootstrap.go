@@ -92,33 +92,14 @@ type generatedFile struct {
 	content []byte
 }
 
+// bootstrapPlan turns the options and the worker Ignition config into a
+// one-service plan (the kubelet, depending on containerd) and the files it
+// generates. Bad options are Usage errors, a bad config an Ignition error.
 func (a *Agent) bootstrapPlan(o BootstrapOptions) (*plan.Plan, []generatedFile, error) {
-	bad := func(format string, args ...any) error { return plan.Errorf(plan.ErrUsage, format, args...) }
-	if o.InstallDir == "" {
-		o.InstallDir = plan.KDir
-	}
-	dir, err := winpath.Parse(o.InstallDir)
+	in, err := checkBootstrapOptions(o)
 	if err != nil {
-		return nil, nil, bad("--install-dir: %v", err)
+		return nil, nil, err
 	}
-	kubeletPath, err := winpath.Parse(o.KubeletPath)
-	if err != nil {
-		return nil, nil, bad("--kubelet-path: %v", err)
-	}
-	if o.NodeIP != "" && net.ParseIP(o.NodeIP).To4() == nil {
-		return nil, nil, bad("--node-ip %q is not an IPv4 address", o.NodeIP)
-	}
-	var dns []string
-	for _, ip := range strings.Split(o.ClusterDNS, ",") {
-		if ip = strings.TrimSpace(ip); ip == "" {
-			continue
-		}
-		if net.ParseIP(ip) == nil {
-			return nil, nil, bad("--cluster-dns %q is not an IP address", ip)
-		}
-		dns = append(dns, ip)
-	}
-
 	cfg, err := ignition.Parse(o.Ignition)
 	if err != nil {
 		return nil, nil, &plan.Error{Code: plan.ErrIgnition, Message: err.Error()}
@@ -127,47 +108,121 @@ func (a *Agent) bootstrapPlan(o BootstrapOptions) (*plan.Plan, []generatedFile, 
 	if err != nil {
 		return nil, nil, &plan.Error{Code: plan.ErrIgnition, Message: err.Error()}
 	}
+	kubelet, err := a.kubeletBinary(in.kubeletPath)
+	if err != nil {
+		return nil, nil, err
+	}
+	generated, err := in.generateFiles(w)
+	if err != nil {
+		return nil, nil, err
+	}
+	p := in.plan(kubelet, in.kubeletArgs(w), generated)
+	body, _ := json.Marshal(p)
+	sum := sha256.Sum256(body)
+	p.Version = "bootstrap-" + hex.EncodeToString(sum[:])[:12]
+	if err := p.Validate(); err != nil {
+		return nil, nil, plan.AsError(err, plan.ErrUsage)
+	}
+	return p, generated, nil
+}
 
-	// The kubelet binary is already on the host: the plan names it by its
-	// current hash, so apply checks it has not changed.
+// bootstrapInputs are BootstrapOptions checked and parsed.
+type bootstrapInputs struct {
+	dir         winpath.Path // the install folder
+	kubeletPath winpath.Path
+	nodeIP      string
+	dns         []string
+}
+
+// checkBootstrapOptions parses the options, with Usage errors naming the
+// command-line flag at fault.
+func checkBootstrapOptions(o BootstrapOptions) (bootstrapInputs, error) {
+	bad := func(format string, args ...any) error { return plan.Errorf(plan.ErrUsage, format, args...) }
+	in := bootstrapInputs{nodeIP: o.NodeIP}
+	if o.InstallDir == "" {
+		o.InstallDir = plan.KDir
+	}
+	var err error
+	if in.dir, err = winpath.Parse(o.InstallDir); err != nil {
+		return in, bad("--install-dir: %v", err)
+	}
+	if in.kubeletPath, err = winpath.Parse(o.KubeletPath); err != nil {
+		return in, bad("--kubelet-path: %v", err)
+	}
+	if o.NodeIP != "" && net.ParseIP(o.NodeIP).To4() == nil {
+		return in, bad("--node-ip %q is not an IPv4 address", o.NodeIP)
+	}
+	for _, ip := range strings.Split(o.ClusterDNS, ",") {
+		if ip = strings.TrimSpace(ip); ip == "" {
+			continue
+		}
+		if net.ParseIP(ip) == nil {
+			return in, bad("--cluster-dns %q is not an IP address", ip)
+		}
+		in.dns = append(in.dns, ip)
+	}
+	return in, nil
+}
+
+// kubeletBinary is the plan file of the kubelet binary, already on the
+// host: the plan names it by its current hash, so apply checks it has not
+// changed.
+func (a *Agent) kubeletBinary(kubeletPath winpath.Path) (plan.File, error) {
 	local, err := a.Platform.LocalPath(kubeletPath)
 	if err != nil {
-		return nil, nil, &plan.Error{Code: plan.ErrFileMissing, File: kubeletPath.String(), Message: err.Error()}
+		return plan.File{}, &plan.Error{Code: plan.ErrFileMissing, File: kubeletPath.String(), Message: err.Error()}
 	}
 	kubeletHash, err := hashFile(local)
 	fi, statErr := os.Stat(local)
 	if err != nil || kubeletHash == "" || statErr != nil {
-		return nil, nil, &plan.Error{Code: plan.ErrFileMissing, File: kubeletPath.String(), Message: "the kubelet binary is not there: copy kubelet.exe to the host first"}
+		return plan.File{}, &plan.Error{Code: plan.ErrFileMissing, File: kubeletPath.String(), Message: "the kubelet binary is not there: copy kubelet.exe to the host first"}
 	}
+	return plan.File{Path: kubeletPath.String(), SHA256: kubeletHash, Size: fi.Size()}, nil
+}
 
-	path := func(name string) string { return dir.Join(name).String() }
-	logDir := dir.Join("log").String()
-	kcfg, err := plan.KubeletConfig(plan.KubeletConfigOptions{ClientCAFile: path("kubelet-ca.crt"), ClusterDNS: dns, Verbosity: w.Verbosity})
+// path is a file of the install folder.
+func (in bootstrapInputs) path(name string) string { return in.dir.Join(name).String() }
+
+// logDir is where the kubelet logs.
+func (in bootstrapInputs) logDir() string { return in.dir.Join("log").String() }
+
+// generateFiles makes the files the kubelet reads: the bootstrap
+// kubeconfig, the kubelet CA, the KubeletConfiguration and, when the
+// Ignition config has one, the cloud config.
+func (in bootstrapInputs) generateFiles(w *ignition.Worker) ([]generatedFile, error) {
+	kcfg, err := plan.KubeletConfig(plan.KubeletConfigOptions{ClientCAFile: in.path("kubelet-ca.crt"), ClusterDNS: in.dns, Verbosity: w.Verbosity})
 	if err != nil {
-		return nil, nil, plan.AsError(err, plan.ErrUsage)
+		return nil, plan.AsError(err, plan.ErrUsage)
 	}
 	kubeletYAML, err := plan.KubeletConfigYAML(kcfg)
 	if err != nil {
-		return nil, nil, plan.AsError(err, plan.ErrHost)
+		return nil, plan.AsError(err, plan.ErrHost)
 	}
 	var generated []generatedFile
 	add := func(p string, content []byte) {
 		sum := sha256.Sum256(content)
 		generated = append(generated, generatedFile{file: plan.File{Path: p, SHA256: hex.EncodeToString(sum[:]), Size: int64(len(content))}, content: content})
 	}
-	add(path("bootstrap-kubeconfig"), w.BootstrapKubeconfig)
-	add(path("kubelet-ca.crt"), w.KubeletCA)
-	add(path("kubelet.yaml"), kubeletYAML)
+	add(in.path("bootstrap-kubeconfig"), w.BootstrapKubeconfig)
+	add(in.path("kubelet-ca.crt"), w.KubeletCA)
+	add(in.path("kubelet.yaml"), kubeletYAML)
+	if len(w.CloudConfig) > 0 {
+		add(in.path("cloud.conf"), w.CloudConfig)
+	}
+	return generated, nil
+}
 
+// kubeletArgs is the kubelet service's command line (after the binary).
+func (in bootstrapInputs) kubeletArgs(w *ignition.Worker) []string {
 	args := []string{
 		"--windows-service",
-		"--config=" + path("kubelet.yaml"),
-		"--bootstrap-kubeconfig=" + path("bootstrap-kubeconfig"),
-		"--kubeconfig=" + path("kubeconfig"),
+		"--config=" + in.path("kubelet.yaml"),
+		"--bootstrap-kubeconfig=" + in.path("bootstrap-kubeconfig"),
+		"--kubeconfig=" + in.path("kubeconfig"),
 		"--cert-dir=" + plan.KubeletCertDir,
 		"--register-with-taints=" + plan.WindowsTaint,
 		"--logtostderr=false",
-		"--log-file=" + logDir + `\kubelet.log`,
+		"--log-file=" + in.logDir() + `\kubelet.log`,
 	}
 	if w.Verbosity > 0 {
 		args = append(args, "--v="+strconv.Itoa(w.Verbosity))
@@ -176,26 +231,30 @@ func (a *Agent) bootstrapPlan(o BootstrapOptions) (*plan.Plan, []generatedFile, 
 		args = append(args, "--cloud-provider="+w.CloudProvider)
 	}
 	if len(w.CloudConfig) > 0 {
-		add(path("cloud.conf"), w.CloudConfig)
-		args = append(args, "--cloud-config="+path("cloud.conf"))
+		args = append(args, "--cloud-config="+in.path("cloud.conf"))
 	}
-	if o.NodeIP != "" {
-		args = append(args, "--node-ip="+o.NodeIP)
+	if in.nodeIP != "" {
+		args = append(args, "--node-ip="+in.nodeIP)
 	}
+	return args
+}
 
+// plan is the bootstrap plan, without its version: the kubelet binary and
+// the generated files, the kubelet service using them, its port and check.
+func (in bootstrapInputs) plan(kubelet plan.File, args []string, generated []generatedFile) *plan.Plan {
 	p := &plan.Plan{
 		SchemaVersion: plan.SchemaVersion,
 		Directories: []plan.Directory{
-			{Path: dir.String()},
+			{Path: in.dir.String()},
 			{Path: plan.KubeletStateDir},
-			{Path: logDir, Logs: true},
+			{Path: in.logDir(), Logs: true},
 		},
-		Files:        []plan.File{{Path: kubeletPath.String(), SHA256: kubeletHash, Size: fi.Size()}},
+		Files:        []plan.File{kubelet},
 		HostServices: []string{plan.ContainerdService},
 		Services: []plan.Service{{
 			Name:         plan.KubeletService,
 			DisplayName:  "Kubernetes kubelet",
-			Binary:       kubeletPath.String(),
+			Binary:       kubelet.Path,
 			Args:         args,
 			Dependencies: []string{plan.ContainerdService},
 			StartType:    plan.StartAuto,
@@ -214,11 +273,5 @@ func (a *Agent) bootstrapPlan(o BootstrapOptions) (*plan.Plan, []generatedFile, 
 		p.Files = append(p.Files, g.file)
 		p.Services[0].Uses = append(p.Services[0].Uses, g.file.Path)
 	}
-	body, _ := json.Marshal(p)
-	sum := sha256.Sum256(body)
-	p.Version = "bootstrap-" + hex.EncodeToString(sum[:])[:12]
-	if err := p.Validate(); err != nil {
-		return nil, nil, plan.AsError(err, plan.ErrUsage)
-	}
-	return p, generated, nil
+	return p
 }

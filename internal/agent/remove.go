@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/winnode/winnode/internal/plan"
-	"github.com/winnode/winnode/internal/winpath"
 )
 
 // Remove undoes every plan the agent applied: it stops and deletes the
@@ -19,8 +18,7 @@ import (
 // Folders marked as logs are kept unless purgeLogs. It is safe to run twice
 // and on a host never configured (nothing to do).
 func (a *Agent) Remove(ctx context.Context, purgeLogs bool) (*plan.Result, error) {
-	res := &plan.Result{SchemaVersion: plan.SchemaVersion, Command: "remove",
-		Services: []plan.ServiceResult{}, Files: []plan.FileResult{}}
+	res := newResult("remove", "")
 	unlock, err := a.lock()
 	if err != nil {
 		return res, err
@@ -40,7 +38,24 @@ func (a *Agent) Remove(ctx context.Context, purgeLogs bool) (*plan.Result, error
 		return res, plan.AsError(err, plan.ErrHost)
 	}
 	plans := st.plans()
+	if err := a.removeAllServices(ctx, plans, res); err != nil {
+		return res, err
+	}
+	for _, p := range plans {
+		for _, fw := range p.FirewallPorts {
+			if err := a.closeFirewallPort(ctx, fw); err != nil {
+				return res, err
+			}
+		}
+	}
+	if err := a.removeFilesAndFolders(plans, purgeLogs, res); err != nil {
+		return res, err
+	}
+	return res, a.removeState(lockPath)
+}
 
+// removeAllServices stops and deletes the services of every plan.
+func (a *Agent) removeAllServices(ctx context.Context, plans []*plan.Plan, res *plan.Result) error {
 	var services []plan.Service
 	seen := map[string]bool{}
 	for _, p := range plans {
@@ -55,42 +70,26 @@ func (a *Agent) Remove(ctx context.Context, purgeLogs bool) (*plan.Result, error
 	for _, name := range removed {
 		res.Services = append(res.Services, plan.ServiceResult{Name: name, Action: plan.ServiceRemoved})
 	}
-	if err != nil {
-		return res, err
-	}
+	return err
+}
 
-	for _, p := range plans {
-		for _, fw := range p.FirewallPorts {
-			if err := a.Platform.CloseFirewallPort(ctx, fw); err != nil {
-				return res, &plan.Error{Code: plan.ErrFirewall, Message: fmt.Sprintf("closing %s port %d (%s): %v", fw.Protocol, fw.Port, fw.Name, err)}
-			}
-		}
-	}
-
-	// Files, then folders deepest first, keeping logs.
+// removeFilesAndFolders deletes the plans' files, plan by plan, then their
+// folders and staging folders, deepest first, keeping log folders (unless
+// purgeLogs) and the running agent.
+func (a *Agent) removeFilesAndFolders(plans []*plan.Plan, purgeLogs bool, res *plan.Result) error {
 	var keep []string // local paths kept with everything under them
 	var dirs []string // Windows paths of folders to delete
 	files := map[string]bool{}
 	for _, p := range plans {
-		for _, f := range p.Files {
-			if !files[lower(f.Path)] {
-				files[lower(f.Path)] = true
-				if local, err := a.localPath(f.Path); err == nil && isSelf(local) {
-					a.Log.Info("keeping the running agent; delete it once it has exited", "file", f.Path)
-					continue
-				}
-				if err := a.removeFile(f.Path); err != nil {
-					return res, err
-				}
-				res.Files = append(res.Files, plan.FileResult{Path: f.Path, Action: plan.FileRemoved})
-			}
+		if err := a.removePlanFiles(p, files, res); err != nil {
+			return err
 		}
 		dirs = append(dirs, p.Staging())
 		for _, d := range p.Directories {
 			if d.Logs && !purgeLogs {
 				local, err := a.localPath(d.Path)
 				if err != nil {
-					return res, err
+					return err
 				}
 				keep = append(keep, local)
 				continue
@@ -105,33 +104,46 @@ func (a *Agent) Remove(ctx context.Context, purgeLogs bool) (*plan.Result, error
 	for _, d := range dirs {
 		local, err := a.localPath(d)
 		if err != nil {
-			return res, err
+			return err
 		}
 		if err := a.retryFile(func() error { return removeTree(local, keep) }); err != nil {
-			return res, &plan.Error{Code: plan.ErrFileInstall, File: d, Message: fmt.Sprintf("deleting the folder: %v", err)}
+			return &plan.Error{Code: plan.ErrFileInstall, File: d, Message: fmt.Sprintf("deleting the folder: %v", err)}
 		}
 	}
+	return nil
+}
 
+// removePlanFiles deletes the files of one plan not deleted already (done,
+// by lower-case path), except the running agent.
+func (a *Agent) removePlanFiles(p *plan.Plan, done map[string]bool, res *plan.Result) error {
+	for _, f := range p.Files {
+		if done[lower(f.Path)] {
+			continue
+		}
+		done[lower(f.Path)] = true
+		if local, err := a.localPath(f.Path); err == nil && isSelf(local) {
+			a.Log.Info("keeping the running agent; delete it once it has exited", "file", f.Path)
+			continue
+		}
+		if err := a.removeFile(f.Path); err != nil {
+			return err
+		}
+		res.Files = append(res.Files, plan.FileResult{Path: f.Path, Action: plan.FileRemoved})
+	}
+	return nil
+}
+
+// removeState deletes the agent's state folder, except the lock file (still
+// held; Remove deletes it last).
+func (a *Agent) removeState(lockPath string) error {
 	stateDir, err := a.Platform.LocalPath(StateDir)
 	if err == nil {
 		err = removeTree(stateDir, []string{lockPath})
 	}
 	if err != nil {
-		return res, &plan.Error{Code: plan.ErrHost, File: StateDir.String(), Message: fmt.Sprintf("deleting the agent's state: %v", err)}
+		return &plan.Error{Code: plan.ErrHost, File: StateDir.String(), Message: fmt.Sprintf("deleting the agent's state: %v", err)}
 	}
-	return res, nil
-}
-
-func (a *Agent) localPath(p string) (string, error) {
-	wp, err := winpath.Parse(p)
-	if err != nil {
-		return "", &plan.Error{Code: plan.ErrHost, File: p, Message: err.Error()}
-	}
-	local, err := a.Platform.LocalPath(wp)
-	if err != nil {
-		return "", &plan.Error{Code: plan.ErrHost, File: p, Message: err.Error()}
-	}
-	return local, nil
+	return nil
 }
 
 // removeTree deletes dir and everything in it except the paths in keep (and

@@ -161,6 +161,57 @@ func (a *Agent) stopTree(ctx context.Context, name string, stopped map[string]bo
 	return append(out, name), nil
 }
 
+// startAndWait starts a service unless it runs or is starting, and waits
+// until it runs (one stopping is first waited for until Stopped).
+func (a *Agent) startAndWait(ctx context.Context, name string) error {
+	_, state, err := a.Platform.Query(ctx, name)
+	if err != nil {
+		return &plan.Error{Code: plan.ErrService, Service: name, Message: err.Error()}
+	}
+	if state == Running {
+		return nil
+	}
+	if state == StopPending {
+		if err := a.waitState(ctx, name, Stopped, a.stopTimeout()); err != nil {
+			return err
+		}
+	}
+	if state != StartPending {
+		a.Log.Info("starting service", "service", name)
+		if err := a.Platform.Start(ctx, name); err != nil {
+			return &plan.Error{Code: plan.ErrService, Service: name, Message: fmt.Sprintf("starting: %v", err)}
+		}
+	}
+	return a.waitState(ctx, name, Running, a.startTimeout())
+}
+
+// deleteServices stops (dependents first) and deletes services, in reverse
+// dependency order; services already gone are skipped. Apply and remove
+// use it.
+func (a *Agent) deleteServices(ctx context.Context, services []plan.Service) ([]string, error) {
+	order, err := plan.StartOrder(services)
+	if err != nil {
+		return nil, plan.AsError(err, plan.ErrHost)
+	}
+	var removed []string
+	stopped := map[string]bool{}
+	for i := len(order) - 1; i >= 0; i-- {
+		name := order[i]
+		if _, _, err := a.Platform.Query(ctx, name); errors.Is(err, ErrServiceNotFound) {
+			continue
+		}
+		if _, err := a.stopTree(ctx, name, stopped); err != nil {
+			return removed, err
+		}
+		a.Log.Info("deleting service", "service", name)
+		if err := a.Platform.Delete(ctx, name); err != nil {
+			return removed, &plan.Error{Code: plan.ErrService, Service: name, Message: fmt.Sprintf("deleting: %v", err)}
+		}
+		removed = append(removed, name)
+	}
+	return removed, nil
+}
+
 func (a *Agent) pollInterval() time.Duration {
 	if a.PollInterval > 0 {
 		return a.PollInterval

@@ -70,121 +70,22 @@ const (
 // Other failures are *UnreachableError (dial, timeout, connection lost) or
 // *AuthError (the key was refused).
 func Connect(ctx context.Context, opts Options) (*Client, error) {
-	if opts.Signer == nil {
-		return nil, errors.New("host: connect: no private key given")
-	}
-	if opts.Address == "" {
-		return nil, errors.New("host: connect: no address given")
-	}
-	if opts.User == "" {
-		return nil, fmt.Errorf("host %s: connect: no user name given", opts.Address)
-	}
-	port := opts.Port
-	if port == 0 {
-		port = 22
-	}
-	if port < 1 || port > 65535 {
-		return nil, fmt.Errorf("host %s: connect: port %d is not 1-65535", opts.Address, port)
-	}
-	addr := net.JoinHostPort(opts.Address, strconv.Itoa(port))
-
-	var pinned ssh.PublicKey
-	if strings.TrimSpace(opts.PinnedHostKey) != "" {
-		k, _, _, _, err := ssh.ParseAuthorizedKey([]byte(opts.PinnedHostKey))
-		if err != nil {
-			return nil, fmt.Errorf("host %s: the pinned host key is not in authorized_keys form (\"ssh-ed25519 AAAA...\"): %v", addr, err)
-		}
-		pinned = k
-	}
-
-	timeout := opts.DialTimeout
-	if timeout <= 0 {
-		timeout = defaultDialTimeout
-	}
-
-	// The callback records what happened so that the handshake's error,
-	// which x/crypto/ssh wraps in text, can be classified reliably.
-	var (
-		presented ssh.PublicKey
-		mismatch  *HostKeyMismatchError
-	)
-	config := &ssh.ClientConfig{
-		User: opts.User,
-		Auth: []ssh.AuthMethod{ssh.PublicKeys(opts.Signer)},
-		HostKeyCallback: func(_ string, _ net.Addr, key ssh.PublicKey) error {
-			presented = key
-			if pinned != nil && !bytes.Equal(key.Marshal(), pinned.Marshal()) {
-				mismatch = &HostKeyMismatchError{
-					Address:              addr,
-					PinnedFingerprint:    ssh.FingerprintSHA256(pinned),
-					PresentedFingerprint: ssh.FingerprintSHA256(key),
-					PresentedKey:         authorizedKey(key),
-				}
-				return mismatch
-			}
-			return nil
-		},
-		Timeout: timeout,
-	}
-	if pinned != nil {
-		// A host has several host keys (RSA, ECDSA, ed25519): ask for the
-		// kind that was pinned, or the server may present another one and
-		// look changed when it is not.
-		config.HostKeyAlgorithms = hostKeyAlgorithms(pinned)
-	}
-
-	dialCtx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	var d net.Dialer
-	conn, err := d.DialContext(dialCtx, "tcp", addr)
+	h, err := newHandshake(opts)
 	if err != nil {
-		return nil, &UnreachableError{Address: addr, Err: err}
+		return nil, err
 	}
-	// The handshake has no context: bound it with a deadline, and close the
-	// connection if ctx ends first.
-	deadline, _ := dialCtx.Deadline()
-	_ = conn.SetDeadline(deadline)
-	stop := context.AfterFunc(dialCtx, func() { _ = conn.Close() })
-	sshConn, chans, reqs, err := ssh.NewClientConn(conn, addr, config)
-	stopped := stop()
+	sshConn, chans, reqs, err := h.run(ctx)
 	if err != nil {
-		_ = conn.Close()
-		var neg *ssh.AlgorithmNegotiationError
-		switch {
-		case mismatch != nil:
-			return nil, mismatch
-		case pinned != nil && errors.As(err, &neg) && neg.What == "host key":
-			// The host has no key of the pinned kind any more: changed too.
-			return nil, &HostKeyMismatchError{
-				Address:           addr,
-				PinnedFingerprint: ssh.FingerprintSHA256(pinned),
-				PinnedType:        pinned.Type(),
-				OfferedTypes:      neg.RequestedAlgorithms,
-			}
-		case presented != nil && authRefused(err):
-			return nil, &AuthError{Address: addr, User: opts.User, KeyFingerprint: ssh.FingerprintSHA256(opts.Signer.PublicKey()), Err: err}
-		case ctx.Err() != nil:
-			return nil, &UnreachableError{Address: addr, Err: fmt.Errorf("SSH handshake: %w", ctx.Err())}
-		case !stopped || dialCtx.Err() != nil:
-			return nil, &UnreachableError{Address: addr, Err: fmt.Errorf("SSH handshake did not finish within %s", timeout)}
-		}
-		return nil, &UnreachableError{Address: addr, Err: err}
+		return nil, err
 	}
-	if !stopped {
-		// ctx ended just as the handshake finished; the connection is closed.
-		_ = sshConn.Close()
-		return nil, &UnreachableError{Address: addr, Err: fmt.Errorf("SSH handshake: %w", context.Cause(dialCtx))}
-	}
-	_ = conn.SetDeadline(time.Time{})
-
 	maxOut := opts.MaxOutput
 	if maxOut <= 0 {
 		maxOut = defaultMaxOutput
 	}
 	c := &Client{
 		ssh:       ssh.NewClient(sshConn, chans, reqs),
-		address:   addr,
-		hostKey:   presented,
+		address:   h.addr,
+		hostKey:   h.presented,
 		maxOutput: maxOut,
 		done:      make(chan struct{}),
 	}
@@ -206,6 +107,142 @@ func Connect(ctx context.Context, opts Options) (*Client, error) {
 		c.closeDone()
 	}()
 	return c, nil
+}
+
+// handshake is one attempt to connect: the checked options, and what the
+// host-key callback saw during the key exchange, so that the handshake's
+// error, which x/crypto/ssh wraps in text, can be classified reliably.
+type handshake struct {
+	opts    Options
+	addr    string        // host:port
+	pinned  ssh.PublicKey // nil: trust on first use
+	timeout time.Duration
+
+	presented ssh.PublicKey         // the key the host presented
+	mismatch  *HostKeyMismatchError // set when it is not the pinned one
+}
+
+// newHandshake checks the options: a missing key, address or user, a bad
+// port or a pinned key not in authorized_keys form is an error.
+func newHandshake(opts Options) (*handshake, error) {
+	if opts.Signer == nil {
+		return nil, errors.New("host: connect: no private key given")
+	}
+	if opts.Address == "" {
+		return nil, errors.New("host: connect: no address given")
+	}
+	if opts.User == "" {
+		return nil, fmt.Errorf("host %s: connect: no user name given", opts.Address)
+	}
+	port := opts.Port
+	if port == 0 {
+		port = 22
+	}
+	if port < 1 || port > 65535 {
+		return nil, fmt.Errorf("host %s: connect: port %d is not 1-65535", opts.Address, port)
+	}
+	h := &handshake{opts: opts, addr: net.JoinHostPort(opts.Address, strconv.Itoa(port)), timeout: opts.DialTimeout}
+	if strings.TrimSpace(opts.PinnedHostKey) != "" {
+		k, _, _, _, err := ssh.ParseAuthorizedKey([]byte(opts.PinnedHostKey))
+		if err != nil {
+			return nil, fmt.Errorf("host %s: the pinned host key is not in authorized_keys form (\"ssh-ed25519 AAAA...\"): %v", h.addr, err)
+		}
+		h.pinned = k
+	}
+	if h.timeout <= 0 {
+		h.timeout = defaultDialTimeout
+	}
+	return h, nil
+}
+
+// config is the SSH client configuration, checking the host key with
+// checkHostKey.
+func (h *handshake) config() *ssh.ClientConfig {
+	config := &ssh.ClientConfig{
+		User:            h.opts.User,
+		Auth:            []ssh.AuthMethod{ssh.PublicKeys(h.opts.Signer)},
+		HostKeyCallback: h.checkHostKey,
+		Timeout:         h.timeout,
+	}
+	if h.pinned != nil {
+		// A host has several host keys (RSA, ECDSA, ed25519): ask for the
+		// kind that was pinned, or the server may present another one and
+		// look changed when it is not.
+		config.HostKeyAlgorithms = hostKeyAlgorithms(h.pinned)
+	}
+	return config
+}
+
+// checkHostKey records the presented key and refuses one other than the
+// pinned key.
+func (h *handshake) checkHostKey(_ string, _ net.Addr, key ssh.PublicKey) error {
+	h.presented = key
+	if h.pinned != nil && !bytes.Equal(key.Marshal(), h.pinned.Marshal()) {
+		h.mismatch = &HostKeyMismatchError{
+			Address:              h.addr,
+			PinnedFingerprint:    ssh.FingerprintSHA256(h.pinned),
+			PresentedFingerprint: ssh.FingerprintSHA256(key),
+			PresentedKey:         authorizedKey(key),
+		}
+		return h.mismatch
+	}
+	return nil
+}
+
+// run dials the host and runs the SSH handshake, within the timeout and
+// until ctx ends.
+func (h *handshake) run(ctx context.Context) (ssh.Conn, <-chan ssh.NewChannel, <-chan *ssh.Request, error) {
+	dialCtx, cancel := context.WithTimeout(ctx, h.timeout)
+	defer cancel()
+	var d net.Dialer
+	conn, err := d.DialContext(dialCtx, "tcp", h.addr)
+	if err != nil {
+		return nil, nil, nil, &UnreachableError{Address: h.addr, Err: err}
+	}
+	// The handshake has no context: bound it with a deadline, and close the
+	// connection if ctx ends first.
+	deadline, _ := dialCtx.Deadline()
+	_ = conn.SetDeadline(deadline)
+	stop := context.AfterFunc(dialCtx, func() { _ = conn.Close() })
+	sshConn, chans, reqs, err := ssh.NewClientConn(conn, h.addr, h.config())
+	stopped := stop()
+	if err != nil {
+		_ = conn.Close()
+		return nil, nil, nil, h.failure(ctx, dialCtx, stopped, err)
+	}
+	if !stopped {
+		// ctx ended just as the handshake finished; the connection is closed.
+		_ = sshConn.Close()
+		return nil, nil, nil, &UnreachableError{Address: h.addr, Err: fmt.Errorf("SSH handshake: %w", context.Cause(dialCtx))}
+	}
+	_ = conn.SetDeadline(time.Time{})
+	return sshConn, chans, reqs, nil
+}
+
+// failure classifies a failed handshake: a changed host key, a refused
+// key, or an unreachable host (ctx ended, timed out, or anything else).
+// stopped is false when the connection was closed because dialCtx ended.
+func (h *handshake) failure(ctx, dialCtx context.Context, stopped bool, err error) error {
+	var neg *ssh.AlgorithmNegotiationError
+	switch {
+	case h.mismatch != nil:
+		return h.mismatch
+	case h.pinned != nil && errors.As(err, &neg) && neg.What == "host key":
+		// The host has no key of the pinned kind any more: changed too.
+		return &HostKeyMismatchError{
+			Address:           h.addr,
+			PinnedFingerprint: ssh.FingerprintSHA256(h.pinned),
+			PinnedType:        h.pinned.Type(),
+			OfferedTypes:      neg.RequestedAlgorithms,
+		}
+	case h.presented != nil && authRefused(err):
+		return &AuthError{Address: h.addr, User: h.opts.User, KeyFingerprint: ssh.FingerprintSHA256(h.opts.Signer.PublicKey()), Err: err}
+	case ctx.Err() != nil:
+		return &UnreachableError{Address: h.addr, Err: fmt.Errorf("SSH handshake: %w", ctx.Err())}
+	case !stopped || dialCtx.Err() != nil:
+		return &UnreachableError{Address: h.addr, Err: fmt.Errorf("SSH handshake did not finish within %s", h.timeout)}
+	}
+	return &UnreachableError{Address: h.addr, Err: err}
 }
 
 // Address is host:port, as used in error messages.

@@ -44,123 +44,166 @@ func Decode(data []byte) (*Plan, error) {
 }
 
 // Validate checks the plan and canonicalizes its paths in place (see
-// Decode). The operator calls it on the plans it renders.
+// Decode). The operator calls it on the plans it renders. Every problem is
+// reported, in the order of the plan's fields.
 func (p *Plan) Validate() error {
 	var errs field.ErrorList
-	if p.SchemaVersion != SchemaVersion {
-		errs = append(errs, field.NotSupported(field.NewPath("schemaVersion"), p.SchemaVersion, []string{SchemaVersion}))
-	}
-	if strings.TrimSpace(p.Version) == "" {
-		errs = append(errs, field.Required(field.NewPath("version"), "name the plan's content, e.g. the operator version"))
-	}
-	if p.StagingDir != "" {
-		p.StagingDir = canonicalPath(field.NewPath("stagingDir"), p.StagingDir, &errs)
-	}
-
-	dirs := map[string]bool{}
-	for i := range p.Directories {
-		fp := field.NewPath("directories").Index(i).Child("path")
-		d := &p.Directories[i]
-		d.Path = canonicalPath(fp, d.Path, &errs)
-		if key := strings.ToLower(d.Path); dirs[key] {
-			errs = append(errs, field.Duplicate(fp, d.Path))
-		} else {
-			dirs[key] = true
-		}
-	}
-
-	for i := range p.ClusterCredentials {
-		p.ClusterCredentials[i] = canonicalPath(field.NewPath("clusterCredentials").Index(i), p.ClusterCredentials[i], &errs)
-	}
-	if len(p.ClusterCredentials) > 0 && p.Cluster == "" {
-		errs = append(errs, field.Required(field.NewPath("cluster"), "clusterCredentials need the cluster they belong to"))
-	}
-
-	files := map[string]bool{}
-	for i := range p.Files {
-		fp := field.NewPath("files").Index(i)
-		f := &p.Files[i]
-		f.Path = canonicalPath(fp.Child("path"), f.Path, &errs)
-		key := strings.ToLower(f.Path)
-		if files[key] {
-			errs = append(errs, field.Duplicate(fp.Child("path"), f.Path))
-		}
-		if dirs[key] {
-			errs = append(errs, field.Invalid(fp.Child("path"), f.Path, "is also listed as a directory"))
-		}
-		files[key] = true
-		if !sha256Hex.MatchString(f.SHA256) {
-			errs = append(errs, field.Invalid(fp.Child("sha256"), f.SHA256, "must be 64 lower-case hex digits"))
-		}
-		if f.Size < 0 {
-			errs = append(errs, field.Invalid(fp.Child("size"), f.Size, "must not be negative"))
-		}
-	}
-
-	known := map[string]bool{} // every service name a dependency may name
-	for i, name := range p.HostServices {
-		fp := field.NewPath("hostServices").Index(i)
-		validServiceName(fp, name, &errs)
-		if known[strings.ToLower(name)] {
-			errs = append(errs, field.Duplicate(fp, name))
-		}
-		known[strings.ToLower(name)] = true
-	}
-	for i, s := range p.Services {
-		fp := field.NewPath("services").Index(i).Child("name")
-		validServiceName(fp, s.Name, &errs)
-		if known[strings.ToLower(s.Name)] {
-			errs = append(errs, field.Duplicate(fp, s.Name))
-		}
-		known[strings.ToLower(s.Name)] = true
-	}
+	p.validateHeader(&errs)
+	dirs := p.validateDirectories(&errs)
+	p.validateClusterCredentials(&errs)
+	files := p.validateFiles(dirs, &errs)
+	known := p.validateServiceNames(&errs)
 	for i := range p.Services {
 		p.validateService(field.NewPath("services").Index(i), &p.Services[i], files, known, &errs)
 	}
 	if len(errs) == 0 {
+		// Only a plan whose services are otherwise valid has an order.
 		if _, err := StartOrder(p.Services); err != nil {
 			errs = append(errs, field.Invalid(field.NewPath("services"), "", err.Error()))
 		}
 	}
-
-	fwNames := map[string]bool{}
-	for i, fw := range p.FirewallPorts {
-		fp := field.NewPath("firewallPorts").Index(i)
-		if !firewallName.MatchString(fw.Name) {
-			errs = append(errs, field.Invalid(fp.Child("name"), fw.Name, "must be 1-40 characters of a-z, 0-9 and '-'"))
-		} else if fwNames[fw.Name] {
-			errs = append(errs, field.Duplicate(fp.Child("name"), fw.Name))
-		}
-		fwNames[fw.Name] = true
-		if fw.Protocol != TCP && fw.Protocol != UDP {
-			errs = append(errs, field.NotSupported(fp.Child("protocol"), fw.Protocol, []Protocol{TCP, UDP}))
-		}
-		if fw.Port < 1 || fw.Port > 65535 {
-			errs = append(errs, field.Invalid(fp.Child("port"), fw.Port, "must be 1-65535"))
-		}
-	}
-
-	for i := range p.Checks {
-		fp := field.NewPath("checks").Index(i)
-		c := &p.Checks[i]
-		switch c.Type {
-		case CheckServiceRunning:
-			if !known[strings.ToLower(c.Service)] {
-				errs = append(errs, field.NotFound(fp.Child("service"), c.Service))
-			}
-		case CheckFileExists:
-			c.Path = canonicalPath(fp.Child("path"), c.Path, &errs)
-		default:
-			errs = append(errs, field.NotSupported(fp.Child("type"), c.Type, []CheckType{CheckServiceRunning, CheckFileExists}))
-		}
-	}
-
+	p.validateFirewallPorts(&errs)
+	p.validateChecks(known, &errs)
 	if len(errs) > 0 {
 		return fmt.Errorf("plan %q is invalid: %w", p.Version, errs.ToAggregate())
 	}
 	return nil
 }
 
+// validateHeader checks the schema version, the plan's version and the
+// staging folder.
+func (p *Plan) validateHeader(errs *field.ErrorList) {
+	if p.SchemaVersion != SchemaVersion {
+		*errs = append(*errs, field.NotSupported(field.NewPath("schemaVersion"), p.SchemaVersion, []string{SchemaVersion}))
+	}
+	if strings.TrimSpace(p.Version) == "" {
+		*errs = append(*errs, field.Required(field.NewPath("version"), "name the plan's content, e.g. the operator version"))
+	}
+	if p.StagingDir != "" {
+		p.StagingDir = canonicalPath(field.NewPath("stagingDir"), p.StagingDir, errs)
+	}
+}
+
+// validateDirectories checks the folders' paths, each listed once, and
+// returns them (lower case).
+func (p *Plan) validateDirectories(errs *field.ErrorList) map[string]bool {
+	dirs := map[string]bool{}
+	for i := range p.Directories {
+		fp := field.NewPath("directories").Index(i).Child("path")
+		d := &p.Directories[i]
+		d.Path = canonicalPath(fp, d.Path, errs)
+		if key := strings.ToLower(d.Path); dirs[key] {
+			*errs = append(*errs, field.Duplicate(fp, d.Path))
+		} else {
+			dirs[key] = true
+		}
+	}
+	return dirs
+}
+
+// validateClusterCredentials checks their paths, and that the plan names
+// the cluster they belong to.
+func (p *Plan) validateClusterCredentials(errs *field.ErrorList) {
+	for i := range p.ClusterCredentials {
+		p.ClusterCredentials[i] = canonicalPath(field.NewPath("clusterCredentials").Index(i), p.ClusterCredentials[i], errs)
+	}
+	if len(p.ClusterCredentials) > 0 && p.Cluster == "" {
+		*errs = append(*errs, field.Required(field.NewPath("cluster"), "clusterCredentials need the cluster they belong to"))
+	}
+}
+
+// validateFiles checks each file's path (listed once, not a folder), hash
+// and size, and returns their paths (lower case).
+func (p *Plan) validateFiles(dirs map[string]bool, errs *field.ErrorList) map[string]bool {
+	files := map[string]bool{}
+	for i := range p.Files {
+		fp := field.NewPath("files").Index(i)
+		f := &p.Files[i]
+		f.Path = canonicalPath(fp.Child("path"), f.Path, errs)
+		key := strings.ToLower(f.Path)
+		if files[key] {
+			*errs = append(*errs, field.Duplicate(fp.Child("path"), f.Path))
+		}
+		if dirs[key] {
+			*errs = append(*errs, field.Invalid(fp.Child("path"), f.Path, "is also listed as a directory"))
+		}
+		files[key] = true
+		if !sha256Hex.MatchString(f.SHA256) {
+			*errs = append(*errs, field.Invalid(fp.Child("sha256"), f.SHA256, "must be 64 lower-case hex digits"))
+		}
+		if f.Size < 0 {
+			*errs = append(*errs, field.Invalid(fp.Child("size"), f.Size, "must not be negative"))
+		}
+	}
+	return files
+}
+
+// validateServiceNames checks the names of the host's services and the
+// plan's, each named once among both, and returns them (lower case): every
+// name a dependency or a check may name.
+func (p *Plan) validateServiceNames(errs *field.ErrorList) map[string]bool {
+	known := map[string]bool{}
+	for i, name := range p.HostServices {
+		fp := field.NewPath("hostServices").Index(i)
+		validServiceName(fp, name, errs)
+		if known[strings.ToLower(name)] {
+			*errs = append(*errs, field.Duplicate(fp, name))
+		}
+		known[strings.ToLower(name)] = true
+	}
+	for i, s := range p.Services {
+		fp := field.NewPath("services").Index(i).Child("name")
+		validServiceName(fp, s.Name, errs)
+		if known[strings.ToLower(s.Name)] {
+			*errs = append(*errs, field.Duplicate(fp, s.Name))
+		}
+		known[strings.ToLower(s.Name)] = true
+	}
+	return known
+}
+
+// validateFirewallPorts checks each port's name (unique), protocol and
+// number.
+func (p *Plan) validateFirewallPorts(errs *field.ErrorList) {
+	fwNames := map[string]bool{}
+	for i, fw := range p.FirewallPorts {
+		fp := field.NewPath("firewallPorts").Index(i)
+		if !firewallName.MatchString(fw.Name) {
+			*errs = append(*errs, field.Invalid(fp.Child("name"), fw.Name, "must be 1-40 characters of a-z, 0-9 and '-'"))
+		} else if fwNames[fw.Name] {
+			*errs = append(*errs, field.Duplicate(fp.Child("name"), fw.Name))
+		}
+		fwNames[fw.Name] = true
+		if fw.Protocol != TCP && fw.Protocol != UDP {
+			*errs = append(*errs, field.NotSupported(fp.Child("protocol"), fw.Protocol, []Protocol{TCP, UDP}))
+		}
+		if fw.Port < 1 || fw.Port > 65535 {
+			*errs = append(*errs, field.Invalid(fp.Child("port"), fw.Port, "must be 1-65535"))
+		}
+	}
+}
+
+// validateChecks checks each check's type and what it names: a known
+// service, or a file path.
+func (p *Plan) validateChecks(known map[string]bool, errs *field.ErrorList) {
+	for i := range p.Checks {
+		fp := field.NewPath("checks").Index(i)
+		c := &p.Checks[i]
+		switch c.Type {
+		case CheckServiceRunning:
+			if !known[strings.ToLower(c.Service)] {
+				*errs = append(*errs, field.NotFound(fp.Child("service"), c.Service))
+			}
+		case CheckFileExists:
+			c.Path = canonicalPath(fp.Child("path"), c.Path, errs)
+		default:
+			*errs = append(*errs, field.NotSupported(fp.Child("type"), c.Type, []CheckType{CheckServiceRunning, CheckFileExists}))
+		}
+	}
+}
+
+// validateService checks one service and canonicalizes its paths; files
+// and known are the plan's files and service names (lower case).
 func (p *Plan) validateService(fp *field.Path, s *Service, files, known map[string]bool, errs *field.ErrorList) {
 	if s.Description == "" {
 		s.Description = ServiceDescription

@@ -144,27 +144,13 @@ func Render(in RenderInput) (*Rendered, error) {
 	if err := in.check(); err != nil {
 		return nil, err
 	}
-	info := in.Host.Info
-	nodeName := NodeName(info.Hostname)
-	nodeIP := chooseNodeIP(info, in.Host.Address)
-
-	kc, err := KubeletConfig(KubeletConfigOptions{
-		ClientCAFile:  ClusterCAPath,
-		ClusterDNS:    in.Cluster.ClusterDNS,
-		ClusterDomain: in.Cluster.ClusterDomain,
-	})
+	wrap := func(err error) error {
+		return fmt.Errorf("rendering the plan for host %s: %w", in.Host.Info.Hostname, err)
+	}
+	generated, err := in.generatedFiles()
 	if err != nil {
-		return nil, fmt.Errorf("rendering the plan for host %s: %w", info.Hostname, err)
+		return nil, wrap(err)
 	}
-	kubeletYAML, err := KubeletConfigYAML(kc)
-	if err != nil {
-		return nil, fmt.Errorf("rendering the plan for host %s: %w", info.Hostname, err)
-	}
-	generated := []GeneratedFile{
-		{HostPath: ClusterCAPath, Content: in.Cluster.CAData},
-		{HostPath: KubeletConfigPath, Content: kubeletYAML},
-	}
-
 	p := &Plan{
 		SchemaVersion: SchemaVersion,
 		StagingDir:    DefaultStagingDir,
@@ -178,18 +164,65 @@ func Render(in RenderInput) (*Rendered, error) {
 		Cluster:      ClusterID(in.Cluster.Server, in.Cluster.CAData),
 		// What the kubelet writes once joined: only valid in this cluster.
 		ClusterCredentials: []string{KubeconfigPath, KubeletCertDir},
+		Files:              in.files(generated),
+		Services:           in.services(),
+		FirewallPorts:      []FirewallPort{{Name: "kubelet", Protocol: TCP, Port: 10250}},
+		Checks: []Check{
+			{Type: CheckServiceRunning, Service: KubeletService},
+			{Type: CheckFileExists, Path: KubeletConfigPath},
+		},
 	}
+	out, err := in.seal(p)
+	if err != nil {
+		return nil, wrap(err)
+	}
+	return &Rendered{Plan: p, JSON: out, Generated: generated}, nil
+}
+
+// generatedFiles are the files the operator writes: the cluster CA and the
+// kubelet's configuration.
+func (in RenderInput) generatedFiles() ([]GeneratedFile, error) {
+	kc, err := KubeletConfig(KubeletConfigOptions{
+		ClientCAFile:  ClusterCAPath,
+		ClusterDNS:    in.Cluster.ClusterDNS,
+		ClusterDomain: in.Cluster.ClusterDomain,
+	})
+	if err != nil {
+		return nil, err
+	}
+	kubeletYAML, err := KubeletConfigYAML(kc)
+	if err != nil {
+		return nil, err
+	}
+	return []GeneratedFile{
+		{HostPath: ClusterCAPath, Content: in.Cluster.CAData},
+		{HostPath: KubeletConfigPath, Content: kubeletYAML},
+	}, nil
+}
+
+// files are the plan's files: the payload's, the generated ones and the
+// bootstrap kubeconfig, sorted by path as Windows compares them (a stable
+// order).
+func (in RenderInput) files(generated []GeneratedFile) []File {
+	var files []File
 	for _, f := range in.Payload.Files {
-		p.Files = append(p.Files, File{Path: f.HostPath, SHA256: f.SHA256, Size: f.Size})
+		files = append(files, File{Path: f.HostPath, SHA256: f.SHA256, Size: f.Size})
 	}
 	for _, g := range generated {
 		d := DigestOf(g.Content)
-		p.Files = append(p.Files, File{Path: g.HostPath, SHA256: d.SHA256, Size: d.Size})
+		files = append(files, File{Path: g.HostPath, SHA256: d.SHA256, Size: d.Size})
 	}
-	p.Files = append(p.Files, File{Path: BootstrapKubeconfigPath, SHA256: in.Cluster.BootstrapKubeconfig.SHA256, Size: in.Cluster.BootstrapKubeconfig.Size})
-	// A stable order: by path, as Windows compares them.
-	slices.SortFunc(p.Files, func(a, b File) int { return strings.Compare(strings.ToLower(a.Path), strings.ToLower(b.Path)) })
+	files = append(files, File{Path: BootstrapKubeconfigPath, SHA256: in.Cluster.BootstrapKubeconfig.SHA256, Size: in.Cluster.BootstrapKubeconfig.Size})
+	slices.SortFunc(files, func(a, b File) int { return strings.Compare(strings.ToLower(a.Path), strings.ToLower(b.Path)) })
+	return files
+}
 
+// services are the kubelet and kube-proxy, both restarted by Windows when
+// they exit.
+func (in RenderInput) services() []Service {
+	info := in.Host.Info
+	nodeName := NodeName(info.Hostname)
+	nodeIP := chooseNodeIP(info, in.Host.Address)
 	kubelet, _ := in.Payload.Lookup(PayloadKubelet)
 	proxy, _ := in.Payload.Lookup(PayloadKubeProxy)
 	restart := Recovery{
@@ -215,7 +248,7 @@ func Render(in RenderInput) (*Rendered, error) {
 	if nodeIP != "" {
 		kubeletArgs = append(kubeletArgs, "--node-ip="+nodeIP)
 	}
-	p.Services = []Service{
+	return []Service{
 		{
 			Name:         KubeletService,
 			DisplayName:  "Kubernetes kubelet",
@@ -246,28 +279,26 @@ func Render(in RenderInput) (*Rendered, error) {
 			Recovery:     restart,
 		},
 	}
-	p.FirewallPorts = []FirewallPort{{Name: "kubelet", Protocol: TCP, Port: 10250}}
-	p.Checks = []Check{
-		{Type: CheckServiceRunning, Service: KubeletService},
-		{Type: CheckFileExists, Path: KubeletConfigPath},
-	}
+}
 
-	// The version names the content: the operator version and a hash of
-	// everything else, so an identical plan has an identical version.
+// seal names the plan's content in its version (the operator version and
+// a hash of everything else, so an identical plan has an identical
+// version), validates it, and returns the JSON uploaded to the host.
+func (in RenderInput) seal(p *Plan) ([]byte, error) {
 	body, err := json.Marshal(p)
 	if err != nil {
-		return nil, fmt.Errorf("rendering the plan for host %s: %w", info.Hostname, err)
+		return nil, err
 	}
 	sum := sha256.Sum256(body)
 	p.Version = in.OperatorVersion + "-" + hex.EncodeToString(sum[:])[:12]
 	if err := p.Validate(); err != nil {
-		return nil, fmt.Errorf("rendering the plan for host %s: %w", info.Hostname, err)
+		return nil, err
 	}
 	out, err := json.MarshalIndent(p, "", "  ")
 	if err != nil {
-		return nil, fmt.Errorf("rendering the plan for host %s: %w", info.Hostname, err)
+		return nil, err
 	}
-	return &Rendered{Plan: p, JSON: append(out, '\n'), Generated: generated}, nil
+	return append(out, '\n'), nil
 }
 
 // check refuses input the plan cannot be made from, naming what is missing.
