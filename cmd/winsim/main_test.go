@@ -19,7 +19,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
-	"github.com/winnode/winnode/internal/winsim/scm"
+	"github.com/winnode/winnode/internal/simscm"
 )
 
 // build compiles winsim and winsim-standin side by side, as a release puts
@@ -148,11 +148,11 @@ func TestWinsimStandalone(t *testing.T) {
 	var pids []int
 	for i := range w.lines {
 		sock := filepath.Join(state, fmt.Sprintf("host-%d", i+1), "scm.sock")
-		svc, err := scm.Dial(sock).Get(context.Background(), "containerd")
-		if err != nil || svc.Status.State != scm.Running {
+		svc, err := simscm.Dial(sock).Get(context.Background(), "containerd")
+		if err != nil || svc.Status.State != simscm.Running {
 			t.Fatalf("host %d containerd: %+v, %v", i+1, svc.Status, err)
 		}
-		info, _ := scm.Dial(sock).Host(context.Background())
+		info, _ := simscm.Dial(sock).Host(context.Background())
 		if info.Build != "10.0.20348" {
 			t.Errorf("host %d build %s, want 10.0.20348 (2022)", i+1, info.Build)
 		}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/winnode/winnode/internal/plan"
+	"github.com/winnode/winnode/internal/simscm"
 	"github.com/winnode/winnode/internal/winpath"
 )
 
@@ -111,23 +112,14 @@ type HostFacts struct {
 	Build       string
 }
 
-// The environment variables of a program running on a winsim simulated
-// host: the same names as scm.EnvSocket and scm.EnvRoot (repeated here
-// because the scm package builds only off Windows; a test keeps them in
-// step).
-const (
-	EnvSimSocket = "WINSIM_SCM"
-	EnvSimRoot   = "WINSIM_ROOT"
-)
-
 // Open returns the simulated platform when the process runs on a winsim
-// host (the environment variable WINSIM_SCM names its service control
-// manager), and the Windows platform otherwise.
+// host (the environment variable simscm.EnvSocket, WINSIM_SCM, names its
+// service control manager), and the Windows platform otherwise.
 func Open() (Platform, error) {
-	if sock := os.Getenv(EnvSimSocket); sock != "" {
-		root := os.Getenv(EnvSimRoot)
+	if sock := os.Getenv(simscm.EnvSocket); sock != "" {
+		root := os.Getenv(simscm.EnvRoot)
 		if root == "" {
-			return nil, fmt.Errorf("%s is set but %s is not: a simulated host sets both", EnvSimSocket, EnvSimRoot)
+			return nil, fmt.Errorf("%s is set but %s is not: a simulated host sets both", simscm.EnvSocket, simscm.EnvRoot)
 		}
 		return openSimulated(sock, root)
 	}

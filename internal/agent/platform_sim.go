@@ -1,8 +1,10 @@
 //go:build !windows
 
 // The simulated platform is built only for Linux (and other non-Windows
-// systems): winsim hosts run the agent's Linux build, and the scm package's
-// server side, which shares the package with its client, is Unix-only.
+// systems): winsim hosts run the agent's Linux build. It is a client of the
+// simulated service control manager through package simscm, the API's
+// types and client only; the simulator itself (internal/winsim) is never
+// linked into the agent.
 
 package agent
 
@@ -17,24 +19,24 @@ import (
 	"strings"
 
 	"github.com/winnode/winnode/internal/plan"
+	"github.com/winnode/winnode/internal/simscm"
 	"github.com/winnode/winnode/internal/winpath"
-	"github.com/winnode/winnode/internal/winsim/scm"
 )
 
 // simulated is the Platform of a winsim simulated host: services through the
 // simulator's service control manager, C:\ mapped onto a Linux folder.
 type simulated struct {
-	scm  *scm.Client
+	scm  *simscm.Client
 	root string
 }
 
 func openSimulated(sock, root string) (Platform, error) {
-	return NewSimulated(scm.Dial(sock), root), nil
+	return NewSimulated(simscm.Dial(sock), root), nil
 }
 
 // NewSimulated returns the platform of a simulated host whose service
 // control manager is client and whose C:\ is the Linux folder root.
-func NewSimulated(client *scm.Client, root string) Platform {
+func NewSimulated(client *simscm.Client, root string) Platform {
 	return &simulated{scm: client, root: root}
 }
 
@@ -52,7 +54,7 @@ func (s *simulated) HostFacts(ctx context.Context) (HostFacts, error) {
 
 func (s *simulated) Query(ctx context.Context, name string) (ServiceConfig, ServiceState, error) {
 	svc, err := s.scm.Get(ctx, name)
-	if errors.Is(err, scm.ErrNotFound) {
+	if errors.Is(err, simscm.ErrNotFound) {
 		return ServiceConfig{}, "", fmt.Errorf("service %s: %w", name, ErrServiceNotFound)
 	}
 	if err != nil {
@@ -62,22 +64,22 @@ func (s *simulated) Query(ctx context.Context, name string) (ServiceConfig, Serv
 	out := ServiceConfig{
 		Name: c.Name, DisplayName: c.DisplayName, Description: c.Description,
 		BinaryPathName: c.BinaryPathName, Dependencies: c.Dependencies,
-		StartType: plan.StartType(c.StartType), Environment: c.Environment, ResetPeriod: c.ResetPeriod,
+		StartType: c.StartType, Environment: c.Environment, ResetPeriod: c.ResetPeriod,
 	}
 	for _, a := range c.RecoveryActions {
-		out.RecoveryActions = append(out.RecoveryActions, RecoveryAction{Type: plan.RecoveryActionType(a.Type), Delay: a.Delay})
+		out.RecoveryActions = append(out.RecoveryActions, RecoveryAction{Type: a.Type, Delay: a.Delay})
 	}
 	return out, ServiceState(svc.Status.State), nil
 }
 
-func toSCM(c ServiceConfig) scm.Config {
-	out := scm.Config{
+func toSCM(c ServiceConfig) simscm.Config {
+	out := simscm.Config{
 		Name: c.Name, DisplayName: c.DisplayName, Description: c.Description,
 		BinaryPathName: c.BinaryPathName, Dependencies: c.Dependencies,
-		StartType: scm.StartType(c.StartType), Environment: c.Environment, ResetPeriod: c.ResetPeriod,
+		StartType: c.StartType, Environment: c.Environment, ResetPeriod: c.ResetPeriod,
 	}
 	for _, a := range c.RecoveryActions {
-		out.RecoveryActions = append(out.RecoveryActions, scm.Action{Type: string(a.Type), Delay: a.Delay})
+		out.RecoveryActions = append(out.RecoveryActions, simscm.Action{Type: a.Type, Delay: a.Delay})
 	}
 	return out
 }
@@ -96,7 +98,7 @@ func (s *simulated) Start(ctx context.Context, name string) error {
 
 func (s *simulated) Stop(ctx context.Context, name string) error {
 	err := s.scm.Stop(ctx, name)
-	if errors.Is(err, scm.ErrNotActive) {
+	if errors.Is(err, simscm.ErrNotActive) {
 		return nil
 	}
 	return err
@@ -104,7 +106,7 @@ func (s *simulated) Stop(ctx context.Context, name string) error {
 
 func (s *simulated) Delete(ctx context.Context, name string) error {
 	err := s.scm.Delete(ctx, name)
-	if errors.Is(err, scm.ErrNotFound) {
+	if errors.Is(err, simscm.ErrNotFound) {
 		return nil
 	}
 	return err
@@ -118,7 +120,7 @@ func (s *simulated) Dependents(ctx context.Context, name string) ([]string, erro
 	var out []string
 	for _, st := range all {
 		svc, err := s.scm.Get(ctx, st.Name)
-		if errors.Is(err, scm.ErrNotFound) {
+		if errors.Is(err, simscm.ErrNotFound) {
 			continue // deleted meanwhile
 		}
 		if err != nil {

@@ -27,10 +27,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/winnode/winnode/internal/plan"
+	"github.com/winnode/winnode/internal/simscm"
 	"github.com/winnode/winnode/internal/testenv"
 	"github.com/winnode/winnode/internal/wincmd"
 	"github.com/winnode/winnode/internal/winsim"
-	"github.com/winnode/winnode/internal/winsim/scm"
 )
 
 // These tests run the agent's Linux build on winsim simulated hosts, over
@@ -66,7 +66,7 @@ type simHost struct {
 	t    *testing.T
 	host *winsim.Host
 	ssh  *ssh.Client
-	scm  *scm.Client
+	scm  *simscm.Client
 	// predicted is what plan.ChangedServices said of the last apply.
 	predicted []string
 }
@@ -264,7 +264,7 @@ func (s *simHost) pids() map[string]int {
 	}
 	out := map[string]int{}
 	for _, st := range list {
-		if st.State == scm.Running {
+		if st.State == simscm.Running {
 			out[st.Name] = st.PID
 		}
 	}
@@ -342,7 +342,7 @@ func TestApplyOnSimulatedHost(t *testing.T) {
 	if code != 1 || json.Unmarshal(out, &fail) != nil || fail.Error.Code != plan.ErrFileMissing || fail.Error.File == "" {
 		t.Fatalf("apply without staged files: exit %d, %s", code, out)
 	}
-	if _, err := h.scm.Get(context.Background(), "svc-a"); !errors.Is(err, scm.ErrNotFound) {
+	if _, err := h.scm.Get(context.Background(), "svc-a"); !errors.Is(err, simscm.ErrNotFound) {
 		t.Fatalf("a service was created although its binary is missing: %v", err)
 	}
 
@@ -465,7 +465,7 @@ func TestApplyOnSimulatedHost(t *testing.T) {
 	if !slices.Equal(h.predicted, []string{"svc-c"}) {
 		t.Errorf("svc-c dropped: predicted changes to %v, want [svc-c]", h.predicted)
 	}
-	if _, err := h.scm.Get(context.Background(), "svc-c"); !errors.Is(err, scm.ErrNotFound) {
+	if _, err := h.scm.Get(context.Background(), "svc-c"); !errors.Is(err, simscm.ErrNotFound) {
 		t.Errorf("svc-c still installed: %v", err)
 	}
 	if h.exists(`C:\k\svc-c.exe`) {
@@ -512,7 +512,7 @@ func TestRemoveOnSimulatedHost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(list) != 1 || list[0].Name != "containerd" || list[0].State != scm.Running {
+	if len(list) != 1 || list[0].Name != "containerd" || list[0].State != simscm.Running {
 		t.Errorf("services after remove: %+v, want only containerd, still running", list)
 	}
 	// Nothing left in C:\k but the logs and the running agent itself.
@@ -567,7 +567,7 @@ func TestApplyConvergesAfterKill(t *testing.T) {
 	// and SCM (what an SSH exec does), so the test can kill it.
 	agentBin, _ := h.host.Path(agentPath)
 	cmd := exec.Command(agentBin, "apply", "--plan", `C:\k\plan.json`)
-	cmd.Env = append(os.Environ(), scm.EnvRoot+"="+h.host.Root(), scm.EnvSocket+"="+h.host.SCMSocket())
+	cmd.Env = append(os.Environ(), simscm.EnvRoot+"="+h.host.Root(), simscm.EnvSocket+"="+h.host.SCMSocket())
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -658,7 +658,7 @@ func TestBootstrapOnSimulatedHost(t *testing.T) {
 			t.Errorf("kubelet arguments %q lack %q", cmdline, want)
 		}
 	}
-	if _, err := h.scm.Get(context.Background(), "kubelet"); !errors.Is(err, scm.ErrNotFound) || h.exists(`C:\k\kubelet.yaml`) || h.exists(plan.DefaultStagingDir) {
+	if _, err := h.scm.Get(context.Background(), "kubelet"); !errors.Is(err, simscm.ErrNotFound) || h.exists(`C:\k\kubelet.yaml`) || h.exists(plan.DefaultStagingDir) {
 		t.Errorf("the dry run changed the host (service: %v)", err)
 	}
 
@@ -667,7 +667,7 @@ func TestBootstrapOnSimulatedHost(t *testing.T) {
 		t.Fatalf("bootstrap: exit %d\n%s", code, out)
 	}
 	svc, err := h.scm.Get(context.Background(), "kubelet")
-	if err != nil || svc.Status.State != scm.Running {
+	if err != nil || svc.Status.State != simscm.Running {
 		t.Fatalf("kubelet service: %+v, %v; want Running", svc.Status, err)
 	}
 	local, _ := h.host.Path(`C:\k\bootstrap-kubeconfig`)
@@ -734,7 +734,7 @@ func TestApplyRefusesTamperedBinary(t *testing.T) {
 		t.Errorf("the staged blob with the wrong content is still there: the next sync would skip it")
 	}
 	svc, err := h.scm.Get(context.Background(), "svc-c")
-	if err != nil || svc.Status.State != scm.Stopped {
+	if err != nil || svc.Status.State != simscm.Stopped {
 		t.Errorf("svc-c: %+v %v, want still Stopped", svc.Status, err)
 	}
 	// info no longer lists the tampered file, so the operator uploads it.

@@ -31,6 +31,8 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/winnode/winnode/internal/plan"
+	"github.com/winnode/winnode/internal/simscm"
 	"github.com/winnode/winnode/internal/wincmd"
 	"github.com/winnode/winnode/internal/winpath"
 	"github.com/winnode/winnode/internal/winsim/scm"
@@ -487,7 +489,7 @@ func (h *Host) Path(windowsPath string) (string, error) {
 func (h *Host) SCMSocket() string { return h.scmSock }
 
 // SCM is a client of the host's service control manager.
-func (h *Host) SCM() *scm.Client { return scm.Dial(h.scmSock) }
+func (h *Host) SCM() *simscm.Client { return simscm.Dial(h.scmSock) }
 
 // Services is the host's service control manager itself (for faults and
 // tests).
@@ -500,11 +502,11 @@ func (h *Host) Up() bool {
 	return h.up
 }
 
-func (h *Host) hostInfo() scm.HostInfo {
+func (h *Host) hostInfo() simscm.HostInfo {
 	h.mu.Lock()
 	boot := h.bootTime
 	h.mu.Unlock()
-	return scm.HostInfo{
+	return simscm.HostInfo{
 		Hostname:    h.id.Hostname,
 		FQDN:        h.FQDN(),
 		IPv4:        []string{h.id.IP},
@@ -532,18 +534,18 @@ func (h *Host) installContainerd() error {
 	if err := copyIfChanged(h.opts.StandinBinary, dst); err != nil {
 		return fmt.Errorf("simulated host %s: installing containerd.exe from %s: %w", h.id.Hostname, h.opts.StandinBinary, err)
 	}
-	cfg := scm.Config{
+	cfg := simscm.Config{
 		Name:           "containerd",
 		DisplayName:    "containerd container runtime",
 		Description:    "containerd container runtime (simulated by winsim's stand-in)",
 		BinaryPathName: wincmd.Join(ContainerdPath, "--run-service"),
-		StartType:      scm.StartAuto,
-		RecoveryActions: []scm.Action{
-			{Type: "restart", Delay: time.Second},
+		StartType:      plan.StartAuto,
+		RecoveryActions: []simscm.Action{
+			{Type: plan.RecoveryRestart, Delay: time.Second},
 		},
 		ResetPeriod: 24 * time.Hour,
 	}
-	if _, err := h.scm.Get("containerd"); errors.Is(err, scm.ErrNotFound) {
+	if _, err := h.scm.Get("containerd"); errors.Is(err, simscm.ErrNotFound) {
 		return h.scm.Create(cfg)
 	}
 	return nil

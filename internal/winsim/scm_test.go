@@ -11,8 +11,9 @@ import (
 
 	"github.com/pkg/sftp"
 
+	"github.com/winnode/winnode/internal/plan"
+	"github.com/winnode/winnode/internal/simscm"
 	"github.com/winnode/winnode/internal/wincmd"
-	"github.com/winnode/winnode/internal/winsim/scm"
 )
 
 // eventually polls cond until it holds or the bound passes.
@@ -40,7 +41,7 @@ func waitLog(t *testing.T, h *Host, service, text string) {
 	})
 }
 
-func serviceState(t *testing.T, c *scm.Client, name string) scm.Status {
+func serviceState(t *testing.T, c *simscm.Client, name string) simscm.Status {
 	t.Helper()
 	s, err := c.Get(context.Background(), name)
 	if err != nil {
@@ -49,8 +50,8 @@ func serviceState(t *testing.T, c *scm.Client, name string) scm.Status {
 	return s.Status
 }
 
-func helperService(name string, start scm.StartType, deps ...string) scm.Config {
-	return scm.Config{
+func helperService(name string, start plan.StartType, deps ...string) simscm.Config {
+	return simscm.Config{
 		Name:           name,
 		BinaryPathName: wincmd.Join(`C:\k\helper.exe`, "serve", name),
 		StartType:      start,
@@ -65,18 +66,18 @@ func TestSCMDependencies(t *testing.T) {
 	c := th.SCM()
 	ctx := context.Background()
 
-	for _, cfg := range []scm.Config{
-		helperService("base", scm.StartManual),
-		helperService("middle", scm.StartManual, "base"),
-		helperService("top", scm.StartManual, "middle"),
-		helperService("off", scm.StartDisabled),
-		helperService("needsoff", scm.StartManual, "off"),
+	for _, cfg := range []simscm.Config{
+		helperService("base", plan.StartManual),
+		helperService("middle", plan.StartManual, "base"),
+		helperService("top", plan.StartManual, "middle"),
+		helperService("off", plan.StartDisabled),
+		helperService("needsoff", plan.StartManual, "off"),
 	} {
 		if err := c.Create(ctx, cfg); err != nil {
 			t.Fatalf("Create %s: %v", cfg.Name, err)
 		}
 	}
-	if err := c.Create(ctx, helperService("BASE", scm.StartManual)); !errors.Is(err, scm.ErrExists) {
+	if err := c.Create(ctx, helperService("BASE", plan.StartManual)); !errors.Is(err, simscm.ErrExists) {
 		t.Errorf("creating BASE again (names are case-insensitive): %v, want ErrExists", err)
 	}
 
@@ -85,7 +86,7 @@ func TestSCMDependencies(t *testing.T) {
 		t.Fatalf("Start top: %v", err)
 	}
 	for _, n := range []string{"base", "middle", "top"} {
-		if st := serviceState(t, c, n); st.State != scm.Running || st.PID == 0 {
+		if st := serviceState(t, c, n); st.State != simscm.Running || st.PID == 0 {
 			t.Errorf("%s after starting top: %+v, want Running", n, st)
 		}
 	}
@@ -96,43 +97,43 @@ func TestSCMDependencies(t *testing.T) {
 	for _, n := range []string{"base", "middle", "top"} {
 		waitLog(t, th.Host, n, n+" started")
 	}
-	if err := c.Start(ctx, "top"); !errors.Is(err, scm.ErrAlreadyRunning) {
+	if err := c.Start(ctx, "top"); !errors.Is(err, simscm.ErrAlreadyRunning) {
 		t.Errorf("Start of a running service: %v, want ErrAlreadyRunning", err)
 	}
 
 	// A depended-on service refuses to stop while its dependents run.
 	err := c.Stop(ctx, "base")
-	if !errors.Is(err, scm.ErrDependentRunning) || !strings.Contains(err.Error(), "middle") {
+	if !errors.Is(err, simscm.ErrDependentRunning) || !strings.Contains(err.Error(), "middle") {
 		t.Errorf("Stop base: %v, want ErrDependentRunning naming middle", err)
 	}
 	for _, n := range []string{"top", "middle", "base"} {
 		if err := c.Stop(ctx, n); err != nil {
 			t.Fatalf("Stop %s: %v", n, err)
 		}
-		if st := serviceState(t, c, n); st.State != scm.Stopped {
+		if st := serviceState(t, c, n); st.State != simscm.Stopped {
 			t.Errorf("%s after Stop: %s", n, st.State)
 		}
 	}
-	if err := c.Stop(ctx, "base"); !errors.Is(err, scm.ErrNotActive) {
+	if err := c.Stop(ctx, "base"); !errors.Is(err, simscm.ErrNotActive) {
 		t.Errorf("Stop of a stopped service: %v, want ErrNotActive", err)
 	}
 
 	// Disabled services and their dependents do not start.
-	if err := c.Start(ctx, "off"); !errors.Is(err, scm.ErrDisabled) {
+	if err := c.Start(ctx, "off"); !errors.Is(err, simscm.ErrDisabled) {
 		t.Errorf("Start off: %v, want ErrDisabled", err)
 	}
-	if err := c.Start(ctx, "needsoff"); !errors.Is(err, scm.ErrDependencyFailed) {
+	if err := c.Start(ctx, "needsoff"); !errors.Is(err, simscm.ErrDependencyFailed) {
 		t.Errorf("Start needsoff: %v, want ErrDependencyFailed", err)
 	}
-	if err := c.Start(ctx, "nosuch"); !errors.Is(err, scm.ErrNotFound) {
+	if err := c.Start(ctx, "nosuch"); !errors.Is(err, simscm.ErrNotFound) {
 		t.Errorf("Start nosuch: %v, want ErrNotFound", err)
 	}
-	bad := helperService("badprog", scm.StartManual)
+	bad := helperService("badprog", plan.StartManual)
 	bad.BinaryPathName = `C:\k\missing.exe --x`
 	if err := c.Create(ctx, bad); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Start(ctx, "badprog"); !errors.Is(err, scm.ErrFileNotFound) {
+	if err := c.Start(ctx, "badprog"); !errors.Is(err, simscm.ErrFileNotFound) {
 		t.Errorf("Start of a service whose program is missing: %v, want ErrFileNotFound", err)
 	}
 
@@ -143,18 +144,18 @@ func TestSCMDependencies(t *testing.T) {
 	}
 
 	// Change configuration, then delete.
-	upd := helperService("top", scm.StartAuto, "middle")
+	upd := helperService("top", plan.StartAuto, "middle")
 	upd.DisplayName = "Top service"
 	if err := c.Update(ctx, upd); err != nil {
 		t.Fatalf("Update: %v", err)
 	}
-	if s, _ := c.Get(ctx, "top"); s.Config.StartType != scm.StartAuto || s.Config.DisplayName != "Top service" {
+	if s, _ := c.Get(ctx, "top"); s.Config.StartType != plan.StartAuto || s.Config.DisplayName != "Top service" {
 		t.Errorf("after Update: %+v", s.Config)
 	}
 	if err := c.Delete(ctx, "top"); err != nil {
 		t.Fatalf("Delete: %v", err)
 	}
-	if _, err := c.Get(ctx, "top"); !errors.Is(err, scm.ErrNotFound) {
+	if _, err := c.Get(ctx, "top"); !errors.Is(err, simscm.ErrNotFound) {
 		t.Errorf("Get after Delete: %v, want ErrNotFound", err)
 	}
 	list, err := c.List(ctx)
@@ -173,11 +174,11 @@ func TestSCMRecoveryAfterCrash(t *testing.T) {
 	c := th.SCM()
 	ctx := context.Background()
 
-	cfg := helperService("kubelet", scm.StartManual)
-	cfg.RecoveryActions = []scm.Action{{Type: "restart", Delay: 100 * time.Millisecond}}
+	cfg := helperService("kubelet", plan.StartManual)
+	cfg.RecoveryActions = []simscm.Action{{Type: "restart", Delay: 100 * time.Millisecond}}
 	cfg.ResetPeriod = time.Hour
-	noRecovery := helperService("oneshot", scm.StartManual)
-	for _, c2 := range []scm.Config{cfg, noRecovery} {
+	noRecovery := helperService("oneshot", plan.StartManual)
+	for _, c2 := range []simscm.Config{cfg, noRecovery} {
 		if err := c.Create(ctx, c2); err != nil {
 			t.Fatal(err)
 		}
@@ -192,14 +193,14 @@ func TestSCMRecoveryAfterCrash(t *testing.T) {
 		}
 		eventually(t, "kubelet restarted by its recovery action", func() (bool, string) {
 			st := serviceState(t, c, "kubelet")
-			return st.State == scm.Running && st.PID != first && st.Failures == i, fmt.Sprintf("%+v", st)
+			return st.State == simscm.Running && st.PID != first && st.Failures == i, fmt.Sprintf("%+v", st)
 		})
 		first = serviceState(t, c, "kubelet").PID
 	}
 	if err := th.CrashService("oneshot"); err != nil {
 		t.Fatal(err)
 	}
-	if st := serviceState(t, c, "oneshot"); st.State != scm.Stopped || st.Failures != 1 || st.ExitCode == 0 {
+	if st := serviceState(t, c, "oneshot"); st.State != simscm.Stopped || st.Failures != 1 || st.ExitCode == 0 {
 		t.Errorf("oneshot after a crash without recovery actions: %+v, want Stopped with a failure", st)
 	}
 }
@@ -209,10 +210,10 @@ func TestReboot(t *testing.T) {
 	installHelper(t, th.Host, `C:\k\helper.exe`)
 	c := th.SCM()
 	ctx := context.Background()
-	if err := c.Create(ctx, helperService("auto1", scm.StartAuto)); err != nil {
+	if err := c.Create(ctx, helperService("auto1", plan.StartAuto)); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Create(ctx, helperService("manual1", scm.StartManual)); err != nil {
+	if err := c.Create(ctx, helperService("manual1", plan.StartManual)); err != nil {
 		t.Fatal(err)
 	}
 	for _, n := range []string{"auto1", "manual1"} {
@@ -246,10 +247,10 @@ func TestReboot(t *testing.T) {
 		t.Fatalf("the SSH session was still open 20s after the reboot")
 	}
 	// Auto-start services are back with new processes, manual ones are not.
-	if st := serviceState(t, c, "auto1"); st.State != scm.Running || st.PID == before {
+	if st := serviceState(t, c, "auto1"); st.State != simscm.Running || st.PID == before {
 		t.Errorf("auto1 after reboot: %+v, want Running in a new process", st)
 	}
-	if st := serviceState(t, c, "manual1"); st.State != scm.Stopped {
+	if st := serviceState(t, c, "manual1"); st.State != simscm.Stopped {
 		t.Errorf("manual1 after reboot: %+v, want Stopped", st)
 	}
 	after, err := c.Host(ctx)
@@ -269,7 +270,7 @@ func TestRunningProgramFileInUse(t *testing.T) {
 	installHelper(t, th.Host, `C:\k\helper.exe`)
 	c := th.SCM()
 	ctx := context.Background()
-	if err := c.Create(ctx, helperService("svc", scm.StartManual)); err != nil {
+	if err := c.Create(ctx, helperService("svc", plan.StartManual)); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Start(ctx, "svc"); err != nil {

@@ -13,8 +13,8 @@ import (
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/plan"
+	"github.com/winnode/winnode/internal/simscm"
 	"github.com/winnode/winnode/internal/winsim"
-	"github.com/winnode/winnode/internal/winsim/scm"
 	"github.com/winnode/winnode/internal/winsim/simpayload"
 )
 
@@ -76,11 +76,11 @@ func (w *world) checkDeconfigured(t testing.TB, inst *winnodev1.WindowsInstance,
 		t.Errorf("%d bootstrap tokens of the instance remain", len(toks))
 	}
 	for _, name := range []string{"kubelet", "kube-proxy"} {
-		if _, err := h.Services().Get(name); !errors.Is(err, scm.ErrNotFound) {
+		if _, err := h.Services().Get(name); !errors.Is(err, simscm.ErrNotFound) {
 			t.Errorf("service %s still on the host: %v", name, err)
 		}
 	}
-	if svc, err := h.Services().Get("containerd"); err != nil || svc.Status.State != scm.Running {
+	if svc, err := h.Services().Get("containerd"); err != nil || svc.Status.State != simscm.Running {
 		t.Errorf("containerd (not winnode's) should still run: %v %v", svc.Status.State, err)
 	}
 	for _, f := range []string{simpayload.KubeletHostPath, simpayload.AgentHostPath, plan.KubeletConfigPath, plan.BootstrapKubeconfigPath} {

@@ -1,3 +1,9 @@
+// Package scm is the simulated Windows service control manager of a winsim
+// host: it installs, starts, stops and recovers services as real Linux
+// processes, and serves the small local API of package simscm (HTTP + JSON
+// over a Unix socket) through which programs running on that simulated host
+// reach it. The API's types, errors and client are simscm's; this package is
+// only the server, which the agent never links.
 package scm
 
 import (
@@ -15,6 +21,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/winnode/winnode/internal/plan"
+	"github.com/winnode/winnode/internal/simscm"
 	"github.com/winnode/winnode/internal/wincmd"
 	"github.com/winnode/winnode/internal/winpath"
 	"github.com/winnode/winnode/internal/winsim/winexec"
@@ -52,8 +60,8 @@ type Manager struct {
 
 // service is one installed service and its running process, if any.
 type service struct {
-	cfg         Config
-	state       State
+	cfg         simscm.Config
+	state       simscm.State
 	pid         int
 	exitCode    int
 	failures    int
@@ -85,12 +93,12 @@ func NewManager(opts ManagerOptions) (*Manager, error) {
 	case err != nil:
 		return nil, fmt.Errorf("simulated service control manager: reading %s: %w", opts.StateFile, err)
 	default:
-		var cfgs []Config
+		var cfgs []simscm.Config
 		if err := json.Unmarshal(data, &cfgs); err != nil {
 			return nil, fmt.Errorf("simulated service control manager: %s is damaged (%v); delete it to start with no services", opts.StateFile, err)
 		}
 		for _, c := range cfgs {
-			m.services[key(c.Name)] = &service{cfg: c, state: Stopped}
+			m.services[key(c.Name)] = &service{cfg: c, state: simscm.Stopped}
 		}
 	}
 	return m, nil
@@ -101,7 +109,7 @@ func key(name string) string { return strings.ToLower(name) }
 // save writes the configuration of every service not marked for deletion.
 // Callers hold m.mu.
 func (m *Manager) save() error {
-	cfgs := []Config{}
+	cfgs := []simscm.Config{}
 	for _, s := range m.services {
 		cfgs = append(cfgs, s.cfg)
 	}
@@ -117,41 +125,41 @@ func (m *Manager) save() error {
 	return os.Rename(tmp, m.opts.StateFile)
 }
 
-func validate(c Config) error {
+func validate(c simscm.Config) error {
 	if c.Name == "" || strings.ContainsAny(c.Name, `/\`) || len(c.Name) > 256 {
-		return fmt.Errorf("%w: service name %q (1-256 characters, no / or \\)", ErrInvalid, c.Name)
+		return fmt.Errorf("%w: service name %q (1-256 characters, no / or \\)", simscm.ErrInvalid, c.Name)
 	}
 	if strings.TrimSpace(c.BinaryPathName) == "" {
-		return fmt.Errorf("%w: service %s: empty binaryPathName", ErrInvalid, c.Name)
+		return fmt.Errorf("%w: service %s: empty binaryPathName", simscm.ErrInvalid, c.Name)
 	}
 	switch c.StartType {
-	case StartAuto, StartManual, StartDisabled:
+	case plan.StartAuto, plan.StartManual, plan.StartDisabled:
 	default:
-		return fmt.Errorf("%w: service %s: start type %q (want auto, manual or disabled)", ErrInvalid, c.Name, c.StartType)
+		return fmt.Errorf("%w: service %s: start type %q (want auto, manual or disabled)", simscm.ErrInvalid, c.Name, c.StartType)
 	}
 	for _, a := range c.RecoveryActions {
-		if a.Type != "restart" && a.Type != "none" {
-			return fmt.Errorf("%w: service %s: recovery action %q (want restart or none)", ErrInvalid, c.Name, a.Type)
+		if a.Type != plan.RecoveryRestart && a.Type != plan.RecoveryNone {
+			return fmt.Errorf("%w: service %s: recovery action %q (want restart or none)", simscm.ErrInvalid, c.Name, a.Type)
 		}
 		if a.Delay < 0 {
-			return fmt.Errorf("%w: service %s: negative recovery delay", ErrInvalid, c.Name)
+			return fmt.Errorf("%w: service %s: negative recovery delay", simscm.ErrInvalid, c.Name)
 		}
 	}
 	for _, d := range c.Dependencies {
 		if strings.EqualFold(d, c.Name) {
-			return fmt.Errorf("%w: service %s depends on itself", ErrInvalid, c.Name)
+			return fmt.Errorf("%w: service %s depends on itself", simscm.ErrInvalid, c.Name)
 		}
 	}
 	for _, e := range c.Environment {
 		if !strings.Contains(e, "=") || strings.HasPrefix(e, "=") {
-			return fmt.Errorf("%w: service %s: environment entry %q is not NAME=value", ErrInvalid, c.Name, e)
+			return fmt.Errorf("%w: service %s: environment entry %q is not NAME=value", simscm.ErrInvalid, c.Name, e)
 		}
 	}
 	return nil
 }
 
 // Create installs a service (Stopped).
-func (m *Manager) Create(c Config) error {
+func (m *Manager) Create(c simscm.Config) error {
 	if err := validate(c); err != nil {
 		return err
 	}
@@ -159,18 +167,18 @@ func (m *Manager) Create(c Config) error {
 	defer m.mu.Unlock()
 	if s, ok := m.services[key(c.Name)]; ok {
 		if s.deleted {
-			return fmt.Errorf("%w: %s", ErrMarkedForDelete, c.Name)
+			return fmt.Errorf("%w: %s", simscm.ErrMarkedForDelete, c.Name)
 		}
-		return fmt.Errorf("%w: %s", ErrExists, c.Name)
+		return fmt.Errorf("%w: %s", simscm.ErrExists, c.Name)
 	}
-	m.services[key(c.Name)] = &service{cfg: c, state: Stopped}
+	m.services[key(c.Name)] = &service{cfg: c, state: simscm.Stopped}
 	m.log.Info("simulated service control manager: service installed", "service", c.Name, "startType", c.StartType)
 	return m.save()
 }
 
 // Update changes a service's configuration; its state stays as it is (a
 // running service uses the new command line from its next start).
-func (m *Manager) Update(c Config) error {
+func (m *Manager) Update(c simscm.Config) error {
 	if err := validate(c); err != nil {
 		return err
 	}
@@ -190,34 +198,34 @@ func (m *Manager) Update(c Config) error {
 func (m *Manager) find(name string) (*service, error) {
 	s, ok := m.services[key(name)]
 	if !ok {
-		return nil, fmt.Errorf("%w: %s", ErrNotFound, name)
+		return nil, fmt.Errorf("%w: %s", simscm.ErrNotFound, name)
 	}
 	if s.deleted {
-		return nil, fmt.Errorf("%w: %s", ErrMarkedForDelete, name)
+		return nil, fmt.Errorf("%w: %s", simscm.ErrMarkedForDelete, name)
 	}
 	return s, nil
 }
 
-func (s *service) status() Status {
-	return Status{Name: s.cfg.Name, State: s.state, PID: s.pid, ExitCode: s.exitCode, Failures: s.failures}
+func (s *service) status() simscm.Status {
+	return simscm.Status{Name: s.cfg.Name, State: s.state, PID: s.pid, ExitCode: s.exitCode, Failures: s.failures}
 }
 
 // Get returns a service's configuration and status.
-func (m *Manager) Get(name string) (Service, error) {
+func (m *Manager) Get(name string) (simscm.Service, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s, ok := m.services[key(name)]
 	if !ok {
-		return Service{}, fmt.Errorf("%w: %s", ErrNotFound, name)
+		return simscm.Service{}, fmt.Errorf("%w: %s", simscm.ErrNotFound, name)
 	}
-	return Service{Config: s.cfg, Status: s.status()}, nil
+	return simscm.Service{Config: s.cfg, Status: s.status()}, nil
 }
 
 // List returns every service's status, by name.
-func (m *Manager) List() []Status {
+func (m *Manager) List() []simscm.Status {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	out := []Status{}
+	out := []simscm.Status{}
 	for _, s := range m.services {
 		out = append(out, s.status())
 	}
@@ -239,10 +247,10 @@ func (m *Manager) Delete(name string) error {
 		s.restart = nil
 	}
 	s.deleted = true
-	if s.state == Stopped {
+	if s.state == simscm.Stopped {
 		delete(m.services, key(name))
 	}
-	m.log.Info("simulated service control manager: service deleted", "service", s.cfg.Name, "pendingStop", s.state != Stopped)
+	m.log.Info("simulated service control manager: service deleted", "service", s.cfg.Name, "pendingStop", s.state != simscm.Stopped)
 	return m.save()
 }
 
@@ -255,8 +263,8 @@ func (m *Manager) Start(name string) error {
 	if err != nil {
 		return err
 	}
-	if s.state == Running || s.state == StartPending {
-		return fmt.Errorf("%w: %s", ErrAlreadyRunning, s.cfg.Name)
+	if s.state == simscm.Running || s.state == simscm.StartPending {
+		return fmt.Errorf("%w: %s", simscm.ErrAlreadyRunning, s.cfg.Name)
 	}
 	return m.startLocked(s, map[string]bool{})
 }
@@ -266,24 +274,24 @@ func (m *Manager) startLocked(s *service, visiting map[string]bool) error {
 	if m.down {
 		return fmt.Errorf("simulated service control manager: the host is shutting down; %s not started", s.cfg.Name)
 	}
-	if s.cfg.StartType == StartDisabled {
-		return fmt.Errorf("%w: %s", ErrDisabled, s.cfg.Name)
+	if s.cfg.StartType == plan.StartDisabled {
+		return fmt.Errorf("%w: %s", simscm.ErrDisabled, s.cfg.Name)
 	}
-	if s.state == Running || s.state == StartPending {
+	if s.state == simscm.Running || s.state == simscm.StartPending {
 		return nil
 	}
 	visiting[key(s.cfg.Name)] = true
 	defer delete(visiting, key(s.cfg.Name))
 	for _, d := range s.cfg.Dependencies {
 		if visiting[key(d)] {
-			return fmt.Errorf("%w: %s: circular dependency through %s", ErrDependencyFailed, s.cfg.Name, d)
+			return fmt.Errorf("%w: %s: circular dependency through %s", simscm.ErrDependencyFailed, s.cfg.Name, d)
 		}
 		dep, err := m.find(d)
 		if err != nil {
-			return fmt.Errorf("%w: %s depends on %s: %v", ErrDependencyFailed, s.cfg.Name, d, err)
+			return fmt.Errorf("%w: %s depends on %s: %v", simscm.ErrDependencyFailed, s.cfg.Name, d, err)
 		}
 		if err := m.startLocked(dep, visiting); err != nil {
-			return fmt.Errorf("%w: %s depends on %s: %v", ErrDependencyFailed, s.cfg.Name, dep.cfg.Name, err)
+			return fmt.Errorf("%w: %s depends on %s: %v", simscm.ErrDependencyFailed, s.cfg.Name, dep.cfg.Name, err)
 		}
 	}
 	return m.launch(s)
@@ -295,20 +303,20 @@ func (m *Manager) launch(s *service) error {
 		s.restart.Stop()
 		s.restart = nil
 	}
-	s.state = StartPending
+	s.state = simscm.StartPending
 	cwd, _ := winpath.Parse(`C:\Windows\System32`)
 	cmd, err := winexec.Command(m.opts.Host, cwd, s.cfg.BinaryPathName, s.cfg.Environment)
 	if err != nil {
-		s.state = Stopped
+		s.state = simscm.Stopped
 		var nr *winexec.NotRecognizedError
 		if errors.As(err, &nr) {
-			return fmt.Errorf("%w: service %s: %s", ErrFileNotFound, s.cfg.Name, firstArg(s.cfg.BinaryPathName))
+			return fmt.Errorf("%w: service %s: %s", simscm.ErrFileNotFound, s.cfg.Name, firstArg(s.cfg.BinaryPathName))
 		}
 		return fmt.Errorf("simulated service control manager: service %s: %w", s.cfg.Name, err)
 	}
 	logFile, err := m.openLog(s.cfg.Name)
 	if err != nil {
-		s.state = Stopped
+		s.state = simscm.Stopped
 		return err
 	}
 	fmt.Fprintf(logFile, "%s [winsim] simulated service control manager: starting service %s: %s\n",
@@ -316,11 +324,11 @@ func (m *Manager) launch(s *service) error {
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		logFile.Close()
-		s.state = Stopped
+		s.state = simscm.Stopped
 		return fmt.Errorf("simulated service control manager: starting service %s: %w", s.cfg.Name, err)
 	}
 	logFile.Close() // the child has its own copy
-	s.proc, s.pid, s.state, s.stopping = cmd.Process, cmd.Process.Pid, Running, false
+	s.proc, s.pid, s.state, s.stopping = cmd.Process, cmd.Process.Pid, simscm.Running, false
 	s.exe, _ = os.Stat(cmd.Path)
 	s.done = make(chan struct{})
 	m.log.Info("simulated service control manager: service running", "service", s.cfg.Name, "pid", s.pid)
@@ -364,7 +372,7 @@ func (m *Manager) wait(s *service, cmd *exec.Cmd, done chan struct{}) {
 	defer close(done)
 	s.proc, s.pid, s.exitCode = nil, 0, code
 	wasStopping := s.stopping
-	s.state, s.stopping = Stopped, false
+	s.state, s.stopping = simscm.Stopped, false
 	if s.deleted {
 		if cur, ok := m.services[key(s.cfg.Name)]; ok && cur == s {
 			delete(m.services, key(s.cfg.Name))
@@ -383,19 +391,19 @@ func (m *Manager) wait(s *service, cmd *exec.Cmd, done chan struct{}) {
 	}
 	s.failures++
 	s.lastFailure = now
-	action := Action{Type: "none"}
+	action := simscm.Action{Type: plan.RecoveryNone}
 	if n := len(s.cfg.RecoveryActions); n > 0 {
 		action = s.cfg.RecoveryActions[min(s.failures, n)-1]
 	}
 	m.log.Warn("simulated service control manager: service terminated unexpectedly",
 		"service", s.cfg.Name, "exitCode", code, "failures", s.failures, "recovery", action.Type, "delay", action.Delay)
-	if action.Type != "restart" {
+	if action.Type != plan.RecoveryRestart {
 		return
 	}
 	s.restart = time.AfterFunc(action.Delay, func() {
 		m.mu.Lock()
 		defer m.mu.Unlock()
-		if m.down || s.deleted || s.state != Stopped || m.services[key(s.cfg.Name)] != s {
+		if m.down || s.deleted || s.state != simscm.Stopped || m.services[key(s.cfg.Name)] != s {
 			return
 		}
 		s.restart = nil
@@ -412,19 +420,19 @@ func (m *Manager) Stop(ctx context.Context, name string) error {
 	s, ok := m.services[key(name)]
 	if !ok {
 		m.mu.Unlock()
-		return fmt.Errorf("%w: %s", ErrNotFound, name)
+		return fmt.Errorf("%w: %s", simscm.ErrNotFound, name)
 	}
-	if s.state == Stopped || s.proc == nil {
+	if s.state == simscm.Stopped || s.proc == nil {
 		if s.restart != nil { // a pending recovery restart is cancelled
 			s.restart.Stop()
 			s.restart = nil
 		}
 		m.mu.Unlock()
-		return fmt.Errorf("%w: %s", ErrNotActive, s.cfg.Name)
+		return fmt.Errorf("%w: %s", simscm.ErrNotActive, s.cfg.Name)
 	}
 	var dependents []string
 	for _, o := range m.services {
-		if o == s || (o.state != Running && o.state != StartPending) {
+		if o == s || (o.state != simscm.Running && o.state != simscm.StartPending) {
 			continue
 		}
 		for _, d := range o.cfg.Dependencies {
@@ -436,9 +444,9 @@ func (m *Manager) Stop(ctx context.Context, name string) error {
 	if len(dependents) > 0 {
 		m.mu.Unlock()
 		sort.Strings(dependents)
-		return fmt.Errorf("%w: %s is needed by %s", ErrDependentRunning, s.cfg.Name, strings.Join(dependents, ", "))
+		return fmt.Errorf("%w: %s is needed by %s", simscm.ErrDependentRunning, s.cfg.Name, strings.Join(dependents, ", "))
 	}
-	s.state, s.stopping = StopPending, true
+	s.state, s.stopping = simscm.StopPending, true
 	proc, done := s.proc, s.done
 	m.mu.Unlock()
 	m.log.Info("simulated service control manager: stopping service", "service", s.cfg.Name)
@@ -493,7 +501,7 @@ func (m *Manager) Crash(name string) error {
 	proc, done := s.proc, s.done
 	m.mu.Unlock()
 	if proc == nil {
-		return fmt.Errorf("%w: %s", ErrNotActive, name)
+		return fmt.Errorf("%w: %s", simscm.ErrNotActive, name)
 	}
 	m.log.Info("simulated service control manager: crashing service on request (fault injection)", "service", s.cfg.Name)
 	_ = winexec.KillGroup(proc)
@@ -508,7 +516,7 @@ func (m *Manager) Boot() {
 	m.down = false
 	var names []string
 	for k, s := range m.services {
-		if s.cfg.StartType == StartAuto && !s.deleted {
+		if s.cfg.StartType == plan.StartAuto && !s.deleted {
 			names = append(names, k)
 		}
 	}
@@ -541,7 +549,7 @@ func (m *Manager) Shutdown() {
 			s.restart = nil
 		}
 		if s.proc != nil {
-			s.state, s.stopping = StopPending, true
+			s.state, s.stopping = simscm.StopPending, true
 			all = append(all, running{s.proc, s.done})
 		}
 	}

@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/winnode/winnode/internal/plan"
+	"github.com/winnode/winnode/internal/simscm"
 )
 
 func newTestManager(t *testing.T) *Manager {
@@ -21,17 +24,17 @@ func newTestManager(t *testing.T) *Manager {
 
 func TestCreateValidates(t *testing.T) {
 	m := newTestManager(t)
-	for _, c := range []Config{
-		{Name: "", BinaryPathName: "x", StartType: StartAuto},
-		{Name: `a\b`, BinaryPathName: "x", StartType: StartAuto},
-		{Name: "a", BinaryPathName: " ", StartType: StartAuto},
+	for _, c := range []simscm.Config{
+		{Name: "", BinaryPathName: "x", StartType: plan.StartAuto},
+		{Name: `a\b`, BinaryPathName: "x", StartType: plan.StartAuto},
+		{Name: "a", BinaryPathName: " ", StartType: plan.StartAuto},
 		{Name: "a", BinaryPathName: "x", StartType: "sometimes"},
-		{Name: "a", BinaryPathName: "x", StartType: StartAuto, RecoveryActions: []Action{{Type: "reboot"}}},
-		{Name: "a", BinaryPathName: "x", StartType: StartAuto, Dependencies: []string{"A"}},
-		{Name: "a", BinaryPathName: "x", StartType: StartAuto, Environment: []string{"NOEQUALS"}},
+		{Name: "a", BinaryPathName: "x", StartType: plan.StartAuto, RecoveryActions: []simscm.Action{{Type: "reboot"}}},
+		{Name: "a", BinaryPathName: "x", StartType: plan.StartAuto, Dependencies: []string{"A"}},
+		{Name: "a", BinaryPathName: "x", StartType: plan.StartAuto, Environment: []string{"NOEQUALS"}},
 	} {
-		if err := m.Create(c); !errors.Is(err, ErrInvalid) {
-			t.Errorf("Create(%+v) = %v, want ErrInvalid", c, err)
+		if err := m.Create(c); !errors.Is(err, simscm.ErrInvalid) {
+			t.Errorf("Create(%+v) = %v, want simscm.ErrInvalid", c, err)
 		}
 	}
 }
@@ -42,7 +45,7 @@ func TestServicesPersist(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "services.json")
 	m, _ := NewManager(ManagerOptions{StateFile: file})
-	cfg := Config{Name: "kubelet", BinaryPathName: `C:\k\kubelet.exe --v=2`, StartType: StartAuto, Dependencies: []string{"containerd"}}
+	cfg := simscm.Config{Name: "kubelet", BinaryPathName: `C:\k\kubelet.exe --v=2`, StartType: plan.StartAuto, Dependencies: []string{"containerd"}}
 	if err := m.Create(cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +54,7 @@ func TestServicesPersist(t *testing.T) {
 		t.Fatal(err)
 	}
 	s, err := m2.Get("KUBELET")
-	if err != nil || s.Config.BinaryPathName != cfg.BinaryPathName || s.Status.State != Stopped {
+	if err != nil || s.Config.BinaryPathName != cfg.BinaryPathName || s.Status.State != simscm.Stopped {
 		t.Errorf("after a restart: %+v, %v", s, err)
 	}
 }
@@ -63,7 +66,7 @@ func FuzzCreate(f *testing.F) {
 	f.Add(`{"name":"x","binaryPathName":"y","startType":"manual","recoveryActions":[{"type":"restart","delay":1000}],"resetPeriod":5}`)
 	f.Add(`{"name":"","startType":"disabled"}`)
 	f.Fuzz(func(t *testing.T, body string) {
-		var c Config
+		var c simscm.Config
 		if json.Unmarshal([]byte(body), &c) != nil {
 			return
 		}

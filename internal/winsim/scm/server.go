@@ -7,13 +7,15 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"strings"
 	"time"
+
+	"github.com/winnode/winnode/internal/simscm"
 )
 
-// Serve answers the API of this package (see the routes above Client.Host)
+// Serve answers the API of package simscm (see the routes above
+// simscm.Client.Host)
 // on ln until ln is closed. info says what the host reports about itself.
-func (m *Manager) Serve(ln net.Listener, info func() HostInfo) error {
+func (m *Manager) Serve(ln net.Listener, info func() simscm.HostInfo) error {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/host", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, info())
@@ -22,7 +24,7 @@ func (m *Manager) Serve(ln net.Listener, info func() HostInfo) error {
 		writeJSON(w, http.StatusOK, m.List())
 	})
 	mux.HandleFunc("POST /v1/services", func(w http.ResponseWriter, r *http.Request) {
-		var c Config
+		var c simscm.Config
 		if !readJSON(w, r, &c) {
 			return
 		}
@@ -37,7 +39,7 @@ func (m *Manager) Serve(ln net.Listener, info func() HostInfo) error {
 		writeJSON(w, http.StatusOK, s)
 	})
 	mux.HandleFunc("PUT /v1/services/{name}", func(w http.ResponseWriter, r *http.Request) {
-		var c Config
+		var c simscm.Config
 		if !readJSON(w, r, &c) {
 			return
 		}
@@ -45,7 +47,7 @@ func (m *Manager) Serve(ln net.Listener, info func() HostInfo) error {
 			c.Name = r.PathValue("name")
 		}
 		if c.Name != r.PathValue("name") {
-			writeError(w, fmt.Errorf("%w: the body names service %q, the path %q", ErrInvalid, c.Name, r.PathValue("name")))
+			writeError(w, fmt.Errorf("%w: the body names service %q, the path %q", simscm.ErrInvalid, c.Name, r.PathValue("name")))
 			return
 		}
 		reply(w, m.Update(c))
@@ -74,7 +76,7 @@ func readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
 		err = json.Unmarshal(data, v)
 	}
 	if err != nil {
-		writeError(w, fmt.Errorf("%w: request body: %v", ErrInvalid, err))
+		writeError(w, fmt.Errorf("%w: request body: %v", simscm.ErrInvalid, err))
 		return false
 	}
 	return true
@@ -89,22 +91,8 @@ func reply(w http.ResponseWriter, err error) {
 }
 
 func writeError(w http.ResponseWriter, err error) {
-	code := CodeOf(err)
-	status := http.StatusConflict
-	switch code {
-	case "NotFound":
-		status = http.StatusNotFound
-	case "Invalid":
-		status = http.StatusBadRequest
-	case "":
-		code, status = "Failed", http.StatusInternalServerError
-	}
-	// The client puts the error's own text back in front of the message.
-	msg := err.Error()
-	if e, ok := apiErrors[code]; ok {
-		msg = strings.TrimPrefix(msg, e.Error()+": ")
-	}
-	writeJSON(w, status, APIError{Code: code, Message: msg})
+	status, body := simscm.EncodeError(err)
+	writeJSON(w, status, body)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -24,10 +24,11 @@ import (
 	bootstraputil "k8s.io/cluster-bootstrap/token/util"
 	"k8s.io/utils/ptr"
 
+	"github.com/winnode/winnode/internal/plan"
+	"github.com/winnode/winnode/internal/simscm"
 	"github.com/winnode/winnode/internal/testenv"
 	"github.com/winnode/winnode/internal/wincmd"
 	"github.com/winnode/winnode/internal/winsim"
-	"github.com/winnode/winnode/internal/winsim/scm"
 )
 
 // waitFor polls cond every 250ms for at most bound.
@@ -206,7 +207,7 @@ systemReserved:
   memory: 1Gi
 `))
 	c := h.SCM()
-	err = c.Create(ctx, scm.Config{
+	err = c.Create(ctx, simscm.Config{
 		Name: "kubelet",
 		BinaryPathName: wincmd.Join(`C:\k\kubelet.exe`, `--config=C:\k\kubelet.conf`,
 			`--bootstrap-kubeconfig=C:\k\bootstrap-kubeconfig`, `--kubeconfig=C:\k\kubeconfig`,
@@ -215,8 +216,8 @@ systemReserved:
 			"--register-with-taints=os=Windows:NoSchedule", "--windows-service", "--v=2",
 			`--log-file=C:\var\log\kubelet\kubelet.log`, "--logtostderr=false"),
 		Dependencies:    []string{"containerd"},
-		StartType:       scm.StartAuto,
-		RecoveryActions: []scm.Action{{Type: "restart", Delay: time.Second}},
+		StartType:       plan.StartAuto,
+		RecoveryActions: []simscm.Action{{Type: "restart", Delay: time.Second}},
 		ResetPeriod:     time.Hour,
 	})
 	if err != nil {

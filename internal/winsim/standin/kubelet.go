@@ -21,7 +21,7 @@ import (
 	kubeletapis "k8s.io/kubelet/pkg/apis"
 	"sigs.k8s.io/yaml"
 
-	"github.com/winnode/winnode/internal/winsim/scm"
+	"github.com/winnode/winnode/internal/simscm"
 )
 
 // kubeletFlags are exactly the kubelet flags the stand-in accepts.
@@ -236,8 +236,8 @@ type kubelet struct {
 	flags    *kubeletFlags
 	config   *kubeletconfig.KubeletConfiguration
 	log      *logger
-	scm      *scm.Client
-	host     scm.HostInfo
+	scm      *simscm.Client
+	host     simscm.HostInfo
 	nodeName string
 	nodeIP   string
 	taints   []corev1.Taint
@@ -335,7 +335,7 @@ func (k *kubelet) checkRuntime(ctx context.Context) error {
 		return fmt.Errorf("asking the simulated host about itself: %w", err)
 	}
 	svc, err := c.Get(ctx, "containerd")
-	if err != nil || svc.Status.State != scm.Running {
+	if err != nil || svc.Status.State != simscm.Running {
 		state := "not installed"
 		if err == nil {
 			state = string(svc.Status.State)

@@ -17,8 +17,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/winnode/winnode/internal/simscm"
 	"github.com/winnode/winnode/internal/winpath"
-	"github.com/winnode/winnode/internal/winsim/scm"
 )
 
 // Program names the stand-in answers to.
@@ -113,7 +113,7 @@ func (l *logger) V(v int, format string, args ...any) {
 // drive's root, as on Windows) are paths on the host's C:\; anything else
 // is relative to the working folder.
 func hostPath(p string) (string, error) {
-	root := os.Getenv(scm.EnvRoot)
+	root := os.Getenv(simscm.EnvRoot)
 	if root == "" || p == "" {
 		return p, nil
 	}
@@ -135,7 +135,7 @@ func hostPath(p string) (string, error) {
 // windowsForm returns p as the program would write it into a file on a
 // Windows host: Windows paths stay as they are.
 func windowsForm(p string) string {
-	if os.Getenv(scm.EnvRoot) == "" {
+	if os.Getenv(simscm.EnvRoot) == "" {
 		return p
 	}
 	if strings.HasPrefix(p, "/") {
@@ -149,12 +149,12 @@ func windowsForm(p string) string {
 
 // scmClient is the simulated host's service control manager, or an error
 // when the program does not run on a simulated host.
-func scmClient() (*scm.Client, error) {
-	sock := os.Getenv(scm.EnvSocket)
+func scmClient() (*simscm.Client, error) {
+	sock := os.Getenv(simscm.EnvSocket)
 	if sock == "" {
-		return nil, fmt.Errorf("%s is not set: the stand-in programs run only on a simulated Windows host (winsim)", scm.EnvSocket)
+		return nil, fmt.Errorf("%s is not set: the stand-in programs run only on a simulated Windows host (winsim)", simscm.EnvSocket)
 	}
-	return scm.Dial(sock), nil
+	return simscm.Dial(sock), nil
 }
 
 // timeNow is time.Now, named for the one place that compares expiry.

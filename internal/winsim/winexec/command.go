@@ -10,17 +10,9 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/winnode/winnode/internal/simscm"
 	"github.com/winnode/winnode/internal/wincmd"
 	"github.com/winnode/winnode/internal/winpath"
-)
-
-// The environment variables that tell a program where it runs; the same
-// names as scm.EnvRoot and scm.EnvSocket (scm serves the API and starts
-// services through this package, so this package cannot import it; a test
-// keeps the two in step).
-const (
-	EnvRoot   = "WINSIM_ROOT"
-	EnvSocket = "WINSIM_SCM"
 )
 
 // SearchPath is the simulated host's PATH (the folders cmd.exe searches for
@@ -229,7 +221,7 @@ func SignalGroup(p *os.Process, sig syscall.Signal) error {
 }
 
 // Environ is the environment of a program on the simulated host: the path
-// mapping and SCM address (EnvRoot, EnvSocket), the usual Windows
+// mapping and SCM address (simscm.EnvRoot, simscm.EnvSocket), the usual Windows
 // variables, and what the Linux process itself needs (PATH, HOME, TMPDIR).
 func Environ(h Host) []string {
 	user := h.User
@@ -241,8 +233,8 @@ func Environ(h Host) []string {
 	linuxTemp, _ := winpath.ResolveString(h.Root, profile+`\AppData\Local\Temp`)
 	_ = os.MkdirAll(linuxTemp, 0o755)
 	env := []string{
-		EnvRoot + "=" + h.Root,
-		EnvSocket + "=" + h.SCMSocket,
+		simscm.EnvRoot + "=" + h.Root,
+		simscm.EnvSocket + "=" + h.SCMSocket,
 		"COMPUTERNAME=" + strings.ToUpper(h.Hostname),
 		"USERNAME=" + user,
 		"USERDOMAIN=" + strings.ToUpper(h.Hostname),

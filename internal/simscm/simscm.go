@@ -1,12 +1,17 @@
-// Package scm is the simulated Windows service control manager of a winsim
-// host, and the small local API (HTTP + JSON over a Unix socket) through which
-// programs running on that simulated host reach it.
+// Package simscm is the contract between a program running on a winsim
+// simulated Windows host and that host's simulated service control manager:
+// the environment variables that tell the program it runs there, the types
+// of the small local API (HTTP + JSON over a Unix socket), its errors and
+// their wire codes, and the client.
 //
-// The agent's simulated service manager is a client of this API; the
-// simulator serves it. The types mirror what Windows' SCM knows about a
-// service (golang.org/x/sys/windows/svc/mgr.Config), so the agent maps them
-// one to one.
-package scm
+// It holds no simulator: the server is internal/winsim/scm, which answers
+// this API, and the agent's simulated platform is a client of it. Keeping
+// the contract here lets the agent reach a simulated host without linking
+// the simulator, and gives both sides one definition of every name. The
+// types mirror what Windows' SCM knows about a service
+// (golang.org/x/sys/windows/svc/mgr.Config), with the plan's StartType and
+// RecoveryActionType, so the agent maps them one to one.
+package simscm
 
 import (
 	"bytes"
@@ -18,25 +23,20 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
+
+	"github.com/winnode/winnode/internal/plan"
 )
 
 // EnvSocket names the environment variable that tells a program running on a
 // simulated host where its host's service control manager listens. EnvRoot
 // names the Linux folder that the simulated host's C:\ maps to. A program
-// sees both only when it runs on a simulated host.
+// sees both only when it runs on a simulated host; the simulator sets them
+// on every program it starts (SSH exec and services).
 const (
 	EnvSocket = "WINSIM_SCM"
 	EnvRoot   = "WINSIM_ROOT"
-)
-
-// StartType is when the SCM starts a service.
-type StartType string
-
-const (
-	StartAuto     StartType = "auto"
-	StartManual   StartType = "manual"
-	StartDisabled StartType = "disabled"
 )
 
 // State is a service's current state, as Windows names them.
@@ -52,8 +52,8 @@ const (
 // Action is one recovery action: what the SCM does after the service's
 // Nth failure (the Nth entry; the last entry repeats).
 type Action struct {
-	Type  string        `json:"type"` // "restart" or "none"
-	Delay time.Duration `json:"delay"`
+	Type  plan.RecoveryActionType `json:"type"` // "restart" or "none"
+	Delay time.Duration           `json:"delay"`
 }
 
 // Config is a service's configuration.
@@ -63,9 +63,9 @@ type Config struct {
 	Description string `json:"description,omitempty"`
 	// BinaryPathName is the full command line, quoted by the rules of the
 	// Windows command line, exactly as Windows stores it.
-	BinaryPathName string    `json:"binaryPathName"`
-	Dependencies   []string  `json:"dependencies,omitempty"`
-	StartType      StartType `json:"startType"`
+	BinaryPathName string         `json:"binaryPathName"`
+	Dependencies   []string       `json:"dependencies,omitempty"`
+	StartType      plan.StartType `json:"startType"`
 	// Environment is the service's extra environment, "NAME=value" each
 	// (HKLM\SYSTEM\CurrentControlSet\Services\<name>\Environment on Windows).
 	Environment []string `json:"environment,omitempty"`
@@ -150,6 +150,28 @@ func CodeOf(err error) string {
 type APIError struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
+}
+
+// EncodeError is how the server answers a failed request: the HTTP status
+// and the body for err. The client (Client.do) turns the body back into an
+// error matching the same Err value.
+func EncodeError(err error) (int, APIError) {
+	code := CodeOf(err)
+	status := http.StatusConflict
+	switch code {
+	case "NotFound":
+		status = http.StatusNotFound
+	case "Invalid":
+		status = http.StatusBadRequest
+	case "":
+		code, status = "Failed", http.StatusInternalServerError
+	}
+	// The client puts the error's own text back in front of the message.
+	msg := err.Error()
+	if e, ok := apiErrors[code]; ok {
+		msg = strings.TrimPrefix(msg, e.Error()+": ")
+	}
+	return status, APIError{Code: code, Message: msg}
 }
 
 // Client talks to one simulated host's SCM.
