@@ -9,7 +9,6 @@ import (
 	"runtime"
 	"strings"
 	"sync"
-	"testing"
 )
 
 const modulePath = "github.com/winnode/winnode"
@@ -93,7 +92,7 @@ var binaries struct {
 // binary, and returns its path: pkg is relative to the module, like
 // "cmd/winnode-agent". Tests use it to put the project's Linux builds on
 // simulated hosts. The Go build cache makes repeated builds cheap.
-func Binary(t testing.TB, pkg string) string {
+func Binary(t TB, pkg string) string {
 	t.Helper()
 	path, err := BuildBinary(pkg)
 	if err != nil {

@@ -7,8 +7,28 @@ import (
 	"os/signal"
 	"sync"
 	"syscall"
-	"testing"
 )
+
+// This file is what tests call: Main from TestMain, Get from a test. They
+// take the two small interfaces below rather than testing.M and testing.TB
+// (which satisfy them), so that this package does not import package
+// testing: the demo links it into winnodectl, and a shipped binary must
+// not carry the test framework (cmd/deps_test.go checks it).
+
+// M is the part of *testing.M that Main uses.
+type M interface {
+	Run() int
+}
+
+// TB is the part of testing.TB that Get and Binary use.
+type TB interface {
+	Helper()
+	Cleanup(func())
+	Failed() bool
+	Logf(format string, args ...any)
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+}
 
 // One control plane per test binary: a suite pays the start-up once.
 var shared struct {
@@ -22,7 +42,7 @@ var shared struct {
 // Main runs the package's tests and then stops the shared control plane and
 // removes built binaries. Call it from TestMain; it exits the process. An
 // interrupt (SIGINT, SIGTERM) also stops the control plane before exiting.
-func Main(m *testing.M) {
+func Main(m M) {
 	shared.Lock()
 	shared.main = true
 	shared.Unlock()
@@ -54,7 +74,7 @@ func cleanup() {
 // Get returns the test binary's shared control plane, starting it on first
 // use. When the calling test fails, the tail of each component's log is
 // printed with it.
-func Get(t testing.TB) *Env {
+func Get(t TB) *Env {
 	t.Helper()
 	shared.Lock()
 	defer shared.Unlock()
