@@ -12,12 +12,9 @@ package agent
 import (
 	"context"
 	"errors"
-	"fmt"
-	"os"
 	"time"
 
 	"github.com/winnode/winnode/internal/plan"
-	"github.com/winnode/winnode/internal/simscm"
 	"github.com/winnode/winnode/internal/winpath"
 )
 
@@ -110,18 +107,4 @@ type HostFacts struct {
 	DefaultIPv4 string
 	ProductName string
 	Build       string
-}
-
-// Open returns the simulated platform when the process runs on a winsim
-// host (the environment variable simscm.EnvSocket, WINSIM_SCM, names its
-// service control manager), and the Windows platform otherwise.
-func Open() (Platform, error) {
-	if sock := os.Getenv(simscm.EnvSocket); sock != "" {
-		root := os.Getenv(simscm.EnvRoot)
-		if root == "" {
-			return nil, fmt.Errorf("%s is set but %s is not: a simulated host sets both", simscm.EnvSocket, simscm.EnvRoot)
-		}
-		return openSimulated(sock, root)
-	}
-	return openNative()
 }

@@ -38,11 +38,9 @@ func openNative() (Platform, error) {
 	return &native{m: m}, nil
 }
 
-// openSimulated: a simulated host runs the agent's Linux build, never this
-// one.
-func openSimulated(_, _ string) (Platform, error) {
-	return nil, fmt.Errorf("this is the Windows build of winnode-agent; a winsim simulated host runs the Linux build")
-}
+// Open returns this Windows host's platform. The Windows build never looks
+// for a simulated service manager: a winsim host runs the Linux build.
+func Open() (Platform, error) { return openNative() }
 
 // NewNative connects to this Windows host's service control manager.
 func NewNative() (Platform, error) { return openNative() }

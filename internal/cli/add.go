@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
+	"github.com/winnode/winnode/internal/cli/view"
 	"github.com/winnode/winnode/internal/configure"
 	"github.com/winnode/winnode/internal/inventory"
 	"github.com/winnode/winnode/internal/payload"
@@ -54,11 +55,11 @@ func (f *hostFlags) add(fs *pflag.FlagSet, timeout time.Duration) {
 // that add accepts exactly the hosts and user names the ConfigMap accepts.
 func (f *hostFlags) check(hostArg string) (inventory.Host, error) {
 	if f.keyFile == "" {
-		return inventory.Host{}, usageErrorf("--ssh-key FILE is required: the private key the host accepts")
+		return inventory.Host{}, UsageErrorf("--ssh-key FILE is required: the private key the host accepts")
 	}
 	h, err := f.host(hostArg)
 	if err != nil {
-		return inventory.Host{}, usageErrorf("HOST %s with --user %q --port %d: %v", hostArg, f.user, f.port, err)
+		return inventory.Host{}, UsageErrorf("HOST %s with --user %q --port %d: %v", hostArg, f.user, f.port, err)
 	}
 	return h, nil
 }
@@ -191,7 +192,7 @@ func runAdd(ctx context.Context, s Streams, hf hostFlags, h inventory.Host, payl
 		verb = "Upgrading"
 		fmt.Fprintf(s.Out, "Node %s runs winnode %s; moving it to %s.\n", inst.Status.NodeName, orDash(nodeVersion(ctx, sess.kube, inst.Status.NodeName)), Version)
 	}
-	steps := newStepPrinter(s.Out, isTerminal(s.Out), time.Now())
+	steps := newStepPrinter(s.Out, view.IsTerminal(s.Out), time.Now())
 	cfg := &configure.Configurer{
 		Kube:       sess.kube,
 		Signer:     sess.signer,
@@ -212,9 +213,9 @@ func runAdd(ctx context.Context, s Streams, hf hostFlags, h inventory.Host, payl
 		fmt.Fprintf(s.Out, "Node %s is Ready (%s in all).\n", inst.Status.NodeName, time.Since(steps.start).Round(10*time.Millisecond))
 		return nil
 	case errors.Is(err, context.DeadlineExceeded):
-		return withCode(ExitTimeout, fmt.Errorf("adding %s: not Ready within --timeout %s (last step %s): %w; running add again continues", address, hf.timeout, orDash(inst.Status.Step), err))
+		return WithCode(ExitTimeout, fmt.Errorf("adding %s: not Ready within --timeout %s (last step %s): %w; running add again continues", address, hf.timeout, orDash(inst.Status.Step), err))
 	case ctx.Err() != nil:
-		return withCode(ExitInterrupted, fmt.Errorf("adding %s: interrupted at step %s; running add again continues", address, orDash(inst.Status.Step)))
+		return WithCode(ExitInterrupted, fmt.Errorf("adding %s: interrupted at step %s; running add again continues", address, orDash(inst.Status.Step)))
 	case meta.IsStatusConditionTrue(inst.Status.Conditions, winnodev1.ConditionHostKeyMismatch):
 		// The operator's hint names a WindowsInstance; add pins on the Node.
 		return fmt.Errorf("adding %s: the host presented a host key other than the one pinned on Node %s (annotation %s); nothing was done. If the host was reinstalled on purpose, forget the old key: kubectl annotate node %s %s- ; then run add again",

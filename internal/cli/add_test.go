@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
+	"github.com/winnode/winnode/internal/cli/view"
 	"github.com/winnode/winnode/internal/testenv"
 	"github.com/winnode/winnode/internal/winsim"
 	"github.com/winnode/winnode/internal/winsim/simpayload"
@@ -80,8 +81,8 @@ func TestAddThenRemove(t *testing.T) {
 	if err != nil {
 		t.Fatalf("add reported Ready but Node %s: %v", nodeName, err)
 	}
-	if nodeReady(node) != "Ready" {
-		t.Errorf("Node %s is %s", nodeName, nodeReady(node))
+	if view.NodeReady(node) != "Ready" {
+		t.Errorf("Node %s is %s", nodeName, view.NodeReady(node))
 	}
 	if _, ok := node.Labels["node-role.kubernetes.io/worker"]; !ok {
 		t.Errorf("Node %s lacks the worker label: %v", nodeName, node.Labels)
@@ -149,7 +150,7 @@ func TestAddThenRemove(t *testing.T) {
 		t.Errorf("upgrade did not upload just what changed:\n%s", r.out)
 	}
 	node, err = kube.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
-	if err != nil || nodeReady(node) != "Ready" {
+	if err != nil || view.NodeReady(node) != "Ready" {
 		t.Errorf("Node %s after upgrade: %v, %v", nodeName, err, node.Status.Conditions)
 	}
 	// upgrade to a new kubelet: services restart, so the node is drained

@@ -19,6 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
+	"github.com/winnode/winnode/internal/cli/view"
+	"github.com/winnode/winnode/internal/fixture"
 	"github.com/winnode/winnode/internal/sshkey"
 	"github.com/winnode/winnode/internal/testenv"
 	"github.com/winnode/winnode/internal/winsim"
@@ -34,7 +36,7 @@ type cluster struct {
 func getCluster(t *testing.T) cluster {
 	t.Helper()
 	env := testenv.Get(t)
-	c, err := newClient(env.Config)
+	c, err := NewClient(env.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,11 +93,11 @@ func TestStatusAgainstCluster(t *testing.T) {
 	if r.code != ExitOK {
 		t.Fatalf("status -o json: exit %d: %s", r.code, r.err)
 	}
-	var got struct{ Instances []instanceRow }
+	var got struct{ Instances []view.InstanceRow }
 	if err := json.Unmarshal([]byte(r.out), &got); err != nil {
 		t.Fatalf("status -o json printed no JSON: %v\n%s", err, r.out)
 	}
-	byName := map[string]instanceRow{}
+	byName := map[string]view.InstanceRow{}
 	for _, row := range got.Instances {
 		byName[row.Name] = row
 	}
@@ -251,7 +253,7 @@ func TestStatusWatch(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var out syncBuffer
+	var out fixture.SyncBuffer
 	done := make(chan int, 1)
 	go func() {
 		done <- Execute(ctx, []string{"status", "--kubeconfig", cl.env.KubeconfigPath, "--watch", "--watch-interval", "100ms"},

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/spf13/pflag"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -47,8 +46,8 @@ func (f *clusterFlags) restConfig() (*rest.Config, error) {
 	return cfg, nil
 }
 
-// scheme knows the built-in types and WindowsInstance.
-func scheme() *runtime.Scheme {
+// Scheme knows the built-in types and WindowsInstance.
+func Scheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {
 		panic(err)
@@ -59,45 +58,11 @@ func scheme() *runtime.Scheme {
 	return s
 }
 
-// newClient is a controller-runtime client (direct, no cache) for cfg.
-func newClient(cfg *rest.Config) (client.Client, error) {
-	c, err := client.New(cfg, client.Options{Scheme: scheme()})
+// NewClient is a controller-runtime client (direct, no cache) for cfg.
+func NewClient(cfg *rest.Config) (client.Client, error) {
+	c, err := client.New(cfg, client.Options{Scheme: Scheme()})
 	if err != nil {
 		return nil, fmt.Errorf("connecting to the API server at %s: %w", cfg.Host, err)
 	}
 	return c, nil
-}
-
-// nodeReady is the status of a Node's Ready condition: "Ready",
-// "NotReady" or "Unknown", as kubectl shows it, with ",SchedulingDisabled"
-// when cordoned.
-func nodeReady(n *corev1.Node) string {
-	status := "Unknown"
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			switch c.Status {
-			case corev1.ConditionTrue:
-				status = "Ready"
-			case corev1.ConditionFalse:
-				status = "NotReady"
-			}
-		}
-	}
-	if n.Spec.Unschedulable {
-		status += ",SchedulingDisabled"
-	}
-	return status
-}
-
-// nodeAddress is the Node's InternalIP, else its first address.
-func nodeAddress(n *corev1.Node) string {
-	for _, a := range n.Status.Addresses {
-		if a.Type == corev1.NodeInternalIP {
-			return a.Address
-		}
-	}
-	if len(n.Status.Addresses) > 0 {
-		return n.Status.Addresses[0].Address
-	}
-	return ""
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
+	"github.com/winnode/winnode/internal/cli/view"
 	"github.com/winnode/winnode/internal/configure"
 )
 
@@ -68,7 +69,7 @@ func runRemove(ctx context.Context, s Streams, hf hostFlags, target string) erro
 		return fmt.Errorf("node %s belongs to WindowsInstance %s, which the operator manages: take the host out of ConfigMap windows-instances (or delete the WindowsInstance) instead", node.Name, owner)
 	}
 	address := target
-	if a := nodeAddress(node); a != "" {
+	if a := view.NodeAddress(node); a != "" {
 		address = a
 	}
 	h, err := hf.host(address)
@@ -83,7 +84,7 @@ func runRemove(ctx context.Context, s Streams, hf hostFlags, target string) erro
 		return fmt.Errorf("node %s has no pinned host key (annotation %s), so the host cannot be checked: was it added by winnode?", node.Name, winnodev1.AnnotationHostKey)
 	}
 
-	steps := newStepPrinter(s.Out, isTerminal(s.Out), time.Now())
+	steps := newStepPrinter(s.Out, view.IsTerminal(s.Out), time.Now())
 	cfg := &configure.Configurer{
 		Kube:      sess.kube,
 		Signer:    sess.signer,
@@ -100,9 +101,9 @@ func runRemove(ctx context.Context, s Streams, hf hostFlags, target string) erro
 		fmt.Fprintf(s.Out, "Node %s is gone and %s is clean (%s in all).\n", node.Name, address, time.Since(steps.start).Round(10*time.Millisecond))
 		return nil
 	case errors.Is(err, context.DeadlineExceeded):
-		return withCode(ExitTimeout, fmt.Errorf("removing %s: not done within --timeout %s (last step %s): %w; running remove again continues", address, hf.timeout, orDash(inst.Status.Step), err))
+		return WithCode(ExitTimeout, fmt.Errorf("removing %s: not done within --timeout %s (last step %s): %w; running remove again continues", address, hf.timeout, orDash(inst.Status.Step), err))
 	case ctx.Err() != nil:
-		return withCode(ExitInterrupted, fmt.Errorf("removing %s: interrupted at step %s; running remove again continues", address, orDash(inst.Status.Step)))
+		return WithCode(ExitInterrupted, fmt.Errorf("removing %s: interrupted at step %s; running remove again continues", address, orDash(inst.Status.Step)))
 	}
 	return fmt.Errorf("removing %s: %w; fix the cause and run remove again", address, err)
 }
@@ -110,7 +111,7 @@ func runRemove(ctx context.Context, s Streams, hf hostFlags, target string) erro
 // instanceFor names the WindowsInstance whose address or node is target,
 // or "" (also when the cluster has no WindowsInstance API: no operator).
 func instanceFor(ctx context.Context, sess *session, target string) string {
-	c, err := newClient(sess.config)
+	c, err := NewClient(sess.config)
 	if err != nil {
 		return ""
 	}

@@ -1,18 +1,18 @@
-// Package cli holds winnodectl's commands, one file per command: demo.go
-// (a control plane, simulated hosts and the operator, which
-// demo_operator.go runs in process), add.go and remove.go (one host without
-// the operator; approve.go approves its kubelet's CSRs; upgrade.go is add
-// for a host that is a node already), status.go,
-// userdata.go and ssh.go. root.go wires them and defines the exit codes;
-// kube.go and output.go are the shared flags; table.go, progress.go and
-// steps.go render what the commands print.
+// Package cli holds winnodectl's commands, one file per command: add.go
+// and remove.go (one host without the operator; approve.go approves its
+// kubelet's CSRs; upgrade.go is add for a host that is a node already),
+// status.go, userdata.go and ssh.go. root.go wires them and defines the
+// exit codes; kube.go and output.go are the shared flags; steps.go prints
+// add's and remove's steps, and package view (cli/view) the status tables
+// and the hosts' progress.
 //
 // The commands reuse the operator's packages (internal/configure, the
 // engine that configures a host; internal/inventory, internal/csrapproval,
 // internal/sshkey, internal/bootstrap, internal/host) rather than
 // implementing anything a second time; what is here is flags, output and the
-// wiring between them. Only the demo runs the operator's controllers
-// (internal/controller) themselves.
+// wiring between them. The demo is a command of its own package
+// (internal/demo), which cmd/winnodectl adds to these: it alone links the
+// operator's controllers, the simulator and the test control plane.
 package cli
 
 import (
@@ -70,17 +70,17 @@ type exitError struct {
 func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
-// withCode marks err to end the process with code.
-func withCode(code int, err error) error {
+// WithCode marks err to end the process with code.
+func WithCode(code int, err error) error {
 	if err == nil {
 		return nil
 	}
 	return &exitError{code: code, err: err}
 }
 
-// usageErrorf is a mistake in the flags or arguments.
-func usageErrorf(format string, args ...any) error {
-	return withCode(ExitUsage, fmt.Errorf(format, args...))
+// UsageErrorf is a mistake in the flags or arguments.
+func UsageErrorf(format string, args ...any) error {
+	return WithCode(ExitUsage, fmt.Errorf(format, args...))
 }
 
 // silentExit ends the process with code and prints nothing more (the
@@ -90,14 +90,15 @@ type silentExit int
 
 func (s silentExit) Error() string { return fmt.Sprintf("exit status %d", int(s)) }
 
-// Execute runs winnodectl with args and returns the process's exit code.
-// SIGINT and SIGTERM cancel the command's context; every command stops what
-// it started before returning.
-func Execute(ctx context.Context, args []string, s Streams) int {
+// Execute runs winnodectl with args and returns the process's exit code;
+// more are commands defined outside this package (cmd/winnodectl adds the
+// demo's). SIGINT and SIGTERM cancel the command's context; every command
+// stops what it started before returning.
+func Execute(ctx context.Context, args []string, s Streams, more ...*cobra.Command) int {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	root := NewCommand(s)
+	root := NewCommand(s, more...)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
@@ -119,8 +120,9 @@ func Execute(ctx context.Context, args []string, s Streams) int {
 	}
 }
 
-// NewCommand builds the winnodectl command tree writing to s.
-func NewCommand(s Streams) *cobra.Command {
+// NewCommand builds the winnodectl command tree writing to s, with the
+// commands of this package and more.
+func NewCommand(s Streams, more ...*cobra.Command) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "winnodectl",
 		Short: "Turn Windows Server hosts into Kubernetes worker nodes",
@@ -149,7 +151,7 @@ Exit codes: 0 success; 1 the command failed (the message says what to do);
 		// (cobra's own "unknown command" error carries no exit code).
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				return usageErrorf("unknown command %q for winnodectl; see winnodectl --help", args[0])
+				return UsageErrorf("unknown command %q for winnodectl; see winnodectl --help", args[0])
 			}
 			return nil
 		},
@@ -167,10 +169,9 @@ Exit codes: 0 success; 1 the command failed (the message says what to do);
 	root.SetOut(s.Out)
 	root.SetErr(s.Err)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
-		return withCode(ExitUsage, err)
+		return WithCode(ExitUsage, err)
 	})
 	root.AddCommand(
-		newDemoCommand(s),
 		newAddCommand(s),
 		newRemoveCommand(s),
 		newUpgradeCommand(s),
@@ -178,6 +179,7 @@ Exit codes: 0 success; 1 the command failed (the message says what to do);
 		newUserDataCommand(s),
 		newSSHCommand(s),
 	)
+	root.AddCommand(more...)
 	return root
 }
 
@@ -186,16 +188,16 @@ Exit codes: 0 success; 1 the command failed (the message says what to do);
 func exactArgs(names ...string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if len(args) != len(names) {
-			return usageErrorf("%s takes %d argument(s) (%v), got %d; see %s --help", cmd.CommandPath(), len(names), names, len(args), cmd.CommandPath())
+			return UsageErrorf("%s takes %d argument(s) (%v), got %d; see %s --help", cmd.CommandPath(), len(names), names, len(args), cmd.CommandPath())
 		}
 		return nil
 	}
 }
 
-// noArgs is cobra.NoArgs with a usage exit code.
-func noArgs(cmd *cobra.Command, args []string) error {
+// NoArgs is cobra.NoArgs with a usage exit code.
+func NoArgs(cmd *cobra.Command, args []string) error {
 	if len(args) > 0 {
-		return usageErrorf("%s takes no arguments, got %q; see %s --help", cmd.CommandPath(), args, cmd.CommandPath())
+		return UsageErrorf("%s takes no arguments, got %q; see %s --help", cmd.CommandPath(), args, cmd.CommandPath())
 	}
 	return nil
 }

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
+	"github.com/winnode/winnode/internal/cli/view"
 	"github.com/winnode/winnode/internal/sshkey"
 	"github.com/winnode/winnode/internal/wincmd"
 )
@@ -62,15 +63,15 @@ opened (as OpenSSH's ssh), 2 for wrong arguments.`,
 			dash := cmd.ArgsLenAtDash()
 			switch {
 			case len(args) == 0:
-				return usageErrorf("ssh needs the host: a node name, WindowsInstance name or address; see winnodectl ssh --help")
+				return UsageErrorf("ssh needs the host: a node name, WindowsInstance name or address; see winnodectl ssh --help")
 			case dash == -1 && len(args) > 1:
-				return usageErrorf("put the command after --, as in: winnodectl ssh %s -- %s", args[0], strings.Join(args[1:], " "))
+				return UsageErrorf("put the command after --, as in: winnodectl ssh %s -- %s", args[0], strings.Join(args[1:], " "))
 			case dash > 1:
-				return usageErrorf("ssh takes one host before --, got %q", args[:dash])
+				return UsageErrorf("ssh takes one host before --, got %q", args[:dash])
 			case dash == 0:
-				return usageErrorf("name the host before --: winnodectl ssh NODE -- COMMAND")
+				return UsageErrorf("name the host before --: winnodectl ssh NODE -- COMMAND")
 			case dash == 1 && len(args) == 1:
-				return usageErrorf("nothing after --: give a command, or leave -- out for an interactive session")
+				return UsageErrorf("nothing after --: give a command, or leave -- out for an interactive session")
 			}
 			return nil
 		},
@@ -78,26 +79,26 @@ opened (as OpenSSH's ssh), 2 for wrong arguments.`,
 			ctx := cmd.Context()
 			cfg, err := cluster.restConfig()
 			if err != nil {
-				return withCode(ExitSSHFailed, err)
+				return WithCode(ExitSSHFailed, err)
 			}
-			c, err := newClient(cfg)
+			c, err := NewClient(cfg)
 			if err != nil {
-				return withCode(ExitSSHFailed, err)
+				return WithCode(ExitSSHFailed, err)
 			}
 			inst, err := findInstance(ctx, c, args[0])
 			if errors.Is(err, errNoInstance) {
 				inst, err = addedNodeInstance(ctx, c, args[0], user, port)
 			}
 			if err != nil {
-				return withCode(ExitSSHFailed, err)
+				return WithCode(ExitSSHFailed, err)
 			}
 			signer, err := loadSigner(ctx, c, namespace, keyFile)
 			if err != nil {
-				return withCode(ExitSSHFailed, err)
+				return WithCode(ExitSSHFailed, err)
 			}
 			sess, err := dialPinned(ctx, inst, signer, timeout)
 			if err != nil {
-				return withCode(ExitSSHFailed, err)
+				return WithCode(ExitSSHFailed, err)
 			}
 			defer sess.Close()
 			if len(args) > 1 {
@@ -120,7 +121,7 @@ opened (as OpenSSH's ssh), 2 for wrong arguments.`,
 func findInstance(ctx context.Context, c client.Client, target string) (*winnodev1.WindowsInstance, error) {
 	var list winnodev1.WindowsInstanceList
 	if err := c.List(ctx, &list); err != nil {
-		if noInstanceAPI(err) {
+		if view.NoInstanceAPI(err) {
 			// No operator in this cluster: only nodes of winnodectl add.
 			return nil, fmt.Errorf("%w: the cluster has no WindowsInstance API", errNoInstance)
 		}
@@ -166,7 +167,7 @@ func addedNodeInstance(ctx context.Context, c client.Client, target, user string
 		}
 		if match {
 			inst := &winnodev1.WindowsInstance{
-				Spec:   winnodev1.WindowsInstanceSpec{Address: nodeAddress(n), Username: user, Port: int32(port)},
+				Spec:   winnodev1.WindowsInstanceSpec{Address: view.NodeAddress(n), Username: user, Port: int32(port)},
 				Status: winnodev1.WindowsInstanceStatus{NodeName: n.Name, HostKey: key, Phase: winnodev1.PhaseReady},
 			}
 			inst.Name = "node " + n.Name
@@ -276,12 +277,12 @@ func hostKeyAlgorithms(k ssh.PublicKey) []string {
 func runRemote(ctx context.Context, c *ssh.Client, s Streams, args []string) error {
 	sess, err := c.NewSession()
 	if err != nil {
-		return withCode(ExitSSHFailed, fmt.Errorf("opening a session: %w", err))
+		return WithCode(ExitSSHFailed, fmt.Errorf("opening a session: %w", err))
 	}
 	defer sess.Close()
 	sess.Stdout, sess.Stderr = s.Out, s.Err
 	if err := forwardStdin(sess, s.In); err != nil {
-		return withCode(ExitSSHFailed, err)
+		return WithCode(ExitSSHFailed, err)
 	}
 	stop := context.AfterFunc(ctx, func() { _ = sess.Signal(ssh.SIGTERM); _ = sess.Close() })
 	defer stop()
@@ -312,18 +313,18 @@ func remoteExit(ctx context.Context, err error) error {
 	case err == nil:
 		return nil
 	case ctx.Err() != nil:
-		return withCode(ExitInterrupted, fmt.Errorf("interrupted: %w", context.Cause(ctx)))
+		return WithCode(ExitInterrupted, fmt.Errorf("interrupted: %w", context.Cause(ctx)))
 	case errors.As(err, &exitErr):
 		return silentExit(exitErr.ExitStatus())
 	}
-	return withCode(ExitSSHFailed, fmt.Errorf("the session ended without an exit status: %w", err))
+	return WithCode(ExitSSHFailed, fmt.Errorf("the session ended without an exit status: %w", err))
 }
 
 // interactive opens a shell, with a terminal when stdin is one.
 func interactive(ctx context.Context, c *ssh.Client, s Streams) error {
 	sess, err := c.NewSession()
 	if err != nil {
-		return withCode(ExitSSHFailed, fmt.Errorf("opening a session: %w", err))
+		return WithCode(ExitSSHFailed, fmt.Errorf("opening a session: %w", err))
 	}
 	defer sess.Close()
 	sess.Stdout, sess.Stderr = s.Out, s.Err
@@ -335,21 +336,21 @@ func interactive(ctx context.Context, c *ssh.Client, s Streams) error {
 			w, h = 80, 24
 		}
 		if err := sess.RequestPty("xterm-256color", h, w, ssh.TerminalModes{ssh.ECHO: 1}); err != nil {
-			return withCode(ExitSSHFailed, fmt.Errorf("the host refused a terminal: %w", err))
+			return WithCode(ExitSSHFailed, fmt.Errorf("the host refused a terminal: %w", err))
 		}
 		state, err := term.MakeRaw(fd)
 		if err != nil {
-			return withCode(ExitSSHFailed, fmt.Errorf("putting the local terminal in raw mode: %w", err))
+			return WithCode(ExitSSHFailed, fmt.Errorf("putting the local terminal in raw mode: %w", err))
 		}
 		defer term.Restore(fd, state)
 		stopResize := followWindowSize(fd, sess)
 		defer stopResize()
 	}
 	if err := forwardStdin(sess, s.In); err != nil {
-		return withCode(ExitSSHFailed, err)
+		return WithCode(ExitSSHFailed, err)
 	}
 	if err := sess.Shell(); err != nil {
-		return withCode(ExitSSHFailed, fmt.Errorf("the host refused an interactive shell (simulated hosts have none: pass a command after --): %w", err))
+		return WithCode(ExitSSHFailed, fmt.Errorf("the host refused an interactive shell (simulated hosts have none: pass a command after --): %w", err))
 	}
 	stop := context.AfterFunc(ctx, func() { _ = sess.Close() })
 	defer stop()

@@ -9,11 +9,10 @@ import (
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
+	"github.com/winnode/winnode/internal/cli/view"
 )
 
 func newStatusCommand(s Streams) *cobra.Command {
@@ -43,22 +42,22 @@ step, node or error, until Ctrl-C.`,
 
   # Then one line per change, until Ctrl-C
   winnodectl status --watch`,
-		Args: noArgs,
+		Args: NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if watch && output == outputJSON {
-				return usageErrorf("--watch prints lines for people; with -o json, run status again instead")
+				return UsageErrorf("--watch prints lines for people; with -o json, run status again instead")
 			}
 			cfg, err := cluster.restConfig()
 			if err != nil {
 				return err
 			}
-			c, err := newClient(cfg)
+			c, err := NewClient(cfg)
 			if err != nil {
 				return err
 			}
-			rows, err := listInstanceRows(cmd.Context(), c)
+			rows, err := view.ListInstanceRows(cmd.Context(), c)
 			switch {
-			case errors.Is(err, errNoInstanceAPI):
+			case errors.Is(err, view.ErrNoInstanceAPI):
 				// No operator here; nodes of winnodectl add may still be.
 				fmt.Fprintf(s.Err, "Note: %v\n", err)
 			case err != nil:
@@ -70,10 +69,10 @@ step, node or error, until Ctrl-C.`,
 			}
 			if output == outputJSON {
 				return writeJSON(s.Out, struct {
-					Instances []instanceRow `json:"instances"`
+					Instances []view.InstanceRow `json:"instances"`
 					// AddedNodes are Windows nodes that winnodectl add
 					// configured: no WindowsInstance stands for them.
-					AddedNodes []nodeRow `json:"addedNodes"`
+					AddedNodes []view.NodeRow `json:"addedNodes"`
 				}{rows, added})
 			}
 			if len(rows) == 0 && len(added) == 0 {
@@ -84,7 +83,7 @@ step, node or error, until Ctrl-C.`,
 			}
 			now := time.Now()
 			if len(rows) > 0 {
-				if err := writeInstanceTable(s.Out, rows, now); err != nil {
+				if err := view.WriteInstanceTable(s.Out, rows, now); err != nil {
 					return err
 				}
 			}
@@ -93,7 +92,7 @@ step, node or error, until Ctrl-C.`,
 					fmt.Fprintln(s.Out)
 				}
 				fmt.Fprintln(s.Out, "Nodes added with winnodectl add (no WindowsInstance):")
-				if err := writeNodeTable(s.Out, added, now); err != nil {
+				if err := view.WriteNodeTable(s.Out, added, now); err != nil {
 					return err
 				}
 			}
@@ -112,11 +111,10 @@ step, node or error, until Ctrl-C.`,
 
 // watchHosts prints a line whenever a host's state changes, until ctx ends.
 func watchHosts(ctx context.Context, c client.Client, out io.Writer, interval time.Duration) error {
-	lines := newLinesDisplay(io.Discard, time.Now())
-	if hosts, err := readHostStates(ctx, c, nil); err == nil {
-		lines.show(time.Now(), hosts) // what the table showed: only changes follow
+	lines := view.NewLines(out, time.Now())
+	if hosts, err := view.ReadHostStates(ctx, c, nil); err == nil {
+		lines.Remember(time.Now(), hosts) // what the table showed: only changes follow
 	}
-	lines.w = out
 	fmt.Fprintln(out, "\nWatching; one line per change until Ctrl-C.")
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
@@ -126,53 +124,20 @@ func watchHosts(ctx context.Context, c client.Client, out io.Writer, interval ti
 			return nil
 		case <-tick.C:
 		}
-		hosts, err := readHostStates(ctx, c, nil)
+		hosts, err := view.ReadHostStates(ctx, c, nil)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
 			return err
 		}
-		lines.show(time.Now(), hosts)
+		lines.Show(time.Now(), hosts)
 	}
-}
-
-// errNoInstanceAPI: the cluster has no WindowsInstance CRD (no operator).
-var errNoInstanceAPI = errors.New("no WindowsInstance API")
-
-func noInstanceAPI(err error) bool { return meta.IsNoMatchError(err) || apierrors.IsNotFound(err) }
-
-// listInstanceRows reads every WindowsInstance and the Nodes they name.
-func listInstanceRows(ctx context.Context, c client.Client) ([]instanceRow, error) {
-	var list winnodev1.WindowsInstanceList
-	if err := c.List(ctx, &list); err != nil {
-		if noInstanceAPI(err) {
-			return nil, fmt.Errorf("%w: the cluster does not know WindowsInstances (API group %s): install winnode's CRDs and operator (docs/install.md)", errNoInstanceAPI, winnodev1.GroupVersion.Group)
-		}
-		return nil, fmt.Errorf("listing WindowsInstances: %w", err)
-	}
-	rows := make([]instanceRow, 0, len(list.Items))
-
-	for i := range list.Items {
-		inst := &list.Items[i]
-		var node *corev1.Node
-		if name := inst.Status.NodeName; name != "" {
-			n := &corev1.Node{}
-			switch err := c.Get(ctx, client.ObjectKey{Name: name}, n); {
-			case err == nil:
-				node = n
-			case !apierrors.IsNotFound(err):
-				return nil, fmt.Errorf("reading node %s of WindowsInstance %s: %w", name, inst.Name, err)
-			}
-		}
-		rows = append(rows, newInstanceRow(inst, node))
-	}
-	return rows, nil
 }
 
 // listAddedNodes lists the nodes winnode configured (annotation
 // winnode.io/version) that no WindowsInstance names: those of winnodectl add.
-func listAddedNodes(ctx context.Context, c client.Client, instances []instanceRow) ([]nodeRow, error) {
+func listAddedNodes(ctx context.Context, c client.Client, instances []view.InstanceRow) ([]view.NodeRow, error) {
 	var nodes corev1.NodeList
 	if err := c.List(ctx, &nodes); err != nil {
 		return nil, fmt.Errorf("listing Nodes: %w", err)
@@ -181,11 +146,11 @@ func listAddedNodes(ctx context.Context, c client.Client, instances []instanceRo
 	for _, r := range instances {
 		managed[r.Node] = true
 	}
-	rows := []nodeRow{}
+	rows := []view.NodeRow{}
 	for i := range nodes.Items {
 		n := &nodes.Items[i]
 		if _, ok := n.Annotations[winnodev1.AnnotationVersion]; ok && !managed[n.Name] {
-			rows = append(rows, newNodeRow(n))
+			rows = append(rows, view.NewNodeRow(n))
 		}
 	}
 	return rows, nil

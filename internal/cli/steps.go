@@ -3,28 +3,21 @@ package cli
 import (
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"sync"
 	"time"
 
-	"golang.org/x/term"
 	corev1 "k8s.io/api/core/v1"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
+	"github.com/winnode/winnode/internal/cli/view"
 	"github.com/winnode/winnode/internal/configure"
 	"github.com/winnode/winnode/internal/host"
 )
 
-// isTerminal reports whether w is a terminal (progress may redraw there).
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
-}
-
 // stepPrinter prints the steps of add and remove: one line per step with
 // its duration once it is over, then what happened during it. On a
-// terminal an upload shows as a live bar while it runs.
+// terminal an upload shows as a live view.Bar while it runs.
 type stepPrinter struct {
 	mu      sync.Mutex
 	w       io.Writer
@@ -77,7 +70,7 @@ func (p *stepPrinter) doneLocked(ok bool) {
 	}
 	fmt.Fprintf(p.w, "  %s %-12s %8s\n", mark, p.current, time.Since(p.began).Round(10*time.Millisecond))
 	if u := p.upload; u != nil {
-		fmt.Fprintf(p.w, "      uploaded %s in %d file(s)\n", humanBytes(u.BytesDone), u.FilesTotal)
+		fmt.Fprintf(p.w, "      uploaded %s in %d file(s)\n", view.HumanBytes(u.BytesDone), u.FilesTotal)
 	}
 	for _, n := range p.notes {
 		fmt.Fprintf(p.w, "      %s\n", n)
@@ -124,7 +117,7 @@ func (p *stepPrinter) progress(_ *winnodev1.WindowsInstance, pr host.Progress) {
 	if !p.live || pr.BytesTotal <= 0 {
 		return
 	}
-	fmt.Fprintf(p.w, "\r\x1b[2K    %s %s %3d%%  %s of %s", p.current, bar(pr.BytesDone, pr.BytesTotal, 30),
-		100*pr.BytesDone/pr.BytesTotal, humanBytes(pr.BytesDone), humanBytes(pr.BytesTotal))
+	fmt.Fprintf(p.w, "\r\x1b[2K    %s %s %3d%%  %s of %s", p.current, view.Bar(pr.BytesDone, pr.BytesTotal, 30),
+		100*pr.BytesDone/pr.BytesTotal, view.HumanBytes(pr.BytesDone), view.HumanBytes(pr.BytesTotal))
 	p.drawn = true
 }

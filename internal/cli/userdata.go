@@ -33,10 +33,10 @@ of at least 2048 bits, as the operator requires.`,
   kubectl -n winnode-system get secret cloud-private-key \
     -o jsonpath='{.data.private-key\.pem}' | base64 -d > key.pem
   winnodectl userdata --ssh-key key.pem`,
-		Args: noArgs,
+		Args: NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if keyFile == "" {
-				return usageErrorf("--ssh-key FILE.pub is required: the public key the host should accept")
+				return UsageErrorf("--ssh-key FILE.pub is required: the public key the host should accept")
 			}
 			data, err := os.ReadFile(keyFile)
 			if err != nil {

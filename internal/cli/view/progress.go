@@ -1,13 +1,15 @@
-package cli
+package view
 
 import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"sort"
 	"strings"
 	"time"
 
+	"golang.org/x/term"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -15,9 +17,9 @@ import (
 	"github.com/winnode/winnode/internal/host"
 )
 
-// hostState is what a progress display knows about one host: its
+// HostState is what a progress display knows about one host: its
 // WindowsInstance's status and, while it syncs, the upload's progress.
-type hostState struct {
+type HostState struct {
 	Name      string // the WindowsInstance's name
 	Address   string
 	Hostname  string
@@ -31,7 +33,7 @@ type hostState struct {
 }
 
 // label names the host for people: its hostname when known, and address.
-func (h hostState) label() string {
+func (h HostState) label() string {
 	if h.Hostname != "" && !strings.EqualFold(h.Hostname, h.Address) {
 		return h.Hostname + " (" + h.Address + ")"
 	}
@@ -39,7 +41,7 @@ func (h hostState) label() string {
 }
 
 // summary is the host's state in words, without the upload.
-func (h hostState) summary() string {
+func (h HostState) summary() string {
 	phase := h.Phase
 	if phase == "" {
 		phase = "waiting for the operator"
@@ -61,32 +63,47 @@ func (h hostState) summary() string {
 }
 
 // uploading is the upload shown for h, or nil.
-func (h hostState) uploading() *host.Progress {
+func (h HostState) uploading() *host.Progress {
 	if h.Upload == nil || h.Upload.BytesTotal <= 0 {
 		return nil
 	}
 	return h.Upload
 }
 
-func sortHosts(hosts []hostState) []hostState {
-	hosts = append([]hostState(nil), hosts...)
+func sortHosts(hosts []HostState) []HostState {
+	hosts = append([]HostState(nil), hosts...)
 	sort.Slice(hosts, func(i, j int) bool { return hosts[i].Name < hosts[j].Name })
 	return hosts
 }
 
-// progressDisplay shows the hosts' progress as it changes.
-type progressDisplay interface {
+// Display shows the hosts' progress as it changes.
+type Display interface {
 	// show displays the hosts as they are at now.
-	show(now time.Time, hosts []hostState)
+	Show(now time.Time, hosts []HostState)
 	// finish leaves the last state on screen; what is written after it
 	// starts on a fresh line.
-	finish()
+	Finish()
 }
 
-// linesDisplay prints one plain line whenever a host's state changes, and
+// NewDisplay is a live display when w is a terminal, plain lines
+// otherwise.
+func NewDisplay(w io.Writer, start time.Time) Display {
+	if !IsTerminal(w) {
+		return NewLines(w, start)
+	}
+	fd := int(w.(*os.File).Fd())
+	return &Live{w: w, start: start, width: func() int {
+		if cols, _, err := term.GetSize(fd); err == nil && cols > 0 {
+			return cols
+		}
+		return 100
+	}}
+}
+
+// Lines prints one plain line whenever a host's state changes, and
 // upload progress in quarters: for logs, pipes and CI, where redrawing
 // makes no sense.
-type linesDisplay struct {
+type Lines struct {
 	w     io.Writer
 	start time.Time
 	last  map[string]string // host name → last line printed
@@ -94,11 +111,11 @@ type linesDisplay struct {
 	quart map[string]int64  // host name → upload quarter last printed
 }
 
-func newLinesDisplay(w io.Writer, start time.Time) *linesDisplay {
-	return &linesDisplay{w: w, start: start, last: map[string]string{}, label: map[string]string{}, quart: map[string]int64{}}
+func NewLines(w io.Writer, start time.Time) *Lines {
+	return &Lines{w: w, start: start, last: map[string]string{}, label: map[string]string{}, quart: map[string]int64{}}
 }
 
-func (d *linesDisplay) show(now time.Time, hosts []hostState) {
+func (d *Lines) Show(now time.Time, hosts []HostState) {
 	present := map[string]bool{}
 	for _, h := range hosts {
 		present[h.Name] = true
@@ -111,7 +128,7 @@ func (d *linesDisplay) show(now time.Time, hosts []hostState) {
 	}
 	sort.Strings(gone)
 	for _, name := range gone {
-		fmt.Fprintf(d.w, "%s %s: WindowsInstance deleted\n", elapsed(now.Sub(d.start)), d.label[name])
+		fmt.Fprintf(d.w, "%s %s: WindowsInstance deleted\n", Elapsed(now.Sub(d.start)), d.label[name])
 		delete(d.last, name)
 		delete(d.label, name)
 		delete(d.quart, name)
@@ -120,31 +137,41 @@ func (d *linesDisplay) show(now time.Time, hosts []hostState) {
 		if s := h.summary(); d.last[h.Name] != s {
 			d.last[h.Name], d.label[h.Name] = s, h.label()
 			delete(d.quart, h.Name)
-			fmt.Fprintf(d.w, "%s %s: %s\n", elapsed(now.Sub(d.start)), h.label(), s)
+			fmt.Fprintf(d.w, "%s %s: %s\n", Elapsed(now.Sub(d.start)), h.label(), s)
 		}
 		if p := h.uploading(); p != nil {
 			q := 4 * p.BytesDone / p.BytesTotal
 			if last, ok := d.quart[h.Name]; !ok || q > last {
 				d.quart[h.Name] = q
-				fmt.Fprintf(d.w, "%s %s: uploaded %d%% (%s of %s)\n", elapsed(now.Sub(d.start)), h.label(),
-					100*p.BytesDone/p.BytesTotal, humanBytes(p.BytesDone), humanBytes(p.BytesTotal))
+				fmt.Fprintf(d.w, "%s %s: uploaded %d%% (%s of %s)\n", Elapsed(now.Sub(d.start)), h.label(),
+					100*p.BytesDone/p.BytesTotal, HumanBytes(p.BytesDone), HumanBytes(p.BytesTotal))
 			}
 		}
 	}
 }
 
-func (d *linesDisplay) finish() {}
+// Finish does nothing: every line is complete.
+func (d *Lines) Finish() {}
 
-// liveDisplay redraws one line per host in place on a terminal, with a
-// progress bar during uploads.
-type liveDisplay struct {
+// Remember takes hosts as already shown, without printing them: what
+// follows prints only their changes.
+func (d *Lines) Remember(now time.Time, hosts []HostState) {
+	w := d.w
+	d.w = io.Discard
+	d.Show(now, hosts)
+	d.w = w
+}
+
+// Live redraws one line per host in place on a terminal, with a
+// progress Bar during uploads.
+type Live struct {
 	w     io.Writer
 	start time.Time
 	width func() int // the terminal's width now
 	drawn int        // lines drawn by the last frame
 }
 
-func (d *liveDisplay) show(now time.Time, hosts []hostState) {
+func (d *Live) Show(now time.Time, hosts []HostState) {
 	lines := liveFrame(now.Sub(d.start), sortHosts(hosts), d.width())
 	var b strings.Builder
 	if d.drawn > 0 {
@@ -165,14 +192,14 @@ func (d *liveDisplay) show(now time.Time, hosts []hostState) {
 	_, _ = io.WriteString(d.w, b.String())
 }
 
-func (d *liveDisplay) finish() { d.drawn = 0 }
+func (d *Live) Finish() { d.drawn = 0 }
 
 // spinner turns while a host is being worked on.
 var spinner = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
 
 // liveFrame renders one frame, each line cut to width (a wrapped line
 // would break the redraw).
-func liveFrame(since time.Duration, hosts []hostState, width int) []string {
+func liveFrame(since time.Duration, hosts []HostState, width int) []string {
 	labelWidth := 0
 	for _, h := range hosts {
 		labelWidth = max(labelWidth, len([]rune(h.label())))
@@ -193,7 +220,7 @@ func liveFrame(since time.Duration, hosts []hostState, width int) []string {
 		line := fmt.Sprintf(" %s %-*s  %s", mark, labelWidth, h.label(), h.summary())
 		if p := h.uploading(); p != nil {
 			line = fmt.Sprintf(" %s %-*s  %s, step %s  %s %3d%%  %s of %s", mark, labelWidth, h.label(), h.Phase, h.Step,
-				bar(p.BytesDone, p.BytesTotal, 20), 100*p.BytesDone/p.BytesTotal, humanBytes(p.BytesDone), humanBytes(p.BytesTotal))
+				Bar(p.BytesDone, p.BytesTotal, 20), 100*p.BytesDone/p.BytesTotal, HumanBytes(p.BytesDone), HumanBytes(p.BytesTotal))
 		}
 		lines = append(lines, cut(line, width))
 	}
@@ -201,8 +228,8 @@ func liveFrame(since time.Duration, hosts []hostState, width int) []string {
 	return lines
 }
 
-// bar is a progress bar of width cells.
-func bar(done, total int64, width int) string {
+// Bar is a progress Bar of width cells.
+func Bar(done, total int64, width int) string {
 	n := 0
 	if total > 0 {
 		n = int(min(done, total) * int64(width) / total)
@@ -217,13 +244,13 @@ func cut(s string, width int) string {
 	return s
 }
 
-// elapsed is a duration since the start, as the displays print it.
-func elapsed(d time.Duration) string {
+// Elapsed is a duration since the start, as the displays print it.
+func Elapsed(d time.Duration) string {
 	return fmt.Sprintf("[%5.1fs]", d.Seconds())
 }
 
-// humanBytes is n in B, KiB, MiB or GiB.
-func humanBytes(n int64) string {
+// HumanBytes is n in B, KiB, MiB or GiB.
+func HumanBytes(n int64) string {
 	const unit = 1024
 	if n < unit {
 		return fmt.Sprintf("%d B", n)
@@ -236,9 +263,9 @@ func humanBytes(n int64) string {
 	return fmt.Sprintf("%.1f %ciB", v, "KMG"[i])
 }
 
-// readHostStates reads every WindowsInstance and Node into host states;
+// ReadHostStates reads every WindowsInstance and Node into host states;
 // upload, when not nil, gives an instance's current upload.
-func readHostStates(ctx context.Context, c client.Client, upload func(*winnodev1.WindowsInstance) *host.Progress) ([]hostState, error) {
+func ReadHostStates(ctx context.Context, c client.Client, upload func(*winnodev1.WindowsInstance) *host.Progress) ([]HostState, error) {
 	var insts winnodev1.WindowsInstanceList
 	if err := c.List(ctx, &insts); err != nil {
 		return nil, fmt.Errorf("listing WindowsInstances: %w", err)
@@ -249,12 +276,12 @@ func readHostStates(ctx context.Context, c client.Client, upload func(*winnodev1
 	}
 	ready := map[string]bool{}
 	for i := range nodes.Items {
-		ready[nodes.Items[i].Name] = nodeReady(&nodes.Items[i]) == "Ready"
+		ready[nodes.Items[i].Name] = NodeReady(&nodes.Items[i]) == "Ready"
 	}
-	var hosts []hostState
+	var hosts []HostState
 	for i := range insts.Items {
 		inst := &insts.Items[i]
-		h := hostState{
+		h := HostState{
 			Name: inst.Name, Address: inst.Spec.Address, Hostname: inst.Status.Hostname,
 			Phase: string(inst.Status.Phase), Step: inst.Status.Step, Node: inst.Status.NodeName,
 			NodeReady: ready[inst.Status.NodeName], LastError: inst.Status.LastError,

@@ -1,6 +1,6 @@
 //go:build linux
 
-package cli
+package demo
 
 import (
 	"bufio"
@@ -30,6 +30,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
+	"github.com/winnode/winnode/internal/cli"
+	"github.com/winnode/winnode/internal/cli/view"
+	"github.com/winnode/winnode/internal/controller"
 	"github.com/winnode/winnode/internal/host"
 	"github.com/winnode/winnode/internal/sshkey"
 	"github.com/winnode/winnode/internal/testenv"
@@ -52,7 +55,7 @@ type demoOptions struct {
 	readyTimeout  time.Duration
 }
 
-func newDemoCommand(s Streams) *cobra.Command {
+func NewCommand(s cli.Streams) *cobra.Command {
 	var o demoOptions
 	cmd := &cobra.Command{
 		Use:   "demo",
@@ -86,13 +89,13 @@ running so that you can look).`,
 
   # For scripts and CI: stop once every host is a Ready node
   winnodectl demo --exit-when-ready`,
-		Args: noArgs,
+		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.hosts < 1 || o.hosts > 100 {
-				return usageErrorf("--hosts %d: give 1 to 100 simulated hosts", o.hosts)
+				return cli.UsageErrorf("--hosts %d: give 1 to 100 simulated hosts", o.hosts)
 			}
 			if o.windowsBuild != "2019" && o.windowsBuild != "2022" {
-				return usageErrorf("--windows-build %q: simulated hosts run Windows Server 2019 or 2022", o.windowsBuild)
+				return cli.UsageErrorf("--windows-build %q: simulated hosts run Windows Server 2019 or 2022", o.windowsBuild)
 			}
 			if err := checkKubeconfigOut(o.kubeconfigOut); err != nil {
 				return err
@@ -112,7 +115,7 @@ running so that you can look).`,
 
 // demo is one run of `winnodectl demo`: what it started, to stop it all.
 type demo struct {
-	s     Streams
+	s     cli.Streams
 	o     demoOptions
 	start time.Time
 	say   func(format string, args ...any)
@@ -133,10 +136,10 @@ type demo struct {
 	reboots sync.WaitGroup
 }
 
-func runDemo(ctx context.Context, s Streams, o demoOptions) (err error) {
+func runDemo(ctx context.Context, s cli.Streams, o demoOptions) (err error) {
 	d := &demo{s: s, o: o, start: time.Now(), uploads: map[string]uploadReport{}}
 	d.say = func(format string, args ...any) {
-		fmt.Fprintf(s.Out, "%s %s\n", elapsed(time.Since(d.start)), fmt.Sprintf(format, args...))
+		fmt.Fprintf(s.Out, "%s %s\n", view.Elapsed(time.Since(d.start)), fmt.Sprintf(format, args...))
 	}
 	defer func() {
 		if err != nil && d.removeWork {
@@ -163,7 +166,7 @@ func runDemo(ctx context.Context, s Streams, o demoOptions) (err error) {
 		return nil
 	case !ready && o.exitWhenReady:
 		d.printStatus(ctx)
-		return withCode(ExitTimeout, fmt.Errorf("not every simulated host became a Ready node within %s: see the table above, %s and %s",
+		return cli.WithCode(cli.ExitTimeout, fmt.Errorf("not every simulated host became a Ready node within %s: see the table above, %s and %s",
 			o.readyTimeout, filepath.Join(d.workdir, "operator.log"), filepath.Join(d.workdir, "winsim.log")))
 	case !ready:
 		fmt.Fprintf(s.Out, "\nNot every host is Ready after %s; the demo keeps running so that you can look (logs in %s).\n", o.readyTimeout, d.workdir)
@@ -227,7 +230,7 @@ func (d *demo) setUp(ctx context.Context) error {
 		return err
 	}
 	d.say("control plane up at %s; kubeconfig %s", d.env.Host, d.kubeconfig)
-	if d.client, err = newClient(d.env.Config); err != nil {
+	if d.client, err = cli.NewClient(d.env.Config); err != nil {
 		return err
 	}
 
@@ -271,7 +274,7 @@ func (d *demo) setUp(ctx context.Context) error {
 	d.say("starting the operator (log: %s)", filepath.Join(d.workdir, "operator.log"))
 	if d.operator, err = startOperator(ctx, operatorOptions{
 		config:     d.env.Config,
-		namespace:  defaultNamespace,
+		namespace:  controller.DefaultNamespace,
 		payloadDir: payloadDir,
 		logPath:    filepath.Join(d.workdir, "operator.log"),
 		progress:   d.recordUpload,
@@ -341,11 +344,11 @@ func checkKubeconfigOut(path string) error {
 	}
 	cfg, err := clientcmd.LoadFromFile(path)
 	if err != nil {
-		return usageErrorf("--kubeconfig-out %s exists and is not a kubeconfig; the demo does not overwrite it: pick another file", path)
+		return cli.UsageErrorf("--kubeconfig-out %s exists and is not a kubeconfig; the demo does not overwrite it: pick another file", path)
 	}
 	for name := range cfg.Contexts {
 		if name != demoContext {
-			return usageErrorf("--kubeconfig-out %s holds other clusters (context %q); the demo would overwrite them: pick another file", path, name)
+			return cli.UsageErrorf("--kubeconfig-out %s holds other clusters (context %q); the demo would overwrite them: pick another file", path, name)
 		}
 	}
 	return nil
@@ -370,19 +373,19 @@ func newDemoKey() (ssh.Signer, []byte, error) {
 
 // createObjects creates the operator's namespace and its key Secret.
 func (d *demo) createObjects(ctx context.Context, pemKey []byte) error {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: defaultNamespace}}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: controller.DefaultNamespace}}
 	if err := d.client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating namespace %s: %w", defaultNamespace, err)
+		return fmt.Errorf("creating namespace %s: %w", controller.DefaultNamespace, err)
 	}
 	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: defaultNamespace, Name: sshkey.PrivateKeySecret},
+		ObjectMeta: metav1.ObjectMeta{Namespace: controller.DefaultNamespace, Name: sshkey.PrivateKeySecret},
 		Type:       corev1.SecretTypeOpaque,
 		Data:       map[string][]byte{sshkey.PrivateKeyKey: pemKey},
 	}
 	if err := d.client.Create(ctx, secret); err != nil {
-		return fmt.Errorf("creating Secret %s/%s: %w", defaultNamespace, sshkey.PrivateKeySecret, err)
+		return fmt.Errorf("creating Secret %s/%s: %w", controller.DefaultNamespace, sshkey.PrivateKeySecret, err)
 	}
-	d.say("created namespace %s and Secret %s (a fresh ed25519 key the simulated hosts accept)", defaultNamespace, sshkey.PrivateKeySecret)
+	d.say("created namespace %s and Secret %s (a fresh ed25519 key the simulated hosts accept)", controller.DefaultNamespace, sshkey.PrivateKeySecret)
 	return nil
 }
 
@@ -410,16 +413,16 @@ func configMapEntry(user string, port int) string {
 // listHosts creates ConfigMap windows-instances with every host.
 func (d *demo) listHosts(ctx context.Context) error {
 	cm := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Namespace: defaultNamespace, Name: instancesConfigMap},
+		ObjectMeta: metav1.ObjectMeta{Namespace: controller.DefaultNamespace, Name: instancesConfigMap},
 		Data:       map[string]string{},
 	}
 	for _, h := range d.fleet.Hosts {
 		cm.Data[h.IP()] = configMapEntry(h.User(), h.Port())
 	}
 	if err := d.client.Create(ctx, cm); err != nil {
-		return fmt.Errorf("creating ConfigMap %s/%s: %w", defaultNamespace, instancesConfigMap, err)
+		return fmt.Errorf("creating ConfigMap %s/%s: %w", controller.DefaultNamespace, instancesConfigMap, err)
 	}
-	d.say("listed %s in ConfigMap %s/%s; the operator takes it from here\n", hostCount(len(d.fleet.Hosts), "host"), defaultNamespace, instancesConfigMap)
+	d.say("listed %s in ConfigMap %s/%s; the operator takes it from here\n", hostCount(len(d.fleet.Hosts), "host"), controller.DefaultNamespace, instancesConfigMap)
 	return nil
 }
 
@@ -431,7 +434,7 @@ type uploadReport struct {
 }
 
 // recordUpload keeps the last upload report of each instance, for the
-// progress bar.
+// progress view.Bar.
 func (d *demo) recordUpload(inst *winnodev1.WindowsInstance, p host.Progress) {
 	d.mu.Lock()
 	d.uploads[inst.Name] = uploadReport{step: inst.Status.Step, progress: p}
@@ -440,8 +443,8 @@ func (d *demo) recordUpload(inst *winnodev1.WindowsInstance, p host.Progress) {
 
 // snapshot reads every host's state, with the uploads the operator
 // reported.
-func (d *demo) snapshot(ctx context.Context) ([]hostState, error) {
-	return readHostStates(ctx, d.client, func(inst *winnodev1.WindowsInstance) *host.Progress {
+func (d *demo) snapshot(ctx context.Context) ([]view.HostState, error) {
+	return view.ReadHostStates(ctx, d.client, func(inst *winnodev1.WindowsInstance) *host.Progress {
 		d.mu.Lock()
 		defer d.mu.Unlock()
 		if u, ok := d.uploads[inst.Name]; ok && u.step == inst.Status.Step {
@@ -451,25 +454,11 @@ func (d *demo) snapshot(ctx context.Context) ([]hostState, error) {
 	})
 }
 
-// display is the live display on a terminal, plain lines otherwise.
-func (d *demo) display() progressDisplay {
-	if isTerminal(d.s.Out) {
-		fd := int(d.s.Out.(*os.File).Fd())
-		return &liveDisplay{w: d.s.Out, start: d.start, width: func() int {
-			if w, _, err := term.GetSize(fd); err == nil && w > 0 {
-				return w
-			}
-			return 100
-		}}
-	}
-	return newLinesDisplay(d.s.Out, d.start)
-}
-
 // waitReady shows progress until every listed host is a Ready node, the
 // timeout passes (false), or ctx ends.
 func (d *demo) waitReady(ctx context.Context) (bool, error) {
-	disp := d.display()
-	defer disp.finish()
+	disp := view.NewDisplay(d.s.Out, d.start)
+	defer disp.Finish()
 	deadline := time.Now().Add(d.o.readyTimeout)
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
@@ -486,7 +475,7 @@ func (d *demo) waitReady(ctx context.Context) (bool, error) {
 			}
 		default:
 			failures = 0
-			disp.show(time.Now(), hosts)
+			disp.Show(time.Now(), hosts)
 			if allReady(hosts, d.o.hosts) {
 				return true, nil
 			}
@@ -502,7 +491,7 @@ func (d *demo) waitReady(ctx context.Context) (bool, error) {
 	}
 }
 
-func allReady(hosts []hostState, want int) bool {
+func allReady(hosts []view.HostState, want int) bool {
 	n := 0
 	for _, h := range hosts {
 		if h.Phase == string(winnodev1.PhaseReady) && h.NodeReady {
@@ -513,14 +502,14 @@ func allReady(hosts []hostState, want int) bool {
 }
 
 // windowsNodes lists the Windows nodes (label kubernetes.io/os=windows).
-func (d *demo) windowsNodes(ctx context.Context) ([]nodeRow, error) {
+func (d *demo) windowsNodes(ctx context.Context) ([]view.NodeRow, error) {
 	var nodes corev1.NodeList
 	if err := d.client.List(ctx, &nodes, client.MatchingLabels{corev1.LabelOSStable: "windows"}); err != nil {
 		return nil, fmt.Errorf("listing Windows nodes: %w", err)
 	}
-	var rows []nodeRow
+	var rows []view.NodeRow
 	for i := range nodes.Items {
-		rows = append(rows, newNodeRow(&nodes.Items[i]))
+		rows = append(rows, view.NewNodeRow(&nodes.Items[i]))
 	}
 	return rows, nil
 }
@@ -537,7 +526,7 @@ func (d *demo) printReady(ctx context.Context) {
 	if rows, err := d.windowsNodes(ctx); err != nil {
 		fmt.Fprintf(out, "(listing the nodes failed: %v)\n", err)
 	} else {
-		_ = writeNodeTable(out, rows, time.Now())
+		_ = view.WriteNodeTable(out, rows, time.Now())
 	}
 	first := d.fleet.Hosts[0]
 	self, _ := os.Executable()
@@ -558,7 +547,7 @@ Try, in another terminal:
   # Take a host out: its node is drained and deleted, the host cleaned.
   kubectl -n %[4]s patch configmap %[5]s --type json -p '[{"op":"remove","path":"/data/%[6]s"}]'
 
-`, d.kubeconfig, self, strings.ToLower(first.Hostname()), defaultNamespace, instancesConfigMap, first.IP())
+`, d.kubeconfig, self, strings.ToLower(first.Hostname()), controller.DefaultNamespace, instancesConfigMap, first.IP())
 	if d.o.exitWhenReady {
 		return
 	}
@@ -574,13 +563,13 @@ Try, in another terminal:
 
 // printStatus prints the instance table (on a timeout).
 func (d *demo) printStatus(ctx context.Context) {
-	rows, err := listInstanceRows(ctx, d.client)
+	rows, err := view.ListInstanceRows(ctx, d.client)
 	if err != nil {
 		fmt.Fprintf(d.s.Out, "(listing WindowsInstances failed: %v)\n", err)
 		return
 	}
 	fmt.Fprintln(d.s.Out)
-	_ = writeInstanceTable(d.s.Out, rows, time.Now())
+	_ = view.WriteInstanceTable(d.s.Out, rows, time.Now())
 }
 
 // follow prints each host's changes as lines and answers typed commands,
@@ -589,11 +578,10 @@ func (d *demo) follow(ctx context.Context) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	// Remember the current state without printing it: only changes follow.
-	lines := newLinesDisplay(io.Discard, d.start)
+	lines := view.NewLines(d.s.Out, d.start)
 	if hosts, err := d.snapshot(ctx); err == nil {
-		lines.show(time.Now(), hosts)
+		lines.Remember(time.Now(), hosts)
 	}
-	lines.w = d.s.Out
 	if f, ok := d.s.In.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		go d.readCommands(ctx, f, cancel)
 	}
@@ -605,7 +593,7 @@ func (d *demo) follow(ctx context.Context) {
 			return
 		case <-tick.C:
 			if hosts, err := d.snapshot(ctx); err == nil {
-				lines.show(time.Now(), hosts)
+				lines.Show(time.Now(), hosts)
 			}
 		}
 	}

@@ -1,9 +1,10 @@
 //go:build linux
 
-package cli
+package demo
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -21,9 +22,30 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/winnode/winnode/internal/cli"
+	"github.com/winnode/winnode/internal/cli/view"
+	"github.com/winnode/winnode/internal/fixture"
 	"github.com/winnode/winnode/internal/testenv"
 	"github.com/winnode/winnode/internal/winsim"
 )
+
+// TestMain removes the binaries the tests built, as testenv requires.
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// result is what one winnodectl run printed and returned.
+type result struct {
+	code     int
+	out, err string
+}
+
+// run runs winnodectl, with the demo as cmd/winnodectl wires it, in process.
+func run(t *testing.T, stdin string, args ...string) result {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	s := cli.Streams{In: strings.NewReader(stdin), Out: &out, Err: &errOut}
+	code := cli.Execute(context.Background(), args, s, NewCommand(s))
+	return result{code: code, out: out.String(), err: errOut.String()}
+}
 
 // TestDemoReadyThenSIGTERM runs the built winnodectl as a user would:
 // `winnodectl demo --hosts 2`, not on a terminal. It must print plain
@@ -140,7 +162,7 @@ func checkDemoCluster(t *testing.T, kubeconfig string, want int) {
 	if err != nil {
 		t.Fatalf("the demo's --kubeconfig-out %s: %v", kubeconfig, err)
 	}
-	c, err := newClient(cfg)
+	c, err := cli.NewClient(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +174,7 @@ func checkDemoCluster(t *testing.T, kubeconfig string, want int) {
 	}
 	ready := 0
 	for i := range nodes.Items {
-		if nodeReady(&nodes.Items[i]) == "Ready" {
+		if view.NodeReady(&nodes.Items[i]) == "Ready" {
 			ready++
 		}
 	}
@@ -249,8 +271,8 @@ func TestDemoCommands(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = fleet.Close() })
 	h := fleet.Hosts[0]
-	var out syncBuffer
-	d := &demo{s: Streams{Out: &out}, start: time.Now(), fleet: fleet}
+	var out fixture.SyncBuffer
+	d := &demo{s: cli.Streams{Out: &out}, start: time.Now(), fleet: fleet}
 	d.say = func(format string, args ...any) { fmt.Fprintf(&out, format+"\n", args...) }
 
 	quit := make(chan struct{})
@@ -317,7 +339,7 @@ func TestDemoKubeconfigOutNeverOverwritesOtherClusters(t *testing.T) {
 	}
 	// Through the command line: refused before anything starts.
 	r := run(t, "", "demo", "--kubeconfig-out", write("mine2", "production"))
-	if r.code != ExitUsage || !strings.Contains(r.err, `context "production"`) || r.out != "" {
+	if r.code != cli.ExitUsage || !strings.Contains(r.err, `context "production"`) || r.out != "" {
 		t.Errorf("exit %d, stdout %q, stderr %q", r.code, r.out, r.err)
 	}
 }

@@ -1,6 +1,6 @@
 //go:build linux
 
-package cli
+package demo
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
+	"github.com/winnode/winnode/internal/cli"
 	"github.com/winnode/winnode/internal/configure"
 	"github.com/winnode/winnode/internal/controller"
 	"github.com/winnode/winnode/internal/host"
@@ -28,7 +29,7 @@ type operatorOptions struct {
 	namespace  string
 	payloadDir string
 	logPath    string
-	// progress receives each host's upload progress (the demo's bar).
+	// progress receives each host's upload progress (the demo's view.Bar).
 	progress func(inst *winnodev1.WindowsInstance, p host.Progress)
 }
 
@@ -55,7 +56,7 @@ func startOperator(ctx context.Context, o operatorOptions) (*runningOperator, er
 	klog.SetLogger(logger)
 
 	mgr, err := ctrl.NewManager(o.config, ctrl.Options{
-		Scheme:                 scheme(),
+		Scheme:                 cli.Scheme(),
 		Logger:                 logger,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
@@ -68,7 +69,7 @@ func startOperator(ctx context.Context, o operatorOptions) (*runningOperator, er
 	if err := controller.Setup(mgr, controller.Options{
 		Namespace:  o.namespace,
 		PayloadDir: o.payloadDir,
-		Version:    Version,
+		Version:    cli.Version,
 		TuneInstance: func(c *configure.Configurer) {
 			c.Progress = o.progress
 		},

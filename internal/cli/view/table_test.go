@@ -1,7 +1,8 @@
-package cli
+package view
 
 import (
 	"bytes"
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
+	"github.com/winnode/winnode/internal/fixture"
 )
 
 var tableNow = time.Date(2026, 11, 21, 8, 0, 0, 0, time.UTC)
@@ -36,15 +38,15 @@ func TestNodeTableGolden(t *testing.T) {
 		testNode("win-a", "127.0.0.10", corev1.ConditionTrue, 26*time.Hour),
 		{ObjectMeta: metav1.ObjectMeta{Name: "win-d"}}, // nothing reported yet
 	}
-	var rows []nodeRow
+	var rows []NodeRow
 	for _, n := range nodes {
-		rows = append(rows, newNodeRow(n))
+		rows = append(rows, NewNodeRow(n))
 	}
 	var b bytes.Buffer
-	if err := writeNodeTable(&b, rows, tableNow); err != nil {
+	if err := WriteNodeTable(&b, rows, tableNow); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "nodes.golden", b.String())
+	fixture.Golden(t, "nodes.golden", b.String())
 }
 
 func TestInstanceTableGolden(t *testing.T) {
@@ -56,28 +58,31 @@ func TestInstanceTableGolden(t *testing.T) {
 			Status: winnodev1.WindowsInstanceStatus{Phase: phase, Step: step, NodeName: node, LastError: lastErr, Version: "v0.1.0"},
 		}
 	}
-	rows := []instanceRow{
-		newInstanceRow(inst("10.0.0.7", "10.0.0.7", 22, winnodev1.PhaseReady, "", "win-a", "", 2*time.Hour),
+	rows := []InstanceRow{
+		NewInstanceRow(inst("10.0.0.7", "10.0.0.7", 22, winnodev1.PhaseReady, "", "win-a", "", 2*time.Hour),
 			testNode("win-a", "10.0.0.7", corev1.ConditionTrue, time.Hour)),
-		newInstanceRow(inst("10.0.0.8", "10.0.0.8", 2222, winnodev1.PhaseConfiguring, "sync", "win-b", "", 5*time.Minute), nil),
-		newInstanceRow(inst("bad.example.com", "bad.example.com", 0, winnodev1.PhaseFailed, "connect", "",
+		NewInstanceRow(inst("10.0.0.8", "10.0.0.8", 2222, winnodev1.PhaseConfiguring, "sync", "win-b", "", 5*time.Minute), nil),
+		NewInstanceRow(inst("bad.example.com", "bad.example.com", 0, winnodev1.PhaseFailed, "connect", "",
 			"connecting to bad.example.com:22: dial tcp: lookup bad.example.com: no such host;\ncheck the address in ConfigMap windows-instances", 40*time.Second), nil),
-		newInstanceRow(&winnodev1.WindowsInstance{ObjectMeta: metav1.ObjectMeta{Name: "fresh", CreationTimestamp: metav1.NewTime(tableNow)},
+		NewInstanceRow(&winnodev1.WindowsInstance{ObjectMeta: metav1.ObjectMeta{Name: "fresh", CreationTimestamp: metav1.NewTime(tableNow)},
 			Spec: winnodev1.WindowsInstanceSpec{Address: "10.0.0.9", Username: "Administrator"}}, nil),
 	}
 	var b bytes.Buffer
-	if err := writeInstanceTable(&b, rows, tableNow); err != nil {
+	if err := WriteInstanceTable(&b, rows, tableNow); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "instances.golden", b.String())
+	fixture.Golden(t, "instances.golden", b.String())
 
+	// What `winnodectl status -o json` prints of them.
 	var j bytes.Buffer
-	if err := writeJSON(&j, struct {
-		Instances []instanceRow `json:"instances"`
+	enc := json.NewEncoder(&j)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(struct {
+		Instances []InstanceRow `json:"instances"`
 	}{rows}); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "instances.json.golden", j.String())
+	fixture.Golden(t, "instances.json.golden", j.String())
 }
 
 func TestCell(t *testing.T) {

@@ -1,4 +1,4 @@
-package cli
+package view
 
 import (
 	"fmt"
@@ -43,9 +43,9 @@ func cell(s string, max int) string {
 	return s
 }
 
-// nodeRow is one Windows node, as the demo's table and `status -o json`
+// NodeRow is one Windows node, as the demo's table and `status -o json`
 // show it.
-type nodeRow struct {
+type NodeRow struct {
 	Name           string    `json:"name"`
 	Status         string    `json:"status"`
 	Address        string    `json:"address"`
@@ -54,20 +54,20 @@ type nodeRow struct {
 	Created        time.Time `json:"created"`
 }
 
-func newNodeRow(n *corev1.Node) nodeRow {
-	return nodeRow{
+func NewNodeRow(n *corev1.Node) NodeRow {
+	return NodeRow{
 		Name:           n.Name,
-		Status:         nodeReady(n),
-		Address:        nodeAddress(n),
+		Status:         NodeReady(n),
+		Address:        NodeAddress(n),
 		OSImage:        n.Status.NodeInfo.OSImage,
 		KubeletVersion: n.Status.NodeInfo.KubeletVersion,
 		Created:        n.CreationTimestamp.Time,
 	}
 }
 
-// writeNodeTable prints nodes sorted by name.
-func writeNodeTable(w io.Writer, rows []nodeRow, now time.Time) error {
-	rows = append([]nodeRow(nil), rows...)
+// WriteNodeTable prints nodes sorted by name.
+func WriteNodeTable(w io.Writer, rows []NodeRow, now time.Time) error {
+	rows = append([]NodeRow(nil), rows...)
 	sort.Slice(rows, func(i, j int) bool { return rows[i].Name < rows[j].Name })
 	tw := newTabWriter(w)
 	fmt.Fprintln(tw, "NAME\tSTATUS\tADDRESS\tOS IMAGE\tKUBELET VERSION\tAGE")
@@ -78,8 +78,8 @@ func writeNodeTable(w io.Writer, rows []nodeRow, now time.Time) error {
 	return tw.Flush()
 }
 
-// instanceRow is one WindowsInstance and its node, as `status` shows it.
-type instanceRow struct {
+// InstanceRow is one WindowsInstance and its node, as `status` shows it.
+type InstanceRow struct {
 	Name       string    `json:"name"`
 	Address    string    `json:"address"`
 	Port       int32     `json:"port"`
@@ -93,9 +93,9 @@ type instanceRow struct {
 	LastError  string    `json:"lastError,omitempty"`
 }
 
-// newInstanceRow describes inst; node is its Node, or nil when there is none.
-func newInstanceRow(inst *winnodev1.WindowsInstance, node *corev1.Node) instanceRow {
-	r := instanceRow{
+// NewInstanceRow describes inst; node is its Node, or nil when there is none.
+func NewInstanceRow(inst *winnodev1.WindowsInstance, node *corev1.Node) InstanceRow {
+	r := InstanceRow{
 		Name:      inst.Name,
 		Address:   inst.Spec.Address,
 		Port:      inst.Spec.Port,
@@ -118,7 +118,7 @@ func newInstanceRow(inst *winnodev1.WindowsInstance, node *corev1.Node) instance
 	}
 	switch {
 	case node != nil:
-		r.NodeStatus = nodeReady(node)
+		r.NodeStatus = NodeReady(node)
 	case r.Node != "":
 		r.NodeStatus = "Missing"
 	}
@@ -128,9 +128,9 @@ func newInstanceRow(inst *winnodev1.WindowsInstance, node *corev1.Node) instance
 // lastErrorWidth keeps the table readable; `-o json` has the whole error.
 const lastErrorWidth = 60
 
-// writeInstanceTable prints WindowsInstances sorted by name.
-func writeInstanceTable(w io.Writer, rows []instanceRow, now time.Time) error {
-	rows = append([]instanceRow(nil), rows...)
+// WriteInstanceTable prints WindowsInstances sorted by name.
+func WriteInstanceTable(w io.Writer, rows []InstanceRow, now time.Time) error {
+	rows = append([]InstanceRow(nil), rows...)
 	sort.Slice(rows, func(i, j int) bool { return rows[i].Name < rows[j].Name })
 	tw := newTabWriter(w)
 	fmt.Fprintln(tw, "NAME\tADDRESS\tPHASE\tSTEP\tNODE\tNODE STATUS\tVERSION\tAGE\tLAST ERROR")

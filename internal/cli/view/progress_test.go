@@ -1,4 +1,4 @@
-package cli
+package view
 
 import (
 	"bytes"
@@ -7,17 +7,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/winnode/winnode/internal/fixture"
 	"github.com/winnode/winnode/internal/host"
 )
 
 // progressScript is three hosts going from listed to Ready, one failing on
 // the way, one uploading in steps.
-func progressScript() [][]hostState {
-	a := hostState{Name: "127.0.0.10", Address: "127.0.0.10"}
-	b := hostState{Name: "127.0.0.11", Address: "127.0.0.11"}
-	c := hostState{Name: "127.0.0.12", Address: "127.0.0.12"}
-	var frames [][]hostState
-	add := func(hosts ...hostState) { frames = append(frames, hosts) }
+func progressScript() [][]HostState {
+	a := HostState{Name: "127.0.0.10", Address: "127.0.0.10"}
+	b := HostState{Name: "127.0.0.11", Address: "127.0.0.11"}
+	c := HostState{Name: "127.0.0.12", Address: "127.0.0.12"}
+	var frames [][]HostState
+	add := func(hosts ...HostState) { frames = append(frames, hosts) }
 	add(a, b)
 	a.Phase, a.Step = "Pending", ""
 	b.Phase, b.Step = "Configuring", "connect"
@@ -53,13 +54,13 @@ var progressStart = time.Date(2026, 11, 21, 7, 0, 0, 0, time.UTC)
 
 func TestLinesDisplayGolden(t *testing.T) {
 	var b bytes.Buffer
-	d := newLinesDisplay(&b, progressStart)
+	d := NewLines(&b, progressStart)
 	for i, hosts := range progressScript() {
-		d.show(progressStart.Add(time.Duration(i)*1500*time.Millisecond), hosts)
+		d.Show(progressStart.Add(time.Duration(i)*1500*time.Millisecond), hosts)
 		// Showing the same state again prints nothing.
-		d.show(progressStart.Add(time.Duration(i)*1500*time.Millisecond), hosts)
+		d.Show(progressStart.Add(time.Duration(i)*1500*time.Millisecond), hosts)
 	}
-	golden(t, "progress-lines.golden", b.String())
+	fixture.Golden(t, "progress-lines.golden", b.String())
 }
 
 func TestLiveFrameGolden(t *testing.T) {
@@ -70,24 +71,24 @@ func TestLiveFrameGolden(t *testing.T) {
 		}
 		b.WriteString("--\n")
 	}
-	golden(t, "progress-live.golden", b.String())
+	fixture.Golden(t, "progress-live.golden", b.String())
 }
 
 func TestLiveDisplayRedrawsInPlace(t *testing.T) {
 	var b bytes.Buffer
-	d := &liveDisplay{w: &b, start: progressStart, width: func() int { return 80 }}
+	d := &Live{w: &b, start: progressStart, width: func() int { return 80 }}
 	frames := progressScript()
-	d.show(progressStart, frames[1]) // 3 hosts + summary line
+	d.Show(progressStart, frames[1]) // 3 hosts + summary line
 	if cursorUp.MatchString(b.String()) {
 		t.Fatalf("the first frame moved the cursor up: %q", b.String())
 	}
 	b.Reset()
-	d.show(progressStart.Add(time.Second), frames[2])
+	d.Show(progressStart.Add(time.Second), frames[2])
 	if !strings.HasPrefix(b.String(), "\x1b[4A") {
 		t.Errorf("the second frame does not start by moving up over the first 4 lines: %q", b.String())
 	}
 	b.Reset()
-	d.show(progressStart.Add(2*time.Second), frames[0]) // a host went away: 2 hosts + summary
+	d.Show(progressStart.Add(2*time.Second), frames[0]) // a host went away: 2 hosts + summary
 	if got := b.String(); !strings.HasPrefix(got, "\x1b[4A") || !strings.HasSuffix(got, "\r\x1b[2K\n\x1b[1A") {
 		t.Errorf("a shorter frame does not clear the leftover line and come back: %q", got)
 	}
@@ -100,8 +101,8 @@ func TestLiveDisplayRedrawsInPlace(t *testing.T) {
 
 func TestHumanBytes(t *testing.T) {
 	for n, want := range map[int64]string{0: "0 B", 1023: "1023 B", 1024: "1.0 KiB", 64 << 20: "64.0 MiB", 3 << 30: "3.0 GiB", 5 << 40: "5120.0 GiB"} {
-		if got := humanBytes(n); got != want {
-			t.Errorf("humanBytes(%d) = %q, want %q", n, got, want)
+		if got := HumanBytes(n); got != want {
+			t.Errorf("HumanBytes(%d) = %q, want %q", n, got, want)
 		}
 	}
 }
