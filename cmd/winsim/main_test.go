@@ -3,8 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"crypto/ed25519"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"net"
@@ -19,6 +17,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/winnode/winnode/internal/fixture"
 	"github.com/winnode/winnode/internal/simscm"
 )
 
@@ -113,17 +112,16 @@ func (r *runningWinsim) stop(t *testing.T) {
 func TestWinsimStandalone(t *testing.T) {
 	bin := build(t)
 	dir := t.TempDir()
-	pub, priv, _ := ed25519.GenerateKey(rand.Reader)
-	sshPub, _ := ssh.NewPublicKey(pub)
+	key := fixture.NewKey(t)
 	keyFile := filepath.Join(dir, "id.pub")
-	if err := os.WriteFile(keyFile, ssh.MarshalAuthorizedKey(sshPub), 0o600); err != nil {
+	if err := os.WriteFile(keyFile, key.AuthorizedKey(), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	state := filepath.Join(dir, "state")
 	w := start(t, bin, "--hosts", "2", "--authorized-key", keyFile, "--state", state, "--windows-build", "2022")
 
 	// Log in to the first host with the key, pinned to the printed fingerprint.
-	signer, _ := ssh.NewSignerFromKey(priv)
+	signer := key.Signer
 	name, addr, fp := w.lines[0][0], w.lines[0][1], w.lines[0][2]
 	c, err := ssh.Dial("tcp", addr, &ssh.ClientConfig{
 		User: "Administrator", Auth: []ssh.AuthMethod{ssh.PublicKeys(signer)}, Timeout: 10 * time.Second,

@@ -5,8 +5,6 @@ package agent_test
 import (
 	"bytes"
 	"context"
-	"crypto/ed25519"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -26,6 +24,7 @@ import (
 	"golang.org/x/crypto/ssh"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/winnode/winnode/internal/fixture"
 	"github.com/winnode/winnode/internal/plan"
 	"github.com/winnode/winnode/internal/simscm"
 	"github.com/winnode/winnode/internal/testenv"
@@ -76,36 +75,11 @@ func newSimHost(t *testing.T) *simHost {
 	if testing.Short() {
 		t.Skip("simulated-host tests build the agent and the stand-ins; skipped with -short")
 	}
-	h, err := winsim.New(winsim.Options{
-		StateDir:      t.TempDir(),
+	h, key := fixture.SimHost(t, winsim.Options{
 		StandinBinary: testenv.Binary(t, "cmd/winsim-standin"),
 		Logger:        slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := h.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { h.Close() })
-	_, priv, _ := ed25519.GenerateKey(rand.Reader)
-	signer, err := ssh.NewSignerFromKey(priv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := h.AuthorizeKey(signer.PublicKey()); err != nil {
-		t.Fatal(err)
-	}
-	client, err := ssh.Dial("tcp", h.Addr(), &ssh.ClientConfig{
-		User:            h.User(),
-		Auth:            []ssh.AuthMethod{ssh.PublicKeys(signer)},
-		HostKeyCallback: ssh.InsecureIgnoreHostKey(), // a fresh simulated host in a temp folder
-		Timeout:         10 * time.Second,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { client.Close() })
+	client := fixture.Dial(t, h, key)
 	s := &simHost{t: t, host: h, ssh: client, scm: h.SCM()}
 	s.put(agentPath, readFile(t, testenv.Binary(t, "cmd/winnode-agent")))
 	return s

@@ -2,10 +2,7 @@ package cli
 
 import (
 	"context"
-	"crypto/ed25519"
-	"crypto/rand"
 	"encoding/json"
-	"encoding/pem"
 	"io"
 	"os"
 	"strings"
@@ -133,24 +130,8 @@ func TestStatusAgainstCluster(t *testing.T) {
 // stand-in containerd installed.
 func simHost(t *testing.T) (*winsim.Host, ssh.Signer, []byte) {
 	t.Helper()
-	h, err := winsim.New(winsim.Options{StateDir: t.TempDir(), StandinBinary: testenv.Binary(t, "cmd/winsim-standin")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := h.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = h.Close() })
-	_, priv, _ := ed25519.GenerateKey(rand.Reader)
-	signer, _ := ssh.NewSignerFromKey(priv)
-	if err := h.AuthorizeKey(signer.PublicKey()); err != nil {
-		t.Fatal(err)
-	}
-	block, err := ssh.MarshalPrivateKey(priv, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return h, signer, pem.EncodeToMemory(block)
+	h, key := fixture.SimHost(t, winsim.Options{StandinBinary: testenv.Binary(t, "cmd/winsim-standin")})
+	return h, key.Signer, key.PEM
 }
 
 // keySecret puts pemKey in Secret cloud-private-key for the test.
@@ -228,8 +209,7 @@ func TestSSHRefusesUnpinnedOrChangedHostKey(t *testing.T) {
 		t.Errorf("no pinned key: exit %d, stdout %q, stderr %q", r.code, r.out, r.err)
 	}
 
-	_, other, _ := ed25519.GenerateKey(rand.Reader)
-	otherSigner, _ := ssh.NewSignerFromKey(other)
+	otherSigner := fixture.NewKey(t).Signer
 	wrong := strings.TrimSpace(string(ssh.MarshalAuthorizedKey(otherSigner.PublicKey())))
 	cl.instance(t, "ssh-changed", spec, winnodev1.WindowsInstanceStatus{Phase: winnodev1.PhaseReady, HostKey: wrong})
 	r = run(t, "", "ssh", "--kubeconfig", kc, "ssh-changed", "--", winsim.ContainerdPath, "--version")

@@ -12,12 +12,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/bootstrap"
 	"github.com/winnode/winnode/internal/csrapproval"
+	"github.com/winnode/winnode/internal/fixture"
 )
 
 // decisions collects the approver's decisions by CSR name.
@@ -37,29 +37,6 @@ func (d *decisions) get(name string) (csrapproval.Decision, bool) {
 	defer d.Unlock()
 	dec, ok := d.m[name]
 	return dec, ok
-}
-
-// bootstrapClient is a client as the host's kubelet has it: the bootstrap
-// kubeconfig rendered from cluster-info and the instance's token.
-func (w *world) bootstrapClient(t *testing.T, tok *bootstrap.Token) kubernetes.Interface {
-	t.Helper()
-	ci, err := bootstrap.LoadClusterInfo(context.Background(), w.kube)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kc, err := bootstrap.BootstrapKubeconfig(*ci, *tok)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc, err := clientcmd.RESTConfigFromKubeConfig(kc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
 }
 
 // managedInstance creates a WindowsInstance with the status the instance
@@ -143,9 +120,9 @@ func TestCSRApproverWithRealClients(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = w.kube.CoreV1().Nodes().Delete(context.Background(), nodeOld, metav1.DeleteOptions{}) })
 
-	asA := w.bootstrapClient(t, tokA)
-	asOld := w.bootstrapClient(t, tokOld)
-	asStray := w.bootstrapClient(t, stray)
+	asA := fixture.BootstrapClient(t, w.kube, *tokA)
+	asOld := fixture.BootstrapClient(t, w.kube, *tokOld)
+	asStray := fixture.BootstrapClient(t, w.kube, *stray)
 	nodeCfg, err := w.env.UserConfig("system:node:"+nodeA, "system:nodes")
 	if err != nil {
 		t.Fatal(err)

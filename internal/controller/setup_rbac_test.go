@@ -23,6 +23,7 @@ import (
 
 	"github.com/winnode/winnode/internal/bootstrap"
 	"github.com/winnode/winnode/internal/csrapproval"
+	"github.com/winnode/winnode/internal/fixture"
 	"github.com/winnode/winnode/internal/inventory"
 	"github.com/winnode/winnode/internal/sshkey"
 	"github.com/winnode/winnode/internal/testenv"
@@ -167,7 +168,7 @@ func TestControllersUnderGeneratedRBAC(t *testing.T) {
 	// CSR approval.
 	node := w.namespace + "-rbac"
 	tok := w.managedInstance(t, w.namespace+"-wi-rbac", node, "127.0.0.210")
-	asHost := w.bootstrapClient(t, tok)
+	asHost := fixture.BootstrapClient(t, w.kube, *tok)
 	eventually(t, 30*time.Second, "the bootstrap token authenticates", func(ctx context.Context) (bool, error) {
 		_, err := asHost.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{Limit: 1})
 		return err == nil, err

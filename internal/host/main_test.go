@@ -1,8 +1,6 @@
 package host
 
 import (
-	"crypto/ed25519"
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,6 +13,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/winnode/winnode/internal/fixture"
 	"github.com/winnode/winnode/internal/plan"
 	"github.com/winnode/winnode/internal/testenv"
 	"github.com/winnode/winnode/internal/winsim"
@@ -93,38 +92,13 @@ func newSimHost(t testing.TB, opts ...winsim.Options) *simHost {
 	if len(opts) > 0 {
 		o = opts[0]
 	}
-	if o.StateDir == "" {
-		o.StateDir = t.TempDir()
-	}
 	o.BootDelay = 200 * time.Millisecond
 	o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	h, err := winsim.New(o)
-	if err != nil {
-		t.Fatalf("winsim.New: %v", err)
-	}
-	if err := h.Start(); err != nil {
-		t.Fatalf("start the simulated host: %v", err)
-	}
-	t.Cleanup(func() { h.Close() })
-	signer := newSigner(t)
-	if err := h.AuthorizeKey(signer.PublicKey()); err != nil {
-		t.Fatalf("AuthorizeKey: %v", err)
-	}
-	return &simHost{Host: h, signer: signer}
+	h, key := fixture.SimHost(t, o)
+	return &simHost{Host: h, signer: key.Signer}
 }
 
-func newSigner(t testing.TB) ssh.Signer {
-	t.Helper()
-	_, priv, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	signer, err := ssh.NewSignerFromKey(priv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return signer
-}
+func newSigner(t testing.TB) ssh.Signer { return fixture.NewKey(t).Signer }
 
 // options reaches the host as the operator does.
 func (h *simHost) options() Options {

@@ -66,8 +66,9 @@ type Env struct {
 	// Host is the API server's URL (https://127.0.0.1:port).
 	Host string
 
-	pki   *pki
-	procs []*process
+	pki    *pki
+	procs  []*process
+	binDir string // where the control plane's programs are
 }
 
 // Start brings up etcd, kube-apiserver and kube-controller-manager and waits
@@ -89,6 +90,7 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 // errPortTaken marks a component that could not bind its port.
 var errPortTaken = errors.New("a port found free was taken by another process before the component bound it")
 
+// start is one attempt of Start: each component in turn, each waited for.
 func start(ctx context.Context, opts Options) (_ *Env, err error) {
 	if opts.NodeMonitorGracePeriod == 0 {
 		opts.NodeMonitorGracePeriod = 20 * time.Second
@@ -111,7 +113,7 @@ func start(ctx context.Context, opts Options) (_ *Env, err error) {
 	if err := os.WriteFile(filepath.Join(dir, "owner"), []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
 		return nil, err
 	}
-	e := &Env{Dir: dir}
+	e := &Env{Dir: dir, binDir: binDir}
 	defer func() {
 		if err != nil {
 			err = fmt.Errorf("%w\n%s", err, e.Logs(30))
@@ -127,124 +129,26 @@ func start(ctx context.Context, opts Options) (_ *Env, err error) {
 	if err != nil {
 		return nil, err
 	}
-	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", ports[0])
-	peerURL := fmt.Sprintf("http://127.0.0.1:%d", ports[1])
-	e.Host = fmt.Sprintf("https://127.0.0.1:%d", ports[2])
-
-	// etcd. --unsafe-no-fsync: the data lives for one test run.
-	etcd, err := startProcess(dir, "etcd", filepath.Join(binDir, "etcd"),
-		"--name=default", "--data-dir="+filepath.Join(dir, "etcd"),
-		"--listen-client-urls="+etcdURL, "--advertise-client-urls="+etcdURL,
-		"--listen-peer-urls="+peerURL, "--initial-advertise-peer-urls="+peerURL,
-		"--initial-cluster=default="+peerURL, "--unsafe-no-fsync", "--log-level=warn")
+	etcdURL, err := e.startEtcd(ctx, ports[0], ports[1])
 	if err != nil {
 		return nil, err
 	}
-	e.procs = append(e.procs, etcd)
-	if err := waitHTTP(ctx, etcd, http.DefaultClient, etcdURL+"/health"); err != nil {
-		return nil, err
-	}
-
-	// kube-apiserver.
-	if err := e.pki.issue("apiserver", "kube-apiserver", nil, true,
-		[]net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("10.0.0.1")},
-		[]string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"}); err != nil {
-		return nil, err
-	}
-	if err := e.pki.issue("admin", "winnode-testenv-admin", []string{"system:masters"}, false, nil, nil); err != nil {
-		return nil, err
-	}
-	if err := e.pki.issue("controller-manager", "system:kube-controller-manager", nil, false, nil, nil); err != nil {
-		return nil, err
-	}
-	p := e.pki.path
-	apiserver, err := startProcess(dir, "kube-apiserver", filepath.Join(binDir, "kube-apiserver"),
-		"--etcd-servers="+etcdURL,
-		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--secure-port="+strconv.Itoa(ports[2]),
-		"--tls-cert-file="+p("apiserver.crt"), "--tls-private-key-file="+p("apiserver.key"),
-		"--client-ca-file="+p("ca.crt"),
-		"--enable-bootstrap-token-auth=true",
-		"--authorization-mode=Node,RBAC",
-		"--enable-admission-plugins=NodeRestriction",
-		"--service-account-key-file="+p("sa.pub"),
-		"--service-account-signing-key-file="+p("sa.key"),
-		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-		"--service-cluster-ip-range=10.0.0.0/24",
-		"--allow-privileged=true",
-		// A loopback advertise address is only allowed without the
-		// endpoint reconciler (there is no kubernetes Service to point at us).
-		"--endpoint-reconciler-type=none",
-		"--cert-dir="+filepath.Join(dir, "apiserver-certs"),
-		"--profiling=false",
-		"--v=1")
+	client, err := e.startAPIServer(ctx, opts, etcdURL, ports[2])
 	if err != nil {
 		return nil, err
 	}
-	e.procs = append(e.procs, apiserver)
-
-	e.Config = &rest.Config{
-		Host: e.Host,
-		TLSClientConfig: rest.TLSClientConfig{
-			CAFile: p("ca.crt"), CertFile: p("admin.crt"), KeyFile: p("admin.key"),
-		},
-		QPS: 200, Burst: 400,
-	}
-	e.KubeconfigPath = filepath.Join(dir, "admin.kubeconfig")
-	if err := writeKubeconfig(e.KubeconfigPath, e.Host, p("ca.crt"), "winnode-testenv-admin", p("admin.crt"), p("admin.key")); err != nil {
+	if err := e.startControllerManager(ctx, opts, client, ports[3]); err != nil {
 		return nil, err
 	}
-	client, err := kubernetes.NewForConfig(e.Config)
-	if err != nil {
-		return nil, err
-	}
-	if err := waitFor(ctx, apiserver, "kube-apiserver /readyz", func(ctx context.Context) (bool, error) {
-		res := client.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx)
-		var code int
-		res.StatusCode(&code)
-		return code == http.StatusOK, nil
-	}); err != nil {
-		return nil, err
-	}
-
-	// kube-controller-manager.
-	kcmKubeconfig := filepath.Join(dir, "controller-manager.kubeconfig")
-	if err := writeKubeconfig(kcmKubeconfig, e.Host, p("ca.crt"), "system:kube-controller-manager", p("controller-manager.crt"), p("controller-manager.key")); err != nil {
-		return nil, err
-	}
-	kcm, err := startProcess(dir, "kube-controller-manager", filepath.Join(binDir, "kube-controller-manager"),
-		"--kubeconfig="+kcmKubeconfig,
-		"--authentication-kubeconfig="+kcmKubeconfig,
-		"--authorization-kubeconfig="+kcmKubeconfig,
-		"--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(ports[3]),
-		"--cert-dir="+filepath.Join(dir, "kcm-certs"),
-		"--leader-elect=false",
-		"--controllers=*,bootstrapsigner,tokencleaner",
-		"--cluster-signing-cert-file="+p("ca.crt"),
-		"--cluster-signing-key-file="+p("ca.key"),
-		"--root-ca-file="+p("ca.crt"),
-		"--service-account-private-key-file="+p("sa.key"),
-		"--use-service-account-credentials=true",
-		"--node-monitor-grace-period="+opts.NodeMonitorGracePeriod.String(),
-		"--node-monitor-period=2s",
-		"--profiling=false",
-		"--v=1")
-	if err != nil {
-		return nil, err
-	}
-	e.procs = append(e.procs, kcm)
-	// The service-account controller creating "default" in "default" shows
-	// the controller manager is up and acting with its per-controller
-	// service-account credentials.
-	if err := waitFor(ctx, kcm, "kube-controller-manager (default ServiceAccount)", func(ctx context.Context) (bool, error) {
-		_, err := client.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{})
-		return err == nil, nil
-	}); err != nil {
-		return nil, err
-	}
-
 	if err := e.publishClusterInfo(ctx, client); err != nil {
 		return nil, err
 	}
+	return e, e.installCRDs(opts)
+}
+
+// installCRDs installs opts.CRDDirectoryPaths, by default the project's
+// config/crd/bases when it exists.
+func (e *Env) installCRDs(opts Options) error {
 	crds := opts.CRDDirectoryPaths
 	if crds == nil {
 		if root, err := RepoRoot(); err == nil {
@@ -253,12 +157,13 @@ func start(ctx context.Context, opts Options) (_ *Env, err error) {
 			}
 		}
 	}
-	if len(crds) > 0 {
-		if _, err := envtest.InstallCRDs(e.Config, envtest.CRDInstallOptions{Paths: crds, ErrorIfPathMissing: true}); err != nil {
-			return nil, fmt.Errorf("installing CRDs from %v: %w", crds, err)
-		}
+	if len(crds) == 0 {
+		return nil
 	}
-	return e, nil
+	if _, err := envtest.InstallCRDs(e.Config, envtest.CRDInstallOptions{Paths: crds, ErrorIfPathMissing: true}); err != nil {
+		return fmt.Errorf("installing CRDs from %v: %w", crds, err)
+	}
+	return nil
 }
 
 // publishClusterInfo creates kube-public/cluster-info as kubeadm does: a

@@ -7,9 +7,6 @@ package e2e
 import (
 	"cmp"
 	"context"
-	"crypto/ed25519"
-	"crypto/rand"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -40,6 +37,7 @@ import (
 	"github.com/winnode/winnode/internal/bootstrap"
 	"github.com/winnode/winnode/internal/configure"
 	"github.com/winnode/winnode/internal/controller"
+	"github.com/winnode/winnode/internal/fixture"
 	"github.com/winnode/winnode/internal/payload"
 	"github.com/winnode/winnode/internal/testenv"
 	"github.com/winnode/winnode/internal/winsim"
@@ -119,18 +117,11 @@ func newWorld(t testing.TB, env *testenv.Env) (*world, error) {
 	if w.payload, err = simpayload.Build(dir, simpayload.Options{AgentBinary: w.agent, StandinBinary: w.standin}); err != nil {
 		return nil, err
 	}
-	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	key, err := fixture.GenerateKey()
 	if err != nil {
 		return nil, err
 	}
-	block, err := ssh.MarshalPrivateKey(priv, "")
-	if err != nil {
-		return nil, err
-	}
-	w.keyPEM = pem.EncodeToMemory(block)
-	if w.signer, err = ssh.ParsePrivateKey(w.keyPEM); err != nil {
-		return nil, err
-	}
+	w.keyPEM, w.signer = key.PEM, key.Signer
 	ctx := context.Background()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}
 	if _, err := w.kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {

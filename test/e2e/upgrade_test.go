@@ -2,9 +2,6 @@ package e2e
 
 import (
 	"context"
-	"crypto/ed25519"
-	"crypto/rand"
-	"encoding/pem"
 	"fmt"
 	"sync"
 	"testing"
@@ -17,6 +14,7 @@ import (
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/configure"
+	"github.com/winnode/winnode/internal/fixture"
 	"github.com/winnode/winnode/internal/sshkey"
 	"github.com/winnode/winnode/internal/winsim"
 	"github.com/winnode/winnode/internal/winsim/simpayload"
@@ -104,19 +102,8 @@ func TestKeyRotation(t *testing.T) {
 		t.Errorf("status.keyFingerprint %q, want the operator key's %q", before.Status.KeyFingerprint, ssh.FingerprintSHA256(w.signer.PublicKey()))
 	}
 
-	_, priv, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	block, err := ssh.MarshalPrivateKey(priv, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	newPEM := pem.EncodeToMemory(block)
-	signer, err := ssh.ParsePrivateKey(newPEM)
-	if err != nil {
-		t.Fatal(err)
-	}
+	key := fixture.NewKey(t)
+	newPEM, signer := key.PEM, key.Signer
 	if err := h.AuthorizeKey(signer.PublicKey()); err != nil {
 		t.Fatal(err)
 	}

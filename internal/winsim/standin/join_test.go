@@ -2,8 +2,6 @@ package standin
 
 import (
 	"context"
-	"crypto/ed25519"
-	"crypto/rand"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -24,6 +22,7 @@ import (
 	bootstraputil "k8s.io/cluster-bootstrap/token/util"
 	"k8s.io/utils/ptr"
 
+	"github.com/winnode/winnode/internal/fixture"
 	"github.com/winnode/winnode/internal/plan"
 	"github.com/winnode/winnode/internal/simscm"
 	"github.com/winnode/winnode/internal/testenv"
@@ -49,16 +48,9 @@ func waitFor(t *testing.T, bound time.Duration, what string, cond func() (bool, 
 
 // newHost starts a simulated host with containerd (the stand-in) installed
 // and the stand-in also placed as C:\k\kubelet.exe.
-func newHost(t *testing.T, standin string) *winsim.Host {
+func newHost(t *testing.T, standin string) (*winsim.Host, fixture.Key) {
 	t.Helper()
-	h, err := winsim.New(winsim.Options{StateDir: t.TempDir(), StandinBinary: standin, BootDelay: 200 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := h.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { h.Close() })
+	h, key := fixture.SimHost(t, winsim.Options{StandinBinary: standin, BootDelay: 200 * time.Millisecond})
 	kubelet, _ := h.Path(`C:\k\kubelet.exe`)
 	data, err := os.ReadFile(standin)
 	if err != nil {
@@ -70,7 +62,7 @@ func newHost(t *testing.T, standin string) *winsim.Host {
 	if err := os.WriteFile(kubelet, data, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	return h
+	return h, key
 }
 
 func writeHostFile(t *testing.T, h *winsim.Host, windowsPath string, data []byte) {
@@ -170,7 +162,7 @@ func TestKubeletJoinsControlPlane(t *testing.T) {
 	env := testenv.Get(t)
 	admin := kubernetes.NewForConfigOrDie(env.Config)
 	standin := testenv.Binary(t, "cmd/winsim-standin")
-	h := newHost(t, standin)
+	h, _ := newHost(t, standin)
 	ctx := context.Background()
 	id, token := bootstrapToken(t, admin)
 	nodeName := strings.ToLower(h.Hostname())
@@ -388,24 +380,12 @@ func testPods(t *testing.T, admin kubernetes.Interface, nodeName string) {
 // containerd is stopped: it fails as the kubelet does without its runtime.
 func TestKubeletNeedsContainerd(t *testing.T) {
 	standin := testenv.Binary(t, "cmd/winsim-standin")
-	h := newHost(t, standin)
+	h, key := newHost(t, standin)
 	ctx := context.Background()
 	if err := h.SCM().Stop(ctx, "containerd"); err != nil {
 		t.Fatal(err)
 	}
-	_, priv, _ := ed25519.GenerateKey(rand.Reader)
-	signer, _ := ssh.NewSignerFromKey(priv)
-	if err := h.AuthorizeKey(signer.PublicKey()); err != nil {
-		t.Fatal(err)
-	}
-	client, err := ssh.Dial("tcp", h.Addr(), &ssh.ClientConfig{
-		User: "Administrator", Auth: []ssh.AuthMethod{ssh.PublicKeys(signer)},
-		HostKeyCallback: ssh.FixedHostKey(h.HostKey()), Timeout: 10 * time.Second,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
+	client := fixture.Dial(t, h, key)
 	s, _ := client.NewSession()
 	out, err := s.CombinedOutput(`C:\k\kubelet --kubeconfig=C:\k\kubeconfig`)
 	ee, ok := err.(*ssh.ExitError)

@@ -1,0 +1,84 @@
+package testenv
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strconv"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// startAPIServer issues the API server's and the clients' certificates,
+// starts kube-apiserver on port with etcd at etcdURL, sets e.Config and
+// e.KubeconfigPath, and waits until /readyz answers. It returns an admin
+// client.
+func (e *Env) startAPIServer(ctx context.Context, opts Options, etcdURL string, port int) (kubernetes.Interface, error) {
+	if err := e.issueCertificates(); err != nil {
+		return nil, err
+	}
+	e.Host = fmt.Sprintf("https://127.0.0.1:%d", port)
+	p := e.pki.path
+	apiserver, err := startProcess(e.Dir, "kube-apiserver", filepath.Join(e.binDir, "kube-apiserver"),
+		"--etcd-servers="+etcdURL,
+		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--secure-port="+strconv.Itoa(port),
+		"--tls-cert-file="+p("apiserver.crt"), "--tls-private-key-file="+p("apiserver.key"),
+		"--client-ca-file="+p("ca.crt"),
+		"--enable-bootstrap-token-auth=true",
+		"--authorization-mode=Node,RBAC",
+		"--enable-admission-plugins=NodeRestriction",
+		"--service-account-key-file="+p("sa.pub"),
+		"--service-account-signing-key-file="+p("sa.key"),
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--service-cluster-ip-range=10.0.0.0/24",
+		"--allow-privileged=true",
+		// A loopback advertise address is only allowed without the
+		// endpoint reconciler (there is no kubernetes Service to point at us).
+		"--endpoint-reconciler-type=none",
+		"--cert-dir="+filepath.Join(e.Dir, "apiserver-certs"),
+		"--profiling=false",
+		"--v=1")
+	if err != nil {
+		return nil, err
+	}
+	e.procs = append(e.procs, apiserver)
+
+	e.Config = &rest.Config{
+		Host: e.Host,
+		TLSClientConfig: rest.TLSClientConfig{
+			CAFile: p("ca.crt"), CertFile: p("admin.crt"), KeyFile: p("admin.key"),
+		},
+		QPS: 200, Burst: 400,
+	}
+	e.KubeconfigPath = filepath.Join(e.Dir, "admin.kubeconfig")
+	if err := writeKubeconfig(e.KubeconfigPath, e.Host, p("ca.crt"), "winnode-testenv-admin", p("admin.crt"), p("admin.key")); err != nil {
+		return nil, err
+	}
+	client, err := kubernetes.NewForConfig(e.Config)
+	if err != nil {
+		return nil, err
+	}
+	return client, waitFor(ctx, apiserver, "kube-apiserver /readyz", func(ctx context.Context) (bool, error) {
+		res := client.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx)
+		var code int
+		res.StatusCode(&code)
+		return code == http.StatusOK, nil
+	})
+}
+
+// issueCertificates issues the API server's serving certificate and the
+// client certificates of the admin and the controller manager.
+func (e *Env) issueCertificates() error {
+	if err := e.pki.issue("apiserver", "kube-apiserver", nil, true,
+		[]net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("10.0.0.1")},
+		[]string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"}); err != nil {
+		return err
+	}
+	if err := e.pki.issue("admin", "winnode-testenv-admin", []string{"system:masters"}, false, nil, nil); err != nil {
+		return err
+	}
+	return e.pki.issue("controller-manager", "system:kube-controller-manager", nil, false, nil, nil)
+}
