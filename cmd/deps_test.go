@@ -1,6 +1,8 @@
-// Package cmd_test checks what the shipped binaries link: the simulator,
-// the test control plane and the test framework are for tests and the demo,
-// never for what runs on a real cluster or a real Windows host.
+// Package cmd_test checks the module as a whole: what each shipped binary
+// links (deps_test.go: the simulator, the test control plane and the test
+// framework are for tests and the demo, never for what runs on a real
+// cluster or a real Windows host) and the house limit on function length
+// (layout_test.go).
 package cmd_test
 
 import (
