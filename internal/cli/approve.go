@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -20,7 +19,9 @@ import (
 type csrApprover struct {
 	kube kubernetes.Interface
 	inst *winnodev1.WindowsInstance
-	note func(format string, args ...any)
+	// policy is --node-address-cidrs and --service-cidr.
+	policy csrapproval.Policy
+	note   func(format string, args ...any)
 }
 
 // approve decides every pending CSR once.
@@ -29,10 +30,9 @@ func (a *csrApprover) approve(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("listing CertificateSigningRequests to approve the kubelet's: %w", err)
 	}
-	nodeExists := func(name string) bool {
-		_, err := a.kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-		// When unsure, say it exists: Decide then leaves a client CSR alone.
-		return !apierrors.IsNotFound(err)
+	facts, err := csrapproval.LoadFacts(ctx, a.kube, a.policy)
+	if err != nil {
+		return err
 	}
 	instances := []winnodev1.WindowsInstance{*a.inst}
 	for i := range list.Items {
@@ -43,7 +43,7 @@ func (a *csrApprover) approve(ctx context.Context) error {
 		if csr.Spec.SignerName != certificatesv1.KubeAPIServerClientKubeletSignerName && csr.Spec.SignerName != certificatesv1.KubeletServingSignerName {
 			continue
 		}
-		d := csrapproval.Decide(csr, instances, nodeExists)
+		d := csrapproval.Decide(csr, instances, facts)
 		if !d.Approve {
 			continue // another host's, or not one winnode approves
 		}
