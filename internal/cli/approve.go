@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/spf13/pflag"
+
 	certificatesv1 "k8s.io/api/certificates/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -11,6 +13,22 @@ import (
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/csrapproval"
 )
+
+// approvalFlags are the administrator's CSR approval policy, the same flags
+// as the operator's (docs/approval.md).
+type approvalFlags struct {
+	nodeAddressCIDRs string
+	serviceCIDR      string
+}
+
+func (f *approvalFlags) add(fs *pflag.FlagSet) {
+	fs.StringVar(&f.nodeAddressCIDRs, "node-address-cidrs", "", csrapproval.NodeAddressCIDRsHelp)
+	fs.StringVar(&f.serviceCIDR, "service-cidr", csrapproval.DefaultServiceCIDR, csrapproval.ServiceCIDRHelp)
+}
+
+func (f *approvalFlags) policy() (csrapproval.Policy, error) {
+	return csrapproval.PolicyFromFlags(f.nodeAddressCIDRs, f.serviceCIDR)
+}
 
 // csrApprover approves the certificate requests of one host's kubelet
 // during winnodectl add, with the operator's own decision function

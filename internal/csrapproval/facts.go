@@ -78,3 +78,29 @@ func inAny(prefixes []netip.Prefix, ip netip.Addr) bool {
 	}
 	return false
 }
+
+// Flag help, shared by the operator and winnodectl add/upgrade so both say
+// the same (docs/approval.md explains the rules).
+const (
+	NodeAddressCIDRsHelp = "comma-separated CIDRs: a kubelet serving certificate may also carry the addresses a host reports inside them (default: none, only the host's spec.address)"
+	ServiceCIDRHelp      = "the cluster's Service range(s), comma-separated: no address inside is ever approved in a kubelet serving certificate"
+)
+
+// PolicyFromFlags builds the Policy of --node-address-cidrs and
+// --service-cidr (empty: DefaultServiceCIDR; there is always a Service
+// range).
+func PolicyFromFlags(nodeAddressCIDRs, serviceCIDR string) (Policy, error) {
+	p := DefaultPolicy()
+	var err error
+	if p.NodeAddressCIDRs, err = ParseCIDRs("node-address-cidrs", nodeAddressCIDRs); err != nil {
+		return Policy{}, err
+	}
+	services, err := ParseCIDRs("service-cidr", serviceCIDR)
+	if err != nil {
+		return Policy{}, err
+	}
+	if len(services) > 0 {
+		p.ServiceCIDRs = services
+	}
+	return p, nil
+}
