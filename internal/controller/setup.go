@@ -145,6 +145,9 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the CSR approver: %w", err)
 	}
+	if err := mgr.Add(&AutoApprovalWarner{Kube: kube, Recorder: mgr.GetEventRecorder("winnode-csr-approver")}); err != nil {
+		return fmt.Errorf("setting up the auto-approval check: %w", err)
+	}
 	if err := SetupInstanceReconciler(mgr, opts, deps); err != nil {
 		return fmt.Errorf("setting up the instance reconciler: %w", err)
 	}
