@@ -103,3 +103,16 @@ func TestParseCIDRs(t *testing.T) {
 		t.Fatalf("a bare IP: err %v, want one naming the flag", err)
 	}
 }
+
+// TestPolicyFromFlags: the flags' defaults are kubeadm's Service range and
+// no node address CIDRs; an explicit Service range replaces the default.
+func TestPolicyFromFlags(t *testing.T) {
+	p, err := PolicyFromFlags("", "")
+	if err != nil || len(p.NodeAddressCIDRs) != 0 || len(p.ServiceCIDRs) != 1 || p.ServiceCIDRs[0].String() != DefaultServiceCIDR {
+		t.Fatalf("defaults: %+v, %v", p, err)
+	}
+	p, err = PolicyFromFlags("10.0.0.0/8", "172.30.0.0/16")
+	if err != nil || len(p.ServiceCIDRs) != 1 || p.ServiceCIDRs[0].String() != "172.30.0.0/16" || len(p.NodeAddressCIDRs) != 1 {
+		t.Fatalf("explicit: %+v, %v", p, err)
+	}
+}
