@@ -22,6 +22,7 @@ import (
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/controller"
+	"github.com/winnode/winnode/internal/csrapproval"
 )
 
 // version is set at build time: -ldflags "-X main.version=v0.1.0".
@@ -54,6 +55,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		leaderElect    = fs.Bool("leader-elect", true, "elect one active replica with a Lease in the operator namespace")
 		kubeconfig     = fs.String("kubeconfig", "", "kubeconfig file (default: in-cluster config, then $KUBECONFIG, then ~/.kube/config)")
 		showVersion    = fs.Bool("version", false, "print the version and exit")
+		nodeAddrCIDRs  = fs.String("node-address-cidrs", "", csrapproval.NodeAddressCIDRsHelp)
+		serviceCIDR    = fs.String("service-cidr", csrapproval.DefaultServiceCIDR, csrapproval.ServiceCIDRHelp)
 	)
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(fs)
@@ -62,6 +65,10 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	if *maxUnavailable < 1 {
 		return fmt.Errorf("--max-unavailable %d: want 1 or more (upgrades that restart services would never start)", *maxUnavailable)
+	}
+	csrPolicy, err := csrapproval.PolicyFromFlags(*nodeAddrCIDRs, *serviceCIDR)
+	if err != nil {
+		return err
 	}
 	if *showVersion {
 		fmt.Fprintln(stdout, version)
@@ -111,6 +118,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		MaxConcurrent:  *maxConcurrent,
 		MaxUnavailable: *maxUnavailable,
 		Version:        version,
+		CSRPolicy:      csrPolicy,
 	}); err != nil {
 		return err
 	}

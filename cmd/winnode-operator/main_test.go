@@ -45,6 +45,20 @@ func TestVersionFlag(t *testing.T) {
 	}
 }
 
+// TestCIDRFlags: a malformed --node-address-cidrs or --service-cidr stops
+// the operator before it starts, naming the flag.
+func TestCIDRFlags(t *testing.T) {
+	for _, args := range [][]string{{"--node-address-cidrs", "10.0.0.1"}, {"--service-cidr", "10.96.0.0/40"}} {
+		err := run(context.Background(), append(args, "--version"), &bytes.Buffer{})
+		if err == nil || !strings.Contains(err.Error(), args[0]) {
+			t.Errorf("%v: err %v, want one naming %s", args, err, args[0])
+		}
+	}
+	if err := run(context.Background(), []string{"--node-address-cidrs", "10.0.0.0/8,fd00::/8", "--service-cidr", "172.30.0.0/16", "--version"}, &bytes.Buffer{}); err != nil {
+		t.Errorf("valid CIDRs: %v", err)
+	}
+}
+
 // TestOperatorServesProbesMetricsAndLeads runs the operator as main does,
 // against the test control plane: it takes the Lease winnode-operator-lock,
 // answers /healthz and /readyz, serves the winnode_* metrics, and stops when

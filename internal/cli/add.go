@@ -39,6 +39,9 @@ type hostFlags struct {
 	port    int
 	timeout time.Duration
 	verbose bool
+	// approval: --node-address-cidrs and --service-cidr (add and upgrade
+	// only, which approve CSRs; addApprovalFlags).
+	approval approvalFlags
 }
 
 func (f *hostFlags) add(fs *pflag.FlagSet, timeout time.Duration) {
@@ -133,6 +136,7 @@ The payload comes from --payload-dir (default $WINNODE_PAYLOAD_DIR, else
 		RunE: runAddE(s, &hf, &payloadDir, false),
 	}
 	hf.add(cmd.Flags(), 20*time.Minute)
+	hf.approval.add(cmd.Flags())
 	addPayloadFlag(cmd, &payloadDir)
 	return cmd
 }
@@ -168,6 +172,10 @@ func payloadOrDefault(dir string) string {
 
 // runAdd configures one host (upgrade: one that add configured before).
 func runAdd(ctx context.Context, s Streams, hf hostFlags, h inventory.Host, payloadDir string, upgrade bool) error {
+	policy, err := hf.approval.policy()
+	if err != nil {
+		return err
+	}
 	manifest, err := payload.Load(payloadDir)
 	if err != nil {
 		return fmt.Errorf("loading the payload from --payload-dir %s: %w (build it with make payload)", payloadDir, err)
@@ -205,7 +213,7 @@ func runAdd(ctx context.Context, s Streams, hf hostFlags, h inventory.Host, payl
 		Log:        logrTo(s.Err, hf.verbose),
 	}
 	fmt.Fprintf(s.Out, "%s %s (user %s, port %d) in the cluster at %s, without the operator:\n", verb, address, h.Username, h.Port, sess.apiServer)
-	approver := &csrApprover{kube: sess.kube, inst: inst, note: steps.note}
+	approver := &csrApprover{kube: sess.kube, inst: inst, policy: policy, note: steps.note}
 	err = cfg.Run(ctx, inst, approver.approve)
 	steps.end(err == nil)
 	switch {

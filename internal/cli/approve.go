@@ -4,14 +4,31 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/spf13/pflag"
+
 	certificatesv1 "k8s.io/api/certificates/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/csrapproval"
 )
+
+// approvalFlags are the administrator's CSR approval policy, the same flags
+// as the operator's (docs/approval.md).
+type approvalFlags struct {
+	nodeAddressCIDRs string
+	serviceCIDR      string
+}
+
+func (f *approvalFlags) add(fs *pflag.FlagSet) {
+	fs.StringVar(&f.nodeAddressCIDRs, "node-address-cidrs", "", csrapproval.NodeAddressCIDRsHelp)
+	fs.StringVar(&f.serviceCIDR, "service-cidr", csrapproval.DefaultServiceCIDR, csrapproval.ServiceCIDRHelp)
+}
+
+func (f *approvalFlags) policy() (csrapproval.Policy, error) {
+	return csrapproval.PolicyFromFlags(f.nodeAddressCIDRs, f.serviceCIDR)
+}
 
 // csrApprover approves the certificate requests of one host's kubelet
 // during winnodectl add, with the operator's own decision function
@@ -20,7 +37,9 @@ import (
 type csrApprover struct {
 	kube kubernetes.Interface
 	inst *winnodev1.WindowsInstance
-	note func(format string, args ...any)
+	// policy is --node-address-cidrs and --service-cidr.
+	policy csrapproval.Policy
+	note   func(format string, args ...any)
 }
 
 // approve decides every pending CSR once.
@@ -29,10 +48,9 @@ func (a *csrApprover) approve(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("listing CertificateSigningRequests to approve the kubelet's: %w", err)
 	}
-	nodeExists := func(name string) bool {
-		_, err := a.kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-		// When unsure, say it exists: Decide then leaves a client CSR alone.
-		return !apierrors.IsNotFound(err)
+	facts, err := csrapproval.LoadFacts(ctx, a.kube, a.policy)
+	if err != nil {
+		return err
 	}
 	instances := []winnodev1.WindowsInstance{*a.inst}
 	for i := range list.Items {
@@ -43,7 +61,7 @@ func (a *csrApprover) approve(ctx context.Context) error {
 		if csr.Spec.SignerName != certificatesv1.KubeAPIServerClientKubeletSignerName && csr.Spec.SignerName != certificatesv1.KubeletServingSignerName {
 			continue
 		}
-		d := csrapproval.Decide(csr, instances, nodeExists)
+		d := csrapproval.Decide(csr, instances, facts)
 		if !d.Approve {
 			continue // another host's, or not one winnode approves
 		}

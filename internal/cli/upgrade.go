@@ -29,6 +29,7 @@ upgraded by the operator when it is upgraded.`,
 		RunE: runAddE(s, &hf, &payloadDir, true),
 	}
 	hf.add(cmd.Flags(), 20*time.Minute)
+	hf.approval.add(cmd.Flags())
 	addPayloadFlag(cmd, &payloadDir)
 	return cmd
 }

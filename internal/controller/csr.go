@@ -7,8 +7,6 @@ import (
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -42,6 +40,9 @@ type CSRApprover struct {
 	// and approves.
 	Kube     kubernetes.Interface
 	Recorder events.EventRecorder
+	// Policy is the administrator's (--node-address-cidrs, --service-cidr);
+	// the zero Policy allows spec.address only and knows no Service range.
+	Policy csrapproval.Policy
 	// OnDecision, when set, is told every decision after it took effect
 	// (tests wait on it instead of on time; the CLI can print it).
 	OnDecision func(csrName string, d csrapproval.Decision)
@@ -66,19 +67,11 @@ func (r *CSRApprover) Reconcile(ctx context.Context, req reconcile.Request) (rec
 	if err := r.Client.List(ctx, &instances); err != nil {
 		return reconcile.Result{}, err
 	}
-	var lookupErr error
-	nodeExists := func(name string) bool {
-		_, err := r.Kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
-			lookupErr = err
-			return true // unsure: do not approve
-		}
-		return err == nil
+	facts, err := csrapproval.LoadFacts(ctx, r.Kube, r.Policy)
+	if err != nil {
+		return reconcile.Result{}, fmt.Errorf("deciding CSR %s: %w", csr.Name, err)
 	}
-	d := csrapproval.Decide(&csr, instances.Items, nodeExists)
-	if lookupErr != nil {
-		return reconcile.Result{}, fmt.Errorf("checking whether the Node of CSR %s exists: %w", csr.Name, lookupErr)
-	}
+	d := csrapproval.Decide(&csr, instances.Items, facts)
 	if !d.Approve {
 		log.Info("CSR left alone", "csr", csr.Name, "signer", csr.Spec.SignerName, "requester", csr.Spec.Username, "instance", d.Instance, "reason", d.Reason)
 		r.decided(csr.Name, d)
@@ -102,8 +95,8 @@ func (r *CSRApprover) decided(name string, d csrapproval.Decision) {
 	}
 }
 
-// SetupWithManager watches CSRs, and WindowsInstances whose node name, token
-// or addresses change (a CSR that arrived early is decided again).
+// SetupWithManager watches CSRs, and WindowsInstances whose node name, token,
+// addresses or phase change (a CSR that arrived early is decided again).
 func (r *CSRApprover) SetupWithManager(mgr ctrl.Manager) error {
 	pendingCSRs := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
 		var list certificatesv1.CertificateSigningRequestList
@@ -135,7 +128,7 @@ func (identityChanged) Update(e event.UpdateEvent) bool {
 	if !ok1 || !ok2 {
 		return true
 	}
-	return o.Status.NodeName != n.Status.NodeName || o.Status.BootstrapTokenID != n.Status.BootstrapTokenID ||
+	return o.Status.NodeName != n.Status.NodeName || o.Status.Phase != n.Status.Phase || o.Status.BootstrapTokenID != n.Status.BootstrapTokenID ||
 		o.Status.Hostname != n.Status.Hostname || o.Status.FQDN != n.Status.FQDN ||
 		!slices.Equal(o.Status.Addresses, n.Status.Addresses)
 }

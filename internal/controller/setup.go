@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/winnode/winnode/internal/configure"
+	"github.com/winnode/winnode/internal/csrapproval"
 	"github.com/winnode/winnode/internal/payload"
 	"github.com/winnode/winnode/internal/sshkey"
 )
@@ -62,6 +63,10 @@ type Options struct {
 	// RetryMax caps the backoff between retries of a failing instance (0: the
 	// instance reconciler's default).
 	RetryMax time.Duration
+	// CSRPolicy is the administrator's CSR approval policy
+	// (--node-address-cidrs, --service-cidr); a Policy without a Service
+	// range gets csrapproval.DefaultServiceCIDR.
+	CSRPolicy csrapproval.Policy
 	// TuneInstance, when set, adjusts each instance Configurer (tests:
 	// shorter timeouts).
 	TuneInstance func(*configure.Configurer)
@@ -76,6 +81,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxUnavailable <= 0 {
 		o.MaxUnavailable = DefaultMaxUnavailable
+	}
+	if len(o.CSRPolicy.ServiceCIDRs) == 0 {
+		o.CSRPolicy.ServiceCIDRs = csrapproval.DefaultPolicy().ServiceCIDRs
 	}
 	return o
 }
@@ -133,9 +141,12 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		return fmt.Errorf("setting up the sources controller: %w", err)
 	}
 	if err := (&CSRApprover{
-		Client: mgr.GetClient(), Kube: kube, Recorder: mgr.GetEventRecorder("winnode-csr-approver"),
+		Client: mgr.GetClient(), Kube: kube, Recorder: mgr.GetEventRecorder("winnode-csr-approver"), Policy: opts.CSRPolicy,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the CSR approver: %w", err)
+	}
+	if err := mgr.Add(&AutoApprovalWarner{Kube: kube, Recorder: mgr.GetEventRecorder("winnode-csr-approver")}); err != nil {
+		return fmt.Errorf("setting up the auto-approval check: %w", err)
 	}
 	if err := SetupInstanceReconciler(mgr, opts, deps); err != nil {
 		return fmt.Errorf("setting up the instance reconciler: %w", err)

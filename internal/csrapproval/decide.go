@@ -4,7 +4,6 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
-	"net"
 	"slices"
 	"strings"
 
@@ -35,8 +34,9 @@ func leave(instance, format string, args ...any) Decision {
 }
 
 // Decide decides whether a pending CSR is one the operator approves. It is
-// pure: instances are the WindowsInstances of the cluster, nodeExists says
-// whether a Node of a name exists. It approves exactly:
+// pure: instances are the WindowsInstances of the cluster, facts what it
+// needs to know of the rest of the cluster (Nodes, approved CSRs) and the
+// administrator's Policy. It approves exactly (docs/approval.md says why):
 //
 // Kubelet client certificates (signer kubernetes.io/kube-apiserver-client-kubelet),
 // the kubelet's first certificate, requested with a bootstrap token:
@@ -48,25 +48,34 @@ func leave(instance, format string, args ...any) Decision {
 //   - usages within {digital signature, key encipherment, client auth},
 //     including client auth;
 //   - no Node of that name exists yet (a second client certificate for an
-//     existing node is somebody else's business).
+//     existing node is somebody else's business);
+//   - the requester had no client CSR approved yet (onePerCredential).
+//
+// Renewals of a Ready winnode node's client certificate, requested with
+// the node's current one (decideRenewal, limits.go).
 //
 // Kubelet serving certificates (signer kubernetes.io/kubelet-serving):
 //   - the requester is system:node:<name> in group system:nodes, and <name> is
 //     the Status.NodeName of an instance not being deleted;
 //   - the subject is CN=<the requester>, O=system:nodes and nothing else;
-//   - at least one SAN; DNS SANs only the node name, Status.Hostname,
-//     Status.FQDN or the DNS name in Spec.Address; IP SANs only
-//     Status.Addresses or the IP in Spec.Address; no email or URI SANs;
+//   - at least one SAN, each allowed by checkServingNames (names.go: the
+//     node's own names and addresses, nothing of the Service domain, the
+//     Service range or another Node); no email or URI SANs;
 //   - usages within {digital signature, key encipherment, server auth},
 //     including server auth.
 //
-// Anything else is left alone (never denied: it may be another approver's).
-func Decide(csr *certificatesv1.CertificateSigningRequest, instances []winnodev1.WindowsInstance, nodeExists func(name string) bool) Decision {
+// Every approval's key is RSA >= 2048 bits, ECDSA P-256/P-384 or Ed25519
+// (checkKey). Anything else is left alone (never denied: it may be another
+// approver's).
+func Decide(csr *certificatesv1.CertificateSigningRequest, instances []winnodev1.WindowsInstance, facts Facts) Decision {
 	switch csr.Spec.SignerName {
 	case certificatesv1.KubeAPIServerClientKubeletSignerName:
-		return decideClient(csr, instances, nodeExists)
+		if strings.HasPrefix(csr.Spec.Username, nodeUserPrefix) {
+			return withLimits(csr, decideRenewal(csr, instances))
+		}
+		return withLimits(csr, onePerCredential(csr, decideClient(csr, instances, facts.NodeExists), facts))
 	case certificatesv1.KubeletServingSignerName:
-		return decideServing(csr, instances)
+		return withLimits(csr, decideServing(csr, instances, facts))
 	default:
 		return leave("", "signer %q is not a kubelet signer", csr.Spec.SignerName)
 	}
@@ -120,7 +129,7 @@ func decideClient(csr *certificatesv1.CertificateSigningRequest, instances []win
 		"kubelet client certificate for node %s of WindowsInstance %s, requested with its bootstrap token %s", nodeName, wi.Name, tokenID)}
 }
 
-func decideServing(csr *certificatesv1.CertificateSigningRequest, instances []winnodev1.WindowsInstance) Decision {
+func decideServing(csr *certificatesv1.CertificateSigningRequest, instances []winnodev1.WindowsInstance, facts Facts) Decision {
 	name, ok := strings.CutPrefix(csr.Spec.Username, nodeUserPrefix)
 	if !ok || name == "" {
 		return leave("", "serving CSR requested by %q, not by a node", csr.Spec.Username)
@@ -157,16 +166,8 @@ func decideServing(csr *certificatesv1.CertificateSigningRequest, instances []wi
 	if len(req.DNSNames)+len(req.IPAddresses) == 0 {
 		return leave(wi.Name, "serving CSR carries no DNS or IP SAN")
 	}
-	dnsOK, ipOK := hostNames(wi)
-	for _, d := range req.DNSNames {
-		if !dnsOK[strings.ToLower(strings.TrimSuffix(d, "."))] {
-			return leave(wi.Name, "DNS SAN %q is not a name of WindowsInstance %s's host (%v)", d, wi.Name, keys(dnsOK))
-		}
-	}
-	for _, ip := range req.IPAddresses {
-		if !ipOK[ip.String()] {
-			return leave(wi.Name, "IP SAN %s is not an address of WindowsInstance %s's host (%v)", ip, wi.Name, keys(ipOK))
-		}
+	if msg := checkServingNames(req, wi, facts); msg != "" {
+		return leave(wi.Name, "%s", msg)
 	}
 	if msg := checkUsages(csr.Spec.Usages, certificatesv1.UsageServerAuth); msg != "" {
 		return leave(wi.Name, "%s", msg)
@@ -222,28 +223,6 @@ func checkUsages(usages []certificatesv1.KeyUsage, required certificatesv1.KeyUs
 		return fmt.Sprintf("usages %v lack %q", usages, required)
 	}
 	return ""
-}
-
-// hostNames are the DNS names and IPs a managed host's serving certificate
-// may carry.
-func hostNames(wi *winnodev1.WindowsInstance) (dns, ips map[string]bool) {
-	dns, ips = map[string]bool{}, map[string]bool{}
-	for _, n := range []string{wi.Status.NodeName, wi.Status.Hostname, wi.Status.FQDN} {
-		if n != "" {
-			dns[strings.ToLower(strings.TrimSuffix(n, "."))] = true
-		}
-	}
-	for _, a := range wi.Status.Addresses {
-		if ip := net.ParseIP(a); ip != nil {
-			ips[ip.String()] = true
-		}
-	}
-	if ip := net.ParseIP(wi.Spec.Address); ip != nil {
-		ips[ip.String()] = true
-	} else if wi.Spec.Address != "" {
-		dns[strings.ToLower(strings.TrimSuffix(wi.Spec.Address, "."))] = true
-	}
-	return dns, ips
 }
 
 func keys(m map[string]bool) []string {

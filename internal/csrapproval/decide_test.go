@@ -8,6 +8,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"net"
+	"net/netip"
 	"net/url"
 	"strings"
 	"testing"
@@ -72,6 +73,12 @@ func testInstance(name, nodeName, tokenID string) winnodev1.WindowsInstance {
 var clientUsages = []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageKeyEncipherment, certificatesv1.UsageClientAuth}
 var servingUsages = []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageKeyEncipherment, certificatesv1.UsageServerAuth}
 
+// testPolicy allows the test hosts' reported addresses (status.addresses).
+var testPolicy = Policy{
+	NodeAddressCIDRs: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/24"), netip.MustParsePrefix("192.168.0.0/16")},
+	ServiceCIDRs:     []netip.Prefix{netip.MustParsePrefix(DefaultServiceCIDR)},
+}
+
 func TestDecide(t *testing.T) {
 	instances := []winnodev1.WindowsInstance{
 		testInstance("wi-1", "win-host1", "abcdef"),
@@ -123,7 +130,7 @@ func TestDecide(t *testing.T) {
 			c.user, c.groups, c.want = "kubernetes-admin", []string{"system:masters"}, "not by a bootstrap token"
 		}),
 		client("client: requested by the node itself", func(c *tc) {
-			c.user, c.groups, c.want = "system:node:win-host1", nodeGroups, "not by a bootstrap token"
+			c.user, c.groups, c.want = "system:node:win-host1", nodeGroups, "not Ready" // a renewal, and wi-1 is not Ready (limits_test.go)
 		}),
 		client("client: token without the winnode group", func(c *tc) { c.groups, c.want = []string{"system:bootstrappers"}, "lack "+bootstrap.Group }),
 		client("client: extra organization", func(c *tc) {
@@ -196,7 +203,7 @@ func TestDecide(t *testing.T) {
 					Request: req, SignerName: c.signer, Usages: c.usages, Username: c.user, Groups: c.groups,
 				},
 			}
-			d := Decide(csr, instances, func(string) bool { return c.nodeExists })
+			d := Decide(csr, instances, Facts{NodeExists: func(string) bool { return c.nodeExists }, Policy: testPolicy})
 			if d.Approve != c.approve {
 				t.Fatalf("approve = %v (%s), want %v", d.Approve, d.Reason, c.approve)
 			}
@@ -216,7 +223,7 @@ func TestDecideCSRTamperedSignature(t *testing.T) {
 		Request: pem.EncodeToMemory(block), SignerName: certificatesv1.KubeAPIServerClientKubeletSignerName,
 		Usages: clientUsages, Username: "system:bootstrap:abcdef", Groups: []string{bootstrap.Group},
 	}}
-	if d := Decide(csr, inst, func(string) bool { return false }); d.Approve {
+	if d := Decide(csr, inst, Facts{NodeExists: func(string) bool { return false }, Policy: testPolicy}); d.Approve {
 		t.Fatalf("approved a CSR with a broken signature")
 	}
 }
@@ -241,7 +248,7 @@ func FuzzDecide(f *testing.F) {
 		csr := &certificatesv1.CertificateSigningRequest{Spec: certificatesv1.CertificateSigningRequestSpec{
 			Request: request, SignerName: signer, Usages: usages, Username: user, Groups: groups,
 		}}
-		d := Decide(csr, instances, func(string) bool { return false })
+		d := Decide(csr, instances, Facts{NodeExists: func(string) bool { return false }, Policy: testPolicy})
 		if !d.Approve {
 			return
 		}

@@ -1,0 +1,106 @@
+package csrapproval
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+)
+
+// DefaultServiceCIDR is the default of --service-cidr: kubeadm's default
+// Service range (ClusterConfiguration networking.serviceSubnet).
+const DefaultServiceCIDR = "10.96.0.0/12"
+
+// DefaultClusterDomain is the cluster's DNS domain when none is configured
+// (kubeadm's and the kubelet's default).
+const DefaultClusterDomain = "cluster.local"
+
+// Policy is what the administrator allows beyond winnode's own rules
+// (operator flags; winnodectl add has the same).
+type Policy struct {
+	// NodeAddressCIDRs (--node-address-cidrs): a serving certificate may
+	// carry an address the host reports (status.addresses) only inside one
+	// of these. spec.address, which the administrator wrote, is always
+	// allowed. Empty: spec.address only.
+	NodeAddressCIDRs []netip.Prefix
+	// ServiceCIDRs (--service-cidr): the Service range. No IP inside it is
+	// ever approved (a certificate for a Service IP lets its holder pose as
+	// that Service, kubernetes.default's first).
+	ServiceCIDRs []netip.Prefix
+	// ClusterDomain: names under it (and every *.svc name) are refused.
+	// Empty: DefaultClusterDomain.
+	ClusterDomain string
+}
+
+// DefaultPolicy allows spec.address only and knows kubeadm's Service range.
+func DefaultPolicy() Policy {
+	return Policy{ServiceCIDRs: []netip.Prefix{netip.MustParsePrefix(DefaultServiceCIDR)}, ClusterDomain: DefaultClusterDomain}
+}
+
+// Facts are what Decide needs to know about the cluster besides the CSR and
+// the WindowsInstances. The operator reads them from the API server (not
+// from a cache of its own); winnodectl add the same way.
+type Facts struct {
+	// NodeExists says whether a Node of that name exists (callers answer
+	// true when unsure: a client CSR is then left alone).
+	NodeExists func(name string) bool
+	// NodeOfAddress names the Node that reports an address ("" when none).
+	// A serving certificate never carries another Node's address. Nil: no
+	// Node has any address.
+	NodeOfAddress func(ip netip.Addr) string
+	// ApprovedClientCSRs names the CSRs for the kubelet client signer that
+	// the requester already had approved. Nil: none.
+	ApprovedClientCSRs func(requester string) []string
+	// Policy is the administrator's.
+	Policy Policy
+}
+
+// ParseCIDRs parses a flag's comma-separated CIDRs ("" is none).
+func ParseCIDRs(flagName, value string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, s := range strings.Split(value, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return nil, fmt.Errorf("--%s %q: %q is not a CIDR such as 10.0.0.0/24", flagName, value, s)
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
+}
+
+func inAny(prefixes []netip.Prefix, ip netip.Addr) bool {
+	for _, p := range prefixes {
+		if p.Contains(ip.Unmap()) {
+			return true
+		}
+	}
+	return false
+}
+
+// Flag help, shared by the operator and winnodectl add/upgrade so both say
+// the same (docs/approval.md explains the rules).
+const (
+	NodeAddressCIDRsHelp = "comma-separated CIDRs: a kubelet serving certificate may also carry the addresses a host reports inside them (default: none, only the host's spec.address)"
+	ServiceCIDRHelp      = "the cluster's Service range(s), comma-separated: no address inside is ever approved in a kubelet serving certificate"
+)
+
+// PolicyFromFlags builds the Policy of --node-address-cidrs and
+// --service-cidr (empty: DefaultServiceCIDR; there is always a Service
+// range).
+func PolicyFromFlags(nodeAddressCIDRs, serviceCIDR string) (Policy, error) {
+	p := DefaultPolicy()
+	var err error
+	if p.NodeAddressCIDRs, err = ParseCIDRs("node-address-cidrs", nodeAddressCIDRs); err != nil {
+		return Policy{}, err
+	}
+	services, err := ParseCIDRs("service-cidr", serviceCIDR)
+	if err != nil {
+		return Policy{}, err
+	}
+	if len(services) > 0 {
+		p.ServiceCIDRs = services
+	}
+	return p, nil
+}

@@ -1,0 +1,142 @@
+package csrapproval
+
+import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"strings"
+	"testing"
+
+	certificatesv1 "k8s.io/api/certificates/v1"
+
+	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
+	"github.com/winnode/winnode/internal/bootstrap"
+)
+
+func csrWithKey(t *testing.T, key crypto.Signer, cn string, dns []string) []byte {
+	t.Helper()
+	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{
+		Subject: pkix.Name{CommonName: cn, Organization: []string{"system:nodes"}}, DNSNames: dns,
+	}, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})
+}
+
+// TestKeyTypes: weak keys are left alone, for client and serving CSRs.
+func TestKeyTypes(t *testing.T) {
+	must := func(k crypto.Signer, err error) crypto.Signer {
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	_, ed, _ := ed25519.GenerateKey(rand.Reader)
+	keys := []struct {
+		name string
+		key  crypto.Signer
+		want string // "" approves
+	}{
+		{"RSA 1024", must(rsa.GenerateKey(rand.Reader, 1024)), "RSA key of 1024 bits"},
+		{"RSA 2048", must(rsa.GenerateKey(rand.Reader, 2048)), ""},
+		{"ECDSA P-224", must(ecdsa.GenerateKey(elliptic.P224(), rand.Reader)), "curve P-224"},
+		{"ECDSA P-256", must(ecdsa.GenerateKey(elliptic.P256(), rand.Reader)), ""},
+		{"ECDSA P-384", must(ecdsa.GenerateKey(elliptic.P384(), rand.Reader)), ""},
+		{"ECDSA P-521", must(ecdsa.GenerateKey(elliptic.P521(), rand.Reader)), "curve P-521"},
+		{"Ed25519", ed, ""},
+	}
+	inst := []winnodev1.WindowsInstance{testInstance("wi-1", "win-host1", "abcdef")}
+	facts := Facts{NodeExists: func(string) bool { return false }, Policy: DefaultPolicy()}
+	for _, k := range keys {
+		for _, signer := range []string{certificatesv1.KubeAPIServerClientKubeletSignerName, certificatesv1.KubeletServingSignerName} {
+			t.Run(k.name+" "+signer, func(t *testing.T) {
+				spec := certificatesv1.CertificateSigningRequestSpec{SignerName: signer, Usages: clientUsages,
+					Username: "system:bootstrap:abcdef", Groups: []string{bootstrap.Group},
+					Request: csrWithKey(t, k.key, "system:node:win-host1", nil)}
+				if signer == certificatesv1.KubeletServingSignerName {
+					spec.Usages, spec.Username, spec.Groups = servingUsages, "system:node:win-host1", []string{"system:nodes"}
+					spec.Request = csrWithKey(t, k.key, "system:node:win-host1", []string{"win-host1"})
+				}
+				d := Decide(&certificatesv1.CertificateSigningRequest{Spec: spec}, inst, facts)
+				if d.Approve != (k.want == "") || !strings.Contains(d.Reason, k.want) {
+					t.Fatalf("approve %v (%s), want approve %v reason %q", d.Approve, d.Reason, k.want == "", k.want)
+				}
+			})
+		}
+	}
+}
+
+// TestOneClientCertificatePerCredential: a join credential that already
+// had a client CSR approved gets no second one, even before its Node
+// registers; the CSR that was approved is not counted against itself.
+func TestOneClientCertificatePerCredential(t *testing.T) {
+	inst := []winnodev1.WindowsInstance{testInstance("wi-1", "win-host1", "abcdef")}
+	approvedBy := map[string][]string{"system:bootstrap:abcdef": {"csr-first"}}
+	facts := Facts{NodeExists: func(string) bool { return false }, Policy: DefaultPolicy(),
+		ApprovedClientCSRs: func(u string) []string { return approvedBy[u] }}
+	csr := func(name string) *certificatesv1.CertificateSigningRequest {
+		c := &certificatesv1.CertificateSigningRequest{Spec: certificatesv1.CertificateSigningRequestSpec{
+			SignerName: certificatesv1.KubeAPIServerClientKubeletSignerName, Usages: clientUsages,
+			Username: "system:bootstrap:abcdef", Groups: []string{bootstrap.Group},
+			Request: makeCSRPEM(t, csrTemplate{CN: "system:node:win-host1", O: []string{"system:nodes"}}),
+		}}
+		c.Name = name
+		return c
+	}
+	if d := Decide(csr("csr-second"), inst, facts); d.Approve || !strings.Contains(d.Reason, "already had client CSR csr-first approved") {
+		t.Fatalf("second client CSR: approve %v (%s), want left alone", d.Approve, d.Reason)
+	}
+	if d := Decide(csr("csr-first"), inst, facts); !d.Approve {
+		t.Fatalf("the approved CSR itself, decided again: %s", d.Reason)
+	}
+	approvedBy = map[string][]string{"system:bootstrap:ghijkl": {"csr-other"}}
+	if d := Decide(csr("csr-second"), inst, facts); !d.Approve {
+		t.Fatalf("another credential's approval counted: %s", d.Reason)
+	}
+}
+
+// TestRenewal: a Ready winnode node renews its own client certificate;
+// nothing more.
+func TestRenewal(t *testing.T) {
+	ready := testInstance("wi-1", "win-host1", "abcdef")
+	ready.Status.Phase = winnodev1.PhaseReady
+	configuring := testInstance("wi-2", "win-host2", "ghijkl")
+	configuring.Status.Phase = winnodev1.PhaseConfiguring
+	inst := []winnodev1.WindowsInstance{ready, configuring}
+	own := csrTemplate{CN: "system:node:win-host1", O: []string{"system:nodes"}}
+	cases := []struct {
+		name   string
+		user   string
+		groups []string
+		tmpl   csrTemplate
+		usages []certificatesv1.KeyUsage
+		want   string // "" approves
+	}{
+		{"own renewal", "system:node:win-host1", []string{"system:nodes"}, own, clientUsages, ""},
+		{"another node's name", "system:node:win-host1", []string{"system:nodes"}, csrTemplate{CN: "system:node:win-host2", O: []string{"system:nodes"}}, clientUsages, "is not the requester"},
+		{"with SANs", "system:node:win-host1", []string{"system:nodes"}, csrTemplate{CN: own.CN, O: own.O, DNS: []string{"win-host1"}}, clientUsages, "subject alternative names"},
+		{"extra O", "system:node:win-host1", []string{"system:nodes"}, csrTemplate{CN: own.CN, O: []string{"system:nodes", "system:masters"}}, clientUsages, "want exactly"},
+		{"server auth", "system:node:win-host1", []string{"system:nodes"}, own, servingUsages, "not allowed"},
+		{"without the nodes group", "system:node:win-host1", []string{"system:authenticated"}, own, clientUsages, "lack system:nodes"},
+		{"instance not Ready", "system:node:win-host2", []string{"system:nodes"}, csrTemplate{CN: "system:node:win-host2", O: []string{"system:nodes"}}, clientUsages, "not Ready"},
+		{"not a winnode node", "system:node:linux-1", []string{"system:nodes"}, csrTemplate{CN: "system:node:linux-1", O: []string{"system:nodes"}}, clientUsages, "not a WindowsInstance's node"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			d := Decide(&certificatesv1.CertificateSigningRequest{Spec: certificatesv1.CertificateSigningRequestSpec{
+				SignerName: certificatesv1.KubeAPIServerClientKubeletSignerName, Usages: c.usages, Username: c.user, Groups: c.groups,
+				Request: makeCSRPEM(t, c.tmpl),
+			}}, inst, Facts{NodeExists: func(string) bool { return true }, Policy: DefaultPolicy()})
+			if d.Approve != (c.want == "") || !strings.Contains(d.Reason, c.want) {
+				t.Fatalf("approve %v (%s), want approve %v reason %q", d.Approve, d.Reason, c.want == "", c.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,60 @@
+package csrapproval
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+
+	certificatesv1 "k8s.io/api/certificates/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/kubernetes"
+)
+
+// LoadFacts reads the Facts Decide needs from the API server itself, never
+// from a cache: the Nodes (names and addresses) and the approved kubelet
+// client CSRs by requester. The operator and winnodectl add call it before
+// each decision, so what a previous run approved counts after a restart.
+func LoadFacts(ctx context.Context, kube kubernetes.Interface, policy Policy) (Facts, error) {
+	nodes, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return Facts{}, fmt.Errorf("listing Nodes to check CSRs against them: %w", err)
+	}
+	names := map[string]bool{}
+	byAddress := map[netip.Addr]string{}
+	for _, n := range nodes.Items {
+		names[n.Name] = true
+		for _, a := range n.Status.Addresses {
+			if ip, err := netip.ParseAddr(a.Address); err == nil {
+				byAddress[ip.Unmap()] = n.Name
+			}
+		}
+	}
+	csrs, err := kube.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("spec.signerName", certificatesv1.KubeAPIServerClientKubeletSignerName).String(),
+	})
+	if err != nil {
+		return Facts{}, fmt.Errorf("listing kubelet client CSRs to count each requester's approved ones: %w", err)
+	}
+	approvedBy := map[string][]string{}
+	for _, c := range csrs.Items {
+		if isApproved(&c) {
+			approvedBy[c.Spec.Username] = append(approvedBy[c.Spec.Username], c.Name)
+		}
+	}
+	return Facts{
+		NodeExists:         func(name string) bool { return names[name] },
+		NodeOfAddress:      func(ip netip.Addr) string { return byAddress[ip.Unmap()] },
+		ApprovedClientCSRs: func(requester string) []string { return approvedBy[requester] },
+		Policy:             policy,
+	}, nil
+}
+
+func isApproved(csr *certificatesv1.CertificateSigningRequest) bool {
+	for _, c := range csr.Status.Conditions {
+		if c.Type == certificatesv1.CertificateApproved {
+			return true
+		}
+	}
+	return false
+}
