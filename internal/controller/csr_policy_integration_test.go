@@ -16,6 +16,7 @@ import (
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/bootstrap"
 	"github.com/winnode/winnode/internal/csrapproval"
+	"github.com/winnode/winnode/internal/fixture"
 )
 
 // TestCSRApproverPolicyWithRealClients: through the controller, against the
@@ -51,7 +52,7 @@ func TestCSRApproverPolicyWithRealClients(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	asA := w.bootstrapClient(t, tokA)
+	asA := fixture.BootstrapClient(t, w.kube, *tokA)
 	asNodeA, asNodeR := w.nodeClient(t, nodeA), w.nodeClient(t, nodeR)
 	eventually(t, 30*time.Second, "the new bootstrap token authenticates", func(ctx context.Context) (bool, error) {
 		_, err := asA.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{Limit: 1})
