@@ -1,6 +1,7 @@
 package inventory
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -175,6 +176,59 @@ func FuzzParseEntry(f *testing.F) {
 		}
 		if errs := validation.IsDNS1123Label(InstanceName(e.Address)); len(errs) > 0 {
 			t.Fatalf("InstanceName(%q) = %q: %v", e.Address, InstanceName(e.Address), errs)
+		}
+	})
+}
+
+// FuzzParseInstances: the whole ConfigMap is typed by administrators too.
+// Whatever it holds, ParseInstances does not panic, accounts for every key
+// exactly once (an entry or an error, never both, never neither), keeps at
+// most one entry per host, and every entry it keeps is one NewHost accepts
+// as it stands. The map is fuzzed as one string: records separated by
+// "\x1e", key and value by "\x1f" (a fuzzer cannot generate maps).
+func FuzzParseInstances(f *testing.F) {
+	f.Add("10.1.42.1\x1fusername=Administrator\x1einstance.dns.com\x1fusername=core\nport=2222")
+	f.Add("Host.Example.com\x1fusername=a\x1ehost.example.com\x1fusername=b")
+	f.Add("a.b\x1fusername=a\x1eA.B.\x1fusername=a\x1ea.B\x1fport=1")
+	f.Add("fe80::1\x1fusername=a\x1e10.0.0.1\x1fusername=x\nhostKey=SHA256:47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU")
+	f.Add("")
+	f.Fuzz(func(t *testing.T, s string) {
+		data := map[string]string{}
+		for _, rec := range strings.Split(s, "\x1e") {
+			k, v, _ := strings.Cut(rec, "\x1f")
+			data[k] = v
+		}
+		entries, errs := ParseInstances(data)
+		seen := map[string]string{} // key → "entry" or "error"
+		hosts := map[string]bool{}
+		for _, e := range entries {
+			if _, ok := data[e.Key]; !ok {
+				t.Fatalf("entry %q is not a key of the ConfigMap", e.Key)
+			}
+			if seen[e.Key] != "" {
+				t.Fatalf("key %q accounted for twice", e.Key)
+			}
+			seen[e.Key] = "entry"
+			if hosts[e.Address] {
+				t.Fatalf("two entries for host %q", e.Address)
+			}
+			hosts[e.Address] = true
+			again, err := NewHost(e.Address, e.Username, strconv.Itoa(int(e.Port)))
+			if err != nil || again.Address != e.Address || again.Username != e.Username || again.Port != e.Port {
+				t.Fatalf("entry %+v is not one NewHost accepts as it stands: %+v, %v", e, again, err)
+			}
+		}
+		for _, e := range errs {
+			if _, ok := data[e.Key]; !ok {
+				t.Fatalf("error for %q, which is not a key of the ConfigMap", e.Key)
+			}
+			if seen[e.Key] != "" {
+				t.Fatalf("key %q accounted for twice (%s and error %q)", e.Key, seen[e.Key], e.Reason)
+			}
+			seen[e.Key] = "error"
+		}
+		if len(seen) != len(data) {
+			t.Fatalf("%d keys, %d accounted for", len(data), len(seen))
 		}
 	})
 }
