@@ -29,6 +29,13 @@ type Options struct {
 	// ("ssh-ed25519 AAAA..."). Empty means trust on first use: any key is
 	// accepted and reported by Client.HostKey for the caller to persist.
 	PinnedHostKey string
+	// ExpectedFingerprint, when set and PinnedHostKey is empty, is the
+	// SHA256 fingerprint ("SHA256:...") the host key must have from the
+	// first connection on: pinned before first contact, not trusted on
+	// first use. The host is asked for its ed25519 key first, the kind
+	// Windows' OpenSSH server generates and whose fingerprint
+	// `ssh-keygen -lf C:\ProgramData\ssh\ssh_host_ed25519_key.pub` prints.
+	ExpectedFingerprint string
 	// DialTimeout bounds the TCP connection and the SSH handshake; default
 	// 30s.
 	DialTimeout time.Duration
@@ -113,6 +120,15 @@ func Connect(ctx context.Context, opts Options) (*Client, error) {
 		Auth: []ssh.AuthMethod{ssh.PublicKeys(opts.Signer)},
 		HostKeyCallback: func(_ string, _ net.Addr, key ssh.PublicKey) error {
 			presented = key
+			if pinned == nil && opts.ExpectedFingerprint != "" && ssh.FingerprintSHA256(key) != opts.ExpectedFingerprint {
+				mismatch = &HostKeyMismatchError{
+					Address:              addr,
+					PinnedFingerprint:    opts.ExpectedFingerprint,
+					PresentedFingerprint: ssh.FingerprintSHA256(key),
+					PresentedKey:         authorizedKey(key),
+				}
+				return mismatch
+			}
 			if pinned != nil && !bytes.Equal(key.Marshal(), pinned.Marshal()) {
 				mismatch = &HostKeyMismatchError{
 					Address:              addr,
@@ -131,6 +147,8 @@ func Connect(ctx context.Context, opts Options) (*Client, error) {
 		// kind that was pinned, or the server may present another one and
 		// look changed when it is not.
 		config.HostKeyAlgorithms = hostKeyAlgorithms(pinned)
+	} else if opts.ExpectedFingerprint != "" {
+		config.HostKeyAlgorithms = []string{ssh.KeyAlgoED25519, ssh.KeyAlgoECDSA256, ssh.KeyAlgoECDSA384, ssh.KeyAlgoECDSA521, ssh.KeyAlgoRSASHA512, ssh.KeyAlgoRSASHA256}
 	}
 
 	dialCtx, cancel := context.WithTimeout(ctx, timeout)

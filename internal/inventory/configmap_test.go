@@ -20,6 +20,7 @@ func TestParseEntryValid(t *testing.T) {
 		{"127.0.0.5", "\r\n  username = a.b_c-d@corp.example.com \r\n\r\n port = 2205\r\n", Entry{Key: "127.0.0.5", Host: Host{Address: "127.0.0.5", Username: "a.b_c-d@corp.example.com", Port: 2205}}},
 		{"winhost", "port=22\nusername=_svc", Entry{Key: "winhost", Host: Host{Address: "winhost", Username: "_svc", Port: 22}}},
 		{"h", "username=u\nport=65535", Entry{Key: "h", Host: Host{Address: "h", Username: "u", Port: 65535}}},
+		{"10.0.0.9", "username=u\nhostKey= SHA256:uNiVztksCsDhcc0u9e8BujQXVUpKZIDTMczCvj3tD2s ", Entry{Key: "10.0.0.9", Host: Host{Address: "10.0.0.9", Username: "u", Port: 22, HostKeyFingerprint: "SHA256:uNiVztksCsDhcc0u9e8BujQXVUpKZIDTMczCvj3tD2s"}}},
 	} {
 		got, err := ParseEntry(tc.key, tc.value)
 		if err != nil {
@@ -64,6 +65,10 @@ func TestParseEntryInvalid(t *testing.T) {
 		{"two ports", "10.0.0.1", "username=a\nport=22\nport=23", "given twice"},
 		{"unknown key", "10.0.0.1", "username=a\npassword=hunter2", "unknown key"},
 		{"misspelt key", "10.0.0.1", "user=a", "unknown key"},
+		{"host key not a fingerprint", "10.0.0.1", "username=a\nhostKey=ssh-ed25519 AAAAC3NzaC1lZDI1NTE5", "not a SHA256 fingerprint"},
+		{"MD5 host key", "10.0.0.1", "username=a\nhostKey=MD5:16:27:ac:a5:76:28:2d:36:63:1b:56:4d:eb:df:a6:48", "not a SHA256 fingerprint"},
+		{"host key cut short", "10.0.0.1", "username=a\nhostKey=SHA256:uNiVztksCsDhcc0u9e8BujQXVUpKZIDTMczCvj3tD2", "not a SHA256 fingerprint"},
+		{"two host keys", "10.0.0.1", "username=a\nhostKey=x\nhostKey=y", "given twice"},
 		{"line without =", "10.0.0.1", "Administrator", "not key=value"},
 		{"port zero", "10.0.0.1", "username=a\nport=0", "not from 1 to 65535"},
 		{"port too big", "10.0.0.1", "username=a\nport=65536", "not from 1 to 65535"},
@@ -213,7 +218,7 @@ func FuzzParseInstances(f *testing.F) {
 				t.Fatalf("two entries for host %q", e.Address)
 			}
 			hosts[e.Address] = true
-			again, err := NewHost(e.Address, e.Username, strconv.Itoa(int(e.Port)))
+			again, err := NewHost(e.Address, e.Username, strconv.Itoa(int(e.Port)), e.HostKeyFingerprint)
 			if err != nil || again.Address != e.Address || again.Username != e.Username || again.Port != e.Port {
 				t.Fatalf("entry %+v is not one NewHost accepts as it stands: %+v, %v", e, again, err)
 			}
