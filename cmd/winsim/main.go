@@ -2,11 +2,13 @@
 // reached over real SSH and SFTP, for demos and tests (see
 // internal/winsim/README.md). Nothing here is Windows: it is a simulation.
 //
-//	winsim --hosts N --authorized-key FILE.pub --state DIR [--windows-build 2019|2022]
+//	winsim --hosts N --authorized-key FILE.pub --state DIR [--windows-build 2019|2022] [--hostname NAME]
 //
 // prints one line per host, `<hostname> <ip>:<port> <SHA256:fingerprint>`,
 // then runs until interrupted and stops everything it started. The state
 // folder keeps the hosts (identity, host keys, files, services) between runs.
+// --hostname (with --hosts 1 only) names the host, e.g. as a clone of
+// another host would be named.
 package main
 
 import (
@@ -32,15 +34,16 @@ func main() {
 		state   string
 		build   string
 		standin string
+		name    string
 	)
 	cmd := &cobra.Command{
-		Use:           "winsim --hosts N --authorized-key FILE.pub --state DIR [--windows-build 2019|2022]",
+		Use:           "winsim --hosts N --authorized-key FILE.pub --state DIR [--windows-build 2019|2022] [--hostname NAME]",
 		Short:         "Run simulated Windows Server hosts reached over real SSH and SFTP",
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return run(hosts, keyFile, state, build, standin)
+			return run(hosts, keyFile, state, build, standin, name)
 		},
 	}
 	f := cmd.Flags()
@@ -49,6 +52,7 @@ func main() {
 	f.StringVar(&state, "state", "", "folder keeping the hosts' state between runs")
 	f.StringVar(&build, "windows-build", "", "Windows Server build to simulate: 2019 or 2022 (default: as saved, else 2019)")
 	f.StringVar(&standin, "standin", "", "Linux build of winsim-standin, installed as containerd.exe (default: winsim-standin beside this program or on PATH)")
+	f.StringVar(&name, "hostname", "", "the host's computer name (with --hosts 1 only; default: as saved, else WIN-<random>), e.g. a clone's")
 	_ = cmd.MarkFlagRequired("authorized-key")
 	_ = cmd.MarkFlagRequired("state")
 	if err := cmd.Execute(); err != nil {
@@ -57,9 +61,12 @@ func main() {
 	}
 }
 
-func run(n int, keyFile, state, build, standin string) error {
+func run(n int, keyFile, state, build, standin, name string) error {
 	if build != "" && build != "2019" && build != "2022" {
 		return fmt.Errorf("--windows-build %q: want 2019 or 2022", build)
+	}
+	if name != "" && n != 1 {
+		return fmt.Errorf("--hostname %s names one host: use it with --hosts 1", name)
 	}
 	data, err := os.ReadFile(keyFile)
 	if err != nil {
@@ -81,7 +88,7 @@ func run(n int, keyFile, state, build, standin string) error {
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sig)
-	fleet, err := winsim.StartFleet(n, winsim.Options{StateDir: state, Build: build, StandinBinary: standin, Logger: log})
+	fleet, err := winsim.StartFleet(n, winsim.Options{StateDir: state, Build: build, StandinBinary: standin, Logger: log, Hostname: name})
 	if err != nil {
 		return err
 	}

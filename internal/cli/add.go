@@ -69,7 +69,7 @@ func (f *hostFlags) check(hostArg string) (inventory.Host, error) {
 
 // host is the host at address with the flags' user and port.
 func (f *hostFlags) host(address string) (inventory.Host, error) {
-	return inventory.NewHost(address, f.user, strconv.Itoa(f.port))
+	return inventory.NewHost(address, f.user, strconv.Itoa(f.port), "")
 }
 
 // session is what add and remove work with: the cluster and the key.

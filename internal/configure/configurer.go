@@ -101,6 +101,11 @@ type Configurer struct {
 	// recorded (tests stop the operator at each step with it).
 	Crash func(inst *winnodev1.WindowsInstance, step string) error
 
+	// NodeNameOwner names another WindowsInstance that keeps the node name
+	// inst reports (nodename.go), or "". Nil: there are no other instances
+	// (winnodectl add).
+	NodeNameOwner func(ctx context.Context, inst *winnodev1.WindowsInstance) (string, error)
+
 	// Timeouts; zero values take the defaults below.
 	DialTimeout   time.Duration // SSH connect and handshake (15s)
 	AgentTimeout  time.Duration // one info or remove run (2m)

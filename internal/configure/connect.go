@@ -25,8 +25,29 @@ var errHostKeyMismatch = errors.New("host key mismatch")
 
 // hostKeyBlocked reports whether the instance waits for an administrator to
 // accept a changed host key: nothing is done until status.hostKey is cleared.
+// An administrator who names a new fingerprint in spec.hostKeyFingerprint
+// unblocks it too.
 func hostKeyBlocked(inst *winnodev1.WindowsInstance) bool {
+	if fp := inst.Spec.HostKeyFingerprint; fp != "" && fp != inst.Status.HostKeyFingerprint {
+		return false
+	}
 	return inst.Status.HostKey != "" && meta.IsStatusConditionTrue(inst.Status.Conditions, winnodev1.ConditionHostKeyMismatch)
+}
+
+// ExpectedHostKeyHint tells an administrator how to accept a changed host
+// key when the fingerprint was given beforehand: clearing status.hostKey is
+// not enough, the new fingerprint must be named.
+const ExpectedHostKeyHint = "if the host was reinstalled on purpose, name the new fingerprint: " +
+	"hostKey=<fingerprint> in its windows-instances entry, or spec.hostKeyFingerprint of WindowsInstance %s"
+
+// expectFingerprint applies spec.hostKeyFingerprint: a pinned key of
+// another fingerprint is dropped (the administrator named a new one), and
+// the connection must present that fingerprint.
+func expectFingerprint(inst *winnodev1.WindowsInstance) {
+	fp := inst.Spec.HostKeyFingerprint
+	if fp != "" && inst.Status.HostKey != "" && inst.Status.HostKeyFingerprint != fp {
+		inst.Status.HostKey, inst.Status.HostKeyFingerprint = "", ""
+	}
 }
 
 // connect opens an SSH connection with the operator's key, trusting the host
@@ -38,7 +59,8 @@ func (c *Configurer) connect(ctx context.Context, inst *winnodev1.WindowsInstanc
 			"no usable SSH private key: create Secret cloud-private-key with key private-key.pem")
 		return nil, stepErr(StepConnect, winnodev1.ReasonNoPrivateKey, errors.New("no usable SSH private key (Secret cloud-private-key, key private-key.pem)"))
 	}
-	if inst.Status.HostKey == "" && meta.FindStatusCondition(inst.Status.Conditions, winnodev1.ConditionHostKeyMismatch) == nil {
+	expectFingerprint(inst)
+	if inst.Spec.HostKeyFingerprint == "" && inst.Status.HostKey == "" && meta.FindStatusCondition(inst.Status.Conditions, winnodev1.ConditionHostKeyMismatch) == nil {
 		// A host that already is a node (configured before this instance
 		// existed: an instance deleted without its finalizer, or winnodectl
 		// add) keeps the key pinned on its Node rather than being trusted
@@ -51,7 +73,9 @@ func (c *Configurer) connect(ctx context.Context, inst *winnodev1.WindowsInstanc
 		User:          inst.Spec.Username,
 		Signer:        c.Signer,
 		PinnedHostKey: inst.Status.HostKey,
-		DialTimeout:   c.dialTimeout(),
+		// Checked only while no key is pinned yet.
+		ExpectedFingerprint: inst.Spec.HostKeyFingerprint,
+		DialTimeout:         c.dialTimeout(),
 	})
 	var (
 		mismatch *host.HostKeyMismatchError
@@ -61,7 +85,11 @@ func (c *Configurer) connect(ctx context.Context, inst *winnodev1.WindowsInstanc
 	case err == nil:
 	case errors.As(err, &mismatch):
 		c.countSSHFailure(winnodev1.ReasonHostKeyChanged)
-		msg := fmt.Sprintf("%v; "+ClearHostKeyHint, err, inst.Name)
+		hint := ClearHostKeyHint
+		if inst.Spec.HostKeyFingerprint != "" {
+			hint = ExpectedHostKeyHint
+		}
+		msg := fmt.Sprintf("%v; "+hint, err, inst.Name)
 		SetCondition(inst, winnodev1.ConditionHostKeyMismatch, metav1.ConditionTrue, winnodev1.ReasonHostKeyChanged, msg)
 		SetCondition(inst, winnodev1.ConditionReachable, metav1.ConditionFalse, winnodev1.ReasonHostKeyChanged, "the host presented a host key other than the pinned one")
 		return nil, stepErr(StepConnect, winnodev1.ReasonHostKeyChanged, fmt.Errorf("%w: %s", errHostKeyMismatch, msg))
@@ -78,7 +106,11 @@ func (c *Configurer) connect(ctx context.Context, inst *winnodev1.WindowsInstanc
 	if inst.Status.HostKey == "" {
 		inst.Status.HostKey = cl.HostKey()
 		inst.Status.HostKeyFingerprint = cl.HostKeyFingerprint()
-		c.event(inst, corev1.EventTypeNormal, winnodev1.ReasonHostKeyPinned, "trusted the host key %s of %s on first use", cl.HostKeyFingerprint(), cl.Address())
+		how := "on first use"
+		if inst.Spec.HostKeyFingerprint != "" {
+			how = "as spec.hostKeyFingerprint names it"
+		}
+		c.event(inst, corev1.EventTypeNormal, winnodev1.ReasonHostKeyPinned, "trusted the host key %s of %s %s", cl.HostKeyFingerprint(), cl.Address(), how)
 	}
 	meta.RemoveStatusCondition(&inst.Status.Conditions, winnodev1.ConditionHostKeyMismatch)
 	inst.Status.KeyFingerprint = ssh.FingerprintSHA256(c.Signer.PublicKey())

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/host"
@@ -34,6 +35,11 @@ func (c *Configurer) Deconfigure(ctx context.Context, inst *winnodev1.WindowsIns
 		SetCondition(inst, winnodev1.ConditionConfigured, metav1.ConditionFalse, winnodev1.ReasonDeconfiguring, "the instance is being deleted; the host is being cleaned")
 	}
 	node, err := c.getNode(ctx, inst)
+	if errors.Is(err, errNodeNameConflict) {
+		// The Node of that name is not this instance's: left untouched.
+		c.event(inst, corev1.EventTypeWarning, winnodev1.ReasonNodeNameConflict, "not draining or deleting Node %s: it is not the Node this instance registered", nodeName(inst))
+		node, err = nil, nil
+	}
 	if err != nil {
 		return Result{}, err
 	}
@@ -61,11 +67,8 @@ func (c *Configurer) Deconfigure(ctx context.Context, inst *winnodev1.WindowsIns
 	if err := c.step(ctx, inst, StepDeleteNode); err != nil {
 		return Result{}, err
 	}
-	if name := nodeName(inst); name != "" {
-		err := c.Kube.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
-			return Result{}, fmt.Errorf("deleting Node %s of WindowsInstance %s: %w", name, inst.Name, err)
-		}
+	if err := c.deleteNode(ctx, inst); err != nil {
+		return Result{}, err
 	}
 	if err := c.revokeTokens(ctx, inst); err != nil {
 		return Result{}, err
@@ -130,4 +133,24 @@ func (c *Configurer) removeFromHost(ctx context.Context, inst *winnodev1.Windows
 	default:
 		leave(err)
 	}
+}
+
+// deleteNode deletes the Node this instance registered: the one with the
+// recorded UID (a precondition of the delete), never a Node by its name
+// alone. A Node of that name with another UID is not this instance's and
+// stays.
+func (c *Configurer) deleteNode(ctx context.Context, inst *winnodev1.WindowsInstance) error {
+	name, uid := nodeName(inst), types.UID(inst.Status.NodeUID)
+	if name == "" || uid == "" {
+		return nil
+	}
+	err := c.Kube.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	if apierrors.IsConflict(err) {
+		c.Log.Info("not deleting a Node of this name: it is not the one this instance registered", "instance", inst.Name, "node", name, "uid", uid)
+		return nil
+	}
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting Node %s of WindowsInstance %s: %w", name, inst.Name, err)
+	}
+	return nil
 }

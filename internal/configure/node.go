@@ -80,16 +80,6 @@ func nodeName(inst *winnodev1.WindowsInstance) string {
 	return strings.ToLower(inst.Status.NodeName)
 }
 
-// getNode returns the instance's Node, or nil when it does not exist (or the
-// node name is not known yet).
-func (c *Configurer) getNode(ctx context.Context, inst *winnodev1.WindowsInstance) (*corev1.Node, error) {
-	name := nodeName(inst)
-	if name == "" {
-		return nil, nil
-	}
-	return FindNode(ctx, c.Kube, name, "")
-}
-
 // NodeReady reports whether the Node's Ready condition is True.
 func NodeReady(node *corev1.Node) bool {
 	if node == nil {

@@ -235,6 +235,13 @@ func (r *InstanceReconciler) configurer(ctx context.Context, inst *winnodev1.Win
 		SSHFailed:  r.SSHFailed,
 		Configured: r.Configured,
 		Log:        log,
+		NodeNameOwner: func(ctx context.Context, inst *winnodev1.WindowsInstance) (string, error) {
+			var all winnodev1.WindowsInstanceList
+			if err := r.Client.List(ctx, &all); err != nil {
+				return "", err
+			}
+			return configure.NodeNameOwner(inst, all.Items), nil
+		},
 	}
 	c.Persisted(inst)
 	if r.Tune != nil {

@@ -173,7 +173,7 @@ func (r *SourcesReconciler) ensure(ctx context.Context, cm *corev1.ConfigMap, e 
 				// Set at creation, so no deletion can ever skip deconfiguration.
 				Finalizers: []string{winnodev1.Finalizer},
 			},
-			Spec: winnodev1.WindowsInstanceSpec{Address: e.Address, Username: e.Username, Port: e.Port, Source: source},
+			Spec: winnodev1.WindowsInstanceSpec{Address: e.Address, Username: e.Username, Port: e.Port, HostKeyFingerprint: e.HostKeyFingerprint, Source: source},
 		}
 		if err := r.Client.Create(ctx, wi); err != nil {
 			if apierrors.IsAlreadyExists(err) {
@@ -195,11 +195,12 @@ func (r *SourcesReconciler) ensure(ctx context.Context, cm *corev1.ConfigMap, e 
 		// the deletion event brings us back here to create it afresh.
 		return nil
 	}
-	if wi.Spec.Username == e.Username && wi.Spec.Port == e.Port && wi.Spec.Source == source {
+	if wi.Spec.Username == e.Username && wi.Spec.Port == e.Port && wi.Spec.HostKeyFingerprint == e.HostKeyFingerprint && wi.Spec.Source == source {
 		return nil
 	}
 	patch := client.MergeFrom(wi.DeepCopy())
 	wi.Spec.Username, wi.Spec.Port, wi.Spec.Source = e.Username, e.Port, source
+	wi.Spec.HostKeyFingerprint = e.HostKeyFingerprint
 	controllerutil.AddFinalizer(wi, winnodev1.Finalizer)
 	if err := r.Client.Patch(ctx, wi, patch); err != nil {
 		return fmt.Errorf("updating WindowsInstance %s for entry %q: %w", name, e.Key, err)

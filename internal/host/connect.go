@@ -29,6 +29,13 @@ type Options struct {
 	// ("ssh-ed25519 AAAA..."). Empty means trust on first use: any key is
 	// accepted and reported by Client.HostKey for the caller to persist.
 	PinnedHostKey string
+	// ExpectedFingerprint, when set and PinnedHostKey is empty, is the
+	// SHA256 fingerprint ("SHA256:...") the host key must have from the
+	// first connection on: pinned before first contact, not trusted on
+	// first use. The host is asked for its ed25519 key first, the kind
+	// Windows' OpenSSH server generates and whose fingerprint
+	// `ssh-keygen -lf C:\ProgramData\ssh\ssh_host_ed25519_key.pub` prints.
+	ExpectedFingerprint string
 	// DialTimeout bounds the TCP connection and the SSH handshake; default
 	// 30s.
 	DialTimeout time.Duration
@@ -169,14 +176,26 @@ func (h *handshake) config() *ssh.ClientConfig {
 		// kind that was pinned, or the server may present another one and
 		// look changed when it is not.
 		config.HostKeyAlgorithms = hostKeyAlgorithms(h.pinned)
+	} else if h.opts.ExpectedFingerprint != "" {
+		config.HostKeyAlgorithms = []string{ssh.KeyAlgoED25519, ssh.KeyAlgoECDSA256, ssh.KeyAlgoECDSA384, ssh.KeyAlgoECDSA521, ssh.KeyAlgoRSASHA512, ssh.KeyAlgoRSASHA256}
 	}
 	return config
 }
 
 // checkHostKey records the presented key and refuses one other than the
-// pinned key.
+// pinned key, or, with nothing pinned yet, one without the expected
+// fingerprint.
 func (h *handshake) checkHostKey(_ string, _ net.Addr, key ssh.PublicKey) error {
 	h.presented = key
+	if h.pinned == nil && h.opts.ExpectedFingerprint != "" && ssh.FingerprintSHA256(key) != h.opts.ExpectedFingerprint {
+		h.mismatch = &HostKeyMismatchError{
+			Address:              h.addr,
+			PinnedFingerprint:    h.opts.ExpectedFingerprint,
+			PresentedFingerprint: ssh.FingerprintSHA256(key),
+			PresentedKey:         authorizedKey(key),
+		}
+		return h.mismatch
+	}
 	if h.pinned != nil && !bytes.Equal(key.Marshal(), h.pinned.Marshal()) {
 		h.mismatch = &HostKeyMismatchError{
 			Address:              h.addr,

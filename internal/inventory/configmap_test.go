@@ -1,6 +1,7 @@
 package inventory
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -19,6 +20,7 @@ func TestParseEntryValid(t *testing.T) {
 		{"127.0.0.5", "\r\n  username = a.b_c-d@corp.example.com \r\n\r\n port = 2205\r\n", Entry{Key: "127.0.0.5", Host: Host{Address: "127.0.0.5", Username: "a.b_c-d@corp.example.com", Port: 2205}}},
 		{"winhost", "port=22\nusername=_svc", Entry{Key: "winhost", Host: Host{Address: "winhost", Username: "_svc", Port: 22}}},
 		{"h", "username=u\nport=65535", Entry{Key: "h", Host: Host{Address: "h", Username: "u", Port: 65535}}},
+		{"10.0.0.9", "username=u\nhostKey= SHA256:uNiVztksCsDhcc0u9e8BujQXVUpKZIDTMczCvj3tD2s ", Entry{Key: "10.0.0.9", Host: Host{Address: "10.0.0.9", Username: "u", Port: 22, HostKeyFingerprint: "SHA256:uNiVztksCsDhcc0u9e8BujQXVUpKZIDTMczCvj3tD2s"}}},
 	} {
 		got, err := ParseEntry(tc.key, tc.value)
 		if err != nil {
@@ -63,6 +65,10 @@ func TestParseEntryInvalid(t *testing.T) {
 		{"two ports", "10.0.0.1", "username=a\nport=22\nport=23", "given twice"},
 		{"unknown key", "10.0.0.1", "username=a\npassword=hunter2", "unknown key"},
 		{"misspelt key", "10.0.0.1", "user=a", "unknown key"},
+		{"host key not a fingerprint", "10.0.0.1", "username=a\nhostKey=ssh-ed25519 AAAAC3NzaC1lZDI1NTE5", "not a SHA256 fingerprint"},
+		{"MD5 host key", "10.0.0.1", "username=a\nhostKey=MD5:16:27:ac:a5:76:28:2d:36:63:1b:56:4d:eb:df:a6:48", "not a SHA256 fingerprint"},
+		{"host key cut short", "10.0.0.1", "username=a\nhostKey=SHA256:uNiVztksCsDhcc0u9e8BujQXVUpKZIDTMczCvj3tD2", "not a SHA256 fingerprint"},
+		{"two host keys", "10.0.0.1", "username=a\nhostKey=x\nhostKey=y", "given twice"},
 		{"line without =", "10.0.0.1", "Administrator", "not key=value"},
 		{"port zero", "10.0.0.1", "username=a\nport=0", "not from 1 to 65535"},
 		{"port too big", "10.0.0.1", "username=a\nport=65536", "not from 1 to 65535"},
@@ -175,6 +181,59 @@ func FuzzParseEntry(f *testing.F) {
 		}
 		if errs := validation.IsDNS1123Label(InstanceName(e.Address)); len(errs) > 0 {
 			t.Fatalf("InstanceName(%q) = %q: %v", e.Address, InstanceName(e.Address), errs)
+		}
+	})
+}
+
+// FuzzParseInstances: the whole ConfigMap is typed by administrators too.
+// Whatever it holds, ParseInstances does not panic, accounts for every key
+// exactly once (an entry or an error, never both, never neither), keeps at
+// most one entry per host, and every entry it keeps is one NewHost accepts
+// as it stands. The map is fuzzed as one string: records separated by
+// "\x1e", key and value by "\x1f" (a fuzzer cannot generate maps).
+func FuzzParseInstances(f *testing.F) {
+	f.Add("10.1.42.1\x1fusername=Administrator\x1einstance.dns.com\x1fusername=core\nport=2222")
+	f.Add("Host.Example.com\x1fusername=a\x1ehost.example.com\x1fusername=b")
+	f.Add("a.b\x1fusername=a\x1eA.B.\x1fusername=a\x1ea.B\x1fport=1")
+	f.Add("fe80::1\x1fusername=a\x1e10.0.0.1\x1fusername=x\nhostKey=SHA256:47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU")
+	f.Add("")
+	f.Fuzz(func(t *testing.T, s string) {
+		data := map[string]string{}
+		for _, rec := range strings.Split(s, "\x1e") {
+			k, v, _ := strings.Cut(rec, "\x1f")
+			data[k] = v
+		}
+		entries, errs := ParseInstances(data)
+		seen := map[string]string{} // key → "entry" or "error"
+		hosts := map[string]bool{}
+		for _, e := range entries {
+			if _, ok := data[e.Key]; !ok {
+				t.Fatalf("entry %q is not a key of the ConfigMap", e.Key)
+			}
+			if seen[e.Key] != "" {
+				t.Fatalf("key %q accounted for twice", e.Key)
+			}
+			seen[e.Key] = "entry"
+			if hosts[e.Address] {
+				t.Fatalf("two entries for host %q", e.Address)
+			}
+			hosts[e.Address] = true
+			again, err := NewHost(e.Address, e.Username, strconv.Itoa(int(e.Port)), e.HostKeyFingerprint)
+			if err != nil || again.Address != e.Address || again.Username != e.Username || again.Port != e.Port {
+				t.Fatalf("entry %+v is not one NewHost accepts as it stands: %+v, %v", e, again, err)
+			}
+		}
+		for _, e := range errs {
+			if _, ok := data[e.Key]; !ok {
+				t.Fatalf("error for %q, which is not a key of the ConfigMap", e.Key)
+			}
+			if seen[e.Key] != "" {
+				t.Fatalf("key %q accounted for twice (%s and error %q)", e.Key, seen[e.Key], e.Reason)
+			}
+			seen[e.Key] = "error"
+		}
+		if len(seen) != len(data) {
+			t.Fatalf("%d keys, %d accounted for", len(data), len(seen))
 		}
 	})
 }

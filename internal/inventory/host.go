@@ -25,7 +25,14 @@ type Host struct {
 	Username string
 	// Port is the SSH port.
 	Port int32
+	// HostKeyFingerprint, when set, is the SHA256 fingerprint of the SSH
+	// host key the host must present from the first connection on
+	// ("SHA256:" and 43 base64 characters, as ssh-keygen -lf prints it).
+	HostKeyFingerprint string
 }
+
+// fingerprintRe is an OpenSSH SHA256 fingerprint, as the CRD accepts it.
+var fingerprintRe = regexp.MustCompile(`\ASHA256:[A-Za-z0-9+/]{43}\z`)
 
 // usernameRe is the accepted set of user names: letters, digits, '.', '_',
 // '-' and '@' (user@domain), not starting with '.', '-' or '@'. It excludes
@@ -43,10 +50,11 @@ var portRe = regexp.MustCompile(`\A[0-9]{1,5}\z`)
 // NewHost checks a host as an administrator wrote it and returns it
 // normalized: address as a ConfigMap key (NormalizeAddress), username, and
 // port as decimal text (winnodectl passes its --port flag as
-// strconv.Itoa). Spaces around username and port are ignored. Its errors are
+// strconv.Itoa), and the expected host key fingerprint ("" for none: trust
+// on first use). Spaces around username, port and fingerprint are ignored. Its errors are
 // EntryError for the address as written, and never repeat more than 64
 // characters of what was given.
-func NewHost(address, username, port string) (Host, error) {
+func NewHost(address, username, port, hostKey string) (Host, error) {
 	bad := func(format string, args ...any) (Host, error) {
 		return Host{}, EntryError{Key: address, Reason: fmt.Sprintf(format, args...)}
 	}
@@ -70,7 +78,11 @@ func NewHost(address, username, port string) (Host, error) {
 	if n < 1 || n > 65535 {
 		return bad("port %d is not from 1 to 65535", n)
 	}
-	return Host{Address: addr, Username: username, Port: int32(n)}, nil
+	hostKey = strings.TrimSpace(hostKey)
+	if hostKey != "" && !fingerprintRe.MatchString(hostKey) {
+		return bad("host key %q is not a SHA256 fingerprint; write SHA256: and 43 base64 characters, as `ssh-keygen -lf C:\\ProgramData\\ssh\\ssh_host_ed25519_key.pub` prints it on the host", clip(hostKey))
+	}
+	return Host{Address: addr, Username: username, Port: int32(n), HostKeyFingerprint: hostKey}, nil
 }
 
 // clip shortens a quoted piece of input in an error message.

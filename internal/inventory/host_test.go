@@ -31,7 +31,7 @@ func TestNewHostIsParseEntryOfFlags(t *testing.T) {
 		{"fe80::1", "admin", 22},
 		{"", "admin", 22},
 	} {
-		h, err := NewHost(tc.address, tc.user, strconv.Itoa(tc.port))
+		h, err := NewHost(tc.address, tc.user, strconv.Itoa(tc.port), "")
 		e, perr := ParseEntry(tc.address, fmt.Sprintf("username=%s\nport=%d", tc.user, tc.port))
 		if fmt.Sprint(err) != fmt.Sprint(perr) {
 			t.Errorf("%q %q %d: NewHost says %v, ParseEntry %v", tc.address, tc.user, tc.port, err, perr)
@@ -48,7 +48,7 @@ func TestNewHostIsParseEntryOfFlags(t *testing.T) {
 }
 
 func TestNewHostNormalizes(t *testing.T) {
-	h, err := NewHost("Win-01.Example.com.", " winadmin ", "2222")
+	h, err := NewHost("Win-01.Example.com.", " winadmin ", "2222", "")
 	if err != nil {
 		t.Fatal(err)
 	}

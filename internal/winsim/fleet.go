@@ -14,8 +14,9 @@ type Fleet struct {
 }
 
 // StartFleet starts n hosts. Each host's state lives in
-// opts.StateDir/host-<i> (i from 1); opts.Hostname, opts.IP and opts.Port
-// must be empty (each host gets its own). On failure it closes what it
+// opts.StateDir/host-<i> (i from 1); opts.IP and opts.Port must be empty
+// (each host gets its own), and so must opts.Hostname unless n is 1 (one
+// host may be given a name, e.g. a clone's). On failure it closes what it
 // started.
 func StartFleet(n int, opts Options) (*Fleet, error) {
 	if n < 1 {
@@ -24,8 +25,11 @@ func StartFleet(n int, opts Options) (*Fleet, error) {
 	if opts.StateDir == "" {
 		return nil, errors.New("simulated fleet: Options.StateDir is required")
 	}
-	if opts.Hostname != "" || opts.IP != "" || opts.Port != 0 {
-		return nil, errors.New("simulated fleet: leave Hostname, IP and Port empty; every host gets its own")
+	if opts.IP != "" || opts.Port != 0 {
+		return nil, errors.New("simulated fleet: leave IP and Port empty; every host gets its own")
+	}
+	if opts.Hostname != "" && n != 1 {
+		return nil, fmt.Errorf("simulated fleet: a Hostname names one host, not %d (each host gets its own)", n)
 	}
 	f := &Fleet{}
 	for i := 1; i <= n; i++ {

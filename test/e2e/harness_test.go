@@ -148,7 +148,15 @@ func (w *world) newHost(t testing.TB) *winsim.Host {
 // when authorize is set.
 func (w *world) newHostWith(t testing.TB, authorize bool) *winsim.Host {
 	t.Helper()
+	return w.newHostNamed(t, authorize, "")
+}
+
+// newHostNamed starts a simulated host named hostname ("": a random name),
+// e.g. a clone of another host.
+func (w *world) newHostNamed(t testing.TB, authorize bool, hostname string) *winsim.Host {
+	t.Helper()
 	h, err := winsim.New(winsim.Options{
+		Hostname:      hostname,
 		StateDir:      t.TempDir(),
 		StandinBinary: w.standin,
 		BootDelay:     500 * time.Millisecond,
