@@ -256,6 +256,10 @@ func newHostInstance(h inventory.Host) *winnodev1.WindowsInstance {
 // pinFromNode finds the Node of an earlier add of this host (by address,
 // with the operator's rule: configure.FindNode) and takes its node name and
 // pinned host key, so that the host key is checked rather than trusted again.
+// A Node that winnode configured (annotation winnode.io/version) counts as
+// joined: the engine adopts it (event NodeAdopted) if the host still
+// reports its name, as it adopts the Node of an instance configured before
+// node UIDs were recorded; winnodectl keeps no instance to record the UID in.
 func pinFromNode(ctx context.Context, kube kubernetes.Interface, inst *winnodev1.WindowsInstance) error {
 	node, err := configure.FindNode(ctx, kube, "", inst.Spec.Address)
 	if err != nil || node == nil {
@@ -263,6 +267,10 @@ func pinFromNode(ctx context.Context, kube kubernetes.Interface, inst *winnodev1
 	}
 	inst.Status.NodeName = node.Name
 	inst.Status.HostKey = node.Annotations[winnodev1.AnnotationHostKey]
+	if _, ok := node.Annotations[winnodev1.AnnotationVersion]; ok {
+		joined := node.CreationTimestamp
+		inst.Status.JoinedAt = &joined
+	}
 	return nil
 }
 

@@ -79,6 +79,9 @@ func runRemove(ctx context.Context, s Streams, hf hostFlags, target string) erro
 	inst := newHostInstance(h)
 	inst.Status.Phase = winnodev1.PhaseReady
 	inst.Status.NodeName = node.Name
+	// The administrator named this Node: it is the one to drain and delete
+	// (deconfigure deletes only the Node of the recorded UID).
+	inst.Status.NodeUID = string(node.UID)
 	inst.Status.HostKey = node.Annotations[winnodev1.AnnotationHostKey]
 	if inst.Status.HostKey == "" {
 		return fmt.Errorf("node %s has no pinned host key (annotation %s), so the host cannot be checked: was it added by winnode?", node.Name, winnodev1.AnnotationHostKey)
