@@ -43,7 +43,7 @@ func (a *csrApprover) approve(ctx context.Context) error {
 		if csr.Spec.SignerName != certificatesv1.KubeAPIServerClientKubeletSignerName && csr.Spec.SignerName != certificatesv1.KubeletServingSignerName {
 			continue
 		}
-		d := csrapproval.Decide(csr, instances, nodeExists)
+		d := csrapproval.Decide(csr, instances, joinNamespace, nodeExists)
 		if !d.Approve {
 			continue // another host's, or not one winnode approves
 		}

@@ -30,5 +30,6 @@ upgraded by the operator when it is upgraded.`,
 	}
 	hf.add(cmd.Flags(), 20*time.Minute)
 	addPayloadFlag(cmd, &payloadDir)
+	addJoinCredentialsFlag(cmd, &hf)
 	return cmd
 }

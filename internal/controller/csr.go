@@ -42,6 +42,10 @@ type CSRApprover struct {
 	// and approves.
 	Kube     kubernetes.Interface
 	Recorder events.EventRecorder
+	// JoinNamespace is the operator's namespace, where join ServiceAccounts
+	// live: a client CSR from system:serviceaccount:<JoinNamespace>:<name>
+	// is bound to the instance whose status names that ServiceAccount.
+	JoinNamespace string
 	// OnDecision, when set, is told every decision after it took effect
 	// (tests wait on it instead of on time; the CLI can print it).
 	OnDecision func(csrName string, d csrapproval.Decision)
@@ -75,7 +79,7 @@ func (r *CSRApprover) Reconcile(ctx context.Context, req reconcile.Request) (rec
 		}
 		return err == nil
 	}
-	d := csrapproval.Decide(&csr, instances.Items, nodeExists)
+	d := csrapproval.Decide(&csr, instances.Items, r.JoinNamespace, nodeExists)
 	if lookupErr != nil {
 		return reconcile.Result{}, fmt.Errorf("checking whether the Node of CSR %s exists: %w", csr.Name, lookupErr)
 	}
@@ -136,6 +140,7 @@ func (identityChanged) Update(e event.UpdateEvent) bool {
 		return true
 	}
 	return o.Status.NodeName != n.Status.NodeName || o.Status.BootstrapTokenID != n.Status.BootstrapTokenID ||
+		o.Status.JoinServiceAccount != n.Status.JoinServiceAccount ||
 		o.Status.Hostname != n.Status.Hostname || o.Status.FQDN != n.Status.FQDN ||
 		!slices.Equal(o.Status.Addresses, n.Status.Addresses)
 }

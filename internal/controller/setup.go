@@ -26,6 +26,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/winnode/winnode/internal/bootstrap"
 	"github.com/winnode/winnode/internal/configure"
 	"github.com/winnode/winnode/internal/payload"
 	"github.com/winnode/winnode/internal/sshkey"
@@ -62,6 +63,10 @@ type Options struct {
 	// RetryMax caps the backoff between retries of a failing instance (0: the
 	// instance reconciler's default).
 	RetryMax time.Duration
+	// JoinCredentials is the form of the kubelets' join credentials
+	// (--join-credentials: auto, bootstrap-token or service-account; "" is
+	// auto). Join ServiceAccounts live in Namespace.
+	JoinCredentials bootstrap.Mode
 	// TuneInstance, when set, adjusts each instance Configurer (tests:
 	// shorter timeouts).
 	TuneInstance func(*configure.Configurer)
@@ -85,6 +90,8 @@ type Deps struct {
 	// Kube talks to the API server directly (no cache): bootstrap tokens in
 	// kube-system, Node checks, CSR approval.
 	Kube kubernetes.Interface
+	// Detector answers --join-credentials=auto once for the process.
+	Detector *bootstrap.Detector
 	// Signer loads the operator's current private key (sshkey.LoadSigner on
 	// the manager's cached client), at each call, so a rotated key is used
 	// at once.
@@ -116,7 +123,8 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		return fmt.Errorf("building a Kubernetes client: %w", err)
 	}
 	deps := Deps{
-		Kube: kube,
+		Kube:     kube,
+		Detector: &bootstrap.Detector{Kube: kube},
 		Signer: func(ctx context.Context) (ssh.Signer, error) {
 			return sshkey.LoadSigner(ctx, mgr.GetClient(), opts.Namespace)
 		},
@@ -133,7 +141,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		return fmt.Errorf("setting up the sources controller: %w", err)
 	}
 	if err := (&CSRApprover{
-		Client: mgr.GetClient(), Kube: kube, Recorder: mgr.GetEventRecorder("winnode-csr-approver"),
+		Client: mgr.GetClient(), Kube: kube, Recorder: mgr.GetEventRecorder("winnode-csr-approver"), JoinNamespace: opts.Namespace,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the CSR approver: %w", err)
 	}
@@ -163,6 +171,9 @@ func SetupInstanceReconciler(mgr ctrl.Manager, opts Options, deps Deps) error {
 		PayloadDir:              opts.PayloadDir,
 		Payload:                 opts.Payload,
 		Version:                 opts.Version,
+		JoinCredentials:         opts.JoinCredentials,
+		JoinNamespace:           opts.Namespace,
+		Detector:                deps.Detector,
 		MaxConcurrentReconciles: opts.MaxConcurrent,
 		MaxUnavailable:          opts.MaxUnavailable,
 		RetryMax:                opts.RetryMax,

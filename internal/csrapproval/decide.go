@@ -11,7 +11,6 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
-	"github.com/winnode/winnode/internal/bootstrap"
 )
 
 // nodeUserPrefix and nodesGroup are how the API server names a kubelet.
@@ -39,9 +38,14 @@ func leave(instance, format string, args ...any) Decision {
 // whether a Node of a name exists. It approves exactly:
 //
 // Kubelet client certificates (signer kubernetes.io/kube-apiserver-client-kubelet),
-// the kubelet's first certificate, requested with a bootstrap token:
+// the kubelet's first certificate, requested with the instance's join
+// credentials (requester.go), in either form:
 //   - the requester is system:bootstrap:<id>, in group system:bootstrappers:winnode,
 //     and <id> is the Status.BootstrapTokenID of an instance not being deleted;
+//     or the requester is system:serviceaccount:<joinNamespace>:<name>, in group
+//     system:serviceaccounts:<joinNamespace>, and <name> is the
+//     Status.JoinServiceAccount of an instance not being deleted (joinNamespace
+//     is the operator's namespace, from its configuration, never from the CSR);
 //   - the subject is CN=system:node:<that instance's Status.NodeName>, O=system:nodes
 //     and nothing else;
 //   - no SANs at all (DNS, IP, email, URI);
@@ -61,10 +65,10 @@ func leave(instance, format string, args ...any) Decision {
 //     including server auth.
 //
 // Anything else is left alone (never denied: it may be another approver's).
-func Decide(csr *certificatesv1.CertificateSigningRequest, instances []winnodev1.WindowsInstance, nodeExists func(name string) bool) Decision {
+func Decide(csr *certificatesv1.CertificateSigningRequest, instances []winnodev1.WindowsInstance, joinNamespace string, nodeExists func(name string) bool) Decision {
 	switch csr.Spec.SignerName {
 	case certificatesv1.KubeAPIServerClientKubeletSignerName:
-		return decideClient(csr, instances, nodeExists)
+		return decideClient(csr, instances, joinNamespace, nodeExists)
 	case certificatesv1.KubeletServingSignerName:
 		return decideServing(csr, instances)
 	default:
@@ -72,26 +76,10 @@ func Decide(csr *certificatesv1.CertificateSigningRequest, instances []winnodev1
 	}
 }
 
-func decideClient(csr *certificatesv1.CertificateSigningRequest, instances []winnodev1.WindowsInstance, nodeExists func(string) bool) Decision {
-	tokenID, ok := bootstrap.TokenIDFromUsername(csr.Spec.Username)
-	if !ok {
-		return leave("", "client CSR requested by %q, not by a bootstrap token", csr.Spec.Username)
-	}
-	var wi *winnodev1.WindowsInstance
-	for i := range instances {
-		if instances[i].Status.BootstrapTokenID == tokenID {
-			wi = &instances[i]
-			break
-		}
-	}
+func decideClient(csr *certificatesv1.CertificateSigningRequest, instances []winnodev1.WindowsInstance, joinNamespace string, nodeExists func(string) bool) Decision {
+	wi, credential, d := requesterInstance(csr, instances, joinNamespace)
 	if wi == nil {
-		return leave("", "client CSR requested by bootstrap token %s, which no WindowsInstance was issued", tokenID)
-	}
-	if !wi.DeletionTimestamp.IsZero() {
-		return leave(wi.Name, "WindowsInstance %s is being deleted", wi.Name)
-	}
-	if !slices.Contains(csr.Spec.Groups, bootstrap.Group) {
-		return leave(wi.Name, "requester groups %v lack %s", csr.Spec.Groups, bootstrap.Group)
+		return d
 	}
 	nodeName := wi.Status.NodeName
 	if nodeName == "" {
@@ -117,7 +105,7 @@ func decideClient(csr *certificatesv1.CertificateSigningRequest, instances []win
 		return leave(wi.Name, "Node %s already exists; only a new node's first client certificate is approved", nodeName)
 	}
 	return Decision{Approve: true, Instance: wi.Name, Reason: fmt.Sprintf(
-		"kubelet client certificate for node %s of WindowsInstance %s, requested with its bootstrap token %s", nodeName, wi.Name, tokenID)}
+		"kubelet client certificate for node %s of WindowsInstance %s, requested with its %s", nodeName, wi.Name, credential)}
 }
 
 func decideServing(csr *certificatesv1.CertificateSigningRequest, instances []winnodev1.WindowsInstance) Decision {

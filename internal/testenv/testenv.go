@@ -51,6 +51,11 @@ type Options struct {
 	NodeMonitorGracePeriod time.Duration
 	// StartTimeout bounds the whole start-up (default 3 minutes).
 	StartTimeout time.Duration
+	// NoBootstrapTokenAuth starts kube-apiserver without
+	// --enable-bootstrap-token-auth, as OpenShift's and several managed
+	// offerings' API servers run: bootstrap tokens do not authenticate
+	// there, and winnode joins hosts with ServiceAccount tokens instead.
+	NoBootstrapTokenAuth bool
 }
 
 // Env is a running control plane.
@@ -163,7 +168,7 @@ func start(ctx context.Context, opts Options) (_ *Env, err error) {
 		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--secure-port="+strconv.Itoa(ports[2]),
 		"--tls-cert-file="+p("apiserver.crt"), "--tls-private-key-file="+p("apiserver.key"),
 		"--client-ca-file="+p("ca.crt"),
-		"--enable-bootstrap-token-auth=true",
+		"--enable-bootstrap-token-auth="+strconv.FormatBool(!opts.NoBootstrapTokenAuth),
 		"--authorization-mode=Node,RBAC",
 		"--enable-admission-plugins=NodeRestriction",
 		"--service-account-key-file="+p("sa.pub"),
