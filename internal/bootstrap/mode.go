@@ -102,7 +102,7 @@ func (d *Detector) probe(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("probing bootstrap-token authentication: %w", err)
 	}
-	defer func() { _ = RevokeToken(context.WithoutCancel(ctx), d.Kube, tok.ID) }()
+	defer func() { _ = RevokeInstanceToken(context.WithoutCancel(ctx), d.Kube, probeInstance, tok.ID) }()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		tr, err := d.Kube.AuthenticationV1().TokenReviews().Create(ctx,

@@ -102,6 +102,9 @@ func (t ServiceAccountToken) String() string {
 
 // +kubebuilder:rbac:groups="",namespace=winnode-system,resources=serviceaccounts,verbs=get;create;delete;patch
 // +kubebuilder:rbac:groups="",namespace=winnode-system,resources=serviceaccounts/token,verbs=create
+// Each join ServiceAccount's ClusterRoleBinding has the instance in its
+// name, so get and delete cannot be limited by name: the code reads and
+// deletes only bindings labelled as the instance's (RevokeServiceAccount).
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterrolebindings,verbs=get;create;delete
 
 // CreateServiceAccountToken makes sure the instance's join ServiceAccount

@@ -151,17 +151,24 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	return registerInstanceCollector(mgr.GetClient())
 }
 
-// SetupInstanceReconciler registers the instance reconciler (instance.go).
-// ---- The instance reconciler's owner maintains this function. ----
-//
-// What the instance reconciler needs (for config/rbac/role.yaml; the same
-// as the hand-written config/rbac/cluster_role.yaml):
+// What the instance reconciler and its engine (internal/configure) need,
+// for config/rbac/role.yaml, which must equal the hand-written
+// config/rbac/*.yaml (config's TestGeneratedRBACIsGranted). These markers
+// stand apart from any declaration: controller-gen reads only
+// package-level markers for RBAC, and ignores those in a function's doc
+// comment. Nodes are patched (labels, annotations, cordon), never updated.
 // +kubebuilder:rbac:groups=winnode.io,resources=windowsinstances/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=winnode.io,resources=windowsinstances/finalizers,verbs=update
-// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch;update;delete
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch;delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list
 // +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
 // +kubebuilder:rbac:groups=apps,resources=daemonsets,verbs=get
+// The cluster DNS for the hosts' kubelets (internal/configure clusterDNS).
+// +kubebuilder:rbac:groups="",namespace=kube-system,resources=configmaps,resourceNames=kubelet-config,verbs=get
+// +kubebuilder:rbac:groups="",namespace=kube-system,resources=services,resourceNames=kube-dns,verbs=get
+
+// SetupInstanceReconciler registers the instance reconciler (instance.go).
+// ---- The instance reconciler's owner maintains this function. ----
 func SetupInstanceReconciler(mgr ctrl.Manager, opts Options, deps Deps) error {
 	return (&InstanceReconciler{
 		Client:                  mgr.GetClient(),
