@@ -21,6 +21,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
+	"github.com/winnode/winnode/internal/bootstrap"
 	"github.com/winnode/winnode/internal/controller"
 	"github.com/winnode/winnode/internal/csrapproval"
 )
@@ -57,11 +58,16 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		showVersion    = fs.Bool("version", false, "print the version and exit")
 		nodeAddrCIDRs  = fs.String("node-address-cidrs", "", csrapproval.NodeAddressCIDRsHelp)
 		serviceCIDR    = fs.String("service-cidr", csrapproval.DefaultServiceCIDR, csrapproval.ServiceCIDRHelp)
+		joinCreds      = fs.String("join-credentials", string(bootstrap.ModeAuto), "the kubelets' join credentials: auto (a bootstrap token when the API server accepts one, else a token of a ServiceAccount in the operator namespace), bootstrap-token or service-account")
 	)
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	joinMode, err := bootstrap.ParseMode(*joinCreds)
+	if err != nil {
+		return fmt.Errorf("--join-credentials: %w", err)
 	}
 	if *maxUnavailable < 1 {
 		return fmt.Errorf("--max-unavailable %d: want 1 or more (upgrades that restart services would never start)", *maxUnavailable)
@@ -113,12 +119,13 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return fmt.Errorf("creating the manager: %w", err)
 	}
 	if err := controller.Setup(mgr, controller.Options{
-		Namespace:      *namespace,
-		PayloadDir:     *payloadDir,
-		MaxConcurrent:  *maxConcurrent,
-		MaxUnavailable: *maxUnavailable,
-		Version:        version,
-		CSRPolicy:      csrPolicy,
+		Namespace:       *namespace,
+		PayloadDir:      *payloadDir,
+		MaxConcurrent:   *maxConcurrent,
+		MaxUnavailable:  *maxUnavailable,
+		Version:         version,
+		CSRPolicy:       csrPolicy,
+		JoinCredentials: joinMode,
 	}); err != nil {
 		return err
 	}
@@ -128,7 +135,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return err
 	}
-	log.Info("starting", "version", version, "namespace", *namespace, "payloadDir", *payloadDir, "maxConcurrentConfigurations", *maxConcurrent)
+	log.Info("starting", "version", version, "namespace", *namespace, "payloadDir", *payloadDir, "maxConcurrentConfigurations", *maxConcurrent, "joinCredentials", joinMode)
 	return mgr.Start(ctx)
 }
 

@@ -59,6 +59,13 @@ func TestCIDRFlags(t *testing.T) {
 	}
 }
 
+func TestJoinCredentialsFlagIsChecked(t *testing.T) {
+	err := run(context.Background(), []string{"--join-credentials", "password", "--version"}, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "--join-credentials") || !strings.Contains(err.Error(), "service-account") {
+		t.Fatalf("run with --join-credentials password = %v; want an error naming the flag and its values", err)
+	}
+}
+
 // TestOperatorServesProbesMetricsAndLeads runs the operator as main does,
 // against the test control plane: it takes the Lease winnode-operator-lock,
 // answers /healthz and /readyz, serves the winnode_* metrics, and stops when

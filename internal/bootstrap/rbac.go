@@ -27,9 +27,8 @@ const NodeBootstrapperBinding = "winnode:bootstrappers:node-bootstrapper"
 // at startup for kubelet TLS bootstrapping.
 const nodeBootstrapperRole = "system:node-bootstrapper"
 
-// What EnsureRBAC needs (hack/generate.sh turns these into config/rbac/role.yaml):
-// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterrolebindings,verbs=create
-// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterrolebindings,resourceNames=winnode:bootstrappers:node-bootstrapper,verbs=get;delete
+// What EnsureRBAC needs (hack/generate.sh turns these into config/rbac/role.yaml);
+// get, create and delete of its binding are the rule serviceaccount.go needs.
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,resourceNames=system:node-bootstrapper,verbs=bind
 
 // EnsureRBAC creates or repairs the RBAC that group Group needs. It is

@@ -2,6 +2,7 @@ package bootstrap
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -76,38 +77,63 @@ func TokenIDFromUsername(username string) (string, bool) {
 	return id, true
 }
 
-// +kubebuilder:rbac:groups="",namespace=kube-system,resources=secrets,verbs=get;list;create;delete
+// Bootstrap token Secrets: get, create and delete by name. Not list:
+// the operator never reads kube-system's Secrets in bulk (tokens are found
+// through the ID recorded in each instance's status). RBAC cannot limit
+// create to labelled objects nor name the random token names; the code
+// deletes only Secrets labelled as the instance's (RevokeInstanceToken).
+// +kubebuilder:rbac:groups="",namespace=kube-system,resources=secrets,verbs=get;create;delete
 // +kubebuilder:rbac:groups="",namespace=kube-public,resources=configmaps,resourceNames=cluster-info,verbs=get
 
 // CreateToken issues a new bootstrap token for the named WindowsInstance,
 // valid for ttl (DefaultTokenTTL when ttl <= 0), usable only for
 // authentication, in group Group. It does not revoke older tokens of the
-// instance: call RevokeInstanceTokens first when replacing one.
+// instance. (The operator uses NewToken and StoreToken, to record the ID
+// before the Secret exists.)
 func CreateToken(ctx context.Context, c kubernetes.Interface, instance string, ttl time.Duration) (*Token, error) {
-	if ttl <= 0 {
-		ttl = DefaultTokenTTL
-	}
 	// A token ID collision is astronomically unlikely but would make Create
 	// fail with AlreadyExists; try a few fresh tokens before giving up.
 	var lastErr error
 	for range 3 {
-		value, err := bootstraputil.GenerateBootstrapToken()
+		tok, err := NewToken(instance, ttl)
 		if err != nil {
-			return nil, fmt.Errorf("generating a bootstrap token for instance %s: %w", instance, err)
+			return nil, err
 		}
-		m := bootstraputil.BootstrapTokenRegexp.FindStringSubmatch(value)
-		tok := &Token{ID: m[1], Secret: m[2], Instance: instance, Expiration: time.Now().Add(ttl).UTC().Truncate(time.Second)}
-		_, err = c.CoreV1().Secrets(TokenNamespace).Create(ctx, tokenSecret(tok), metav1.CreateOptions{})
+		err = StoreToken(ctx, c, tok)
 		if err == nil {
 			return tok, nil
 		}
-		if !apierrors.IsAlreadyExists(err) {
-			return nil, fmt.Errorf("creating Secret %s/%s for instance %s (does the operator have RBAC to create Secrets in %s?): %w",
-				TokenNamespace, tok.SecretName(), instance, TokenNamespace, err)
+		if !apierrors.IsAlreadyExists(errors.Unwrap(err)) {
+			return nil, err
 		}
 		lastErr = err
 	}
 	return nil, fmt.Errorf("creating a bootstrap token for instance %s: %w", instance, lastErr)
+}
+
+// NewToken generates a bootstrap token for the instance, valid for ttl
+// (DefaultTokenTTL when ttl <= 0), without storing it: StoreToken makes it
+// valid.
+func NewToken(instance string, ttl time.Duration) (*Token, error) {
+	if ttl <= 0 {
+		ttl = DefaultTokenTTL
+	}
+	value, err := bootstraputil.GenerateBootstrapToken()
+	if err != nil {
+		return nil, fmt.Errorf("generating a bootstrap token for instance %s: %w", instance, err)
+	}
+	m := bootstraputil.BootstrapTokenRegexp.FindStringSubmatch(value)
+	return &Token{ID: m[1], Secret: m[2], Instance: instance, Expiration: time.Now().Add(ttl).UTC().Truncate(time.Second)}, nil
+}
+
+// StoreToken creates the token's Secret in kube-system; from then on the
+// API server accepts the token (where bootstrap tokens authenticate).
+func StoreToken(ctx context.Context, c kubernetes.Interface, tok *Token) error {
+	if _, err := c.CoreV1().Secrets(TokenNamespace).Create(ctx, tokenSecret(tok), metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating Secret %s/%s for instance %s (does the operator have RBAC to create Secrets in %s?): %w",
+			TokenNamespace, tok.SecretName(), tok.Instance, TokenNamespace, err)
+	}
+	return nil
 }
 
 func tokenSecret(t *Token) *corev1.Secret {
@@ -197,6 +223,29 @@ func RevokeToken(ctx context.Context, c kubernetes.Interface, tokenID string) er
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("revoking bootstrap token %s (deleting Secret %s/%s): %w",
 			tokenID, TokenNamespace, bootstraputil.BootstrapTokenSecretName(tokenID), err)
+	}
+	return nil
+}
+
+// RevokeInstanceToken revokes the token with this ID when its Secret is
+// labelled as the instance's (winnode deletes only what it made), with a
+// UID precondition. A token already gone, or not the instance's, is not an
+// error.
+func RevokeInstanceToken(ctx context.Context, c kubernetes.Interface, instance, tokenID string) error {
+	name := bootstraputil.BootstrapTokenSecretName(tokenID)
+	s, err := c.CoreV1().Secrets(TokenNamespace).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading bootstrap token %s of instance %s to revoke it: %w", tokenID, instance, err)
+	}
+	if s.Type != corev1.SecretTypeBootstrapToken || s.Labels[winnodev1.LabelInstance] != instance {
+		return nil // not this instance's token: left alone
+	}
+	err = c.CoreV1().Secrets(TokenNamespace).Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &s.UID}})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("revoking bootstrap token %s of instance %s (deleting Secret %s/%s): %w", tokenID, instance, TokenNamespace, name, err)
 	}
 	return nil
 }

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
+	"github.com/winnode/winnode/internal/bootstrap"
 	"github.com/winnode/winnode/internal/cli/view"
 	"github.com/winnode/winnode/internal/configure"
 	"github.com/winnode/winnode/internal/inventory"
@@ -30,6 +31,12 @@ import (
 // (annotation winnode.io/version); set at build time with
 // -ldflags "-X github.com/winnode/winnode/internal/cli.Version=v1.2.3".
 var Version = "v0.1.0-dev"
+
+// joinNamespace is where winnodectl makes join ServiceAccounts
+// (--join-credentials=service-account, or auto on an API server without
+// bootstrap-token authentication): kube-system, which every cluster has,
+// since without the operator its namespace may not exist.
+const joinNamespace = "kube-system"
 
 // hostFlags are the flags that say how to reach one host (add, remove).
 type hostFlags struct {
@@ -42,6 +49,8 @@ type hostFlags struct {
 	// approval: --node-address-cidrs and --service-cidr (add and upgrade
 	// only, which approve CSRs; addApprovalFlags).
 	approval approvalFlags
+	// joinCredentials is --join-credentials (add and upgrade only).
+	joinCredentials string
 }
 
 func (f *hostFlags) add(fs *pflag.FlagSet, timeout time.Duration) {
@@ -113,12 +122,14 @@ duration:
                kept on the Node (annotation winnode.io/host-key), then checked
   info         winnode-agent.exe info: names, addresses, OS build, and the
                container runtime (containerd must be installed and running)
-  credentials  a bootstrap token for this host's kubelet
+  credentials  join credentials for this host's kubelet: a bootstrap token,
+               or a ServiceAccount token where the API server does not
+               accept bootstrap tokens (--join-credentials)
   plan, sync   the plan, and the payload uploaded by hash (only what changed)
   apply        winnode-agent.exe apply: files and services
   join         the kubelet's certificate requests, approved with the
                operator's checks (this host's node name and token only)
-  finish       label, annotations, uncordon; the token is revoked
+  finish       label, annotations, uncordon; the credentials are revoked
 
 HOST is an IPv4 address or DNS name the host is reached at over SSH. The
 host must already accept the key (winnodectl userdata prints the script that
@@ -138,6 +149,7 @@ The payload comes from --payload-dir (default $WINNODE_PAYLOAD_DIR, else
 	hf.add(cmd.Flags(), 20*time.Minute)
 	hf.approval.add(cmd.Flags())
 	addPayloadFlag(cmd, &payloadDir)
+	addJoinCredentialsFlag(cmd, &hf)
 	return cmd
 }
 
@@ -148,10 +160,19 @@ func runAddE(s Streams, hf *hostFlags, payloadDir *string, upgrade bool) func(*c
 		if err != nil {
 			return err
 		}
+		if _, err := bootstrap.ParseMode(hf.joinCredentials); err != nil {
+			return UsageErrorf("--join-credentials: %v", err)
+		}
 		ctx, cancel := context.WithTimeout(cmd.Context(), hf.timeout)
 		defer cancel()
 		return runAdd(ctx, s, *hf, h, payloadOrDefault(*payloadDir), upgrade)
 	}
+}
+
+// addJoinCredentialsFlag adds --join-credentials (add, upgrade).
+func addJoinCredentialsFlag(cmd *cobra.Command, hf *hostFlags) {
+	cmd.Flags().StringVar(&hf.joinCredentials, "join-credentials", string(bootstrap.ModeAuto),
+		"the kubelet's join credentials: auto (a bootstrap token when the API server accepts one, else a ServiceAccount token), bootstrap-token or service-account (docs/credentials.md)")
 }
 
 // addPayloadFlag adds --payload-dir. Its default is resolved when the
@@ -202,15 +223,17 @@ func runAdd(ctx context.Context, s Streams, hf hostFlags, h inventory.Host, payl
 	}
 	steps := newStepPrinter(s.Out, view.IsTerminal(s.Out), time.Now())
 	cfg := &configure.Configurer{
-		Kube:       sess.kube,
-		Signer:     sess.signer,
-		PayloadDir: payloadDir,
-		Payload:    manifest,
-		Version:    Version,
-		Event:      steps.event,
-		Progress:   steps.progress,
-		AfterStep:  func(_ *winnodev1.WindowsInstance, step string) { steps.begin(step) },
-		Log:        logrTo(s.Err, hf.verbose),
+		Kube:            sess.kube,
+		Signer:          sess.signer,
+		PayloadDir:      payloadDir,
+		Payload:         manifest,
+		Version:         Version,
+		Event:           steps.event,
+		Progress:        steps.progress,
+		JoinCredentials: bootstrap.Mode(hf.joinCredentials),
+		JoinNamespace:   joinNamespace,
+		AfterStep:       func(_ *winnodev1.WindowsInstance, step string) { steps.begin(step) },
+		Log:             logrTo(s.Err, hf.verbose),
 	}
 	fmt.Fprintf(s.Out, "%s %s (user %s, port %d) in the cluster at %s, without the operator:\n", verb, address, h.Username, h.Port, sess.apiServer)
 	approver := &csrApprover{kube: sess.kube, inst: inst, policy: policy, note: steps.note}

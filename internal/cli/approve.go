@@ -52,6 +52,7 @@ func (a *csrApprover) approve(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	facts.JoinNamespace = joinNamespace
 	instances := []winnodev1.WindowsInstance{*a.inst}
 	for i := range list.Items {
 		csr := &list.Items[i]

@@ -89,12 +89,15 @@ func runRemove(ctx context.Context, s Streams, hf hostFlags, target string) erro
 
 	steps := newStepPrinter(s.Out, view.IsTerminal(s.Out), time.Now())
 	cfg := &configure.Configurer{
-		Kube:      sess.kube,
-		Signer:    sess.signer,
-		Version:   Version,
-		Event:     steps.event,
-		AfterStep: func(_ *winnodev1.WindowsInstance, step string) { steps.begin(step) },
-		Log:       logrTo(s.Err, hf.verbose),
+		Kube:    sess.kube,
+		Signer:  sess.signer,
+		Version: Version,
+		Event:   steps.event,
+		// Where add made the host's join ServiceAccount, if it was
+		// interrupted before revoking it.
+		JoinNamespace: joinNamespace,
+		AfterStep:     func(_ *winnodev1.WindowsInstance, step string) { steps.begin(step) },
+		Log:           logrTo(s.Err, hf.verbose),
 	}
 	fmt.Fprintf(s.Out, "Removing %s (Node %s) from the cluster at %s, without the operator:\n", address, node.Name, sess.apiServer)
 	err = cfg.RunDeconfigure(ctx, inst)

@@ -31,5 +31,6 @@ upgraded by the operator when it is upgraded.`,
 	hf.add(cmd.Flags(), 20*time.Minute)
 	hf.approval.add(cmd.Flags())
 	addPayloadFlag(cmd, &payloadDir)
+	addJoinCredentialsFlag(cmd, &hf)
 	return cmd
 }

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
+	"github.com/winnode/winnode/internal/bootstrap"
 	"github.com/winnode/winnode/internal/host"
 	"github.com/winnode/winnode/internal/payload"
 )
@@ -117,6 +118,17 @@ type Configurer struct {
 	ResyncPeriod  time.Duration // recheck of a Ready instance (10m)
 	TokenTTL      time.Duration // bootstrap token lifetime (bootstrap.DefaultTokenTTL)
 	TokenMinValid time.Duration // a token with less left is replaced (15m)
+
+	// JoinCredentials is the form of the kubelet's join credentials
+	// (--join-credentials; "" is bootstrap.ModeAuto): see credentials.go.
+	JoinCredentials bootstrap.Mode
+	// JoinNamespace is where join ServiceAccounts live: the operator's
+	// namespace (winnodectl: kube-system). Required for the ServiceAccount
+	// form; the CSR approver must be given the same namespace.
+	JoinNamespace string
+	// Detector answers ModeAuto; share one per process so the API server is
+	// probed once. Nil: a Detector of this Configurer's own.
+	Detector *bootstrap.Detector
 
 	Log logr.Logger
 

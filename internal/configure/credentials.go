@@ -2,6 +2,7 @@ package configure
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"strings"
 	"time"
@@ -28,11 +29,12 @@ type credentials struct {
 }
 
 // credentials gathers the cluster facts and, for a host whose kubelet has
-// not joined yet, a bootstrap token: the instance's own token when it is
-// still valid for a while, else a new one (older ones revoked), recorded in
-// the status before it reaches the host so that the CSR approver knows it.
-// A host whose Node exists keeps its installed bootstrap kubeconfig: no
-// token is issued, and the plan stays the same.
+// not joined yet, its join credentials in a bootstrap kubeconfig, in one of
+// two forms (docs/credentials.md): a bootstrap token, or a token of a join
+// ServiceAccount where bootstrap tokens do not authenticate (joinMode).
+// Either is recorded in the status before it reaches the host so that the
+// CSR approver knows it. A host whose Node exists keeps its installed
+// bootstrap kubeconfig: nothing is issued, and the plan stays the same.
 func (c *Configurer) credentials(ctx context.Context, inst *winnodev1.WindowsInstance, cl *host.Client, info *plan.Info, node *corev1.Node) (*credentials, error) {
 	fail := func(err error) (*credentials, error) {
 		SetCondition(inst, winnodev1.ConditionConfigured, metav1.ConditionFalse, winnodev1.ReasonCredentialsFailed, err.Error())
@@ -45,36 +47,83 @@ func (c *Configurer) credentials(ctx context.Context, inst *winnodev1.WindowsIns
 	dns, domain := clusterDNS(ctx, c.Kube)
 	cr := &credentials{cluster: plan.ClusterFacts{Server: ci.Server, CAData: ci.CAData, ClusterDNS: dns, ClusterDomain: domain}}
 
-	if node != nil && info.InstalledPlan != nil {
-		if sum, ok := lookupFold(info.InstalledPlan.Files, plan.BootstrapKubeconfigPath); ok {
-			fi, err := cl.Stat(ctx, plan.BootstrapKubeconfigPath)
-			if err == nil && fi.Mode().IsRegular() {
-				cr.cluster.BootstrapKubeconfig = plan.FileDigest{SHA256: sum, Size: fi.Size()}
-				return cr, nil
-			}
-		}
+	installed, haveInstalled := installedKubeconfig(ctx, cl, info)
+	if node != nil && haveInstalled {
+		cr.cluster.BootstrapKubeconfig = installed
+		return cr, nil
 	}
-
-	if err := bootstrap.EnsureRBAC(ctx, c.Kube); err != nil {
-		return fail(err)
-	}
-	tok, err := c.token(ctx, inst)
+	mode, why, err := c.joinMode(ctx)
 	if err != nil {
 		return fail(err)
 	}
-	cr.bootstrap, err = bootstrap.BootstrapKubeconfig(*ci, *tok)
+	if mode == bootstrap.ModeServiceAccount {
+		err = c.serviceAccountCredentials(ctx, inst, ci, cr, installed, haveInstalled, why)
+	} else {
+		err = c.tokenCredentials(ctx, inst, ci, cr, why)
+	}
 	if err != nil {
 		return fail(err)
 	}
-	cr.cluster.BootstrapKubeconfig = plan.DigestOf(cr.bootstrap)
 	return cr, nil
 }
 
+// installedKubeconfig is the digest of the bootstrap kubeconfig the
+// installed plan put on the host, when the file is still there.
+func installedKubeconfig(ctx context.Context, cl *host.Client, info *plan.Info) (plan.FileDigest, bool) {
+	if info.InstalledPlan == nil {
+		return plan.FileDigest{}, false
+	}
+	sum, ok := lookupFold(info.InstalledPlan.Files, plan.BootstrapKubeconfigPath)
+	if !ok {
+		return plan.FileDigest{}, false
+	}
+	fi, err := cl.Stat(ctx, plan.BootstrapKubeconfigPath)
+	if err != nil || !fi.Mode().IsRegular() {
+		return plan.FileDigest{}, false
+	}
+	return plan.FileDigest{SHA256: sum, Size: fi.Size()}, true
+}
+
+// joinMode resolves --join-credentials: auto asks the API server, once per
+// process (bootstrap.Detector), whether bootstrap tokens authenticate.
+func (c *Configurer) joinMode(ctx context.Context) (bootstrap.Mode, string, error) {
+	if c.Detector == nil {
+		c.Detector = &bootstrap.Detector{Kube: c.Kube}
+	}
+	mode, why, err := c.Detector.Resolve(ctx, c.JoinCredentials)
+	if err == nil && mode == bootstrap.ModeServiceAccount && c.JoinNamespace == "" {
+		err = fmt.Errorf("join credentials %s (%s) need the operator's namespace, and none is configured", mode, why)
+	}
+	return mode, why, err
+}
+
+// tokenCredentials puts the instance's bootstrap token into cr, after
+// revoking a join ServiceAccount left from the other form.
+func (c *Configurer) tokenCredentials(ctx context.Context, inst *winnodev1.WindowsInstance, ci *bootstrap.ClusterInfo, cr *credentials, why string) error {
+	if err := c.revokeServiceAccount(ctx, inst); err != nil {
+		return err
+	}
+	if err := bootstrap.EnsureRBAC(ctx, c.Kube); err != nil {
+		return err
+	}
+	tok, err := c.token(ctx, inst, why)
+	if err != nil {
+		return err
+	}
+	cr.bootstrap, err = bootstrap.BootstrapKubeconfig(*ci, *tok)
+	if err != nil {
+		return err
+	}
+	cr.cluster.BootstrapKubeconfig = plan.DigestOf(cr.bootstrap)
+	return nil
+}
+
 // token returns the instance's bootstrap token: the one recorded in the
-// status when it exists and has at least TokenMinValid left, else a new one
-// after revoking every token of the instance (so a crash between issuing and
-// recording never leaks one). The new token's ID is persisted at once.
-func (c *Configurer) token(ctx context.Context, inst *winnodev1.WindowsInstance) (*bootstrap.Token, error) {
+// status when it exists and has at least TokenMinValid left, else a new one.
+// A new token's ID is recorded (and the old one revoked) before its Secret
+// is created, so a crash at any point leaves no token the status does not
+// name, and the operator never needs to list kube-system's Secrets.
+func (c *Configurer) token(ctx context.Context, inst *winnodev1.WindowsInstance, why string) (*bootstrap.Token, error) {
 	if id := inst.Status.BootstrapTokenID; id != "" {
 		tok, err := bootstrap.GetToken(ctx, c.Kube, id)
 		if err != nil {
@@ -83,36 +132,96 @@ func (c *Configurer) token(ctx context.Context, inst *winnodev1.WindowsInstance)
 		if tok != nil && tok.Instance == inst.Name && time.Until(tok.Expiration) > c.tokenMinValid() {
 			return tok, nil
 		}
+		if err := bootstrap.RevokeInstanceToken(ctx, c.Kube, inst.Name, id); err != nil {
+			return nil, err
+		}
 	}
-	if err := bootstrap.RevokeInstanceTokens(ctx, c.Kube, inst.Name); err != nil {
-		return nil, err
-	}
-	tok, err := bootstrap.CreateToken(ctx, c.Kube, inst.Name, c.TokenTTL)
+	tok, err := bootstrap.NewToken(inst.Name, c.TokenTTL)
 	if err != nil {
 		return nil, err
 	}
 	inst.Status.BootstrapTokenID = tok.ID
 	if err := c.save(ctx, inst); err != nil {
-		// The token is not recorded: revoke it rather than leak it.
-		_ = bootstrap.RevokeToken(context.WithoutCancel(ctx), c.Kube, tok.ID)
 		inst.Status.BootstrapTokenID = ""
 		return nil, err
 	}
-	c.Log.Info("issued a bootstrap token", "instance", inst.Name, "token", tok.String(), "expires", tok.Expiration)
+	if err := bootstrap.StoreToken(ctx, c.Kube, tok); err != nil {
+		return nil, err
+	}
+	c.event(inst, corev1.EventTypeNormal, "JoinCredentials", "issued %s (expires %s) for the kubelet to join: %s", tok, tok.Expiration.Format(time.RFC3339), why)
 	return tok, nil
 }
 
-// revokeTokens revokes every bootstrap token of the instance.
-func (c *Configurer) revokeTokens(ctx context.Context, inst *winnodev1.WindowsInstance) error {
-	if err := bootstrap.RevokeInstanceTokens(ctx, c.Kube, inst.Name); err != nil {
+// serviceAccountCredentials puts a token of the instance's join
+// ServiceAccount into cr (serviceaccount.go in internal/bootstrap), after
+// revoking a bootstrap token left from the other form. A configuration
+// resumed after a crash keeps the kubeconfig already on the host while its
+// token is valid for TokenMinValid more (a token cannot be read back, only
+// reissued).
+func (c *Configurer) serviceAccountCredentials(ctx context.Context, inst *winnodev1.WindowsInstance, ci *bootstrap.ClusterInfo, cr *credentials, installed plan.FileDigest, haveInstalled bool, why string) error {
+	if err := c.revokeBootstrapToken(ctx, inst); err != nil {
 		return err
 	}
+	name := bootstrap.ServiceAccountName(inst.Name)
+	if haveInstalled && inst.Status.JoinServiceAccount == name {
+		current, err := bootstrap.ServiceAccountKubeconfigCurrent(ctx, c.Kube, c.JoinNamespace, inst.Name, installed.SHA256, c.tokenMinValid())
+		if err != nil {
+			return err
+		}
+		if current {
+			cr.cluster.BootstrapKubeconfig = installed
+			return nil
+		}
+	}
+	// Recorded before the ServiceAccount exists, so that a crash leaves
+	// nothing the status does not name.
+	inst.Status.JoinServiceAccount = name
+	if err := c.save(ctx, inst); err != nil {
+		return err
+	}
+	tok, err := bootstrap.CreateServiceAccountToken(ctx, c.Kube, c.JoinNamespace, inst.Name, c.TokenTTL)
+	if err != nil {
+		return err
+	}
+	if cr.bootstrap, err = bootstrap.ServiceAccountKubeconfig(*ci, *tok); err != nil {
+		return err
+	}
+	cr.cluster.BootstrapKubeconfig = plan.DigestOf(cr.bootstrap)
+	if err := bootstrap.RecordServiceAccountKubeconfig(ctx, c.Kube, tok, cr.cluster.BootstrapKubeconfig.SHA256); err != nil {
+		return err
+	}
+	c.event(inst, corev1.EventTypeNormal, "JoinCredentials", "issued a %s (expires %s) for the kubelet to join: %s", tok, tok.Expiration.Format(time.RFC3339), why)
+	return nil
+}
+
+// revokeTokens revokes the instance's join credentials of both forms: its
+// bootstrap token and its join ServiceAccount.
+func (c *Configurer) revokeTokens(ctx context.Context, inst *winnodev1.WindowsInstance) error {
+	if err := c.revokeBootstrapToken(ctx, inst); err != nil {
+		return err
+	}
+	return c.revokeServiceAccount(ctx, inst)
+}
+
+func (c *Configurer) revokeBootstrapToken(ctx context.Context, inst *winnodev1.WindowsInstance) error {
 	if id := inst.Status.BootstrapTokenID; id != "" {
-		if err := bootstrap.RevokeToken(ctx, c.Kube, id); err != nil {
+		if err := bootstrap.RevokeInstanceToken(ctx, c.Kube, inst.Name, id); err != nil {
 			return err
 		}
 	}
 	inst.Status.BootstrapTokenID = ""
+	return nil
+}
+
+func (c *Configurer) revokeServiceAccount(ctx context.Context, inst *winnodev1.WindowsInstance) error {
+	// Tried even when the status names none: winnodectl remove works from
+	// the Node alone, and deleteIfOurs leaves alone what is not winnode's.
+	if c.JoinNamespace != "" {
+		if err := bootstrap.RevokeServiceAccount(ctx, c.Kube, c.JoinNamespace, inst.Name); err != nil {
+			return err
+		}
+	}
+	inst.Status.JoinServiceAccount = ""
 	return nil
 }
 

@@ -48,6 +48,11 @@ func (c *Configurer) joinDeadline(inst *winnodev1.WindowsInstance, what string) 
 	err := fmt.Errorf("the kubelet on %s did not %s Node %s within %s: look at its log (C:\\var\\log\\kubelet\\kubelet.log) and at pending CertificateSigningRequests; the configuration is retried",
 		inst.Spec.Address, what, nodeName(inst), c.joinTimeout())
 	SetCondition(inst, winnodev1.ConditionNodeReady, metav1.ConditionFalse, winnodev1.ReasonNodeNotReady, err.Error())
+	// The API server may have changed its mind about bootstrap tokens:
+	// --join-credentials=auto asks again.
+	if c.Detector != nil {
+		c.Detector.Forget()
+	}
 	// Retry from the start (the host steps again: a fresh token if the old
 	// one ran out, services started again), with a fresh clock.
 	inst.Status.ConfigurationStarted = nil

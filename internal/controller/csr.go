@@ -43,6 +43,10 @@ type CSRApprover struct {
 	// Policy is the administrator's (--node-address-cidrs, --service-cidr);
 	// the zero Policy allows spec.address only and knows no Service range.
 	Policy csrapproval.Policy
+	// JoinNamespace is the operator's namespace, where join ServiceAccounts
+	// live: a client CSR from system:serviceaccount:<JoinNamespace>:<name>
+	// is bound to the instance whose status names that ServiceAccount.
+	JoinNamespace string
 	// OnDecision, when set, is told every decision after it took effect
 	// (tests wait on it instead of on time; the CLI can print it).
 	OnDecision func(csrName string, d csrapproval.Decision)
@@ -71,6 +75,7 @@ func (r *CSRApprover) Reconcile(ctx context.Context, req reconcile.Request) (rec
 	if err != nil {
 		return reconcile.Result{}, fmt.Errorf("deciding CSR %s: %w", csr.Name, err)
 	}
+	facts.JoinNamespace = r.JoinNamespace
 	d := csrapproval.Decide(&csr, instances.Items, facts)
 	if !d.Approve {
 		log.Info("CSR left alone", "csr", csr.Name, "signer", csr.Spec.SignerName, "requester", csr.Spec.Username, "instance", d.Instance, "reason", d.Reason)
@@ -129,6 +134,7 @@ func (identityChanged) Update(e event.UpdateEvent) bool {
 		return true
 	}
 	return o.Status.NodeName != n.Status.NodeName || o.Status.Phase != n.Status.Phase || o.Status.BootstrapTokenID != n.Status.BootstrapTokenID ||
+		o.Status.JoinServiceAccount != n.Status.JoinServiceAccount ||
 		o.Status.Hostname != n.Status.Hostname || o.Status.FQDN != n.Status.FQDN ||
 		!slices.Equal(o.Status.Addresses, n.Status.Addresses)
 }

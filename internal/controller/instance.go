@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
+	"github.com/winnode/winnode/internal/bootstrap"
 	"github.com/winnode/winnode/internal/configure"
 	"github.com/winnode/winnode/internal/payload"
 )
@@ -69,6 +70,11 @@ type InstanceReconciler struct {
 	Uploaded   func(bytes int64)
 	SSHFailed  func(reason string)
 	Configured func(time.Duration)
+	// JoinCredentials, JoinNamespace and Detector are handed to each
+	// Configurer (configure.Configurer has their meaning).
+	JoinCredentials bootstrap.Mode
+	JoinNamespace   string
+	Detector        *bootstrap.Detector
 	// Tune adjusts each Configurer (timeouts, test hooks).
 	Tune func(*configure.Configurer)
 
@@ -225,6 +231,10 @@ func (r *InstanceReconciler) configurer(ctx context.Context, inst *winnodev1.Win
 		Payload:    r.Payload,
 		Version:    r.Version,
 		Rollout:    r.rollout,
+
+		JoinCredentials: r.JoinCredentials,
+		JoinNamespace:   r.JoinNamespace,
+		Detector:        r.Detector,
 		Persist: func(ctx context.Context, inst *winnodev1.WindowsInstance) error {
 			return r.Client.Status().Update(ctx, inst)
 		},

@@ -26,6 +26,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/winnode/winnode/internal/bootstrap"
 	"github.com/winnode/winnode/internal/configure"
 	"github.com/winnode/winnode/internal/csrapproval"
 	"github.com/winnode/winnode/internal/payload"
@@ -67,6 +68,10 @@ type Options struct {
 	// (--node-address-cidrs, --service-cidr); a Policy without a Service
 	// range gets csrapproval.DefaultServiceCIDR.
 	CSRPolicy csrapproval.Policy
+	// JoinCredentials is the form of the kubelets' join credentials
+	// (--join-credentials: auto, bootstrap-token or service-account; "" is
+	// auto). Join ServiceAccounts live in Namespace.
+	JoinCredentials bootstrap.Mode
 	// TuneInstance, when set, adjusts each instance Configurer (tests:
 	// shorter timeouts).
 	TuneInstance func(*configure.Configurer)
@@ -93,6 +98,8 @@ type Deps struct {
 	// Kube talks to the API server directly (no cache): bootstrap tokens in
 	// kube-system, Node checks, CSR approval.
 	Kube kubernetes.Interface
+	// Detector answers --join-credentials=auto once for the process.
+	Detector *bootstrap.Detector
 	// Signer loads the operator's current private key (sshkey.LoadSigner on
 	// the manager's cached client), at each call, so a rotated key is used
 	// at once.
@@ -124,7 +131,8 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		return fmt.Errorf("building a Kubernetes client: %w", err)
 	}
 	deps := Deps{
-		Kube: kube,
+		Kube:     kube,
+		Detector: &bootstrap.Detector{Kube: kube},
 		Signer: func(ctx context.Context) (ssh.Signer, error) {
 			return sshkey.LoadSigner(ctx, mgr.GetClient(), opts.Namespace)
 		},
@@ -141,7 +149,8 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		return fmt.Errorf("setting up the sources controller: %w", err)
 	}
 	if err := (&CSRApprover{
-		Client: mgr.GetClient(), Kube: kube, Recorder: mgr.GetEventRecorder("winnode-csr-approver"), Policy: opts.CSRPolicy,
+		Client: mgr.GetClient(), Kube: kube, Recorder: mgr.GetEventRecorder("winnode-csr-approver"),
+		Policy: opts.CSRPolicy, JoinNamespace: opts.Namespace,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the CSR approver: %w", err)
 	}
@@ -154,17 +163,24 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	return registerInstanceCollector(mgr.GetClient())
 }
 
-// SetupInstanceReconciler registers the instance reconciler (instance.go).
-// ---- The instance reconciler's owner maintains this function. ----
-//
-// What the instance reconciler needs (for config/rbac/role.yaml; the same
-// as the hand-written config/rbac/cluster_role.yaml):
+// What the instance reconciler and its engine (internal/configure) need,
+// for config/rbac/role.yaml, which must equal the hand-written
+// config/rbac/*.yaml (config's TestGeneratedRBACIsGranted). These markers
+// stand apart from any declaration: controller-gen reads only
+// package-level markers for RBAC, and ignores those in a function's doc
+// comment. Nodes are patched (labels, annotations, cordon), never updated.
 // +kubebuilder:rbac:groups=winnode.io,resources=windowsinstances/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=winnode.io,resources=windowsinstances/finalizers,verbs=update
-// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch;update;delete
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch;delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list
 // +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
 // +kubebuilder:rbac:groups=apps,resources=daemonsets,verbs=get
+// The cluster DNS for the hosts' kubelets (internal/configure clusterDNS).
+// +kubebuilder:rbac:groups="",namespace=kube-system,resources=configmaps,resourceNames=kubelet-config,verbs=get
+// +kubebuilder:rbac:groups="",namespace=kube-system,resources=services,resourceNames=kube-dns,verbs=get
+
+// SetupInstanceReconciler registers the instance reconciler (instance.go).
+// ---- The instance reconciler's owner maintains this function. ----
 func SetupInstanceReconciler(mgr ctrl.Manager, opts Options, deps Deps) error {
 	return (&InstanceReconciler{
 		Client:                  mgr.GetClient(),
@@ -174,6 +190,9 @@ func SetupInstanceReconciler(mgr ctrl.Manager, opts Options, deps Deps) error {
 		PayloadDir:              opts.PayloadDir,
 		Payload:                 opts.Payload,
 		Version:                 opts.Version,
+		JoinCredentials:         opts.JoinCredentials,
+		JoinNamespace:           opts.Namespace,
+		Detector:                deps.Detector,
 		MaxConcurrentReconciles: opts.MaxConcurrent,
 		MaxUnavailable:          opts.MaxUnavailable,
 		RetryMax:                opts.RetryMax,

@@ -127,6 +127,8 @@ func TestControllersUnderGeneratedRBAC(t *testing.T) {
 		return true, err
 	})
 
+	joinCredentialsAs(t, asOperator, w.namespace)
+
 	dec := &decisions{m: map[string]csrapproval.Decision{}}
 	w.startManagerAs(t, cfg, func(mgr ctrl.Manager) error {
 		if err := (&KeysReconciler{Client: mgr.GetClient(), Namespace: w.namespace}).SetupWithManager(mgr); err != nil {
@@ -178,5 +180,39 @@ func TestControllersUnderGeneratedRBAC(t *testing.T) {
 	eventually(t, 60*time.Second, "the CSR approved as the operator", func(ctx context.Context) (bool, error) {
 		csr, err := w.kube.CertificatesV1().CertificateSigningRequests().Get(ctx, w.namespace+"-rbac-client", metav1.GetOptions{})
 		return err == nil && approved(csr), err
+	})
+}
+
+// joinCredentialsAs issues and revokes join credentials of both forms as the
+// operator (asOperator holds only the generated roles): the auto probe
+// (a bootstrap token, TokenReview), a bootstrap token read back by its ID,
+// and a join ServiceAccount with its binding and token. Each call waits for
+// the RBAC authorizer to see the roles just applied.
+func joinCredentialsAs(t *testing.T, asOperator kubernetes.Interface, namespace string) {
+	t.Helper()
+	eventually(t, 30*time.Second, "auto join credentials probed as the operator", func(ctx context.Context) (bool, error) {
+		_, _, err := (&bootstrap.Detector{Kube: asOperator}).Resolve(ctx, bootstrap.ModeAuto)
+		return true, err
+	})
+	instance := namespace + "-rbac-join"
+	eventually(t, 30*time.Second, "a bootstrap token issued, read and revoked as the operator", func(ctx context.Context) (bool, error) {
+		tok, err := bootstrap.CreateToken(ctx, asOperator, instance, time.Hour)
+		if err != nil {
+			return true, err
+		}
+		if _, err := bootstrap.GetToken(ctx, asOperator, tok.ID); err != nil {
+			return true, err
+		}
+		return true, bootstrap.RevokeInstanceToken(ctx, asOperator, instance, tok.ID)
+	})
+	eventually(t, 30*time.Second, "a join ServiceAccount token issued and revoked as the operator", func(ctx context.Context) (bool, error) {
+		tok, err := bootstrap.CreateServiceAccountToken(ctx, asOperator, namespace, instance, 0)
+		if err != nil {
+			return true, err
+		}
+		if err := bootstrap.RecordServiceAccountKubeconfig(ctx, asOperator, tok, "0"); err != nil {
+			return true, err
+		}
+		return true, bootstrap.RevokeServiceAccount(ctx, asOperator, namespace, instance)
 	})
 }

@@ -10,7 +10,6 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
-	"github.com/winnode/winnode/internal/bootstrap"
 )
 
 // nodeUserPrefix and nodesGroup are how the API server names a kubelet.
@@ -39,9 +38,14 @@ func leave(instance, format string, args ...any) Decision {
 // administrator's Policy. It approves exactly (docs/approval.md says why):
 //
 // Kubelet client certificates (signer kubernetes.io/kube-apiserver-client-kubelet),
-// the kubelet's first certificate, requested with a bootstrap token:
+// the kubelet's first certificate, requested with the instance's join
+// credentials (requester.go), in either form:
 //   - the requester is system:bootstrap:<id>, in group system:bootstrappers:winnode,
 //     and <id> is the Status.BootstrapTokenID of an instance not being deleted;
+//     or the requester is system:serviceaccount:<joinNamespace>:<name>, in group
+//     system:serviceaccounts:<joinNamespace>, and <name> is the
+//     Status.JoinServiceAccount of an instance not being deleted (joinNamespace
+//     is the operator's namespace, from its configuration, never from the CSR);
 //   - the subject is CN=system:node:<that instance's Status.NodeName>, O=system:nodes
 //     and nothing else;
 //   - no SANs at all (DNS, IP, email, URI);
@@ -73,7 +77,7 @@ func Decide(csr *certificatesv1.CertificateSigningRequest, instances []winnodev1
 		if strings.HasPrefix(csr.Spec.Username, nodeUserPrefix) {
 			return withLimits(csr, decideRenewal(csr, instances))
 		}
-		return withLimits(csr, onePerCredential(csr, decideClient(csr, instances, facts.NodeExists), facts))
+		return withLimits(csr, onePerCredential(csr, decideClient(csr, instances, facts.JoinNamespace, facts.NodeExists), facts))
 	case certificatesv1.KubeletServingSignerName:
 		return withLimits(csr, decideServing(csr, instances, facts))
 	default:
@@ -81,26 +85,10 @@ func Decide(csr *certificatesv1.CertificateSigningRequest, instances []winnodev1
 	}
 }
 
-func decideClient(csr *certificatesv1.CertificateSigningRequest, instances []winnodev1.WindowsInstance, nodeExists func(string) bool) Decision {
-	tokenID, ok := bootstrap.TokenIDFromUsername(csr.Spec.Username)
-	if !ok {
-		return leave("", "client CSR requested by %q, not by a bootstrap token", csr.Spec.Username)
-	}
-	var wi *winnodev1.WindowsInstance
-	for i := range instances {
-		if instances[i].Status.BootstrapTokenID == tokenID {
-			wi = &instances[i]
-			break
-		}
-	}
+func decideClient(csr *certificatesv1.CertificateSigningRequest, instances []winnodev1.WindowsInstance, joinNamespace string, nodeExists func(string) bool) Decision {
+	wi, credential, d := requesterInstance(csr, instances, joinNamespace)
 	if wi == nil {
-		return leave("", "client CSR requested by bootstrap token %s, which no WindowsInstance was issued", tokenID)
-	}
-	if !wi.DeletionTimestamp.IsZero() {
-		return leave(wi.Name, "WindowsInstance %s is being deleted", wi.Name)
-	}
-	if !slices.Contains(csr.Spec.Groups, bootstrap.Group) {
-		return leave(wi.Name, "requester groups %v lack %s", csr.Spec.Groups, bootstrap.Group)
+		return d
 	}
 	nodeName := wi.Status.NodeName
 	if nodeName == "" {
@@ -126,7 +114,7 @@ func decideClient(csr *certificatesv1.CertificateSigningRequest, instances []win
 		return leave(wi.Name, "Node %s already exists; only a new node's first client certificate is approved", nodeName)
 	}
 	return Decision{Approve: true, Instance: wi.Name, Reason: fmt.Sprintf(
-		"kubelet client certificate for node %s of WindowsInstance %s, requested with its bootstrap token %s", nodeName, wi.Name, tokenID)}
+		"kubelet client certificate for node %s of WindowsInstance %s, requested with its %s", nodeName, wi.Name, credential)}
 }
 
 func decideServing(csr *certificatesv1.CertificateSigningRequest, instances []winnodev1.WindowsInstance, facts Facts) Decision {

@@ -91,6 +91,13 @@ func TestDecide(t *testing.T) {
 	now := metav1.Now()
 	deleting.DeletionTimestamp = &now
 	instances = append(instances, deleting)
+	// Joined with a ServiceAccount, on an API server without bootstrap-token
+	// authentication (the operator's namespace is winnode-system).
+	saInst := testInstance("wi-sa", "win-sa", "")
+	saInst.Status.JoinServiceAccount = "winnode-join-wi-sa"
+	instances = append(instances, saInst)
+	saUser := "system:serviceaccount:winnode-system:winnode-join-wi-sa"
+	saGroups := []string{"system:serviceaccounts", "system:serviceaccounts:winnode-system", "system:authenticated"}
 
 	goodClient := csrTemplate{CN: "system:node:win-host1", O: []string{"system:nodes"}}
 	goodServing := csrTemplate{CN: "system:node:win-host1", O: []string{"system:nodes"}, DNS: []string{"win-host1", "WIN-HOST1", "win-host1.corp.example.com"}, IPs: []string{"10.0.0.5", "192.168.7.5"}}
@@ -127,10 +134,28 @@ func TestDecide(t *testing.T) {
 		client("client: another instance's token", func(c *tc) { c.user, c.want = "system:bootstrap:ghijkl", `want "system:node:win-host2"` }),
 		client("client: unknown token", func(c *tc) { c.user, c.want = "system:bootstrap:zzzzzz", "which no WindowsInstance was issued" }),
 		client("client: requested by an admin", func(c *tc) {
-			c.user, c.groups, c.want = "kubernetes-admin", []string{"system:masters"}, "not by a bootstrap token"
+			c.user, c.groups, c.want = "kubernetes-admin", []string{"system:masters"}, "not by a winnode join credential"
 		}),
 		client("client: requested by the node itself", func(c *tc) {
 			c.user, c.groups, c.want = "system:node:win-host1", nodeGroups, "not Ready" // a renewal, and wi-1 is not Ready (limits_test.go)
+		}),
+		client("client: join ServiceAccount", func(c *tc) {
+			c.user, c.groups, c.tmpl.CN, c.approve, c.want = saUser, saGroups, "system:node:win-sa", true, "join ServiceAccount winnode-system/winnode-join-wi-sa"
+		}),
+		client("client: join ServiceAccount asks for another node", func(c *tc) {
+			c.user, c.groups, c.want = saUser, saGroups, `want "system:node:win-sa"`
+		}),
+		client("client: ServiceAccount of another namespace", func(c *tc) {
+			c.user, c.groups, c.tmpl.CN, c.want = "system:serviceaccount:evil:winnode-join-wi-sa", []string{"system:serviceaccounts:evil"}, "system:node:win-sa", "not by a winnode join credential"
+		}),
+		client("client: ServiceAccount no instance was issued", func(c *tc) {
+			c.user, c.groups, c.tmpl.CN, c.want = "system:serviceaccount:winnode-system:winnode-join-other", saGroups, "system:node:win-sa", "which no WindowsInstance was issued"
+		}),
+		client("client: other ServiceAccount of the namespace", func(c *tc) {
+			c.user, c.groups, c.tmpl.CN, c.want = "system:serviceaccount:winnode-system:default", saGroups, "system:node:win-sa", "not by a winnode join credential"
+		}),
+		client("client: join ServiceAccount without its namespace group", func(c *tc) {
+			c.user, c.groups, c.tmpl.CN, c.want = saUser, []string{"system:authenticated"}, "system:node:win-sa", "lack system:serviceaccounts:winnode-system"
 		}),
 		client("client: token without the winnode group", func(c *tc) { c.groups, c.want = []string{"system:bootstrappers"}, "lack "+bootstrap.Group }),
 		client("client: extra organization", func(c *tc) {
@@ -203,7 +228,7 @@ func TestDecide(t *testing.T) {
 					Request: req, SignerName: c.signer, Usages: c.usages, Username: c.user, Groups: c.groups,
 				},
 			}
-			d := Decide(csr, instances, Facts{NodeExists: func(string) bool { return c.nodeExists }, Policy: testPolicy})
+			d := Decide(csr, instances, Facts{NodeExists: func(string) bool { return c.nodeExists }, Policy: testPolicy, JoinNamespace: "winnode-system"})
 			if d.Approve != c.approve {
 				t.Fatalf("approve = %v (%s), want %v", d.Approve, d.Reason, c.approve)
 			}
@@ -223,7 +248,7 @@ func TestDecideCSRTamperedSignature(t *testing.T) {
 		Request: pem.EncodeToMemory(block), SignerName: certificatesv1.KubeAPIServerClientKubeletSignerName,
 		Usages: clientUsages, Username: "system:bootstrap:abcdef", Groups: []string{bootstrap.Group},
 	}}
-	if d := Decide(csr, inst, Facts{NodeExists: func(string) bool { return false }, Policy: testPolicy}); d.Approve {
+	if d := Decide(csr, inst, Facts{NodeExists: func(string) bool { return false }, Policy: testPolicy, JoinNamespace: "winnode-system"}); d.Approve {
 		t.Fatalf("approved a CSR with a broken signature")
 	}
 }
@@ -248,7 +273,7 @@ func FuzzDecide(f *testing.F) {
 		csr := &certificatesv1.CertificateSigningRequest{Spec: certificatesv1.CertificateSigningRequestSpec{
 			Request: request, SignerName: signer, Usages: usages, Username: user, Groups: groups,
 		}}
-		d := Decide(csr, instances, Facts{NodeExists: func(string) bool { return false }, Policy: testPolicy})
+		d := Decide(csr, instances, Facts{NodeExists: func(string) bool { return false }, Policy: testPolicy, JoinNamespace: "winnode-system"})
 		if !d.Approve {
 			return
 		}

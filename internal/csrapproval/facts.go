@@ -52,6 +52,9 @@ type Facts struct {
 	ApprovedClientCSRs func(requester string) []string
 	// Policy is the administrator's.
 	Policy Policy
+	// JoinNamespace is where the join ServiceAccounts live: the operator's
+	// namespace, from its configuration, never from a CSR.
+	JoinNamespace string
 }
 
 // ParseCIDRs parses a flag's comma-separated CIDRs ("" is none).

@@ -53,6 +53,9 @@ type demoOptions struct {
 	windowsBuild  string
 	exitWhenReady bool
 	readyTimeout  time.Duration
+	// bootstrapTokenAuth false starts the API server as OpenShift's runs:
+	// hosts then join with ServiceAccount tokens (docs/credentials.md).
+	bootstrapTokenAuth bool
 }
 
 func NewCommand(s cli.Streams) *cobra.Command {
@@ -110,6 +113,7 @@ running so that you can look).`,
 	f.StringVar(&o.windowsBuild, "windows-build", "2019", "Windows Server version the simulated hosts report: 2019 or 2022")
 	f.BoolVar(&o.exitWhenReady, "exit-when-ready", false, "stop everything and exit once every host is a Ready node (for scripts and CI)")
 	f.DurationVar(&o.readyTimeout, "ready-timeout", 10*time.Minute, "how long the hosts may take to become Ready nodes")
+	f.BoolVar(&o.bootstrapTokenAuth, "bootstrap-token-auth", true, "start kube-apiserver with bootstrap-token authentication; false starts it as OpenShift's runs, and the hosts join with ServiceAccount tokens")
 	return cmd
 }
 
@@ -223,7 +227,7 @@ func (d *demo) setUp(ctx context.Context) error {
 	}
 
 	d.say("starting the control plane (the first run builds it from source: several minutes)")
-	if d.env, err = testenv.Start(ctx, testenv.Options{}); err != nil {
+	if d.env, err = testenv.Start(ctx, testenv.Options{NoBootstrapTokenAuth: !d.o.bootstrapTokenAuth}); err != nil {
 		return fmt.Errorf("starting the control plane: %w", err)
 	}
 	if err := d.writeKubeconfig(); err != nil {

@@ -51,6 +51,11 @@ type Options struct {
 	NodeMonitorGracePeriod time.Duration
 	// StartTimeout bounds the whole start-up (default 3 minutes).
 	StartTimeout time.Duration
+	// NoBootstrapTokenAuth starts kube-apiserver without
+	// --enable-bootstrap-token-auth, as OpenShift's and several managed
+	// offerings' API servers run: bootstrap tokens do not authenticate
+	// there, and winnode joins hosts with ServiceAccount tokens instead.
+	NoBootstrapTokenAuth bool
 }
 
 // Env is a running control plane.

@@ -30,13 +30,17 @@ type TB interface {
 	Fatalf(format string, args ...any)
 }
 
-// One control plane per test binary: a suite pays the start-up once.
+// One control plane per test binary and kind of API server (Options): a
+// suite pays each start-up once.
 var shared struct {
 	sync.Mutex
-	main    bool
-	started bool
-	env     *Env
-	err     error
+	main bool
+	envs map[string]*sharedEnv
+}
+
+type sharedEnv struct {
+	env *Env
+	err error
 }
 
 // Main runs the package's tests and then stops the shared control plane and
@@ -64,9 +68,11 @@ func Main(m M) {
 func cleanup() {
 	shared.Lock()
 	defer shared.Unlock()
-	if shared.env != nil {
-		_ = shared.env.Stop()
-		shared.env = nil
+	for key, se := range shared.envs {
+		if se.env != nil {
+			_ = se.env.Stop()
+		}
+		delete(shared.envs, key)
 	}
 	RemoveBuiltBinaries()
 }
@@ -76,19 +82,33 @@ func cleanup() {
 // printed with it.
 func Get(t TB) *Env {
 	t.Helper()
+	return GetWith(t, Options{})
+}
+
+// GetWith is Get for a control plane started with opts: one is shared per
+// distinct opts (e.g. Options{NoBootstrapTokenAuth: true} for an API server
+// like OpenShift's, besides the default one).
+func GetWith(t TB, opts Options) *Env {
+	t.Helper()
 	shared.Lock()
 	defer shared.Unlock()
 	if !shared.main {
 		t.Fatal("testenv.Get: the package's TestMain must call testenv.Main(m), which stops the control plane after the tests")
 	}
-	if !shared.started {
-		shared.started = true
-		shared.env, shared.err = Start(context.Background(), Options{})
+	key := fmt.Sprintf("%+v", opts)
+	se := shared.envs[key]
+	if se == nil {
+		if shared.envs == nil {
+			shared.envs = map[string]*sharedEnv{}
+		}
+		se = &sharedEnv{}
+		se.env, se.err = Start(context.Background(), opts)
+		shared.envs[key] = se
 	}
-	if shared.err != nil {
-		t.Fatalf("starting the control plane: %v", shared.err)
+	if se.err != nil {
+		t.Fatalf("starting the control plane (%s): %v", key, se.err)
 	}
-	env := shared.env
+	env := se.env
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("control plane logs:\n%s", env.Logs(40))

@@ -133,9 +133,7 @@ func (w *world) checkNode(t testing.TB, inst *winnodev1.WindowsInstance, h *wins
 	if inst.Status.HostKeyFingerprint != h.Fingerprint() {
 		t.Errorf("pinned host key %s, the host's is %s", inst.Status.HostKeyFingerprint, h.Fingerprint())
 	}
-	if inst.Status.BootstrapTokenID != "" || len(w.instanceTokens(t, inst.Name)) != 0 {
-		t.Errorf("instance %s still has a bootstrap token (status %q, %d Secrets)", inst.Name, inst.Status.BootstrapTokenID, len(w.instanceTokens(t, inst.Name)))
-	}
+	w.checkJoinCredentialsGone(t, inst.Name, inst.Status)
 	if inst.Status.Version != operatorVersion {
 		t.Errorf("status.version %q, want %q", inst.Status.Version, operatorVersion)
 	}
@@ -212,8 +210,9 @@ func entry(h *winsim.Host) string {
 //     and files gone from the host, Node deleted, token gone;
 //   - bad entries: one event each, while the good entries (the removed host
 //     listed again among them) are configured.
-func TestConfigMapHosts(t *testing.T) {
-	w := getWorld(t)
+func TestConfigMapHosts(t *testing.T) { eachAPIServer(t, testConfigMapHosts) }
+
+func testConfigMapHosts(t *testing.T, w *world) {
 	pr := w.recordPhases(t)
 	hosts := []*winsim.Host{w.newHost(t), w.newHost(t), w.newHost(t)}
 	op := w.startOperator(t, operatorOptions{})

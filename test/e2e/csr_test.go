@@ -22,37 +22,19 @@ import (
 
 // Rogue CSRs are left alone while a real host's are approved: a client
 // certificate for a name no instance expects, one for a real host's name
-// requested by a bootstrap token other than the one issued for it, one with
-// SANs, one for the wrong signer. (Requests by a cluster administrator are
+// requested by a join credential other than the one issued for it (a
+// bootstrap token, or a join ServiceAccount where bootstrap tokens do not
+// authenticate), one with SANs, one for the wrong signer. (Requests by a cluster administrator are
 // not used: kube-controller-manager approves those itself, as it should.
 // internal/controller's own tests cover each rule in detail.)
-func TestRogueCSRsAreNotApproved(t *testing.T) {
-	w := getWorld(t)
+func TestRogueCSRsAreNotApproved(t *testing.T) { eachAPIServer(t, testRogueCSRsAreNotApproved) }
+
+func testRogueCSRsAreNotApproved(t *testing.T, w *world) {
 	h := w.newHost(t)
 	node := plan.NodeName(h.Hostname()) // the name the real host will register
 	ctx := context.Background()
 
-	tok, err := bootstrap.CreateToken(ctx, w.kube, "no-such-instance", time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = bootstrap.RevokeToken(context.Background(), w.kube, tok.ID) })
-	if err := bootstrap.EnsureRBAC(ctx, w.kube); err != nil {
-		t.Fatal(err)
-	}
-	tokenCfg := rest.CopyConfig(w.env.AnonymousConfig())
-	tokenCfg.BearerToken = tok.Value()
-	asToken, err := kubernetes.NewForConfig(tokenCfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The API server sees a new token (bootstrap token authenticator) and a
-	// new binding (RBAC authorizer) through informers: wait until the token
-	// may list CSRs, which the role that lets it create them also grants.
-	eventually(t, time.Minute, "the new bootstrap token to authenticate and be authorized", func() (bool, string) {
-		_, err := asToken.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{Limit: 1})
-		return err == nil, fmt.Sprint(err)
-	})
+	asToken := w.strayJoinCredential(t, ctx)
 
 	client := certificatesv1.KubeAPIServerClientKubeletSignerName
 	rogue := []struct {
@@ -105,4 +87,45 @@ func TestRogueCSRsAreNotApproved(t *testing.T) {
 			}
 		}
 	}
+}
+
+// strayJoinCredential is a client authenticated with a join credential of
+// the world's kind that no WindowsInstance was issued: a bootstrap token, or
+// a labelled join ServiceAccount in the operator's namespace. Both may
+// create CSRs (system:node-bootstrapper).
+func (w *world) strayJoinCredential(t *testing.T, ctx context.Context) kubernetes.Interface {
+	t.Helper()
+	cfg := rest.CopyConfig(w.env.AnonymousConfig())
+	if w.kind == kindServiceAccount {
+		tok, err := bootstrap.CreateServiceAccountToken(ctx, w.kube, Namespace, "no-such-instance", time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = bootstrap.RevokeServiceAccount(context.Background(), w.kube, Namespace, "no-such-instance")
+		})
+		cfg.BearerToken = tok.Value
+	} else {
+		tok, err := bootstrap.CreateToken(ctx, w.kube, "no-such-instance", time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = bootstrap.RevokeToken(context.Background(), w.kube, tok.ID) })
+		if err := bootstrap.EnsureRBAC(ctx, w.kube); err != nil {
+			t.Fatal(err)
+		}
+		cfg.BearerToken = tok.Value()
+	}
+	c, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The API server sees a new token and a new binding (RBAC authorizer)
+	// through informers: wait until the credential may list CSRs, which the
+	// role that lets it create them also grants.
+	eventually(t, time.Minute, "the stray join credential to authenticate and be authorized", func() (bool, string) {
+		_, err := c.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{Limit: 1})
+		return err == nil, fmt.Sprint(err)
+	})
+	return c
 }

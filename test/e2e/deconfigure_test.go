@@ -72,9 +72,7 @@ func (w *world) checkDeconfigured(t testing.TB, inst *winnodev1.WindowsInstance,
 	if _, err := w.kube.CoreV1().Nodes().Get(ctx, inst.Status.NodeName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("Node %s still exists: %v", inst.Status.NodeName, err)
 	}
-	if toks := w.instanceTokens(t, inst.Name); len(toks) != 0 {
-		t.Errorf("%d bootstrap tokens of the instance remain", len(toks))
-	}
+	w.checkJoinCredentialsGone(t, inst.Name, winnodev1.WindowsInstanceStatus{})
 	for _, name := range []string{"kubelet", "kube-proxy"} {
 		if _, err := h.Services().Get(name); !errors.Is(err, simscm.ErrNotFound) {
 			t.Errorf("service %s still on the host: %v", name, err)
@@ -97,7 +95,10 @@ func (w *world) checkDeconfigured(t testing.TB, inst *winnodev1.WindowsInstance,
 // A host that cannot be reached while its instance is deleted is left
 // alone, with an event; the instance, its Node and its token go anyway.
 func TestDeletedInstanceOfUnreachableHost(t *testing.T) {
-	w := getWorld(t)
+	eachAPIServer(t, testDeletedInstanceOfUnreachableHost)
+}
+
+func testDeletedInstanceOfUnreachableHost(t *testing.T, w *world) {
 	h := w.newHost(t)
 	w.startOperator(t, operatorOptions{})
 	w.instanceFor(t, "lost", h)
@@ -112,8 +113,6 @@ func TestDeletedInstanceOfUnreachableHost(t *testing.T) {
 	if _, err := w.kube.CoreV1().Nodes().Get(context.Background(), inst.Status.NodeName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("Node %s still exists: %v", inst.Status.NodeName, err)
 	}
-	if toks := w.instanceTokens(t, "lost"); len(toks) != 0 {
-		t.Errorf("%d bootstrap tokens remain", len(toks))
-	}
+	w.checkJoinCredentialsGone(t, "lost", winnodev1.WindowsInstanceStatus{})
 	w.waitEvents(t, metav1.NamespaceDefault, "lost", "HostLeftAlone")
 }

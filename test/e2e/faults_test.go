@@ -169,8 +169,9 @@ func TestHostRebootedMidConfiguration(t *testing.T) {
 // The operator is stopped right at each step of a configuration, then
 // started again: the configuration resumes and converges, with one Node and
 // no token left.
-func TestOperatorStoppedAtEachStep(t *testing.T) {
-	w := getWorld(t)
+func TestOperatorStoppedAtEachStep(t *testing.T) { eachAPIServer(t, testOperatorStoppedAtEachStep) }
+
+func testOperatorStoppedAtEachStep(t *testing.T, w *world) {
 	h := w.newHost(t)
 	w.instanceFor(t, "restarted", h)
 	steps := []string{configure.StepConnect, configure.StepInfo, configure.StepCredentials, configure.StepPlan,

@@ -52,8 +52,31 @@ const Namespace = "winnode-system"
 // operatorVersion is the version the in-process operator reports.
 const operatorVersion = "v0.0.0-e2e"
 
-// world is what every test shares: one control plane, one payload, one key.
+// apiServerKind is the kind of API server a world runs: the join
+// credentials winnode uses (--join-credentials=auto) follow from it.
+type apiServerKind string
+
+const (
+	// kindBootstrapToken: kube-apiserver with --enable-bootstrap-token-auth
+	// (kubeadm's clusters); hosts join with bootstrap tokens.
+	kindBootstrapToken apiServerKind = "bootstrap-token"
+	// kindServiceAccount: kube-apiserver without it (OpenShift's, several
+	// managed offerings'); hosts join with ServiceAccount tokens.
+	kindServiceAccount apiServerKind = "service-account"
+)
+
+// eachAPIServer runs a scenario on both kinds of API server, as subtests
+// named after the kind.
+func eachAPIServer(t *testing.T, scenario func(t *testing.T, w *world)) {
+	for _, kind := range []apiServerKind{kindBootstrapToken, kindServiceAccount} {
+		t.Run(string(kind), func(t *testing.T) { scenario(t, getWorldOf(t, kind)) })
+	}
+}
+
+// world is what every test of one kind of API server shares: one control
+// plane, one payload, one key.
 type world struct {
+	kind       apiServerKind
 	env        *testenv.Env
 	kube       kubernetes.Interface
 	client     client.Client
@@ -68,27 +91,37 @@ type world struct {
 
 var shared struct {
 	sync.Mutex
-	w   *world
-	err error
+	worlds map[apiServerKind]*world
+	errs   map[apiServerKind]error
 }
 
-// getWorld starts (once) what every test needs.
+// getWorld starts (once) what every test needs, on an API server with
+// bootstrap-token authentication.
 func getWorld(t testing.TB) *world {
 	t.Helper()
-	env := testenv.Get(t)
-	shared.Lock()
-	defer shared.Unlock()
-	if shared.w == nil && shared.err == nil {
-		shared.w, shared.err = newWorld(t, env)
-	}
-	if shared.err != nil {
-		t.Fatalf("setting up the end-to-end world: %v", shared.err)
-	}
-	return shared.w
+	return getWorldOf(t, kindBootstrapToken)
 }
 
-func newWorld(t testing.TB, env *testenv.Env) (*world, error) {
-	w := &world{env: env}
+// getWorldOf is getWorld on the given kind of API server.
+func getWorldOf(t testing.TB, kind apiServerKind) *world {
+	t.Helper()
+	env := testenv.GetWith(t, testenv.Options{NoBootstrapTokenAuth: kind == kindServiceAccount})
+	shared.Lock()
+	defer shared.Unlock()
+	if shared.worlds == nil {
+		shared.worlds, shared.errs = map[apiServerKind]*world{}, map[apiServerKind]error{}
+	}
+	if shared.worlds[kind] == nil && shared.errs[kind] == nil {
+		shared.worlds[kind], shared.errs[kind] = newWorld(t, env, kind)
+	}
+	if err := shared.errs[kind]; err != nil {
+		t.Fatalf("setting up the end-to-end world (%s API server): %v", kind, err)
+	}
+	return shared.worlds[kind]
+}
+
+func newWorld(t testing.TB, env *testenv.Env, kind apiServerKind) (*world, error) {
+	w := &world{env: env, kind: kind}
 	w.scheme = runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(w.scheme); err != nil {
 		return nil, err
@@ -318,6 +351,7 @@ func (w *world) forget(name string) {
 		_ = w.kube.CoreV1().Nodes().Delete(ctx, inst.Status.NodeName, metav1.DeleteOptions{})
 	}
 	_ = bootstrap.RevokeInstanceTokens(ctx, w.kube, name)
+	_ = bootstrap.RevokeServiceAccount(ctx, w.kube, Namespace, name)
 	_ = w.client.Delete(ctx, inst)
 	_ = w.client.Patch(ctx, inst, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))
 	deadline := time.Now().Add(30 * time.Second)
@@ -390,6 +424,42 @@ func (w *world) instanceTokens(t testing.TB, name string) []corev1.Secret {
 		t.Fatal(err)
 	}
 	return list.Items
+}
+
+// checkJoinCredentialsGone checks that an instance that joined (or was
+// removed) holds no join credential any more, of either form: no bootstrap
+// token Secret, no join ServiceAccount or binding, nothing in its status.
+// On an API server without bootstrap-token authentication it also checks
+// that the instance was only ever given ServiceAccount tokens (its
+// JoinCredentials events).
+func (w *world) checkJoinCredentialsGone(t testing.TB, name string, status winnodev1.WindowsInstanceStatus) {
+	t.Helper()
+	ctx := context.Background()
+	if status.BootstrapTokenID != "" || status.JoinServiceAccount != "" {
+		t.Errorf("instance %s still records join credentials: bootstrap token %q, ServiceAccount %q", name, status.BootstrapTokenID, status.JoinServiceAccount)
+	}
+	if toks := w.instanceTokens(t, name); len(toks) != 0 {
+		t.Errorf("instance %s still has %d bootstrap token Secrets", name, len(toks))
+	}
+	sa := bootstrap.ServiceAccountName(name)
+	if _, err := w.kube.CoreV1().ServiceAccounts(Namespace).Get(ctx, sa, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("join ServiceAccount %s/%s of instance %s still exists (%v): its tokens are not revoked", Namespace, sa, name, err)
+	}
+	crbs, err := w.kube.RbacV1().ClusterRoleBindings().List(ctx, metav1.ListOptions{
+		LabelSelector: labels.SelectorFromSet(labels.Set{winnodev1.LabelInstance: name}).String()})
+	if err != nil || len(crbs.Items) != 0 {
+		t.Errorf("instance %s still has join ClusterRoleBindings: %d (%v)", name, len(crbs.Items), err)
+	}
+	if w.kind != kindServiceAccount || status.NodeName == "" {
+		return
+	}
+	w.waitEvents(t, metav1.NamespaceDefault, name, "JoinCredentials")
+	issued := w.eventMessages(t, metav1.NamespaceDefault, name, "JoinCredentials")
+	for _, m := range issued {
+		if !strings.HasPrefix(m, "issued a token of ServiceAccount ") {
+			t.Errorf("instance %s was given a bootstrap token on an API server without bootstrap-token authentication: %s", name, m)
+		}
+	}
 }
 
 // nodesOfHost counts the Nodes whose hostname label is the host's.

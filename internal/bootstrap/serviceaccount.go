@@ -1,0 +1,246 @@
+package bootstrap
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+
+	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
+)
+
+// The ServiceAccount form of join credentials, for API servers that run
+// without --enable-bootstrap-token-auth (OpenShift's, several managed
+// offerings'): there a bootstrap token never authenticates, but every API
+// server accepts ServiceAccount tokens. Per instance:
+//
+//   - a ServiceAccount winnode-join-<instance> in the operator's namespace,
+//     labelled winnode.io/instance=<instance>;
+//   - a ClusterRoleBinding winnode-join:<namespace>:<instance> (same label)
+//     from it to ClusterRole system:node-bootstrapper, which lets it create
+//     CSRs and nothing else;
+//   - a token from the TokenRequest API (serviceaccounts/token), valid for
+//     at most an hour, written only into the host's bootstrap kubeconfig.
+//
+// The API server checks, for every request, that a ServiceAccount token's
+// ServiceAccount still exists with the same UID: deleting the ServiceAccount
+// revokes the token at once. The configurer does that once the Node is Ready
+// and when the instance is removed, where it revokes bootstrap tokens.
+
+const (
+	// ServiceAccountTokenTTL is the lifetime asked of TokenRequest: as for
+	// bootstrap tokens, long enough for a slow host to sync and start the
+	// kubelet. The API server refuses less than 10 minutes and may cap it.
+	ServiceAccountTokenTTL    = time.Hour
+	minServiceAccountTokenTTL = 10 * time.Minute
+
+	// serviceAccountPrefix starts the name of every join ServiceAccount.
+	serviceAccountPrefix = "winnode-join-"
+	// serviceAccountUserPrefix is how the API server names a ServiceAccount
+	// user: system:serviceaccount:<namespace>:<name>.
+	serviceAccountUserPrefix = "system:serviceaccount:"
+
+	// Annotations on the join ServiceAccount (never secret): when its
+	// current token expires and the sha256 of the kubeconfig that holds it,
+	// so that a configuration resumed after a crash keeps the kubeconfig the
+	// host already has instead of uploading a new one.
+	annotationTokenExpires     = "winnode.io/join-token-expires"
+	annotationKubeconfigSHA256 = "winnode.io/join-kubeconfig-sha256"
+)
+
+// ServiceAccountName is the join ServiceAccount of an instance.
+func ServiceAccountName(instance string) string { return serviceAccountPrefix + instance }
+
+// ServiceAccountUsername is the user a token of ServiceAccount namespace/name
+// authenticates as; the CSR approver compares a CSR's requester with it.
+func ServiceAccountUsername(namespace, name string) string {
+	return serviceAccountUserPrefix + namespace + ":" + name
+}
+
+// ServiceAccountGroup is the group every ServiceAccount of namespace is in.
+func ServiceAccountGroup(namespace string) string { return "system:serviceaccounts:" + namespace }
+
+// ServiceAccountFromUsername is the inverse of ServiceAccountUsername for
+// namespace: the ServiceAccount's name, and false for any other user
+// (another namespace's ServiceAccount included).
+func ServiceAccountFromUsername(namespace, username string) (string, bool) {
+	name, ok := strings.CutPrefix(username, serviceAccountUserPrefix+namespace+":")
+	if !ok || !strings.HasPrefix(name, serviceAccountPrefix) || strings.Contains(name, ":") {
+		return "", false
+	}
+	return name, true
+}
+
+// joinBindingName is the ClusterRoleBinding of a join ServiceAccount.
+func joinBindingName(namespace, instance string) string {
+	return "winnode-join:" + namespace + ":" + instance
+}
+
+// ServiceAccountToken is a TokenRequest token of an instance's join
+// ServiceAccount. Its String method never shows the token.
+type ServiceAccountToken struct {
+	Namespace, Name, Instance string
+	// Value is the bearer token (a JWT). Never log it.
+	Value      string
+	Expiration time.Time
+}
+
+// String names the token without its value.
+func (t ServiceAccountToken) String() string {
+	return fmt.Sprintf("token of ServiceAccount %s/%s", t.Namespace, t.Name)
+}
+
+// +kubebuilder:rbac:groups="",namespace=winnode-system,resources=serviceaccounts,verbs=get;create;delete;patch
+// +kubebuilder:rbac:groups="",namespace=winnode-system,resources=serviceaccounts/token,verbs=create
+// Each join ServiceAccount's ClusterRoleBinding has the instance in its
+// name, so get and delete cannot be limited by name: the code reads and
+// deletes only bindings labelled as the instance's (RevokeServiceAccount).
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterrolebindings,verbs=get;create;delete
+
+// CreateServiceAccountToken makes sure the instance's join ServiceAccount
+// and its binding exist, and requests a token for it valid for ttl
+// (ServiceAccountTokenTTL when ttl <= 0; never more than an hour).
+func CreateServiceAccountToken(ctx context.Context, c kubernetes.Interface, namespace, instance string, ttl time.Duration) (*ServiceAccountToken, error) {
+	if ttl <= 0 || ttl > ServiceAccountTokenTTL {
+		ttl = ServiceAccountTokenTTL
+	}
+	ttl = max(ttl, minServiceAccountTokenTTL)
+	name := ServiceAccountName(instance)
+	if err := ensureJoinServiceAccount(ctx, c, namespace, instance); err != nil {
+		return nil, err
+	}
+	if err := ensureJoinBinding(ctx, c, namespace, instance); err != nil {
+		return nil, err
+	}
+	secs := int64(ttl / time.Second)
+	tr, err := c.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, name,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &secs}}, metav1.CreateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("requesting a token for ServiceAccount %s/%s of instance %s (TokenRequest API): %w", namespace, name, instance, err)
+	}
+	return &ServiceAccountToken{Namespace: namespace, Name: name, Instance: instance,
+		Value: tr.Status.Token, Expiration: tr.Status.ExpirationTimestamp.UTC()}, nil
+}
+
+func labelled(instance string) map[string]string {
+	return map[string]string{winnodev1.LabelInstance: instance, "app.kubernetes.io/managed-by": "winnode-operator"}
+}
+
+func ensureJoinServiceAccount(ctx context.Context, c kubernetes.Interface, namespace, instance string) error {
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: ServiceAccountName(instance), Namespace: namespace, Labels: labelled(instance)}}
+	got, err := c.CoreV1().ServiceAccounts(namespace).Create(ctx, sa, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		got, err = c.CoreV1().ServiceAccounts(namespace).Get(ctx, sa.Name, metav1.GetOptions{})
+	}
+	if err != nil {
+		return fmt.Errorf("creating ServiceAccount %s/%s for instance %s (does the namespace exist, and may the operator create ServiceAccounts there?): %w", namespace, sa.Name, instance, err)
+	}
+	if got.Labels[winnodev1.LabelInstance] != instance {
+		return fmt.Errorf("ServiceAccount %s/%s exists but was not made by winnode for instance %s (label %s): delete or rename it", namespace, sa.Name, instance, winnodev1.LabelInstance)
+	}
+	return nil
+}
+
+func ensureJoinBinding(ctx context.Context, c kubernetes.Interface, namespace, instance string) error {
+	crb := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: joinBindingName(namespace, instance), Labels: labelled(instance)},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: nodeBootstrapperRole},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: namespace, Name: ServiceAccountName(instance)}},
+	}
+	got, err := c.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		got, err = c.RbacV1().ClusterRoleBindings().Get(ctx, crb.Name, metav1.GetOptions{})
+	}
+	if err != nil {
+		return fmt.Errorf("creating ClusterRoleBinding %s for instance %s: %w", crb.Name, instance, err)
+	}
+	if got.Labels[winnodev1.LabelInstance] != instance || got.RoleRef != crb.RoleRef || len(got.Subjects) != 1 || got.Subjects[0] != crb.Subjects[0] {
+		return fmt.Errorf("ClusterRoleBinding %s exists but is not the one winnode makes for instance %s: delete it, winnode creates it again", crb.Name, instance)
+	}
+	return nil
+}
+
+// RecordServiceAccountKubeconfig notes on the join ServiceAccount when its
+// token expires and the digest of the kubeconfig that carries it (see
+// ServiceAccountKubeconfigCurrent).
+func RecordServiceAccountKubeconfig(ctx context.Context, c kubernetes.Interface, tok *ServiceAccountToken, kubeconfigSHA256 string) error {
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q,%q:%q}}}`,
+		annotationTokenExpires, tok.Expiration.Format(time.RFC3339), annotationKubeconfigSHA256, kubeconfigSHA256)
+	if _, err := c.CoreV1().ServiceAccounts(tok.Namespace).Patch(ctx, tok.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("annotating ServiceAccount %s/%s of instance %s: %w", tok.Namespace, tok.Name, tok.Instance, err)
+	}
+	return nil
+}
+
+// ServiceAccountKubeconfigCurrent reports whether the kubeconfig of digest
+// kubeconfigSHA256 holds a token of the instance's join ServiceAccount that
+// is still valid for at least minValid: then a resumed configuration keeps
+// it rather than uploading a new one.
+func ServiceAccountKubeconfigCurrent(ctx context.Context, c kubernetes.Interface, namespace, instance, kubeconfigSHA256 string, minValid time.Duration) (bool, error) {
+	sa, err := c.CoreV1().ServiceAccounts(namespace).Get(ctx, ServiceAccountName(instance), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("reading ServiceAccount %s/%s of instance %s: %w", namespace, ServiceAccountName(instance), instance, err)
+	}
+	exp, err := time.Parse(time.RFC3339, sa.Annotations[annotationTokenExpires])
+	return err == nil && sa.Labels[winnodev1.LabelInstance] == instance &&
+		sa.Annotations[annotationKubeconfigSHA256] == kubeconfigSHA256 && time.Until(exp) > minValid, nil
+}
+
+// SHA256 is the hex sha256 of data, as plan digests write it.
+func SHA256(data []byte) string {
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}
+
+// RevokeServiceAccount deletes the instance's join ServiceAccount (which
+// revokes every token of it) and its ClusterRoleBinding, each only when
+// labelled as the instance's: winnode deletes only what it made. Objects
+// already gone are not an error.
+func RevokeServiceAccount(ctx context.Context, c kubernetes.Interface, namespace, instance string) error {
+	sas := c.CoreV1().ServiceAccounts(namespace)
+	if err := deleteIfOurs(ctx, instance, fmt.Sprintf("ServiceAccount %s/%s", namespace, ServiceAccountName(instance)),
+		func() (metav1.Object, error) { return sas.Get(ctx, ServiceAccountName(instance), metav1.GetOptions{}) },
+		func(o metav1.DeleteOptions) error { return sas.Delete(ctx, ServiceAccountName(instance), o) }); err != nil {
+		return err
+	}
+	crbs := c.RbacV1().ClusterRoleBindings()
+	name := joinBindingName(namespace, instance)
+	return deleteIfOurs(ctx, instance, "ClusterRoleBinding "+name,
+		func() (metav1.Object, error) { return crbs.Get(ctx, name, metav1.GetOptions{}) },
+		func(o metav1.DeleteOptions) error { return crbs.Delete(ctx, name, o) })
+}
+
+// deleteIfOurs deletes the object get returns when it carries the
+// instance's label, with a UID precondition (so an object of the same name
+// made meanwhile by someone else is not deleted).
+func deleteIfOurs(ctx context.Context, instance, what string, get func() (metav1.Object, error), del func(metav1.DeleteOptions) error) error {
+	o, err := get()
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading %s of instance %s to revoke it: %w", what, instance, err)
+	}
+	if o.GetLabels()[winnodev1.LabelInstance] != instance {
+		return nil // not winnode's: left alone
+	}
+	uid := o.GetUID()
+	err = del(metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("revoking the join credentials of instance %s (deleting %s): %w", instance, what, err)
+	}
+	return nil
+}

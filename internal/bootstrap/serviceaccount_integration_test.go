@@ -1,0 +1,199 @@
+package bootstrap
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/winnode/winnode/internal/testenv"
+)
+
+// noBootstrapAuth is a control plane whose API server runs without
+// --enable-bootstrap-token-auth, as OpenShift's does.
+func noBootstrapAuth(t *testing.T) kubernetes.Interface {
+	t.Helper()
+	env := testenv.GetWith(t, testenv.Options{NoBootstrapTokenAuth: true})
+	c, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func ensureNamespace(t *testing.T, c kubernetes.Interface, name string) {
+	t.Helper()
+	_, err := c.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+}
+
+// TestDetectorTellsTheKindsOfAPIServerApart: auto picks bootstrap tokens
+// where they authenticate and ServiceAccounts where they do not, and leaves
+// no probe token behind.
+func TestDetectorTellsTheKindsOfAPIServerApart(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	_, withAuth := adminClient(t)
+	for _, tc := range []struct {
+		name string
+		kube kubernetes.Interface
+		want Mode
+	}{
+		{"bootstrap-token auth", withAuth, ModeBootstrapToken},
+		{"no bootstrap-token auth", noBootstrapAuth(t), ModeServiceAccount},
+	} {
+		d := &Detector{Kube: tc.kube}
+		got, why, err := d.Resolve(ctx, ModeAuto)
+		if err != nil || got != tc.want {
+			t.Errorf("%s: Resolve(auto) = %s (%s), %v; want %s", tc.name, got, why, err, tc.want)
+		}
+		if toks, err := instanceTokens(ctx, tc.kube, probeInstance); err != nil || len(toks) != 0 {
+			t.Errorf("%s: the probe left %d tokens (%v)", tc.name, len(toks), err)
+		}
+		if got, _, _ := d.Resolve(ctx, ModeBootstrapToken); got != ModeBootstrapToken {
+			t.Errorf("%s: an explicit mode was overridden: %s", tc.name, got)
+		}
+	}
+}
+
+// TestServiceAccountTokenJoinsAndIsRevoked: on an API server without
+// bootstrap-token authentication, the join ServiceAccount's token
+// authenticates as system:serviceaccount:<ns>:winnode-join-<instance>, may
+// create a node client CSR (system:node-bootstrapper), lives at most an
+// hour, and stops authenticating once RevokeServiceAccount ran; objects of
+// the same name that winnode did not make are left alone.
+func TestServiceAccountTokenJoinsAndIsRevoked(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	admin := noBootstrapAuth(t)
+	const ns, inst = "winnode-system", "wi-sa-join"
+	ensureNamespace(t, admin, ns)
+
+	tok, err := CreateServiceAccountToken(ctx, admin, ns, inst, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = RevokeServiceAccount(context.Background(), admin, ns, inst) })
+	if until := time.Until(tok.Expiration); until <= 0 || until > ServiceAccountTokenTTL {
+		t.Errorf("token expires in %v, want within (0, %v]", until, ServiceAccountTokenTTL)
+	}
+	if tok.String() == "" || slices.Contains([]string{tok.String()}, tok.Value) {
+		t.Errorf("String %q shows the token", tok.String())
+	}
+	// Asking again reuses the ServiceAccount and binding.
+	if _, err := CreateServiceAccountToken(ctx, admin, ns, inst, 0); err != nil {
+		t.Fatalf("second token: %v", err)
+	}
+
+	ci, err := LoadClusterInfo(ctx, admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc, err := ServiceAccountKubeconfig(*ci, *tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := clientcmd.RESTConfigFromKubeConfig(kc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	review, err := c.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("the join ServiceAccount token does not authenticate: %v", err)
+	}
+	if want := ServiceAccountUsername(ns, ServiceAccountName(inst)); review.Status.UserInfo.Username != want {
+		t.Errorf("authenticates as %q, want %q", review.Status.UserInfo.Username, want)
+	}
+	if name, ok := ServiceAccountFromUsername(ns, review.Status.UserInfo.Username); !ok || name != ServiceAccountName(inst) {
+		t.Errorf("ServiceAccountFromUsername = %q, %v", name, ok)
+	}
+	if !slices.Contains(review.Status.UserInfo.Groups, ServiceAccountGroup(ns)) {
+		t.Errorf("groups %v lack %s", review.Status.UserInfo.Groups, ServiceAccountGroup(ns))
+	}
+
+	csrName := inst + "-csr"
+	t.Cleanup(func() {
+		_ = admin.CertificatesV1().CertificateSigningRequests().Delete(context.Background(), csrName, metav1.DeleteOptions{})
+	})
+	req := nodeClientCSR(t, inst)
+	var createErr error
+	_ = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		createErr = createCSR(ctx, c, csrName, req)
+		if apierrors.IsAlreadyExists(createErr) {
+			createErr = nil
+		}
+		return !apierrors.IsForbidden(createErr), nil
+	})
+	if createErr != nil {
+		t.Fatalf("the join ServiceAccount cannot create a node client CSR: %v", createErr)
+	}
+	csr, err := admin.CertificatesV1().CertificateSigningRequests().Get(ctx, csrName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if csr.Spec.Username != review.Status.UserInfo.Username {
+		t.Errorf("CSR requester %q, want %q", csr.Spec.Username, review.Status.UserInfo.Username)
+	}
+	for _, cond := range csr.Status.Conditions {
+		if cond.Type == certificatesv1.CertificateApproved {
+			t.Fatalf("kube-controller-manager approved a join ServiceAccount's CSR on its own (%s)", cond.Reason)
+		}
+	}
+
+	if err := RevokeServiceAccount(ctx, admin, ns, inst); err != nil {
+		t.Fatal(err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := c.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+		return apierrors.IsUnauthorized(err), nil
+	})
+	if err != nil {
+		t.Fatalf("the token still authenticates after its ServiceAccount was deleted")
+	}
+	if _, err := admin.RbacV1().ClusterRoleBindings().Get(ctx, joinBindingName(ns, inst), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("binding %s survived revocation: %v", joinBindingName(ns, inst), err)
+	}
+
+	// Not winnode's (no instance label): revocation leaves them alone.
+	foreignSA := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: ServiceAccountName(inst), Namespace: ns}}
+	if _, err := admin.CoreV1().ServiceAccounts(ns).Create(ctx, foreignSA, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	foreignCRB := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: joinBindingName(ns, inst)},
+		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "view"}}
+	if _, err := admin.RbacV1().ClusterRoleBindings().Create(ctx, foreignCRB, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = admin.CoreV1().ServiceAccounts(ns).Delete(context.Background(), foreignSA.Name, metav1.DeleteOptions{})
+		_ = admin.RbacV1().ClusterRoleBindings().Delete(context.Background(), foreignCRB.Name, metav1.DeleteOptions{})
+	})
+	if err := RevokeServiceAccount(ctx, admin, ns, inst); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.CoreV1().ServiceAccounts(ns).Get(ctx, foreignSA.Name, metav1.GetOptions{}); err != nil {
+		t.Errorf("RevokeServiceAccount deleted a ServiceAccount winnode did not make: %v", err)
+	}
+	if _, err := admin.RbacV1().ClusterRoleBindings().Get(ctx, foreignCRB.Name, metav1.GetOptions{}); err != nil {
+		t.Errorf("RevokeServiceAccount deleted a binding winnode did not make: %v", err)
+	}
+	if _, err := CreateServiceAccountToken(ctx, admin, ns, inst, 0); err == nil {
+		t.Errorf("a token was issued for a ServiceAccount winnode did not make")
+	}
+}
