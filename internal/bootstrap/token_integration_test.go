@@ -35,7 +35,9 @@ func adminClient(t *testing.T) (*testenv.Env, kubernetes.Interface) {
 }
 
 // tokenClient builds a client the way the host's kubelet does: from the
-// bootstrap kubeconfig rendered from cluster-info and the token.
+// bootstrap kubeconfig rendered from cluster-info and the token. Other
+// packages' tests use fixture.BootstrapClient, which does the same; this
+// package's tests cannot import fixture, which imports this package.
 func tokenClient(t *testing.T, ctx context.Context, admin kubernetes.Interface, tok *Token) kubernetes.Interface {
 	t.Helper()
 	ci, err := LoadClusterInfo(ctx, admin)
