@@ -97,6 +97,9 @@ func (a *Agent) removeFilesAndFolders(plans []*plan.Plan, purgeLogs bool, res *p
 		dirs = append(dirs, p.Staging())
 		for _, d := range p.Directories {
 			if d.Logs && !purgeLogs {
+				if !plan.Within(d.Path, plan.Roots) {
+					continue // not deleted anyway
+				}
 				local, err := a.localPath(d.Path)
 				if err != nil {
 					return err

@@ -50,11 +50,11 @@ func plantState(t *testing.T, h *simHost, p *plan.Plan) {
 // another drive and outside winnode's folders, and foreign folders.
 func plantedPlan(t *testing.T) *plan.Plan {
 	p := newTestPlan(t, "planted").plan
-	outside := []string{`C:\Program Files\OpenSSH\sshd.exe`, `D:\x`, `C:\Users\Administrator\.ssh\authorized_keys`}
+	outside := []string{`C:\Program Files\OpenSSH\sshd.exe`, `C:\Users\Administrator\.ssh\authorized_keys`, `D:\x`}
 	for _, f := range outside {
 		p.Files = append(p.Files, plan.File{Path: f, SHA256: strings.Repeat("a", 64), Size: 1})
 	}
-	p.Directories = append(p.Directories, plan.Directory{Path: `C:\Users`}, plan.Directory{Path: `D:\data`})
+	p.Directories = append(p.Directories, plan.Directory{Path: `C:\Users`}, plan.Directory{Path: `D:\data`}, plan.Directory{Path: `D:\logs`, Logs: true})
 	p.StagingDir = `C:\ProgramData\ssh`
 	p.Services = append(p.Services, plan.Service{Name: "sshd", Binary: outside[0], StartType: plan.StartManual})
 	return p
@@ -75,7 +75,14 @@ func TestPlantedStateDeletesNothingOutsideWinnode(t *testing.T) {
 	plantState(t, h, plantedPlan(t))
 	tp.plan.Services = tp.plan.Services[:2] // drops svc-c: winnode's, deleted
 	tp.plan.Version = "v2"
-	res := h.applyOnly(tp.plan)
+	data, _ := json.Marshal(tp.plan)
+	h.put(`C:\k\plan.json`, data)
+	out, code := h.agent("apply", "--plan", `C:\k\plan.json`)
+	checkUntouched(t, h, foreign)
+	var res plan.Result
+	if code != 0 || json.Unmarshal(out, &res) != nil {
+		t.Fatalf("apply: exit %d: %s", code, out)
+	}
 	if byName(res)["svc-c"].Action != plan.ServiceRemoved {
 		t.Errorf("svc-c, winnode's, was not removed: %+v", res.Services)
 	}
@@ -85,11 +92,11 @@ func TestPlantedStateDeletesNothingOutsideWinnode(t *testing.T) {
 			t.Errorf("apply's warnings lack %q:\n%s", want, warnings)
 		}
 	}
-	checkUntouched(t, h, foreign)
 
 	// remove: everything the planted state names outside winnode's.
 	plantState(t, h, plantedPlan(t))
-	out, code := h.agent("remove", "--purge-logs")
+	out, code = h.agent("remove")
+	checkUntouched(t, h, foreign)
 	var rm plan.Result
 	if code != 0 || json.Unmarshal(out, &rm) != nil {
 		t.Fatalf("remove: exit %d: %s", code, out)
@@ -103,7 +110,6 @@ func TestPlantedStateDeletesNothingOutsideWinnode(t *testing.T) {
 	if h.exists(`C:\k\svc-a.exe`) {
 		t.Errorf(`remove left C:\k\svc-a.exe, which is in winnode's folder`)
 	}
-	checkUntouched(t, h, foreign)
 }
 
 // checkUntouched fails unless sshd is still installed and every foreign
