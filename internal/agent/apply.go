@@ -64,6 +64,7 @@ type applyRun struct {
 
 	st       *State       // recordPending: loaded, and saved by the steps that change it
 	previous []*plan.Plan // recordPending: the plans managed before this apply
+	roots    []string     // recordPending: where paths previous names may be deleted
 
 	files   []fileStep      // findFiles: every plan file, in place or from a staged blob
 	changed map[string]bool // findFiles: the files this apply replaces

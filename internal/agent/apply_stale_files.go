@@ -7,7 +7,8 @@ import (
 )
 
 // removeStaleFiles deletes the files earlier plans installed and this one
-// does not name, and forgets them in the manifest.
+// does not name, and forgets them in the manifest. A path outside winnode's
+// folders is only forgotten (and reported): the state may not be ours.
 func (r *applyRun) removeStaleFiles(context.Context) error {
 	keep := map[string]bool{}
 	for _, f := range r.plan.Files {
@@ -19,6 +20,10 @@ func (r *applyRun) removeStaleFiles(context.Context) error {
 				continue
 			}
 			keep[lower(f.Path)] = true // once
+			if !r.a.inWinnodeFolders(f.Path, r.roots, r.res) {
+				delete(r.st.Manifest, f.Path)
+				continue
+			}
 			if err := r.a.removeFile(f.Path); err != nil {
 				return err
 			}

@@ -19,7 +19,7 @@ func (r *applyRun) removeStaleServices(ctx context.Context) error {
 			}
 		}
 	}
-	removed, err := r.a.deleteServices(ctx, stale)
+	removed, err := r.a.deleteServices(ctx, stale, r.res)
 	for _, name := range removed {
 		r.res.Services = append(r.res.Services, plan.ServiceResult{Name: name, Action: plan.ServiceRemoved})
 	}

@@ -12,13 +12,19 @@ import (
 // recordPending is apply's first step: it loads the agent's state, records
 // the plan as pending before anything changes (so that what it creates is
 // known as winnode's even after a crash), and forgets the manifest entries
-// of files the plan is about to change.
+// of files the plan is about to change. A state that fails validation is
+// set aside and apply goes on as on a new host.
 func (r *applyRun) recordPending(context.Context) error {
 	st, err := r.a.loadState()
-	if err != nil {
+	if msg, untrusted := r.a.untrustedState(err); untrusted {
+		r.a.warn(r.res, msg+r.a.setAsideState())
+	} else if err != nil {
 		return plan.AsError(err, plan.ErrHost)
 	}
 	r.st, r.previous = st, st.plans()
+	// What the state names is deleted only inside winnode's folders and
+	// this plan's own (the operator sent it).
+	r.roots = append(append([]string{}, plan.Roots...), r.plan.Roots()...)
 	st.Pending = r.plan
 	for _, f := range r.plan.Files {
 		if h, ok := st.Manifest[f.Path]; ok && h != f.SHA256 {

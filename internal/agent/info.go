@@ -38,7 +38,9 @@ func (a *Agent) Info(ctx context.Context) (*plan.Info, error) {
 		info.Containerd = plan.ServiceInfo{Present: true, Running: state == Running, State: string(state)}
 	}
 	st, err := a.loadState()
-	if err != nil {
+	if msg, untrusted := a.untrustedState(err); untrusted {
+		info.Warnings = append(info.Warnings, msg) // st is empty: no installed plan
+	} else if err != nil {
 		return nil, plan.AsError(err, plan.ErrHost)
 	}
 	info.InstalledPlan = st.installedPlan()

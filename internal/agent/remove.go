@@ -16,7 +16,9 @@ import (
 // services (dependents first), closes the firewall ports, deletes the files,
 // the staging folder and the plan's folders, and finally its own state.
 // Folders marked as logs are kept unless purgeLogs. It is safe to run twice
-// and on a host never configured (nothing to do).
+// and on a host never configured (nothing to do). It deletes only paths in
+// winnode's folders (plan.Roots) and services marked as winnode's, and
+// nothing at all when the state fails validation (ErrStateInvalid).
 func (a *Agent) Remove(ctx context.Context, purgeLogs bool) (*plan.Result, error) {
 	res := newResult("remove", "")
 	unlock, err := a.lock()
@@ -34,6 +36,14 @@ func (a *Agent) Remove(ctx context.Context, purgeLogs bool) (*plan.Result, error
 		}
 	}()
 	st, err := a.loadState()
+	var invalid *StateInvalidError
+	if errors.As(err, &invalid) {
+		// Without a trusted record of what winnode installed, remove
+		// deletes nothing; an apply (the operator's) records a fresh one.
+		return res, &plan.Error{Code: plan.ErrStateInvalid, File: StateDir.Join(stateFile).String(), Message: fmt.Sprintf(
+			"%s: %s; nothing was deleted. Look at the file (did something other than winnode write it?), then configure the host again "+
+				"(apply replaces it) and remove, or delete the file and winnode's services by hand", invalid.Field, invalid.Reason)}
+	}
 	if err != nil {
 		return res, plan.AsError(err, plan.ErrHost)
 	}
@@ -66,7 +76,7 @@ func (a *Agent) removeAllServices(ctx context.Context, plans []*plan.Plan, res *
 			}
 		}
 	}
-	removed, err := a.deleteServices(ctx, services)
+	removed, err := a.deleteServices(ctx, services, res)
 	for _, name := range removed {
 		res.Services = append(res.Services, plan.ServiceResult{Name: name, Action: plan.ServiceRemoved})
 	}
@@ -87,6 +97,9 @@ func (a *Agent) removeFilesAndFolders(plans []*plan.Plan, purgeLogs bool, res *p
 		dirs = append(dirs, p.Staging())
 		for _, d := range p.Directories {
 			if d.Logs && !purgeLogs {
+				if !plan.Within(d.Path, plan.Roots) {
+					continue // not deleted anyway
+				}
 				local, err := a.localPath(d.Path)
 				if err != nil {
 					return err
@@ -102,6 +115,9 @@ func (a *Agent) removeFilesAndFolders(plans []*plan.Plan, purgeLogs bool, res *p
 	}
 	sort.Slice(dirs, func(i, j int) bool { return len(dirs[i]) > len(dirs[j]) })
 	for _, d := range dirs {
+		if !a.inWinnodeFolders(d, plan.Roots, res) {
+			continue
+		}
 		local, err := a.localPath(d)
 		if err != nil {
 			return err
@@ -121,6 +137,9 @@ func (a *Agent) removePlanFiles(p *plan.Plan, done map[string]bool, res *plan.Re
 			continue
 		}
 		done[lower(f.Path)] = true
+		if !a.inWinnodeFolders(f.Path, plan.Roots, res) {
+			continue
+		}
 		if local, err := a.localPath(f.Path); err == nil && isSelf(local) {
 			a.Log.Info("keeping the running agent; delete it once it has exited", "file", f.Path)
 			continue

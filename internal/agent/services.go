@@ -187,8 +187,11 @@ func (a *Agent) startAndWait(ctx context.Context, name string) error {
 
 // deleteServices stops (dependents first) and deletes services, in reverse
 // dependency order; services already gone are skipped. Apply and remove
-// use it.
-func (a *Agent) deleteServices(ctx context.Context, services []plan.Service) ([]string, error) {
+// use it, with services the agent's state names: only a service whose
+// description is plan.ServiceDescription, which the agent gives every
+// service it creates, is winnode's to delete. Others are left alone and
+// reported in res.
+func (a *Agent) deleteServices(ctx context.Context, services []plan.Service, res *plan.Result) ([]string, error) {
 	order, err := plan.StartOrder(services)
 	if err != nil {
 		return nil, plan.AsError(err, plan.ErrHost)
@@ -197,7 +200,16 @@ func (a *Agent) deleteServices(ctx context.Context, services []plan.Service) ([]
 	stopped := map[string]bool{}
 	for i := len(order) - 1; i >= 0; i-- {
 		name := order[i]
-		if _, _, err := a.Platform.Query(ctx, name); errors.Is(err, ErrServiceNotFound) {
+		cfg, _, err := a.Platform.Query(ctx, name)
+		if errors.Is(err, ErrServiceNotFound) {
+			continue
+		}
+		if err != nil {
+			return removed, &plan.Error{Code: plan.ErrService, Service: name, Message: err.Error()}
+		}
+		if cfg.Description != plan.ServiceDescription {
+			a.warn(res, fmt.Sprintf("not deleting service %s, named by the agent's state %s: its description is %q, not %q, so winnode did not create it",
+				name, StateDir.Join(stateFile), cfg.Description, plan.ServiceDescription))
 			continue
 		}
 		if _, err := a.stopTree(ctx, name, stopped); err != nil {

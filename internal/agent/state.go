@@ -59,27 +59,31 @@ func (a *Agent) statePath() (string, error) {
 	return a.Platform.LocalPath(StateDir.Join(stateFile))
 }
 
-// loadState reads the state; a host never configured has an empty one.
+// loadState reads the state; a host never configured has an empty one. A
+// state that fails validation (decodeState) comes back as an empty state
+// and a *StateInvalidError: the agent deletes nothing on its word. Each
+// command decides what that means (see untrustedState).
 func (a *Agent) loadState() (*State, error) {
 	path, err := a.statePath()
 	if err != nil {
 		return nil, err
 	}
-	st := &State{SchemaVersion: plan.SchemaVersion, Manifest: map[string]string{}}
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return st, nil
+		return emptyState(), nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading the agent's state %s: %w", StateDir.Join(stateFile), err)
 	}
-	if err := json.Unmarshal(data, st); err != nil {
-		return nil, fmt.Errorf("the agent's state %s is corrupt (%v): run `winnode-agent remove` and configure the host again", StateDir.Join(stateFile), err)
-	}
-	if st.Manifest == nil {
-		st.Manifest = map[string]string{}
+	st, err := decodeState(data)
+	if err != nil {
+		return emptyState(), err
 	}
 	return st, nil
+}
+
+func emptyState() *State {
+	return &State{SchemaVersion: plan.SchemaVersion, Manifest: map[string]string{}}
 }
 
 func (a *Agent) saveState(st *State) error {

@@ -252,3 +252,29 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+func TestWithin(t *testing.T) {
+	roots := []string{`C:\k`, `C:\ProgramData\winnode`}
+	for p, want := range map[string]bool{
+		`C:\k`:                       true,
+		`c:\K\kubelet.exe`:           true,
+		`C:\k\cni\bin\x.exe`:         true,
+		`C:\ProgramData\WINNODE\x`:   true,
+		`C:\k\..\Windows`:            false,
+		`C:\kx\a`:                    false,
+		`C:\Windows\System32\config`: false,
+		`D:\k\x`:                     false,
+		`D:\x`:                       false,
+		`C:\`:                        false,
+		`C:\ProgramData`:             false,
+		`k\x`:                        false,
+		`\\server\k\x`:               false,
+	} {
+		if got := Within(p, roots); got != want {
+			t.Errorf("Within(%q) = %v, want %v", p, got, want)
+		}
+	}
+	if Within(`C:\x`, []string{`C:\`}) {
+		t.Error("a drive root counts as winnode's folder")
+	}
+}

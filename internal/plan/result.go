@@ -40,6 +40,10 @@ type Result struct {
 	Checks      []CheckResult   `json:"checks,omitempty"`
 	// DryRun is set when nothing was changed (bootstrap --dry-run).
 	DryRun bool `json:"dryRun,omitempty"`
+	// Warnings are what the agent refused to do without failing: a state
+	// file it does not trust, a path outside winnode's folders, a service
+	// that is not winnode's. Each says what to look at.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // ServiceResult is one service's outcome.
@@ -100,6 +104,9 @@ const (
 	// ErrHost: the host (service manager, filesystem, state) could not be
 	// reached or read.
 	ErrHost ErrorCode = "Host"
+	// ErrStateInvalid: the agent's state file failed validation, so
+	// `remove` does not know what is winnode's and deleted nothing.
+	ErrStateInvalid ErrorCode = "StateInvalid"
 )
 
 // Error is a failure the agent reports; it is also a Go error.
@@ -157,8 +164,11 @@ type Info struct {
 	// Containerd is the container runtime's service.
 	Containerd   ServiceInfo `json:"containerd"`
 	AgentVersion string      `json:"agentVersion"`
-	// InstalledPlan is nil on a host winnode never configured.
+	// InstalledPlan is nil on a host winnode never configured, and when
+	// the agent's state file failed validation (see Warnings).
 	InstalledPlan *InstalledPlan `json:"installedPlan,omitempty"`
+	// Warnings: why the agent's state was not trusted, when it was not.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // OSInfo names the Windows release.
