@@ -10,7 +10,7 @@ import (
 
 	"github.com/winnode/winnode/internal/agent"
 	"github.com/winnode/winnode/internal/plan"
-	"github.com/winnode/winnode/internal/winsim/scm"
+	"github.com/winnode/winnode/internal/simscm"
 )
 
 // The agent's state file (C:\ProgramData\winnode\state.json) tells it what
@@ -24,10 +24,10 @@ const statePath = `C:\ProgramData\winnode\state.json`
 // install registers it (its description is OpenSSH's own).
 func addSSHD(t *testing.T, h *simHost) {
 	t.Helper()
-	err := h.scm.Create(context.Background(), scm.Config{
+	err := h.scm.Create(context.Background(), simscm.Config{
 		Name: "sshd", DisplayName: "OpenSSH SSH Server",
 		Description:    "SSH protocol based service to provide secure encrypted communications between two untrusted hosts over unsecured network.",
-		BinaryPathName: `C:\Windows\System32\OpenSSH\sshd.exe`, StartType: scm.StartType(plan.StartManual),
+		BinaryPathName: `C:\Windows\System32\OpenSSH\sshd.exe`, StartType: plan.StartManual,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -26,6 +26,7 @@ func (c *Configurer) apply(ctx context.Context, inst *winnodev1.WindowsInstance,
 		SetCondition(inst, winnodev1.ConditionConfigured, metav1.ConditionFalse, reasonOf(err, winnodev1.ReasonApplyFailed), err.Error())
 		return stepErr(StepApply, reasonOf(err, winnodev1.ReasonApplyFailed), err)
 	}
+	c.agentWarnings(inst, res.Warnings)
 	var changed []string
 	for _, s := range res.Services {
 		switch {
@@ -43,4 +44,17 @@ func (c *Configurer) apply(ctx context.Context, inst *winnodev1.WindowsInstance,
 	}
 	c.event(inst, corev1.EventTypeNormal, winnodev1.ReasonPlanApplied, "applied plan %s on %s (%s)", r.Plan.Version, inst.Spec.Address, msg)
 	return nil
+}
+
+// ReasonAgentWarning is the event of something the agent refused to do
+// without failing: an untrusted state file set aside, a path outside
+// winnode's folders or a service not marked as winnode's left alone
+// (cmd/winnode-agent/README.md, docs/troubleshooting.md).
+const ReasonAgentWarning = "AgentWarning"
+
+// agentWarnings records each of the agent's warnings as a Warning event.
+func (c *Configurer) agentWarnings(inst *winnodev1.WindowsInstance, warnings []string) {
+	for _, w := range warnings {
+		c.event(inst, corev1.EventTypeWarning, ReasonAgentWarning, "the agent on %s: %s", inst.Spec.Address, w)
+	}
 }

@@ -50,6 +50,7 @@ func (c *Configurer) facts(ctx context.Context, inst *winnodev1.WindowsInstance,
 	if info.Hostname == "" {
 		return nil, stepErr(StepInfo, winnodev1.ReasonApplyFailed, fmt.Errorf("host %s: the agent reported no hostname", inst.Spec.Address))
 	}
+	c.agentWarnings(inst, info.Warnings)
 	inst.Status.Hostname = info.Hostname
 	inst.Status.FQDN = info.FQDN
 	inst.Status.Addresses = append([]string(nil), info.IPv4...)

@@ -24,7 +24,8 @@ import (
 // this instance's host registered:
 //
 //   - the Node appeared after this instance issued join credentials (its
-//     creation is not before the bootstrap token's), and no Node of that
+//     creation is not before the bootstrap token's or the join
+//     ServiceAccount's), and no Node of that
 //     name existed before: one existing already is refused at the first
 //     step that reads it (learn, before any credentials are issued). Only
 //     holders of system:node:<name> credentials (a kubelet whose client
@@ -108,21 +109,30 @@ func (c *Configurer) isOurNode(ctx context.Context, inst *winnodev1.WindowsInsta
 }
 
 // registeredWithOurCredentials reports whether the Node was created once
-// this instance's bootstrap token existed (the token is revoked only after
-// the Node's UID is recorded, so it is there while the Node is awaited).
+// this instance's join credential existed: its bootstrap token's Secret or
+// its join ServiceAccount (each is revoked only after the Node's UID is
+// recorded, so it is there while the Node is awaited).
 func (c *Configurer) registeredWithOurCredentials(ctx context.Context, inst *winnodev1.WindowsInstance, node *corev1.Node) (bool, error) {
-	id := inst.Status.BootstrapTokenID
-	if id == "" {
+	var (
+		issued metav1.Object
+		err    error
+	)
+	switch {
+	case inst.Status.BootstrapTokenID != "":
+		issued, err = c.Kube.CoreV1().Secrets(metav1.NamespaceSystem).Get(ctx, bootstraputil.BootstrapTokenSecretName(inst.Status.BootstrapTokenID), metav1.GetOptions{})
+	case inst.Status.JoinServiceAccount != "":
+		issued, err = c.Kube.CoreV1().ServiceAccounts(c.JoinNamespace).Get(ctx, inst.Status.JoinServiceAccount, metav1.GetOptions{})
+	default:
 		return false, nil
 	}
-	secret, err := c.Kube.CoreV1().Secrets(metav1.NamespaceSystem).Get(ctx, bootstraputil.BootstrapTokenSecretName(id), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return false, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("reading the bootstrap token of WindowsInstance %s: %w", inst.Name, err)
+		return false, fmt.Errorf("reading the join credential of WindowsInstance %s: %w", inst.Name, err)
 	}
-	return !node.CreationTimestamp.Before(&secret.CreationTimestamp), nil
+	created := issued.GetCreationTimestamp()
+	return !node.CreationTimestamp.Before(&created), nil
 }
 
 // nodeNameConflict records a refused node name and returns the step error.

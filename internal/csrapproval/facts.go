@@ -48,8 +48,10 @@ type Facts struct {
 	// Node has any address.
 	NodeOfAddress func(ip netip.Addr) string
 	// ApprovedClientCSRs names the CSRs for the kubelet client signer that
-	// the requester already had approved. Nil: none.
-	ApprovedClientCSRs func(requester string) []string
+	// a credential (the requester's name and UID: a join ServiceAccount made
+	// again for the same instance is a new one) already had approved. Nil:
+	// none.
+	ApprovedClientCSRs func(requester, uid string) []string
 	// Policy is the administrator's.
 	Policy Policy
 	// JoinNamespace is where the join ServiceAccounts live: the operator's

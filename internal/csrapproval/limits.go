@@ -64,7 +64,7 @@ func onePerCredential(csr *certificatesv1.CertificateSigningRequest, d Decision,
 	if !d.Approve || facts.ApprovedClientCSRs == nil {
 		return d
 	}
-	others := slices.DeleteFunc(facts.ApprovedClientCSRs(csr.Spec.Username), func(n string) bool { return n == csr.Name })
+	others := slices.DeleteFunc(facts.ApprovedClientCSRs(csr.Spec.Username, csr.Spec.UID), func(n string) bool { return n == csr.Name })
 	if len(others) > 0 {
 		return leave(d.Instance, "requester %s already had client CSR %s approved; a join credential gets one client certificate",
 			csr.Spec.Username, strings.Join(others, ", "))

@@ -78,9 +78,9 @@ func TestKeyTypes(t *testing.T) {
 // registers; the CSR that was approved is not counted against itself.
 func TestOneClientCertificatePerCredential(t *testing.T) {
 	inst := []winnodev1.WindowsInstance{testInstance("wi-1", "win-host1", "abcdef")}
-	approvedBy := map[string][]string{"system:bootstrap:abcdef": {"csr-first"}}
+	approvedBy := map[string][]string{credential("system:bootstrap:abcdef", ""): {"csr-first"}}
 	facts := Facts{NodeExists: func(string) bool { return false }, Policy: DefaultPolicy(),
-		ApprovedClientCSRs: func(u string) []string { return approvedBy[u] }}
+		ApprovedClientCSRs: func(u, uid string) []string { return approvedBy[credential(u, uid)] }}
 	csr := func(name string) *certificatesv1.CertificateSigningRequest {
 		c := &certificatesv1.CertificateSigningRequest{Spec: certificatesv1.CertificateSigningRequestSpec{
 			SignerName: certificatesv1.KubeAPIServerClientKubeletSignerName, Usages: clientUsages,
@@ -96,9 +96,18 @@ func TestOneClientCertificatePerCredential(t *testing.T) {
 	if d := Decide(csr("csr-first"), inst, facts); !d.Approve {
 		t.Fatalf("the approved CSR itself, decided again: %s", d.Reason)
 	}
-	approvedBy = map[string][]string{"system:bootstrap:ghijkl": {"csr-other"}}
+	approvedBy = map[string][]string{credential("system:bootstrap:ghijkl", ""): {"csr-other"}}
 	if d := Decide(csr("csr-second"), inst, facts); !d.Approve {
 		t.Fatalf("another credential's approval counted: %s", d.Reason)
+	}
+	// The same requester name with another UID is another credential: a
+	// join ServiceAccount deleted after a join and made again when the
+	// host is added again.
+	approvedBy = map[string][]string{credential("system:bootstrap:abcdef", "uid-of-the-first"): {"csr-first"}}
+	again := csr("csr-again")
+	again.Spec.UID = "uid-of-the-second"
+	if d := Decide(again, inst, facts); !d.Approve {
+		t.Fatalf("a credential made again under the same name was refused: %s", d.Reason)
 	}
 }
 

@@ -39,13 +39,14 @@ func LoadFacts(ctx context.Context, kube kubernetes.Interface, policy Policy) (F
 	approvedBy := map[string][]string{}
 	for _, c := range csrs.Items {
 		if isApproved(&c) {
-			approvedBy[c.Spec.Username] = append(approvedBy[c.Spec.Username], c.Name)
+			key := credential(c.Spec.Username, c.Spec.UID)
+			approvedBy[key] = append(approvedBy[key], c.Name)
 		}
 	}
 	return Facts{
 		NodeExists:         func(name string) bool { return names[name] },
 		NodeOfAddress:      func(ip netip.Addr) string { return byAddress[ip.Unmap()] },
-		ApprovedClientCSRs: func(requester string) []string { return approvedBy[requester] },
+		ApprovedClientCSRs: func(requester, uid string) []string { return approvedBy[credential(requester, uid)] },
 		Policy:             policy,
 	}, nil
 }
@@ -58,3 +59,9 @@ func isApproved(csr *certificatesv1.CertificateSigningRequest) bool {
 	}
 	return false
 }
+
+// credential identifies a join credential by its requester's name and UID:
+// a join ServiceAccount deleted and made again for the same instance (the
+// host removed and added again) has the same name and a new UID, and is a
+// new credential. Bootstrap tokens have no UID and a new name each time.
+func credential(requester, uid string) string { return requester + "\x00" + uid }
