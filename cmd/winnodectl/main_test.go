@@ -1,3 +1,8 @@
+//go:build linux
+
+// The goldens are the Linux build's help: elsewhere the demo is a stand-in
+// with help of its own (internal/demo/demo_other.go).
+
 package main
 
 import (
