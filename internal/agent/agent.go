@@ -3,6 +3,8 @@ package agent
 import (
 	"log/slog"
 	"time"
+
+	"github.com/winnode/winnode/internal/plan"
 )
 
 // Agent carries out the agent's commands on one platform.
@@ -21,4 +23,16 @@ type Agent struct {
 	// FileRetryTimeout bounds retries of deleting or replacing a file that
 	// a just-stopped service still holds (default 15s).
 	FileRetryTimeout time.Duration
+	// Roots are the folders whose contents remove may delete on the word of
+	// the agent's state (default plan.Roots, winnode's fixed folders). Tests
+	// that install elsewhere name their folder here.
+	Roots []string
+}
+
+// roots is a.Roots, or plan.Roots by default.
+func (a *Agent) roots() []string {
+	if a.Roots != nil {
+		return a.Roots
+	}
+	return plan.Roots
 }

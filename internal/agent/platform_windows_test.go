@@ -296,6 +296,9 @@ func TestNativeApply(t *testing.T) {
 	if err := os.WriteFile(staging.Join(hash).String(), bin, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// Outside winnode's folders: remove may delete here because the test
+	// says so (Agent.Roots), as it may in C:\k on a host.
+	a.Roots = append([]string{tmp}, plan.Roots...)
 	name := uniqueName(t)
 	exe := wdir.Join("svc.exe").String()
 	pl := &plan.Plan{

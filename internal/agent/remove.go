@@ -97,7 +97,7 @@ func (a *Agent) removeFilesAndFolders(plans []*plan.Plan, purgeLogs bool, res *p
 		dirs = append(dirs, p.Staging())
 		for _, d := range p.Directories {
 			if d.Logs && !purgeLogs {
-				if !plan.Within(d.Path, plan.Roots) {
+				if !plan.Within(d.Path, a.roots()) {
 					continue // not deleted anyway
 				}
 				local, err := a.localPath(d.Path)
@@ -115,7 +115,7 @@ func (a *Agent) removeFilesAndFolders(plans []*plan.Plan, purgeLogs bool, res *p
 	}
 	sort.Slice(dirs, func(i, j int) bool { return len(dirs[i]) > len(dirs[j]) })
 	for _, d := range dirs {
-		if !a.inWinnodeFolders(d, plan.Roots, res) {
+		if !a.inWinnodeFolders(d, a.roots(), res) {
 			continue
 		}
 		local, err := a.localPath(d)
@@ -137,7 +137,7 @@ func (a *Agent) removePlanFiles(p *plan.Plan, done map[string]bool, res *plan.Re
 			continue
 		}
 		done[lower(f.Path)] = true
-		if !a.inWinnodeFolders(f.Path, plan.Roots, res) {
+		if !a.inWinnodeFolders(f.Path, a.roots(), res) {
 			continue
 		}
 		if local, err := a.localPath(f.Path); err == nil && isSelf(local) {
