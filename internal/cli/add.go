@@ -51,6 +51,9 @@ type hostFlags struct {
 	approval approvalFlags
 	// joinCredentials is --join-credentials (add and upgrade only).
 	joinCredentials string
+	// hostKey is --host-key (add only): the SHA256 fingerprint the host
+	// key must have from the first connection on.
+	hostKey string
 }
 
 func (f *hostFlags) add(fs *pflag.FlagSet, timeout time.Duration) {
@@ -78,7 +81,7 @@ func (f *hostFlags) check(hostArg string) (inventory.Host, error) {
 
 // host is the host at address with the flags' user and port.
 func (f *hostFlags) host(address string) (inventory.Host, error) {
-	return inventory.NewHost(address, f.user, strconv.Itoa(f.port), "")
+	return inventory.NewHost(address, f.user, strconv.Itoa(f.port), f.hostKey)
 }
 
 // session is what add and remove work with: the cluster and the key.
@@ -150,6 +153,8 @@ The payload comes from --payload-dir (default $WINNODE_PAYLOAD_DIR, else
 	hf.approval.add(cmd.Flags())
 	addPayloadFlag(cmd, &payloadDir)
 	addJoinCredentialsFlag(cmd, &hf)
+	cmd.Flags().StringVar(&hf.hostKey, "host-key", "",
+		`the SHA256 fingerprint ("SHA256:...") the host's SSH key must have, pinned before the first connection; read it on the host: ssh-keygen -lf C:\ProgramData\ssh\ssh_host_ed25519_key.pub (docs/trust.md)`)
 	return cmd
 }
 
@@ -247,6 +252,9 @@ func runAdd(ctx context.Context, s Streams, hf hostFlags, h inventory.Host, payl
 		return WithCode(ExitTimeout, fmt.Errorf("adding %s: not Ready within --timeout %s (last step %s): %w; running add again continues", address, hf.timeout, orDash(inst.Status.Step), err))
 	case ctx.Err() != nil:
 		return WithCode(ExitInterrupted, fmt.Errorf("adding %s: interrupted at step %s; running add again continues", address, orDash(inst.Status.Step)))
+	case meta.IsStatusConditionTrue(inst.Status.Conditions, winnodev1.ConditionHostKeyMismatch) && inst.Spec.HostKeyFingerprint != "":
+		c := meta.FindStatusCondition(inst.Status.Conditions, winnodev1.ConditionHostKeyMismatch)
+		return fmt.Errorf("adding %s: nothing was done: %s (--host-key names the fingerprint to expect)", address, c.Message)
 	case meta.IsStatusConditionTrue(inst.Status.Conditions, winnodev1.ConditionHostKeyMismatch):
 		// The operator's hint names a WindowsInstance; add pins on the Node.
 		return fmt.Errorf("adding %s: the host presented a host key other than the one pinned on Node %s (annotation %s); nothing was done. If the host was reinstalled on purpose, forget the old key: kubectl annotate node %s %s- ; then run add again",
@@ -271,7 +279,8 @@ func newHostInstance(h inventory.Host) *winnodev1.WindowsInstance {
 		ObjectMeta: metav1.ObjectMeta{Name: inventory.InstanceName(h.Address), CreationTimestamp: metav1.Now()},
 		Spec: winnodev1.WindowsInstanceSpec{
 			Address: h.Address, Username: h.Username, Port: h.Port,
-			Source: winnodev1.SourceRef{Kind: winnodev1.SourceManual},
+			HostKeyFingerprint: h.HostKeyFingerprint,
+			Source:             winnodev1.SourceRef{Kind: winnodev1.SourceManual},
 		},
 	}
 }

@@ -19,6 +19,7 @@ import (
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/cli/view"
+	"github.com/winnode/winnode/internal/fixture"
 	"github.com/winnode/winnode/internal/testenv"
 	"github.com/winnode/winnode/internal/winsim"
 	"github.com/winnode/winnode/internal/winsim/simpayload"
@@ -424,5 +425,40 @@ func TestAddInterrupted(t *testing.T) {
 	}
 	if got := serviceNames(h); slices.Contains(got, "kubelet") {
 		t.Errorf("an interrupted add installed services: %v", got)
+	}
+}
+
+// TestAddHostKeyPinnedBeforeFirstContact: with --host-key, a host that
+// presents another key is refused at the first connection, naming both
+// fingerprints, and nothing is installed; with its real fingerprint, it
+// joins.
+func TestAddHostKeyPinnedBeforeFirstContact(t *testing.T) {
+	cl := getCluster(t)
+	h, _, pemKey := simHost(t)
+	payloadDir := simulatedPayload(t)
+	keyFile := filepath.Join(t.TempDir(), "key")
+	if err := os.WriteFile(keyFile, pemKey, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"add", h.IP(), "--port", strconv.Itoa(h.Port()), "--ssh-key", keyFile,
+		"--kubeconfig", cl.env.KubeconfigPath, "--payload-dir", payloadDir, "--timeout", "2m"}
+
+	wrong := ssh.FingerprintSHA256(fixture.NewKey(t).Signer.PublicKey())
+	r := run(t, "", append(args, "--host-key", wrong)...)
+	if r.code != ExitFailed || !strings.Contains(r.err, wrong) || !strings.Contains(r.err, h.Fingerprint()) || !strings.Contains(r.err, "nothing was done") {
+		t.Errorf("a host with another key: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.out, r.err)
+	}
+	if agent, err := h.Path(`C:\k\winnode-agent.exe`); err != nil {
+		t.Fatal(err)
+	} else if _, err := os.Stat(agent); err == nil {
+		t.Errorf("the agent was copied to a host whose key did not match --host-key")
+	}
+	r = run(t, "", append(args, "--host-key", "SHA256:not-a-fingerprint")...)
+	if r.code != ExitUsage || !strings.Contains(r.err, "SHA256:not-a-fingerprint") {
+		t.Errorf("a malformed --host-key: exit %d, stderr %q", r.code, r.err)
+	}
+	r = run(t, "", append(args, "--host-key", h.Fingerprint())...)
+	if r.code != ExitOK {
+		t.Fatalf("the right --host-key: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.out, r.err)
 	}
 }
