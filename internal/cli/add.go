@@ -286,12 +286,11 @@ func newHostInstance(h inventory.Host) *winnodev1.WindowsInstance {
 }
 
 // pinFromNode finds the Node of an earlier add of this host (by address,
-// with the operator's rule: configure.FindNode) and takes its node name and
-// pinned host key, so that the host key is checked rather than trusted again.
-// A Node that winnode configured (annotation winnode.io/version) counts as
-// joined: the engine adopts it (event NodeAdopted) if the host still
-// reports its name, as it adopts the Node of an instance configured before
-// node UIDs were recorded; winnodectl keeps no instance to record the UID in.
+// with the operator's rule: configure.FindNode) and takes its node name,
+// UID and pinned host key, so that the host key is checked rather than
+// trusted again and the engine acts on that Node. A Node winnode did not
+// configure (no annotation winnode.io/version) is only named: the engine
+// then refuses it unless this host registers it.
 func pinFromNode(ctx context.Context, kube kubernetes.Interface, inst *winnodev1.WindowsInstance) error {
 	node, err := configure.FindNode(ctx, kube, "", inst.Spec.Address)
 	if err != nil || node == nil {
@@ -300,8 +299,7 @@ func pinFromNode(ctx context.Context, kube kubernetes.Interface, inst *winnodev1
 	inst.Status.NodeName = node.Name
 	inst.Status.HostKey = node.Annotations[winnodev1.AnnotationHostKey]
 	if _, ok := node.Annotations[winnodev1.AnnotationVersion]; ok {
-		joined := node.CreationTimestamp
-		inst.Status.JoinedAt = &joined
+		inst.Status.NodeUID = string(node.UID)
 	}
 	return nil
 }
