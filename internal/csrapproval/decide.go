@@ -122,31 +122,16 @@ func decideServing(csr *certificatesv1.CertificateSigningRequest, instances []wi
 	if !ok || name == "" {
 		return leave("", "serving CSR requested by %q, not by a node", csr.Spec.Username)
 	}
-	var wi *winnodev1.WindowsInstance
-	for i := range instances {
-		if instances[i].Status.NodeName != "" && instances[i].Status.NodeName == name {
-			wi = &instances[i]
-			break
-		}
-	}
+	wi := instanceOfNode(instances, name)
 	if wi == nil {
 		return leave("", "serving CSR from node %s, which is not a WindowsInstance's node", name)
 	}
 	if !wi.DeletionTimestamp.IsZero() {
 		return leave(wi.Name, "WindowsInstance %s is being deleted", wi.Name)
 	}
-	if !slices.Contains(csr.Spec.Groups, nodesGroup) {
-		return leave(wi.Name, "requester groups %v lack %s", csr.Spec.Groups, nodesGroup)
-	}
-	req, err := parseCSR(csr.Spec.Request)
-	if err != nil {
-		return leave(wi.Name, "%v", err)
-	}
-	if req.Subject.CommonName != csr.Spec.Username {
-		return leave(wi.Name, "CN %q is not the requester %q", req.Subject.CommonName, csr.Spec.Username)
-	}
-	if msg := subjectOnlyNodes(req); msg != "" {
-		return leave(wi.Name, "%s", msg)
+	req, d := nodeRequest(csr, wi)
+	if req == nil {
+		return d
 	}
 	if len(req.EmailAddresses) > 0 || len(req.URIs) > 0 {
 		return leave(wi.Name, "serving CSR carries email or URI SANs")
@@ -162,6 +147,38 @@ func decideServing(csr *certificatesv1.CertificateSigningRequest, instances []wi
 	}
 	return Decision{Approve: true, Instance: wi.Name, Reason: fmt.Sprintf(
 		"kubelet serving certificate for node %s of WindowsInstance %s (SANs %v %v)", name, wi.Name, req.DNSNames, req.IPAddresses)}
+}
+
+// instanceOfNode is the WindowsInstance whose node is name, or nil.
+func instanceOfNode(instances []winnodev1.WindowsInstance, name string) *winnodev1.WindowsInstance {
+	for i := range instances {
+		if name != "" && instances[i].Status.NodeName == name {
+			return &instances[i]
+		}
+	}
+	return nil
+}
+
+// nodeRequest checks what a node's own request (requester
+// system:node:<name>, serving or renewal) must be, whatever it asks for:
+// the requester in group system:nodes, a well-signed request whose subject
+// is exactly the requester, O=system:nodes. It returns the parsed request,
+// or nil and the decision to leave the CSR alone.
+func nodeRequest(csr *certificatesv1.CertificateSigningRequest, wi *winnodev1.WindowsInstance) (*x509.CertificateRequest, Decision) {
+	if !slices.Contains(csr.Spec.Groups, nodesGroup) {
+		return nil, leave(wi.Name, "requester groups %v lack %s", csr.Spec.Groups, nodesGroup)
+	}
+	req, err := parseCSR(csr.Spec.Request)
+	if err != nil {
+		return nil, leave(wi.Name, "%v", err)
+	}
+	if req.Subject.CommonName != csr.Spec.Username {
+		return nil, leave(wi.Name, "CN %q is not the requester %q", req.Subject.CommonName, csr.Spec.Username)
+	}
+	if msg := subjectOnlyNodes(req); msg != "" {
+		return nil, leave(wi.Name, "%s", msg)
+	}
+	return req, Decision{}
 }
 
 // parseCSR decodes the PEM request and checks its self-signature. (client-go

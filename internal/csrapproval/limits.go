@@ -81,31 +81,16 @@ func onePerCredential(csr *certificatesv1.CertificateSigningRequest, d Decision,
 // identity, for longer.
 func decideRenewal(csr *certificatesv1.CertificateSigningRequest, instances []winnodev1.WindowsInstance) Decision {
 	name := strings.TrimPrefix(csr.Spec.Username, nodeUserPrefix)
-	var wi *winnodev1.WindowsInstance
-	for i := range instances {
-		if name != "" && instances[i].Status.NodeName == name {
-			wi = &instances[i]
-			break
-		}
-	}
+	wi := instanceOfNode(instances, name)
 	if wi == nil {
 		return leave("", "client certificate renewal by node %s, which is not a WindowsInstance's node", name)
 	}
 	if !wi.DeletionTimestamp.IsZero() || wi.Status.Phase != winnodev1.PhaseReady {
 		return leave(wi.Name, "client certificate renewal by node %s: WindowsInstance %s is %s, not Ready", name, wi.Name, wi.Status.Phase)
 	}
-	if !slices.Contains(csr.Spec.Groups, nodesGroup) {
-		return leave(wi.Name, "requester groups %v lack %s", csr.Spec.Groups, nodesGroup)
-	}
-	req, err := parseCSR(csr.Spec.Request)
-	if err != nil {
-		return leave(wi.Name, "%v", err)
-	}
-	if req.Subject.CommonName != csr.Spec.Username {
-		return leave(wi.Name, "CN %q is not the requester %q", req.Subject.CommonName, csr.Spec.Username)
-	}
-	if msg := subjectOnlyNodes(req); msg != "" {
-		return leave(wi.Name, "%s", msg)
+	req, d := nodeRequest(csr, wi)
+	if req == nil {
+		return d
 	}
 	if n := sanCount(req); n > 0 {
 		return leave(wi.Name, "client CSR carries %d subject alternative names; it must carry none", n)
