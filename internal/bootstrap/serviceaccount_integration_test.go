@@ -14,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/winnode/winnode/internal/testenv"
 )
@@ -105,14 +104,7 @@ func TestServiceAccountTokenJoinsAndIsRevoked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc, err := clientcmd.RESTConfigFromKubeConfig(kc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := kubeconfigClient(t, kc)
 	review, err := c.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("the join ServiceAccount token does not authenticate: %v", err)

@@ -48,7 +48,13 @@ func tokenClient(t *testing.T, ctx context.Context, admin kubernetes.Interface, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc, err := clientcmd.RESTConfigFromKubeConfig(kc)
+	return kubeconfigClient(t, kc)
+}
+
+// kubeconfigClient is a client from a kubeconfig winnode renders for a host.
+func kubeconfigClient(t *testing.T, kubeconfig []byte) kubernetes.Interface {
+	t.Helper()
+	rc, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}

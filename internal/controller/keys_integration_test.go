@@ -17,6 +17,7 @@ import (
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/bootstrap"
+	"github.com/winnode/winnode/internal/fixture"
 	"github.com/winnode/winnode/internal/sshkey"
 )
 
@@ -75,7 +76,7 @@ func TestKeysReconcilerRendersRotatesAndRejects(t *testing.T) {
 	// A key: the user data appears, for its public key.
 	keySecret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: w.namespace, Name: sshkey.PrivateKeySecret},
-		Data:       map[string][]byte{sshkey.PrivateKeyKey: pemOpenSSH(t, testKeys()["ed25519"])},
+		Data:       map[string][]byte{sshkey.PrivateKeyKey: fixture.PEMOpenSSH(t, fixture.PrivateKeys()["ed25519"])},
 	}
 	if err := w.client.Create(ctx, keySecret); err != nil {
 		t.Fatal(err)
@@ -95,7 +96,7 @@ func TestKeysReconcilerRendersRotatesAndRejects(t *testing.T) {
 	}
 
 	// Rotation: a new key, new user data and a new fingerprint.
-	keySecret.Data[sshkey.PrivateKeyKey] = pemPKCS1(t, testKeys()["rsa2048"].(*rsa.PrivateKey))
+	keySecret.Data[sshkey.PrivateKeyKey] = fixture.PEMPKCS1(fixture.PrivateKeys()["rsa2048"].(*rsa.PrivateKey))
 	if err := w.client.Update(ctx, keySecret); err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +121,7 @@ func TestKeysReconcilerRendersRotatesAndRejects(t *testing.T) {
 	w.waitUserDataFor(t, rsaSigner.PublicKey())
 
 	// A weak key: one Warning event, the user data left as it was.
-	keySecret.Data[sshkey.PrivateKeyKey] = pemPKCS1(t, testKeys()["rsa1024"].(*rsa.PrivateKey))
+	keySecret.Data[sshkey.PrivateKeyKey] = fixture.PEMPKCS1(fixture.PrivateKeys()["rsa1024"].(*rsa.PrivateKey))
 	if err := w.client.Update(ctx, keySecret); err != nil {
 		t.Fatal(err)
 	}

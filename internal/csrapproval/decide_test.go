@@ -1,15 +1,8 @@
 package csrapproval
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/pem"
-	"net"
 	"net/netip"
-	"net/url"
 	"strings"
 	"testing"
 
@@ -18,46 +11,18 @@ import (
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/bootstrap"
+	"github.com/winnode/winnode/internal/fixture"
 )
 
-// csrTemplate describes a certificate request for tests.
-type csrTemplate struct {
-	CN     string
-	O      []string
-	OU     []string
-	DNS    []string
-	IPs    []string
-	Emails []string
-	URIs   []string
-}
+// The requests of these tests are made by package fixture, as the
+// controller's tests make theirs.
+type csrTemplate = fixture.CSR
 
-func makeCSRPEM(t testing.TB, tmpl csrTemplate) []byte {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req := &x509.CertificateRequest{
-		Subject:        pkix.Name{CommonName: tmpl.CN, Organization: tmpl.O, OrganizationalUnit: tmpl.OU},
-		DNSNames:       tmpl.DNS,
-		EmailAddresses: tmpl.Emails,
-	}
-	for _, ip := range tmpl.IPs {
-		req.IPAddresses = append(req.IPAddresses, net.ParseIP(ip))
-	}
-	for _, u := range tmpl.URIs {
-		pu, err := url.Parse(u)
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.URIs = append(req.URIs, pu)
-	}
-	der, err := x509.CreateCertificateRequest(rand.Reader, req, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})
-}
+var (
+	makeCSRPEM    = fixture.CSRPEM
+	clientUsages  = fixture.ClientUsages
+	servingUsages = fixture.ServingUsages
+)
 
 func testInstance(name, nodeName, tokenID string) winnodev1.WindowsInstance {
 	return winnodev1.WindowsInstance{
@@ -69,9 +34,6 @@ func testInstance(name, nodeName, tokenID string) winnodev1.WindowsInstance {
 		},
 	}
 }
-
-var clientUsages = []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageKeyEncipherment, certificatesv1.UsageClientAuth}
-var servingUsages = []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageKeyEncipherment, certificatesv1.UsageServerAuth}
 
 // testPolicy allows the test hosts' reported addresses (status.addresses).
 var testPolicy = Policy{

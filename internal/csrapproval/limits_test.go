@@ -7,9 +7,6 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"strings"
 	"testing"
 
@@ -17,17 +14,11 @@ import (
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/bootstrap"
+	"github.com/winnode/winnode/internal/fixture"
 )
 
 func csrWithKey(t *testing.T, key crypto.Signer, cn string, dns []string) []byte {
-	t.Helper()
-	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{
-		Subject: pkix.Name{CommonName: cn, Organization: []string{"system:nodes"}}, DNSNames: dns,
-	}, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})
+	return fixture.CSRPEM(t, fixture.CSR{CN: cn, O: []string{"system:nodes"}, DNS: dns, Key: key})
 }
 
 // TestKeyTypes: weak keys are left alone, for client and serving CSRs.

@@ -1,68 +1,21 @@
 package sshkey
 
 import (
-	"crypto/ecdsa"
 	"crypto/ed25519"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/rsa"
-	"crypto/x509"
 	"encoding/pem"
 	"errors"
 	"strings"
-	"sync"
 	"testing"
 
 	"golang.org/x/crypto/ssh"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
+	"github.com/winnode/winnode/internal/fixture"
 )
 
-// Test keys are generated once per test binary (RSA generation is slow).
-var testKeys = sync.OnceValue(func() map[string]any {
-	rsa2048, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		panic(err)
-	}
-	rsa1024, err := rsa.GenerateKey(rand.Reader, 1024)
-	if err != nil {
-		panic(err)
-	}
-	_, ed, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		panic(err)
-	}
-	ec, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		panic(err)
-	}
-	return map[string]any{"rsa2048": rsa2048, "rsa1024": rsa1024, "ed25519": ed, "ecdsa": ec}
-})
-
-func pemPKCS1(t testing.TB, k *rsa.PrivateKey) []byte {
-	return pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(k)})
-}
-
-func pemPKCS8(t testing.TB, k any) []byte {
-	t.Helper()
-	der, err := x509.MarshalPKCS8PrivateKey(k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})
-}
-
-func pemOpenSSH(t testing.TB, k any) []byte {
-	t.Helper()
-	b, err := ssh.MarshalPrivateKey(k, "a comment")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(b)
-}
-
 func TestParsePrivateKey(t *testing.T) {
-	k := testKeys()
+	k := fixture.PrivateKeys()
 	encrypted, err := ssh.MarshalPrivateKeyWithPassphrase(k["ed25519"], "", []byte("secret"))
 	if err != nil {
 		t.Fatal(err)
@@ -72,11 +25,11 @@ func TestParsePrivateKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	good := map[string][]byte{
-		"RSA 2048 PKCS#1":  pemPKCS1(t, k["rsa2048"].(*rsa.PrivateKey)),
-		"RSA 2048 PKCS#8":  pemPKCS8(t, k["rsa2048"]),
-		"RSA 2048 OpenSSH": pemOpenSSH(t, k["rsa2048"]),
-		"ed25519 PKCS#8":   pemPKCS8(t, k["ed25519"]),
-		"ed25519 OpenSSH":  pemOpenSSH(t, k["ed25519"]),
+		"RSA 2048 PKCS#1":  fixture.PEMPKCS1(k["rsa2048"].(*rsa.PrivateKey)),
+		"RSA 2048 PKCS#8":  fixture.PEMPKCS8(t, k["rsa2048"]),
+		"RSA 2048 OpenSSH": fixture.PEMOpenSSH(t, k["rsa2048"]),
+		"ed25519 PKCS#8":   fixture.PEMPKCS8(t, k["ed25519"]),
+		"ed25519 OpenSSH":  fixture.PEMOpenSSH(t, k["ed25519"]),
 	}
 	for name, data := range good {
 		s, err := ParsePrivateKey(data)
@@ -97,9 +50,9 @@ func TestParsePrivateKey(t *testing.T) {
 	}{
 		{"empty", "", "is empty"},
 		{"garbage", "not a key", "not a PEM private key"},
-		{"RSA 1024", string(pemPKCS1(t, k["rsa1024"].(*rsa.PrivateKey))), "1024-bit RSA key, too weak"},
-		{"RSA 1024 OpenSSH", string(pemOpenSSH(t, k["rsa1024"])), "too weak"},
-		{"ECDSA", string(pemPKCS8(t, k["ecdsa"])), "ecdsa-sha2-nistp256 key"},
+		{"RSA 1024", string(fixture.PEMPKCS1(k["rsa1024"].(*rsa.PrivateKey))), "1024-bit RSA key, too weak"},
+		{"RSA 1024 OpenSSH", string(fixture.PEMOpenSSH(t, k["rsa1024"])), "too weak"},
+		{"ECDSA", string(fixture.PEMPKCS8(t, k["ecdsa"])), "ecdsa-sha2-nistp256 key"},
 		{"passphrase", string(pem.EncodeToMemory(encrypted)), "passphrase"},
 		{"public key", string(ssh.MarshalAuthorizedKey(sshPub)), "not a PEM private key"},
 		{"truncated", string(good["RSA 2048 PKCS#1"][:200]), "not a PEM private key"},
@@ -124,10 +77,10 @@ func TestParsePrivateKey(t *testing.T) {
 // FuzzParsePrivateKey: the key comes from a Secret an administrator writes.
 // Whatever it holds, the parser returns a usable, strong key or a KeyError.
 func FuzzParsePrivateKey(f *testing.F) {
-	k := testKeys()
-	f.Add(pemOpenSSH(f, k["ed25519"]))
-	f.Add(pemPKCS1(f, k["rsa1024"].(*rsa.PrivateKey)))
-	f.Add(pemPKCS8(f, k["ecdsa"]))
+	k := fixture.PrivateKeys()
+	f.Add(fixture.PEMOpenSSH(f, k["ed25519"]))
+	f.Add(fixture.PEMPKCS1(k["rsa1024"].(*rsa.PrivateKey)))
+	f.Add(fixture.PEMPKCS8(f, k["ecdsa"]))
 	f.Add([]byte("-----BEGIN RSA PRIVATE KEY-----\nMIIB\n-----END RSA PRIVATE KEY-----\n"))
 	f.Add([]byte(""))
 	f.Fuzz(func(t *testing.T, data []byte) {
