@@ -42,17 +42,15 @@ type csrApprover struct {
 	note   func(format string, args ...any)
 }
 
-// approve decides every pending CSR once.
+// approve decides every pending kubelet CSR once. The facts are read again
+// for each decision, after the approvals before it, as the operator's
+// approver reads them for each CSR: two requests made with one credential
+// get one approval, not two.
 func (a *csrApprover) approve(ctx context.Context) error {
 	list, err := a.kube.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return fmt.Errorf("listing CertificateSigningRequests to approve the kubelet's: %w", err)
 	}
-	facts, err := csrapproval.LoadFacts(ctx, a.kube, a.policy)
-	if err != nil {
-		return err
-	}
-	facts.JoinNamespace = joinNamespace
 	instances := []winnodev1.WindowsInstance{*a.inst}
 	for i := range list.Items {
 		csr := &list.Items[i]
@@ -62,6 +60,11 @@ func (a *csrApprover) approve(ctx context.Context) error {
 		if csr.Spec.SignerName != certificatesv1.KubeAPIServerClientKubeletSignerName && csr.Spec.SignerName != certificatesv1.KubeletServingSignerName {
 			continue
 		}
+		facts, err := csrapproval.LoadFacts(ctx, a.kube, a.policy)
+		if err != nil {
+			return err
+		}
+		facts.JoinNamespace = joinNamespace
 		d := csrapproval.Decide(csr, instances, facts)
 		if !d.Approve {
 			continue // another host's, or not one winnode approves
