@@ -166,6 +166,10 @@ const (
 	ReasonDrainTimedOut = "DrainTimedOut"
 	// ReasonNodeNameConflict: see ConditionNodeNameConflict.
 	ReasonNodeNameConflict = "NodeNameConflict"
+	// ReasonAddressNotAllowed: spec.address (or what it resolves to) is a
+	// loopback, link-local or Service-range address, or a cluster DNS name,
+	// outside the operator's --allow-addresses; winnode does not connect.
+	ReasonAddressNotAllowed = "AddressNotAllowed"
 )
 
 // WindowsInstanceStatus is what the operator observed and did.

@@ -24,6 +24,7 @@ import (
 	"github.com/winnode/winnode/internal/bootstrap"
 	"github.com/winnode/winnode/internal/controller"
 	"github.com/winnode/winnode/internal/csrapproval"
+	"github.com/winnode/winnode/internal/inventory"
 )
 
 // version is set at build time: -ldflags "-X main.version=v0.1.0".
@@ -58,6 +59,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		showVersion    = fs.Bool("version", false, "print the version and exit")
 		nodeAddrCIDRs  = fs.String("node-address-cidrs", "", csrapproval.NodeAddressCIDRsHelp)
 		serviceCIDR    = fs.String("service-cidr", csrapproval.DefaultServiceCIDR, csrapproval.ServiceCIDRHelp)
+		allowAddrs     = fs.String("allow-addresses", "", inventory.AllowAddressesHelp)
 		joinCreds      = fs.String("join-credentials", string(bootstrap.ModeAuto), "the kubelets' join credentials: auto (a bootstrap token when the API server accepts one, else a token of a ServiceAccount in the operator namespace), bootstrap-token or service-account")
 	)
 	zapOpts := zap.Options{}
@@ -73,6 +75,10 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return fmt.Errorf("--max-unavailable %d: want 1 or more (upgrades that restart services would never start)", *maxUnavailable)
 	}
 	csrPolicy, err := csrapproval.PolicyFromFlags(*nodeAddrCIDRs, *serviceCIDR)
+	if err != nil {
+		return err
+	}
+	allowed, err := inventory.ParseCIDRs("allow-addresses", *allowAddrs)
 	if err != nil {
 		return err
 	}
@@ -126,6 +132,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		Version:         version,
 		CSRPolicy:       csrPolicy,
 		JoinCredentials: joinMode,
+		Addresses:       inventory.AddressPolicy{Allowed: allowed},
 	}); err != nil {
 		return err
 	}

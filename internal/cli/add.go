@@ -54,6 +54,9 @@ type hostFlags struct {
 	// hostKey is --host-key (add only): the SHA256 fingerprint the host
 	// key must have from the first connection on.
 	hostKey string
+	// allowAddresses is --allow-addresses: CIDRs of loopback, link-local
+	// or Service-range addresses to connect to all the same.
+	allowAddresses string
 }
 
 func (f *hostFlags) add(fs *pflag.FlagSet, timeout time.Duration) {
@@ -63,6 +66,21 @@ func (f *hostFlags) add(fs *pflag.FlagSet, timeout time.Duration) {
 	fs.IntVar(&f.port, "port", 22, "the host's SSH port")
 	fs.DurationVar(&f.timeout, "timeout", timeout, "bound on the whole command")
 	fs.BoolVarP(&f.verbose, "verbose", "v", false, "also print the configurer's log on stderr")
+	fs.StringVar(&f.allowAddresses, "allow-addresses", "", inventory.AllowAddressesHelp)
+}
+
+// addresses is the address policy of --allow-addresses, with the Service
+// range of --service-cidr (add, upgrade) or kubeadm's default (remove).
+func (f *hostFlags) addresses() (inventory.AddressPolicy, error) {
+	allowed, err := inventory.ParseCIDRs("allow-addresses", f.allowAddresses)
+	if err != nil {
+		return inventory.AddressPolicy{}, err
+	}
+	csr, err := f.approval.policy()
+	if err != nil {
+		return inventory.AddressPolicy{}, err
+	}
+	return inventory.AddressPolicy{Allowed: allowed, ServiceCIDRs: csr.ServiceCIDRs, ClusterDomain: csr.ClusterDomain}, nil
 }
 
 // check validates the flags and HOST before anything is done, with the
@@ -75,6 +93,13 @@ func (f *hostFlags) check(hostArg string) (inventory.Host, error) {
 	h, err := f.host(hostArg)
 	if err != nil {
 		return inventory.Host{}, UsageErrorf("HOST %s with --user %q --port %d: %v", hostArg, f.user, f.port, err)
+	}
+	policy, err := f.addresses()
+	if err != nil {
+		return inventory.Host{}, UsageErrorf("%v", err)
+	}
+	if err := policy.CheckAddress(h.Address); err != nil {
+		return inventory.Host{}, UsageErrorf("HOST %s: %v", hostArg, err)
 	}
 	return h, nil
 }
@@ -202,6 +227,10 @@ func runAdd(ctx context.Context, s Streams, hf hostFlags, h inventory.Host, payl
 	if err != nil {
 		return err
 	}
+	addresses, err := hf.addresses()
+	if err != nil {
+		return err
+	}
 	manifest, err := payload.Load(payloadDir)
 	if err != nil {
 		return fmt.Errorf("loading the payload from --payload-dir %s: %w (build it with make payload)", payloadDir, err)
@@ -237,6 +266,7 @@ func runAdd(ctx context.Context, s Streams, hf hostFlags, h inventory.Host, payl
 		Progress:        steps.progress,
 		JoinCredentials: bootstrap.Mode(hf.joinCredentials),
 		JoinNamespace:   joinNamespace,
+		Addresses:       addresses,
 		AfterStep:       func(_ *winnodev1.WindowsInstance, step string) { steps.begin(step) },
 		Log:             logrTo(s.Err, hf.verbose),
 	}

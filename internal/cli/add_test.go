@@ -62,7 +62,7 @@ func TestAddThenRemove(t *testing.T) {
 	}
 	ctx := context.Background()
 
-	r := run(t, "", "add", h.IP(), "--port", port, "--ssh-key", keyFile, "--kubeconfig", kc, "--payload-dir", payloadDir, "--timeout", "5m")
+	r := run(t, "", "add", h.IP(), "--port", port, "--ssh-key", keyFile, "--allow-addresses", simHosts, "--kubeconfig", kc, "--payload-dir", payloadDir, "--timeout", "5m")
 	if r.code != ExitOK {
 		t.Fatalf("add: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.out, r.err)
 	}
@@ -118,7 +118,7 @@ func TestAddThenRemove(t *testing.T) {
 	}
 
 	// Again: the host is configured; nothing is uploaded or applied.
-	r = run(t, "", "add", h.IP(), "--port", port, "--ssh-key", keyFile, "--kubeconfig", kc, "--payload-dir", payloadDir, "--timeout", "5m")
+	r = run(t, "", "add", h.IP(), "--port", port, "--ssh-key", keyFile, "--allow-addresses", simHosts, "--kubeconfig", kc, "--payload-dir", payloadDir, "--timeout", "5m")
 	if r.code != ExitOK {
 		t.Fatalf("add again: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.out, r.err)
 	}
@@ -137,7 +137,7 @@ func TestAddThenRemove(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	r = run(t, "", "upgrade", h.IP(), "--port", port, "--ssh-key", keyFile, "--kubeconfig", kc, "--payload-dir", payload2, "--timeout", "5m")
+	r = run(t, "", "upgrade", h.IP(), "--port", port, "--ssh-key", keyFile, "--allow-addresses", simHosts, "--kubeconfig", kc, "--payload-dir", payload2, "--timeout", "5m")
 	if r.code != ExitOK {
 		t.Fatalf("upgrade: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.out, r.err)
 	}
@@ -174,7 +174,7 @@ func TestAddThenRemove(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	r = run(t, "", "upgrade", h.IP(), "--port", port, "--ssh-key", keyFile, "--kubeconfig", kc, "--payload-dir", payload3, "--timeout", "5m")
+	r = run(t, "", "upgrade", h.IP(), "--port", port, "--ssh-key", keyFile, "--allow-addresses", simHosts, "--kubeconfig", kc, "--payload-dir", payload3, "--timeout", "5m")
 	if r.code != ExitOK {
 		t.Fatalf("upgrade to a new kubelet: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.out, r.err)
 	}
@@ -191,12 +191,12 @@ func TestAddThenRemove(t *testing.T) {
 		t.Errorf("Node %s after an upgrade that drained it: %v, unschedulable %v", nodeName, err, node.Spec.Unschedulable)
 	}
 
-	if r := run(t, "", "upgrade", "192.0.2.99", "--ssh-key", keyFile, "--kubeconfig", kc, "--payload-dir", payload2); r.code != ExitFailed || !strings.Contains(r.err, "use add") {
+	if r := run(t, "", "upgrade", "192.0.2.99", "--ssh-key", keyFile, "--allow-addresses", simHosts, "--kubeconfig", kc, "--payload-dir", payload2); r.code != ExitFailed || !strings.Contains(r.err, "use add") {
 		t.Errorf("upgrade of a host never added: exit %d, stderr %q", r.code, r.err)
 	}
 
 	// remove: drained, cleaned, gone.
-	r = run(t, "", "remove", h.IP(), "--port", port, "--ssh-key", keyFile, "--kubeconfig", kc, "--timeout", "3m")
+	r = run(t, "", "remove", h.IP(), "--port", port, "--ssh-key", keyFile, "--allow-addresses", simHosts, "--kubeconfig", kc, "--timeout", "3m")
 	if r.code != ExitOK {
 		t.Fatalf("remove: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.out, r.err)
 	}
@@ -226,7 +226,7 @@ func TestAddThenRemove(t *testing.T) {
 	}
 
 	// remove again: nothing left to remove, said plainly.
-	r = run(t, "", "remove", h.IP(), "--port", port, "--ssh-key", keyFile, "--kubeconfig", kc)
+	r = run(t, "", "remove", h.IP(), "--port", port, "--ssh-key", keyFile, "--allow-addresses", simHosts, "--kubeconfig", kc)
 	if r.code != ExitFailed || !strings.Contains(r.err, "no Node has the name or address") {
 		t.Errorf("remove of a removed host: exit %d, stderr %q", r.code, r.err)
 	}
@@ -246,7 +246,7 @@ func TestAddRefusals(t *testing.T) {
 	_, _, otherPEM := simHost(t)
 	otherKey := filepath.Join(dir, "other")
 	os.WriteFile(otherKey, otherPEM, 0o600)
-	r := run(t, "", "add", h.IP(), "--port", port, "--ssh-key", otherKey, "--kubeconfig", kc, "--payload-dir", payloadDir, "--timeout", "1m")
+	r := run(t, "", "add", h.IP(), "--port", port, "--ssh-key", otherKey, "--allow-addresses", simHosts, "--kubeconfig", kc, "--payload-dir", payloadDir, "--timeout", "1m")
 	if r.code != ExitFailed || !strings.Contains(r.out, "✗ connect") || !strings.Contains(r.err, "run add again") {
 		t.Errorf("a refused key: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.out, r.err)
 	}
@@ -267,7 +267,7 @@ func TestAddRefusals(t *testing.T) {
 	if err := bare.AuthorizeKey(signer.PublicKey()); err != nil {
 		t.Fatal(err)
 	}
-	r = run(t, "", "add", bare.IP(), "--port", strconv.Itoa(bare.Port()), "--ssh-key", keyFile, "--kubeconfig", kc, "--payload-dir", payloadDir, "--timeout", "1m")
+	r = run(t, "", "add", bare.IP(), "--port", strconv.Itoa(bare.Port()), "--ssh-key", keyFile, "--allow-addresses", simHosts, "--kubeconfig", kc, "--payload-dir", payloadDir, "--timeout", "1m")
 	if r.code != ExitFailed || !strings.Contains(r.out, "✗ info") || !strings.Contains(r.err, "containerd") {
 		t.Errorf("a host without containerd: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.out, r.err)
 	}
@@ -276,14 +276,14 @@ func TestAddRefusals(t *testing.T) {
 	h2, _, _ := simHost(t)
 	h2.AuthorizeKey(signer.PublicKey())
 	h2port := strconv.Itoa(h2.Port())
-	r = run(t, "", "add", h2.IP(), "--port", h2port, "--ssh-key", keyFile, "--kubeconfig", kc, "--payload-dir", payloadDir, "--timeout", "3m")
+	r = run(t, "", "add", h2.IP(), "--port", h2port, "--ssh-key", keyFile, "--allow-addresses", simHosts, "--kubeconfig", kc, "--payload-dir", payloadDir, "--timeout", "3m")
 	if r.code != ExitOK {
 		t.Fatalf("add: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.out, r.err)
 	}
 	if _, err := h2.RotateHostKey(); err != nil {
 		t.Fatal(err)
 	}
-	r = run(t, "", "add", h2.IP(), "--port", h2port, "--ssh-key", keyFile, "--kubeconfig", kc, "--payload-dir", payloadDir, "--timeout", "1m")
+	r = run(t, "", "add", h2.IP(), "--port", h2port, "--ssh-key", keyFile, "--allow-addresses", simHosts, "--kubeconfig", kc, "--payload-dir", payloadDir, "--timeout", "1m")
 	if r.code != ExitFailed || !strings.Contains(r.err, "kubectl annotate node") || !strings.Contains(r.out, "✗ connect") {
 		t.Errorf("a changed host key: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.out, r.err)
 	}
@@ -297,7 +297,7 @@ func TestAddRefusals(t *testing.T) {
 	// A host the operator manages is not added behind its back.
 	cl.instance(t, "managed-"+strings.ReplaceAll(h.IP(), ".", "-"), winnodev1.WindowsInstanceSpec{Address: h.IP(), Username: "Administrator", Port: int32(h.Port())},
 		winnodev1.WindowsInstanceStatus{Phase: winnodev1.PhasePending})
-	r = run(t, "", "add", h.IP(), "--port", port, "--ssh-key", keyFile, "--kubeconfig", kc, "--payload-dir", payloadDir)
+	r = run(t, "", "add", h.IP(), "--port", port, "--ssh-key", keyFile, "--allow-addresses", simHosts, "--kubeconfig", kc, "--payload-dir", payloadDir)
 	if r.code != ExitFailed || !strings.Contains(r.err, "which the operator manages") {
 		t.Errorf("a managed host: exit %d, stderr %q", r.code, r.err)
 	}
@@ -314,8 +314,16 @@ func TestAddRefusals(t *testing.T) {
 			t.Errorf("%v: exit %d, want %d; stderr %q", args, r.code, ExitUsage, r.err)
 		}
 	}
+	// Addresses that are not a Windows host's, refused before anything is
+	// done unless --allow-addresses permits them.
+	for _, address := range []string{h.IP(), "169.254.169.254", "10.96.0.1", "kubernetes.default.svc", "api.default.svc.cluster.local", "localhost"} {
+		r := run(t, "", "add", address, "--ssh-key", keyFile, "--kubeconfig", kc, "--payload-dir", payloadDir)
+		if r.code != ExitUsage || !strings.Contains(r.err, "--allow-addresses") {
+			t.Errorf("add %s: exit %d, want %d naming --allow-addresses; stderr %q", address, r.code, ExitUsage, r.err)
+		}
+	}
 	// A payload folder that is not one.
-	r = run(t, "", "add", h.IP(), "--port", port, "--ssh-key", keyFile, "--kubeconfig", kc, "--payload-dir", dir)
+	r = run(t, "", "add", h.IP(), "--port", port, "--ssh-key", keyFile, "--allow-addresses", simHosts, "--kubeconfig", kc, "--payload-dir", dir)
 	if r.code != ExitFailed || !strings.Contains(r.err, "--payload-dir") {
 		t.Errorf("no payload: exit %d, stderr %q", r.code, r.err)
 	}
@@ -352,14 +360,14 @@ func TestRemoveUnreachableHost(t *testing.T) {
 	port := strconv.Itoa(h.Port())
 	nodeName := strings.ToLower(h.Hostname())
 
-	r := run(t, "", "add", h.IP(), "--port", port, "--ssh-key", keyFile, "--kubeconfig", kc, "--payload-dir", payloadDir, "--timeout", "3m")
+	r := run(t, "", "add", h.IP(), "--port", port, "--ssh-key", keyFile, "--allow-addresses", simHosts, "--kubeconfig", kc, "--payload-dir", payloadDir, "--timeout", "3m")
 	if r.code != ExitOK {
 		t.Fatalf("add: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.out, r.err)
 	}
 	if err := h.Close(); err != nil { // the host is gone
 		t.Fatal(err)
 	}
-	r = run(t, "", "remove", nodeName, "--port", port, "--ssh-key", keyFile, "--kubeconfig", kc, "--timeout", "2m")
+	r = run(t, "", "remove", nodeName, "--port", port, "--ssh-key", keyFile, "--allow-addresses", simHosts, "--kubeconfig", kc, "--timeout", "2m")
 	if r.code != ExitOK {
 		t.Fatalf("remove of a gone host: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.out, r.err)
 	}
@@ -389,7 +397,7 @@ func TestAddOnPlainCluster(t *testing.T) {
 	port := strconv.Itoa(h.Port())
 	nodeName := strings.ToLower(h.Hostname())
 
-	r := run(t, "", "add", h.IP(), "--port", port, "--ssh-key", keyFile, "--kubeconfig", kc, "--payload-dir", payloadDir, "--timeout", "3m")
+	r := run(t, "", "add", h.IP(), "--port", port, "--ssh-key", keyFile, "--allow-addresses", simHosts, "--kubeconfig", kc, "--payload-dir", payloadDir, "--timeout", "3m")
 	if r.code != ExitOK {
 		t.Fatalf("add: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.out, r.err)
 	}
@@ -401,7 +409,7 @@ func TestAddOnPlainCluster(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.out, "containerd") {
 		t.Errorf("ssh: exit %d, stdout %q, stderr %q", r.code, r.out, r.err)
 	}
-	r = run(t, "", "remove", h.IP(), "--port", port, "--ssh-key", keyFile, "--kubeconfig", kc, "--timeout", "2m")
+	r = run(t, "", "remove", h.IP(), "--port", port, "--ssh-key", keyFile, "--allow-addresses", simHosts, "--kubeconfig", kc, "--timeout", "2m")
 	if r.code != ExitOK {
 		t.Fatalf("remove: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.out, r.err)
 	}
@@ -418,7 +426,7 @@ func TestAddInterrupted(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	var out, errOut strings.Builder
-	code := Execute(ctx, []string{"add", h.IP(), "--port", strconv.Itoa(h.Port()), "--ssh-key", keyFile,
+	code := Execute(ctx, []string{"add", h.IP(), "--port", strconv.Itoa(h.Port()), "--ssh-key", keyFile, "--allow-addresses", simHosts,
 		"--kubeconfig", cl.env.KubeconfigPath, "--payload-dir", payloadDir}, Streams{In: strings.NewReader(""), Out: &out, Err: &errOut})
 	if code != ExitInterrupted {
 		t.Errorf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, ExitInterrupted, out.String(), errOut.String())
@@ -440,7 +448,7 @@ func TestAddHostKeyPinnedBeforeFirstContact(t *testing.T) {
 	if err := os.WriteFile(keyFile, pemKey, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	args := []string{"add", h.IP(), "--port", strconv.Itoa(h.Port()), "--ssh-key", keyFile,
+	args := []string{"add", h.IP(), "--port", strconv.Itoa(h.Port()), "--ssh-key", keyFile, "--allow-addresses", simHosts,
 		"--kubeconfig", cl.env.KubeconfigPath, "--payload-dir", payloadDir, "--timeout", "2m"}
 
 	wrong := ssh.FingerprintSHA256(fixture.NewKey(t).Signer.PublicKey())

@@ -26,6 +26,11 @@ type result struct {
 }
 
 // run runs winnodectl in process with args and stdin.
+// simHosts permits the simulated hosts' loopback addresses (127.0.0.10 and
+// up), which add, upgrade and remove refuse unless --allow-addresses
+// permits them.
+const simHosts = "127.0.0.0/8"
+
 func run(t *testing.T, stdin string, args ...string) result {
 	t.Helper()
 	var out, errOut bytes.Buffer

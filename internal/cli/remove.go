@@ -87,6 +87,10 @@ func runRemove(ctx context.Context, s Streams, hf hostFlags, target string) erro
 		return fmt.Errorf("node %s has no pinned host key (annotation %s), so the host cannot be checked: was it added by winnode?", node.Name, winnodev1.AnnotationHostKey)
 	}
 
+	addresses, err := hf.addresses()
+	if err != nil {
+		return err
+	}
 	steps := newStepPrinter(s.Out, view.IsTerminal(s.Out), time.Now())
 	cfg := &configure.Configurer{
 		Kube:    sess.kube,
@@ -96,6 +100,7 @@ func runRemove(ctx context.Context, s Streams, hf hostFlags, target string) erro
 		// Where add made the host's join ServiceAccount, if it was
 		// interrupted before revoking it.
 		JoinNamespace: joinNamespace,
+		Addresses:     addresses,
 		AfterStep:     func(_ *winnodev1.WindowsInstance, step string) { steps.begin(step) },
 		Log:           logrTo(s.Err, hf.verbose),
 	}

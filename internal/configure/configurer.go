@@ -17,6 +17,7 @@ import (
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/bootstrap"
 	"github.com/winnode/winnode/internal/host"
+	"github.com/winnode/winnode/internal/inventory"
 	"github.com/winnode/winnode/internal/payload"
 )
 
@@ -74,6 +75,9 @@ type Configurer struct {
 	// Rollout bounds the nodes that upgrades take out of service at once
 	// (upgrade.go). Nil: no bound (winnodectl upgrade, one host).
 	Rollout *Rollout
+	// Addresses says which host addresses may be connected to; its zero
+	// value refuses loopback and link-local ones (inventory.AddressPolicy).
+	Addresses inventory.AddressPolicy
 
 	// Persist saves inst.Status; it is called after every step, so that a
 	// crash resumes at the step reached. Nil: status is only kept in memory

@@ -59,6 +59,9 @@ func (c *Configurer) connect(ctx context.Context, inst *winnodev1.WindowsInstanc
 			"no usable SSH private key: create Secret cloud-private-key with key private-key.pem")
 		return nil, stepErr(StepConnect, winnodev1.ReasonNoPrivateKey, errors.New("no usable SSH private key (Secret cloud-private-key, key private-key.pem)"))
 	}
+	if err := c.Addresses.CheckAddress(inst.Spec.Address); err != nil {
+		return nil, c.addressNotAllowed(inst, err)
+	}
 	expectFingerprint(inst)
 	if inst.Spec.HostKeyFingerprint == "" && inst.Status.HostKey == "" && meta.FindStatusCondition(inst.Status.Conditions, winnodev1.ConditionHostKeyMismatch) == nil {
 		// A host that already is a node (configured before this instance
@@ -76,13 +79,17 @@ func (c *Configurer) connect(ctx context.Context, inst *winnodev1.WindowsInstanc
 		// Checked only while no key is pinned yet.
 		ExpectedFingerprint: inst.Spec.HostKeyFingerprint,
 		DialTimeout:         c.dialTimeout(),
+		CheckDial:           c.Addresses.CheckDial,
 	})
 	var (
 		mismatch *host.HostKeyMismatchError
 		auth     *host.AuthError
+		refused  *host.AddressNotAllowedError
 	)
 	switch {
 	case err == nil:
+	case errors.As(err, &refused):
+		return nil, c.addressNotAllowed(inst, err)
 	case errors.As(err, &mismatch):
 		c.countSSHFailure(winnodev1.ReasonHostKeyChanged)
 		hint := ClearHostKeyHint
@@ -145,4 +152,14 @@ func (c *Configurer) countSSHFailure(reason string) {
 	if c.SSHFailed != nil {
 		c.SSHFailed(reason)
 	}
+}
+
+// addressNotAllowed records that the address policy refuses the instance's
+// address: nothing was sent to it. It is the administrator's to fix (the
+// address, or --allow-addresses), so it is reported like a refused key.
+func (c *Configurer) addressNotAllowed(inst *winnodev1.WindowsInstance, err error) error {
+	msg := fmt.Sprintf("WindowsInstance %s: %v", inst.Name, err)
+	SetCondition(inst, winnodev1.ConditionReachable, metav1.ConditionFalse, winnodev1.ReasonAddressNotAllowed, msg)
+	c.event(inst, corev1.EventTypeWarning, winnodev1.ReasonAddressNotAllowed, "%s", msg)
+	return stepErr(StepConnect, winnodev1.ReasonAddressNotAllowed, errors.New(msg))
 }

@@ -27,6 +27,7 @@ import (
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/bootstrap"
 	"github.com/winnode/winnode/internal/configure"
+	"github.com/winnode/winnode/internal/inventory"
 	"github.com/winnode/winnode/internal/payload"
 )
 
@@ -75,6 +76,8 @@ type InstanceReconciler struct {
 	JoinCredentials bootstrap.Mode
 	JoinNamespace   string
 	Detector        *bootstrap.Detector
+	// Addresses is the address policy handed to each Configurer.
+	Addresses inventory.AddressPolicy
 	// Tune adjusts each Configurer (timeouts, test hooks).
 	Tune func(*configure.Configurer)
 
@@ -235,6 +238,7 @@ func (r *InstanceReconciler) configurer(ctx context.Context, inst *winnodev1.Win
 		JoinCredentials: r.JoinCredentials,
 		JoinNamespace:   r.JoinNamespace,
 		Detector:        r.Detector,
+		Addresses:       r.Addresses,
 		Persist: func(ctx context.Context, inst *winnodev1.WindowsInstance) error {
 			return r.Client.Status().Update(ctx, inst)
 		},

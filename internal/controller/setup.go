@@ -29,6 +29,7 @@ import (
 	"github.com/winnode/winnode/internal/bootstrap"
 	"github.com/winnode/winnode/internal/configure"
 	"github.com/winnode/winnode/internal/csrapproval"
+	"github.com/winnode/winnode/internal/inventory"
 	"github.com/winnode/winnode/internal/payload"
 	"github.com/winnode/winnode/internal/sshkey"
 )
@@ -72,6 +73,10 @@ type Options struct {
 	// (--join-credentials: auto, bootstrap-token or service-account; "" is
 	// auto). Join ServiceAccounts live in Namespace.
 	JoinCredentials bootstrap.Mode
+	// Addresses is the policy of host addresses the operator connects to
+	// (--allow-addresses); a policy without a Service range gets
+	// CSRPolicy's.
+	Addresses inventory.AddressPolicy
 	// TuneInstance, when set, adjusts each instance Configurer (tests:
 	// shorter timeouts).
 	TuneInstance func(*configure.Configurer)
@@ -89,6 +94,12 @@ func (o Options) withDefaults() Options {
 	}
 	if len(o.CSRPolicy.ServiceCIDRs) == 0 {
 		o.CSRPolicy.ServiceCIDRs = csrapproval.DefaultPolicy().ServiceCIDRs
+	}
+	if len(o.Addresses.ServiceCIDRs) == 0 {
+		o.Addresses.ServiceCIDRs = o.CSRPolicy.ServiceCIDRs
+	}
+	if o.Addresses.ClusterDomain == "" {
+		o.Addresses.ClusterDomain = o.CSRPolicy.ClusterDomain
 	}
 	return o
 }
@@ -192,6 +203,7 @@ func SetupInstanceReconciler(mgr ctrl.Manager, opts Options, deps Deps) error {
 		Version:                 opts.Version,
 		JoinCredentials:         opts.JoinCredentials,
 		JoinNamespace:           opts.Namespace,
+		Addresses:               opts.Addresses,
 		Detector:                deps.Detector,
 		MaxConcurrentReconciles: opts.MaxConcurrent,
 		MaxUnavailable:          opts.MaxUnavailable,

@@ -1,9 +1,9 @@
 package csrapproval
 
 import (
-	"fmt"
 	"net/netip"
-	"strings"
+
+	"github.com/winnode/winnode/internal/inventory"
 )
 
 // DefaultServiceCIDR is the default of --service-cidr: kubeadm's default
@@ -59,20 +59,10 @@ type Facts struct {
 	JoinNamespace string
 }
 
-// ParseCIDRs parses a flag's comma-separated CIDRs ("" is none).
+// ParseCIDRs parses a flag's comma-separated CIDRs ("" is none): the one
+// parser of CIDR flags, shared with the address policy.
 func ParseCIDRs(flagName, value string) ([]netip.Prefix, error) {
-	var out []netip.Prefix
-	for _, s := range strings.Split(value, ",") {
-		if s = strings.TrimSpace(s); s == "" {
-			continue
-		}
-		p, err := netip.ParsePrefix(s)
-		if err != nil {
-			return nil, fmt.Errorf("--%s %q: %q is not a CIDR such as 10.0.0.0/24", flagName, value, s)
-		}
-		out = append(out, p.Masked())
-	}
-	return out, nil
+	return inventory.ParseCIDRs(flagName, value)
 }
 
 func inAny(prefixes []netip.Prefix, ip netip.Addr) bool {

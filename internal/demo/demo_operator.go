@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"os"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 	"github.com/winnode/winnode/internal/configure"
 	"github.com/winnode/winnode/internal/controller"
 	"github.com/winnode/winnode/internal/host"
+	"github.com/winnode/winnode/internal/inventory"
 )
 
 // operatorOptions say how the demo runs the operator.
@@ -70,6 +72,9 @@ func startOperator(ctx context.Context, o operatorOptions) (*runningOperator, er
 		Namespace:  o.namespace,
 		PayloadDir: o.payloadDir,
 		Version:    cli.Version,
+		// The simulated hosts have loopback addresses (127.0.0.10 and up),
+		// which the operator refuses unless permitted (--allow-addresses).
+		Addresses: inventory.AddressPolicy{Allowed: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}},
 		TuneInstance: func(c *configure.Configurer) {
 			c.Progress = o.progress
 		},

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/pkg/sftp"
@@ -47,6 +49,11 @@ type Options struct {
 	KeepaliveCountMax int
 	// MaxOutput bounds the stdout that Run keeps; default 16 MiB.
 	MaxOutput int
+	// CheckDial, when set, is asked about the IP each connection really
+	// goes to, after name resolution and before any packet is sent; an
+	// error refuses the connection (*AddressNotAllowedError). The operator
+	// passes its address policy (inventory.AddressPolicy.CheckDial).
+	CheckDial func(address string, ip netip.Addr) error
 }
 
 // Client is a connection to one host. It is safe for concurrent use.
@@ -208,13 +215,38 @@ func (h *handshake) checkHostKey(_ string, _ net.Addr, key ssh.PublicKey) error 
 	return nil
 }
 
+// checkDial is the dialer's Control hook: it sees the resolved IP of every
+// connection attempt (each address a name resolves to), so the policy
+// judges where packets go, not what the name looked like.
+func (h *handshake) checkDial(_, address string, _ syscall.RawConn) error {
+	if h.opts.CheckDial == nil {
+		return nil
+	}
+	host, _, err := net.SplitHostPort(address)
+	if err != nil {
+		return err
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		return err
+	}
+	if err := h.opts.CheckDial(h.opts.Address, ip); err != nil {
+		return &AddressNotAllowedError{Address: h.addr, Err: err}
+	}
+	return nil
+}
+
 // run dials the host and runs the SSH handshake, within the timeout and
 // until ctx ends.
 func (h *handshake) run(ctx context.Context) (ssh.Conn, <-chan ssh.NewChannel, <-chan *ssh.Request, error) {
 	dialCtx, cancel := context.WithTimeout(ctx, h.timeout)
 	defer cancel()
-	var d net.Dialer
+	d := net.Dialer{Control: h.checkDial}
 	conn, err := d.DialContext(dialCtx, "tcp", h.addr)
+	var refused *AddressNotAllowedError
+	if errors.As(err, &refused) {
+		return nil, nil, nil, refused
+	}
 	if err != nil {
 		return nil, nil, nil, &UnreachableError{Address: h.addr, Err: err}
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/netip"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -285,4 +286,41 @@ func TestKeepaliveClosesHungConnection(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("Run over a hung link did not return within 30s: keepalives did not close the connection")
 	}
+}
+
+// TestCheckDialSeesWhereTheConnectionGoes: the dial check is asked about the
+// IP a connection really goes to, after name resolution, and its refusal
+// is an *AddressNotAllowedError (not Unreachable): the policy judges where
+// packets go, so a DNS name cannot lead where an address may not.
+func TestCheckDialSeesWhereTheConnectionGoes(t *testing.T) {
+	h := newSimHost(t)
+	opts := h.options()
+	var seen []string
+	opts.CheckDial = func(address string, ip netip.Addr) error {
+		seen = append(seen, address+"->"+ip.String())
+		return errors.New("not this one")
+	}
+	_, err := Connect(context.Background(), opts)
+	var refused *AddressNotAllowedError
+	if !errors.As(err, &refused) || !strings.Contains(err.Error(), "not this one") {
+		t.Fatalf("Connect with a refusing check: %v, want an *AddressNotAllowedError", err)
+	}
+	if want := h.IP() + "->" + h.IP(); len(seen) == 0 || seen[0] != want {
+		t.Errorf("the check saw %v, want %s", seen, want)
+	}
+
+	// A name: the check is given the name and the address it resolved to.
+	seen = nil
+	opts.Address = "localhost"
+	if _, err := Connect(context.Background(), opts); !errors.As(err, &refused) {
+		t.Fatalf("Connect to localhost: %v, want an *AddressNotAllowedError", err)
+	}
+	if len(seen) == 0 || !strings.HasPrefix(seen[0], "localhost->") || seen[0] == "localhost->localhost" {
+		t.Errorf("the check saw %v, want localhost and a resolved IP", seen)
+	}
+
+	// Allowed: the connection is made.
+	opts = h.options()
+	opts.CheckDial = func(string, netip.Addr) error { return nil }
+	connect(t, opts)
 }

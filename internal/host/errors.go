@@ -26,6 +26,19 @@ func (e *UnreachableError) Error() string {
 
 func (e *UnreachableError) Unwrap() error { return e.Err }
 
+// AddressNotAllowedError: the address (or what its name resolves to) is
+// one the caller's policy refuses to connect to; nothing was sent to it.
+type AddressNotAllowedError struct {
+	Address string // host:port
+	Err     error
+}
+
+func (e *AddressNotAllowedError) Error() string {
+	return fmt.Sprintf("not connecting to %s: %v", e.Address, e.Err)
+}
+
+func (e *AddressNotAllowedError) Unwrap() error { return e.Err }
+
 // AuthError: the host's SSH server refused the private key for the user.
 type AuthError struct {
 	Address string

@@ -94,7 +94,7 @@ func TestHostDown(t *testing.T) {
 func (w *world) bootAgain(t testing.TB, state string) *winsim.Host {
 	t.Helper()
 	h, err := winsim.New(winsim.Options{StateDir: state, StandinBinary: w.standin, BootDelay: 500 * time.Millisecond,
-		Logger: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+		Logger: slog.New(slog.NewTextHandler(newTestWriter(t), &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +239,7 @@ func TestNodeHostKeyIsPinnedForANewInstance(t *testing.T) {
 func TestHostWithoutContainerd(t *testing.T) {
 	w := getWorld(t)
 	h, err := winsim.New(winsim.Options{StateDir: t.TempDir(), BootDelay: 500 * time.Millisecond,
-		Logger: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+		Logger: slog.New(slog.NewTextHandler(newTestWriter(t), &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"os"
 	"strings"
 	"sync"
@@ -38,6 +39,7 @@ import (
 	"github.com/winnode/winnode/internal/configure"
 	"github.com/winnode/winnode/internal/controller"
 	"github.com/winnode/winnode/internal/fixture"
+	"github.com/winnode/winnode/internal/inventory"
 	"github.com/winnode/winnode/internal/payload"
 	"github.com/winnode/winnode/internal/testenv"
 	"github.com/winnode/winnode/internal/winsim"
@@ -193,7 +195,7 @@ func (w *world) newHostNamed(t testing.TB, authorize bool, hostname string) *win
 		StateDir:      t.TempDir(),
 		StandinBinary: w.standin,
 		BootDelay:     500 * time.Millisecond,
-		Logger:        slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Logger:        slog.New(slog.NewTextHandler(newTestWriter(t), &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {
 		t.Fatalf("simulated host: %v", err)
@@ -210,11 +212,33 @@ func (w *world) newHostNamed(t testing.TB, authorize bool, hostname string) *win
 	return h
 }
 
-// testWriter sends log lines to t.Log.
-type testWriter struct{ t testing.TB }
+// testWriter sends log lines to t.Log until the test's cleanups reach it:
+// a goroutine that outlives the operator (client-go's event broadcaster
+// retrying a write) must not log into a finished test, which panics.
+type testWriter struct {
+	t    testing.TB
+	mu   sync.Mutex
+	done bool
+}
 
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
+// newTestWriter is a testWriter that stops at t's cleanup; create it before
+// what logs into it, so that its cleanup runs after theirs.
+func newTestWriter(t testing.TB) *testWriter {
+	w := &testWriter{t: t}
+	t.Cleanup(func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.done = true
+	})
+	return w
+}
+
+func (w *testWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.done {
+		w.t.Log(strings.TrimRight(string(p), "\n"))
+	}
 	return len(p), nil
 }
 
@@ -250,7 +274,7 @@ func (w *world) startOperator(t testing.TB, o operatorOptions) *operator {
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-		Logger:                 logr.FromSlogHandler(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo})),
+		Logger:                 logr.FromSlogHandler(slog.NewTextHandler(newTestWriter(t), &slog.HandlerOptions{Level: slog.LevelInfo})),
 	})
 	if err != nil {
 		t.Fatalf("operator manager: %v", err)
@@ -268,6 +292,8 @@ func (w *world) startOperator(t testing.TB, o operatorOptions) *operator {
 		MaxUnavailable: o.maxUnavailable,
 		Version:        cmp.Or(o.version, operatorVersion),
 		RetryMax:       5 * time.Second,
+		// The simulated hosts have loopback addresses (127.0.0.10 and up).
+		Addresses: inventory.AddressPolicy{Allowed: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}},
 		TuneInstance: func(c *configure.Configurer) {
 			c.PollInterval = 500 * time.Millisecond
 			c.DialTimeout = 5 * time.Second
