@@ -324,7 +324,8 @@ systemReserved:
 }
 
 // testPods: a Windows pod bound to the node runs; deleted, it goes; a
-// Linux-only pod is rejected.
+// Linux-only pod is rejected; a pod whose image is of another Windows build
+// than the host's (2019) stays Pending with ErrImagePull.
 func testPods(t *testing.T, admin kubernetes.Interface, nodeName string) {
 	ctx := context.Background()
 	ns := "default"
@@ -340,7 +341,7 @@ func testPods(t *testing.T, admin kubernetes.Interface, nodeName string) {
 			NodeName:     nodeName,
 			NodeSelector: map[string]string{"kubernetes.io/os": "windows"},
 			Tolerations:  []corev1.Toleration{{Key: "os", Value: "Windows", Effect: corev1.TaintEffectNoSchedule}},
-			Containers:   []corev1.Container{{Name: "iis", Image: "mcr.microsoft.com/windows/servercore/iis"}},
+			Containers:   []corev1.Container{{Name: "iis", Image: "mcr.microsoft.com/windows/servercore/iis:windowsservercore-ltsc2019"}},
 		},
 	}
 	if _, err := admin.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
@@ -374,6 +375,26 @@ func testPods(t *testing.T, admin kubernetes.Interface, nodeName string) {
 		return p.Status.Phase == corev1.PodFailed && p.Status.Reason == "NodeAffinity", string(p.Status.Phase)
 	})
 	_ = admin.CoreV1().Pods(ns).Delete(ctx, "linux-only", metav1.DeleteOptions{})
+
+	newer := pod.DeepCopy()
+	newer.Name = "iis-2022"
+	newer.Spec.Containers[0].Image = "mcr.microsoft.com/windows/servercore/iis:windowsservercore-ltsc2022"
+	if _, err := admin.CoreV1().Pods(ns).Create(ctx, newer, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 60*time.Second, "the ltsc2022 pod failing to pull on a 2019 host", func() (bool, string) {
+		p, err := admin.CoreV1().Pods(ns).Get(ctx, "iis-2022", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		if len(p.Status.ContainerStatuses) != 1 || p.Status.ContainerStatuses[0].State.Waiting == nil {
+			return false, fmt.Sprintf("%s %+v", p.Status.Phase, p.Status.ContainerStatuses)
+		}
+		w := p.Status.ContainerStatuses[0].State.Waiting
+		return p.Status.Phase == corev1.PodPending && w.Reason == "ErrImagePull" &&
+			strings.Contains(w.Message, "a Windows version 10.0.20348-based image is incompatible with a 10.0.17763 host"), w.Reason + ": " + w.Message
+	})
+	_ = admin.CoreV1().Pods(ns).Delete(ctx, "iis-2022", metav1.DeleteOptions{})
 }
 
 // TestKubeletNeedsContainerd runs kubelet.exe over SSH on a host whose

@@ -91,6 +91,9 @@ func (k *kubelet) syncPod(ctx context.Context, pod *corev1.Pod) error {
 	if pod.Status.Phase == corev1.PodRunning && len(pod.Status.ContainerStatuses) == len(pod.Spec.Containers) {
 		return nil
 	}
+	if st, failed := k.pullFailure(pod); failed {
+		return k.reportPullFailure(ctx, pod, st)
+	}
 	p := pod.DeepCopy()
 	p.Status = k.runningStatus(pod)
 	if _, err := pods.UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
@@ -98,6 +101,40 @@ func (k *kubelet) syncPod(ctx context.Context, pod *corev1.Pod) error {
 	}
 	k.log.Infof("pod %s/%s Running (simulated: no containers were started)", pod.Namespace, pod.Name)
 	return nil
+}
+
+// reportPullFailure records that an image of the pod cannot be pulled on
+// this host (once: an unchanged status is not written again).
+func (k *kubelet) reportPullFailure(ctx context.Context, pod *corev1.Pod, st corev1.PodStatus) error {
+	if pod.Status.Phase == corev1.PodPending && equalWaiting(pod.Status.ContainerStatuses, st.ContainerStatuses) {
+		return nil
+	}
+	p := pod.DeepCopy()
+	p.Status = st
+	if _, err := k.client.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+		return err
+	}
+	for _, cs := range st.ContainerStatuses {
+		if w := cs.State.Waiting; w != nil && w.Reason == "ErrImagePull" {
+			k.log.Warningf("pod %s/%s container %s: %s (simulated)", pod.Namespace, pod.Name, cs.Name, w.Message)
+		}
+	}
+	return nil
+}
+
+// equalWaiting reports whether two lists of container statuses wait for the
+// same reasons.
+func equalWaiting(a, b []corev1.ContainerStatus) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		wa, wb := a[i].State.Waiting, b[i].State.Waiting
+		if (wa == nil) != (wb == nil) || (wa != nil && (wa.Reason != wb.Reason || wa.Message != wb.Message)) {
+			return false
+		}
+	}
+	return true
 }
 
 // admit returns why the kubelet would reject the pod on this Windows node.
