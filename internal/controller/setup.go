@@ -168,6 +168,9 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := mgr.Add(&AutoApprovalWarner{Kube: kube, Recorder: mgr.GetEventRecorder("winnode-csr-approver")}); err != nil {
 		return fmt.Errorf("setting up the auto-approval check: %w", err)
 	}
+	if err := (&RuntimeClassReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the RuntimeClass controller: %w", err)
+	}
 	if err := SetupInstanceReconciler(mgr, opts, deps); err != nil {
 		return fmt.Errorf("setting up the instance reconciler: %w", err)
 	}

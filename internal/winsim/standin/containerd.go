@@ -13,6 +13,13 @@ import (
 // the kubelet stand-in's containerRuntimeVersion.
 const ContainerdVersion = "1.7.22"
 
+// RuntimeHandler is the one runtime handler the simulated containerd has:
+// the runtime containerd's default CRI configuration on Windows names
+// (default_runtime_name = "runhcs-wcow-process", process-isolated Windows
+// containers). A pod whose RuntimeClass names another handler cannot get
+// a sandbox, as on a real host with containerd's default configuration.
+const RuntimeHandler = "runhcs-wcow-process"
+
 // runContainerd is the simulated containerd: it accepts containerd's
 // Windows service flags and runs until stopped. It runs no containers.
 func runContainerd(ctx context.Context, args []string) int {

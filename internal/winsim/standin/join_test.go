@@ -12,6 +12,7 @@ import (
 	"golang.org/x/crypto/ssh"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -375,6 +376,7 @@ func testPods(t *testing.T, admin kubernetes.Interface, nodeName string) {
 		return p.Status.Phase == corev1.PodFailed && p.Status.Reason == "NodeAffinity", string(p.Status.Phase)
 	})
 	_ = admin.CoreV1().Pods(ns).Delete(ctx, "linux-only", metav1.DeleteOptions{})
+	testRuntimeClasses(t, admin, pod)
 
 	newer := pod.DeepCopy()
 	newer.Name = "iis-2022"
@@ -417,5 +419,40 @@ func TestKubeletNeedsContainerd(t *testing.T) {
 	out, err = s.CombinedOutput(`C:\k\kubelet.exe --not-a-kubelet-flag`)
 	if ee, ok := err.(*ssh.ExitError); !ok || ee.ExitStatus() != 1 || !strings.Contains(string(out), "unknown flag: --not-a-kubelet-flag") {
 		t.Errorf("kubelet with an unknown flag: %v\n%s", err, out)
+	}
+}
+
+// testRuntimeClasses: a pod whose RuntimeClass names containerd's Windows
+// handler runs; one naming a handler containerd does not have never does.
+func testRuntimeClasses(t *testing.T, admin kubernetes.Interface, pod *corev1.Pod) {
+	ctx := context.Background()
+	for name, handler := range map[string]string{"windows-test": RuntimeHandler, "other-test": "kata"} {
+		rc := &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Handler: handler}
+		if _, err := admin.NodeV1().RuntimeClasses().Create(ctx, rc, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = admin.NodeV1().RuntimeClasses().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	}
+	good, bad := pod.DeepCopy(), pod.DeepCopy()
+	good.Name, good.Spec.RuntimeClassName = "with-windows-handler", ptr.To("windows-test")
+	bad.Name, bad.Spec.RuntimeClassName = "with-other-handler", ptr.To("other-test")
+	for _, p := range []*corev1.Pod{bad, good} {
+		if _, err := admin.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = admin.CoreV1().Pods(p.Namespace).Delete(context.Background(), p.Name, metav1.DeleteOptions{})
+		})
+	}
+	waitFor(t, 60*time.Second, "the pod of handler "+RuntimeHandler+" Running", func() (bool, string) {
+		p, err := admin.CoreV1().Pods(good.Namespace).Get(ctx, good.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return p.Status.Phase == corev1.PodRunning, string(p.Status.Phase)
+	})
+	p, err := admin.CoreV1().Pods(bad.Namespace).Get(ctx, bad.Name, metav1.GetOptions{})
+	if err != nil || p.Status.Phase == corev1.PodRunning || len(p.Status.ContainerStatuses) > 0 {
+		t.Errorf("a pod whose RuntimeClass names a handler containerd lacks: %v, %v", p.Status, err)
 	}
 }

@@ -91,6 +91,12 @@ func (k *kubelet) syncPod(ctx context.Context, pod *corev1.Pod) error {
 	if pod.Status.Phase == corev1.PodRunning && len(pod.Status.ContainerStatuses) == len(pod.Spec.Containers) {
 		return nil
 	}
+	if msg := k.sandboxFailure(ctx, pod); msg != "" {
+		// The kubelet retries the sandbox; the pod stays Pending with its
+		// containers ContainerCreating (nothing more is written).
+		k.log.Warningf("pod %s/%s: Failed to create pod sandbox: %s (simulated)", pod.Namespace, pod.Name, msg)
+		return nil
+	}
 	if st, failed := k.pullFailure(pod); failed {
 		return k.reportPullFailure(ctx, pod, st)
 	}
@@ -135,6 +141,27 @@ func equalWaiting(a, b []corev1.ContainerStatus) bool {
 		}
 	}
 	return true
+}
+
+// sandboxFailure says why the pod's sandbox cannot be created ("" when it
+// can): the kubelet looks its RuntimeClass up and asks containerd for that
+// handler, and containerd refuses a handler it is not configured with
+// ("no runtime for %q is configured").
+func (k *kubelet) sandboxFailure(ctx context.Context, pod *corev1.Pod) string {
+	name := pod.Spec.RuntimeClassName
+	if name == nil || *name == "" {
+		return ""
+	}
+	rc, err := k.client.NodeV1().RuntimeClasses().Get(ctx, *name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return fmt.Sprintf("RuntimeClass %q not found", *name)
+	case err != nil:
+		return fmt.Sprintf("looking up RuntimeClass %q: %v", *name, err)
+	case rc.Handler != RuntimeHandler:
+		return fmt.Sprintf("rpc error: code = Unknown desc = failed to get sandbox runtime: no runtime for %q is configured", rc.Handler)
+	}
+	return ""
 }
 
 // admit returns why the kubelet would reject the pod on this Windows node.
