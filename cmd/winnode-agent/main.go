@@ -111,6 +111,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	root.AddCommand(removeCmd)
 
 	root.AddCommand(bootstrapCommand(ctx, stdin, withAgent))
+	root.AddCommand(runServiceCommand(ctx, &code))
 
 	root.AddCommand(&cobra.Command{
 		Use:   "version",

@@ -42,6 +42,10 @@ import (
 
 // Options tune an environment. The zero value is what tests want.
 type Options struct {
+	// NoFlannel leaves out flannel's ConfigMap (flannel.go): the cluster
+	// then runs no pod network winnode knows, as one whose own CNI
+	// DaemonSets configure Windows nodes.
+	NoFlannel bool
 	// CRDDirectoryPaths are installed once the API server is up. Default:
 	// the project's config/crd/bases, when it exists.
 	CRDDirectoryPaths []string
@@ -147,6 +151,11 @@ func start(ctx context.Context, opts Options) (_ *Env, err error) {
 	}
 	if err := e.publishClusterInfo(ctx, client); err != nil {
 		return nil, err
+	}
+	if !opts.NoFlannel {
+		if err := publishFlannelConfig(ctx, client); err != nil {
+			return nil, err
+		}
 	}
 	return e, e.installCRDs(opts)
 }

@@ -534,6 +534,9 @@ func (h *Host) installContainerd() error {
 	if err := copyIfChanged(h.opts.StandinBinary, dst); err != nil {
 		return fmt.Errorf("simulated host %s: installing containerd.exe from %s: %w", h.id.Hostname, h.opts.StandinBinary, err)
 	}
+	if err := h.writeContainerdConfig(); err != nil {
+		return err
+	}
 	cfg := simscm.Config{
 		Name:           "containerd",
 		DisplayName:    "containerd container runtime",
@@ -549,6 +552,31 @@ func (h *Host) installContainerd() error {
 		return h.scm.Create(cfg)
 	}
 	return nil
+}
+
+// ContainerdConfig is the containerd configuration a simulated host is
+// prepared with (C:\Program Files\containerd\config.toml, containerd's
+// default configuration path on Windows): its CRI plugin reads CNI
+// configuration and plugins from winnode's folders, as docs/networking.md
+// asks of a host.
+const ContainerdConfig = `version = 2
+
+[plugins."io.containerd.grpc.v1.cri".cni]
+  bin_dir = "C:/k/cni/bin"
+  conf_dir = "C:/k/cni/config"
+`
+
+// writeContainerdConfig writes ContainerdConfig once (a test may change it
+// afterwards).
+func (h *Host) writeContainerdConfig() error {
+	p, err := h.Path(`C:\Program Files\containerd\config.toml`)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(p); err == nil {
+		return nil
+	}
+	return os.WriteFile(p, []byte(ContainerdConfig), 0o644)
 }
 
 // AuthorizeKey adds a public key to C:\ProgramData\ssh\administrators_authorized_keys

@@ -24,6 +24,7 @@ const (
 	AgentHostPath     = `C:\k\winnode-agent.exe`
 	KubeletHostPath   = `C:\k\kubelet.exe`
 	KubeProxyHostPath = `C:\k\kube-proxy.exe`
+	FlanneldHostPath  = `C:\k\flanneld.exe`
 	PaddingHostPath   = `C:\k\payload-padding.bin`
 	PaddingName       = "payload-padding.bin"
 )
@@ -71,11 +72,12 @@ func Build(dir string, o Options) (*payload.Manifest, error) {
 		{Name: "winnode-agent.exe", HostPath: AgentHostPath, Version: o.AgentVersion},
 		{Name: "kubelet.exe", HostPath: KubeletHostPath, Version: o.Version},
 		{Name: "kube-proxy.exe", HostPath: KubeProxyHostPath, Version: o.Version},
+		{Name: "flanneld.exe", HostPath: FlanneldHostPath, Version: o.Version},
 	}
-	sources := []string{o.AgentBinary, o.StandinBinary, o.StandinBinary}
+	sources := []string{o.AgentBinary, o.StandinBinary, o.StandinBinary, o.StandinBinary}
 	for i, f := range files {
 		var trailer []byte
-		if o.Build != "" && sources[i] == o.StandinBinary {
+		if o.Build != "" && (f.Name == "kubelet.exe" || f.Name == "kube-proxy.exe") {
 			trailer = []byte("\nwinnode simulated build " + o.Build + "\n")
 		}
 		if err := copyFile(sources[i], filepath.Join(dir, f.Name), trailer); err != nil {

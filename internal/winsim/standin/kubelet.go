@@ -245,6 +245,10 @@ type kubelet struct {
 
 	restConfig *rest.Config
 	client     kubernetes.Interface
+
+	// networkErr is why the runtime's network was last not ready ("" when
+	// it is), so that each cause is logged once.
+	networkErr string
 }
 
 func runKubelet(ctx context.Context, args []string) int {
