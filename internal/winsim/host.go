@@ -32,6 +32,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/winnode/winnode/internal/plan"
+	"github.com/winnode/winnode/internal/simhns"
 	"github.com/winnode/winnode/internal/simscm"
 	"github.com/winnode/winnode/internal/wincmd"
 	"github.com/winnode/winnode/internal/winpath"
@@ -476,6 +477,9 @@ func (h *Host) User() string { return h.opts.User }
 
 // Root is the Linux folder that the host's C:\ maps to.
 func (h *Host) Root() string { return h.root }
+
+// HNS is the host's simulated Host Networking Service (internal/simhns).
+func (h *Host) HNS() *simhns.Store { return simhns.Open(h.root) }
 
 // StateDir is the folder holding all of the host's state.
 func (h *Host) StateDir() string { return h.stateDir }
