@@ -14,12 +14,13 @@ import (
 const modulePath = "github.com/winnode/winnode"
 
 // EnvBinDir names the environment variable that points at a folder holding
-// etcd, kube-apiserver and kube-controller-manager (the Makefile sets it).
+// etcd, kube-apiserver, kube-controller-manager and kube-scheduler (the
+// Makefile sets it).
 // Without it the environment runs hack/tools/build-control-plane.sh, which
 // builds them once and caches them.
 const EnvBinDir = "WINNODE_K8S_BIN"
 
-var controlPlaneBinaries = []string{"etcd", "kube-apiserver", "kube-controller-manager"}
+var controlPlaneBinaries = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"}
 
 // RepoRoot finds the winnode source tree: from the working directory upwards,
 // then from where this file was compiled.

@@ -10,16 +10,22 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// FlannelNetwork is the cluster's pod network in flannel's configuration:
-// flannel's default, and the range the controller manager allocates node
-// subnets from.
-const FlannelNetwork = "10.244.0.0/16"
+// The test cluster's networks, kubeadm's and flannel's defaults: pods in
+// ClusterCIDR (the controller manager gives each Node a /24 of it, as
+// kubeadm's --pod-network-cidr does), Services in ServiceCIDR (the API
+// server's --service-cluster-ip-range, kubeadm's default; winnode's
+// --service-cidr default too).
+const (
+	ClusterCIDR         = "10.244.0.0/16"
+	ServiceCIDR         = "10.96.0.0/12"
+	kubernetesServiceIP = "10.96.0.1"
+)
 
 // FlannelNetConf is the net-conf.json of the test world's flannel, as
 // kube-flannel.yml ships it with the VXLAN settings Windows nodes need
 // (flannel's backends.md: VNI 4096 or more, port 4789 on Windows).
 const FlannelNetConf = `{
-  "Network": "` + FlannelNetwork + `",
+  "Network": "` + ClusterCIDR + `",
   "Backend": {
     "Type": "vxlan",
     "VNI": 4096,
