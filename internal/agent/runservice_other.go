@@ -26,6 +26,12 @@ func (r RunService) Run(ctx context.Context) int {
 		return 1
 	}
 	defer log.Close()
+	// Windows runs any file with a program extension; Linux needs the
+	// execute bit, which SFTP uploads do not carry (as winsim's own
+	// process start does it).
+	if fi, err := os.Stat(cmd.Path); err == nil && fi.Mode().Perm()&0o100 == 0 {
+		_ = os.Chmod(cmd.Path, fi.Mode().Perm()|0o755)
+	}
 	cmd.Env = os.Environ()
 	code, err := supervise(ctx, cmd)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -209,7 +210,33 @@ func (w *world) newHostNamed(t testing.TB, authorize bool, hostname string) *win
 		t.Fatalf("starting simulated host: %v", err)
 	}
 	t.Cleanup(func() { _ = h.Close() })
+	t.Cleanup(func() {
+		if t.Failed() {
+			logServiceLogs(t, h)
+		}
+	})
 	return h
+}
+
+// logServiceLogs shows the end of each service's log on a host (what the
+// simulated service control manager kept of its output, and the logs the
+// services write themselves), for a failed test.
+func logServiceLogs(t testing.TB, h *winsim.Host) {
+	for _, dir := range []string{`C:\ProgramData\winsim\logs`, `C:\var\log\kubelet`, `C:\var\log\kube-proxy`, `C:\var\log\flanneld`} {
+		local, err := h.Path(dir)
+		if err != nil {
+			continue
+		}
+		files, _ := filepath.Glob(filepath.Join(local, "*.log"))
+		for _, f := range files {
+			data, _ := os.ReadFile(f)
+			lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+			if len(lines) > 15 {
+				lines = lines[len(lines)-15:]
+			}
+			t.Logf("%s %s\\%s (last lines):\n%s", h.Hostname(), dir, filepath.Base(f), strings.Join(lines, "\n"))
+		}
+	}
 }
 
 // testWriter sends log lines to t.Log until the test's cleanups reach it:
