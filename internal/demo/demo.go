@@ -218,8 +218,12 @@ func (d *demo) setUp(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("building the stand-in programs: %w", err)
 	}
+	hostLocal, err := testenv.HostLocal()
+	if err != nil {
+		return fmt.Errorf("building the CNI host-local plugin: %w", err)
+	}
 	payloadDir := filepath.Join(d.workdir, "payload")
-	if _, err := simpayload.Build(payloadDir, simpayload.Options{AgentBinary: agentBin, StandinBinary: standinBin}); err != nil {
+	if _, err := simpayload.Build(payloadDir, simpayload.Options{AgentBinary: agentBin, StandinBinary: standinBin, HostLocalBinary: hostLocal}); err != nil {
 		return err
 	}
 	if ctx.Err() != nil {

@@ -102,7 +102,16 @@ func Binary(t TB, pkg string) string {
 	return path
 }
 
-// BuildBinary is Binary for callers outside tests (the demo).
+// HostLocal builds the Linux build of the CNI plugins' host-local IPAM
+// plugin, at the version the payload pins (hack/payload/cni): on simulated
+// hosts it hands out pod addresses as its Windows build does on Windows.
+func HostLocal() (string, error) {
+	return BuildBinary("hack/payload/cni:github.com/containernetworking/plugins/plugins/ipam/host-local")
+}
+
+// BuildBinary is Binary for callers outside tests (the demo). pkg is a
+// package of this module ("cmd/winnode-agent"), or "DIR:PACKAGE" for a
+// package of the tools module in DIR (hack/payload/cni).
 func BuildBinary(pkg string) (string, error) {
 	binaries.Lock()
 	defer binaries.Unlock()
@@ -122,6 +131,10 @@ func BuildBinary(pkg string) (string, error) {
 	out := filepath.Join(binaries.dir, filepath.Base(pkg))
 	cmd := exec.Command("go", "build", "-o", out, "./"+strings.TrimPrefix(pkg, "./"))
 	cmd.Dir = root
+	if dir, toolPkg, ok := strings.Cut(pkg, ":"); ok {
+		cmd = exec.Command("go", "build", "-o", out, toolPkg)
+		cmd.Dir = filepath.Join(root, dir)
+	}
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build %s: %v\n%s", pkg, err, msg)
