@@ -62,6 +62,9 @@ type Options struct {
 	DNSDomain string
 	// Build is "2019" (10.0.17763, default) or "2022" (10.0.20348).
 	Build string
+	// Builds, for StartFleet only, gives the hosts their builds in turn:
+	// host i runs Builds[i mod len(Builds)], overriding Build.
+	Builds []string
 	// IP is the host's loopback IPv4 address. Default: the next free one
 	// from 127.0.0.10 upward (free: used by no other host of this process,
 	// nor by simulated hosts of other processes on this machine).
@@ -131,6 +134,9 @@ var builds = map[string]struct{ build, product string }{
 func New(opts Options) (*Host, error) {
 	if opts.StateDir == "" {
 		return nil, errors.New("simulated host: Options.StateDir is required")
+	}
+	if len(opts.Builds) > 0 {
+		return nil, errors.New("simulated host: Options.Builds is for StartFleet; give one host its Build")
 	}
 	stateDir, err := filepath.Abs(opts.StateDir)
 	if err != nil {
