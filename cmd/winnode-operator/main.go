@@ -69,15 +69,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	joinMode, err := bootstrap.ParseMode(*joinCreds)
+	joinMode, err := checkFlags(*joinCreds, *network, *maxUnavailable)
 	if err != nil {
-		return fmt.Errorf("--join-credentials: %w", err)
-	}
-	if _, err := configure.ParseNetwork(*network); err != nil {
-		return fmt.Errorf("--network: %w", err)
-	}
-	if *maxUnavailable < 1 {
-		return fmt.Errorf("--max-unavailable %d: want 1 or more (upgrades that restart services would never start)", *maxUnavailable)
+		return err
 	}
 	csrPolicy, err := csrapproval.PolicyFromFlags(*nodeAddrCIDRs, *serviceCIDR)
 	if err != nil {
@@ -157,4 +151,19 @@ func envOr(name, def string) string {
 		return v
 	}
 	return def
+}
+
+// checkFlags checks the flags that take one of a few values.
+func checkFlags(joinCreds, network string, maxUnavailable int) (bootstrap.Mode, error) {
+	joinMode, err := bootstrap.ParseMode(joinCreds)
+	if err != nil {
+		return "", fmt.Errorf("--join-credentials: %w", err)
+	}
+	if _, err := configure.ParseNetwork(network); err != nil {
+		return "", fmt.Errorf("--network: %w", err)
+	}
+	if maxUnavailable < 1 {
+		return "", fmt.Errorf("--max-unavailable %d: want 1 or more (upgrades that restart services would never start)", maxUnavailable)
+	}
+	return joinMode, nil
 }

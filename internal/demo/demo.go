@@ -66,7 +66,7 @@ func NewCommand(s cli.Streams) *cobra.Command {
 		Use:   "demo",
 		Short: "Run winnode on this machine with simulated Windows hosts",
 		Long: `Run everything on this machine: a real Kubernetes control plane (etcd,
-kube-apiserver, kube-controller-manager, built from source by
+kube-apiserver, kube-controller-manager, kube-scheduler, built from source by
 hack/tools/build-control-plane.sh), --hosts SIMULATED Windows Server hosts
 (winsim: Linux processes that answer SSH and SFTP as Windows OpenSSH does,
 with a stand-in kubelet that joins the real API server) and the winnode
@@ -200,7 +200,7 @@ func runDemo(ctx context.Context, s cli.Streams, o demoOptions) (err error) {
 func (d *demo) setUp(ctx context.Context) error {
 	out := d.s.Out
 	fmt.Fprintf(out, `winnode demo: everything runs on this machine.
-  - a real Kubernetes control plane: etcd, kube-apiserver, kube-controller-manager
+  - a real Kubernetes control plane: etcd, kube-apiserver, kube-controller-manager, kube-scheduler
   - %s (winsim): Linux processes that answer SSH
     and SFTP as Windows OpenSSH does; the kubelet on them is a stand-in that
     joins the real API server. No Windows runs here.
@@ -217,21 +217,8 @@ func (d *demo) setUp(ctx context.Context) error {
 	}
 	d.logFile = logFile
 
-	d.say("building the agent and the stand-in kubelet for the simulated hosts (Linux builds)")
-	agentBin, err := testenv.BuildBinary("cmd/winnode-agent")
+	payloadDir, standinBin, err := d.buildPayload()
 	if err != nil {
-		return fmt.Errorf("building the agent: %w", err)
-	}
-	standinBin, err := testenv.BuildBinary("cmd/winsim-standin")
-	if err != nil {
-		return fmt.Errorf("building the stand-in programs: %w", err)
-	}
-	hostLocal, err := testenv.HostLocal()
-	if err != nil {
-		return fmt.Errorf("building the CNI host-local plugin: %w", err)
-	}
-	payloadDir := filepath.Join(d.workdir, "payload")
-	if _, err := simpayload.Build(payloadDir, simpayload.Options{AgentBinary: agentBin, StandinBinary: standinBin, HostLocalBinary: hostLocal}); err != nil {
 		return err
 	}
 	if ctx.Err() != nil {
@@ -298,6 +285,28 @@ func (d *demo) setUp(ctx context.Context) error {
 		return err
 	}
 	return d.listHosts(ctx)
+}
+
+// buildPayload builds the simulated hosts' programs (Linux builds of the
+// agent, the stand-ins and the CNI host-local plugin) and the payload
+// folder the operator copies to them; it returns the folder and the
+// stand-in binary.
+func (d *demo) buildPayload() (payloadDir, standinBin string, err error) {
+	d.say("building the agent, the stand-in kubelet and the CNI host-local plugin for the simulated hosts (Linux builds)")
+	agentBin, err := testenv.BuildBinary("cmd/winnode-agent")
+	if err != nil {
+		return "", "", fmt.Errorf("building the agent: %w", err)
+	}
+	if standinBin, err = testenv.BuildBinary("cmd/winsim-standin"); err != nil {
+		return "", "", fmt.Errorf("building the stand-in programs: %w", err)
+	}
+	hostLocal, err := testenv.HostLocal()
+	if err != nil {
+		return "", "", fmt.Errorf("building the CNI host-local plugin: %w", err)
+	}
+	payloadDir = filepath.Join(d.workdir, "payload")
+	_, err = simpayload.Build(payloadDir, simpayload.Options{AgentBinary: agentBin, StandinBinary: standinBin, HostLocalBinary: hostLocal})
+	return payloadDir, standinBin, err
 }
 
 func (d *demo) makeWorkdir() error {
