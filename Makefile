@@ -20,7 +20,7 @@ build:
 		GOOS=windows GOARCH=amd64 $(GO) build -o $(BIN)/windows-amd64/winnode-agent.exe ./cmd/winnode-agent; \
 	fi
 
-## control-plane: etcd, kube-apiserver, kube-controller-manager into bin/k8s/<version>
+## control-plane: etcd, kube-apiserver, kube-controller-manager, kube-scheduler into bin/k8s/<version>
 control-plane:
 	bash hack/tools/build-control-plane.sh
 

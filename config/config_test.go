@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/winnode/winnode/internal/controller"
 	"github.com/winnode/winnode/internal/inventory"
 	"github.com/winnode/winnode/internal/testenv"
 )
@@ -910,10 +911,19 @@ func TestSamples(t *testing.T) {
 		t.Errorf("the operator rejects entries of the sample ConfigMap: %v", errs)
 	}
 
+	web := readObjects(t, "samples/windows-web-server.yaml")
+	if file, err := os.ReadFile(filepath.Join(repoRoot(t), "config", "samples", "windows-web-server.yaml")); err != nil || !bytes.Equal(file, WindowsWebServer) {
+		t.Error("WindowsWebServer is not samples/windows-web-server.yaml")
+	}
+	checkWebServerSample(t, web)
+
 	env := testenv.Get(t)
 	c := newClient(t, env.Config)
 	applyNamespace(t, c, build(t, "default"))
-	dryRunAll(t, c, append(cm, wi...))
+	for _, o := range web {
+		o.SetNamespace("default")
+	}
+	dryRunAll(t, c, append(append(cm, wi...), web...))
 
 	// The CRD's validation is real: a username the operator would refuse is refused.
 	bad := wi[0].DeepCopy()
@@ -922,5 +932,33 @@ func TestSamples(t *testing.T) {
 	defer cancel()
 	if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(bad), fieldOwner, client.ForceOwnership, client.DryRunAll); err == nil {
 		t.Error(`a WindowsInstance with username DOMAIN\admin was accepted: is the CRD installed from config/crd/bases?`)
+	}
+}
+
+// checkWebServerSample: a Deployment whose RuntimeClass is one the operator
+// keeps, with an image of that RuntimeClass's release (a 2019 image under
+// windows-2019), and a Service that selects its pods.
+func checkWebServerSample(t *testing.T, objs []*unstructured.Unstructured) {
+	t.Helper()
+	if len(objs) != 2 || objs[0].GetKind() != "Deployment" || objs[1].GetKind() != "Service" {
+		t.Fatalf("samples/windows-web-server.yaml should hold a Deployment and a Service, has %d objects", len(objs))
+	}
+	rc, _, _ := unstructured.NestedString(objs[0].Object, "spec", "template", "spec", "runtimeClassName")
+	if _, ok := controller.WindowsReleases[rc]; !ok {
+		t.Errorf("the sample's runtimeClassName %q is none the operator keeps", rc)
+	}
+	containers, _, _ := unstructured.NestedSlice(objs[0].Object, "spec", "template", "spec", "containers")
+	release := strings.TrimPrefix(rc, "windows-")
+	for _, c := range containers {
+		if image, _ := c.(map[string]any)["image"].(string); !strings.HasSuffix(image, ":ltsc"+release) {
+			t.Errorf("the sample's image %s is not of Windows Server %s, its RuntimeClass's release", image, release)
+		}
+	}
+	podLabels, _, _ := unstructured.NestedStringMap(objs[0].Object, "spec", "template", "metadata", "labels")
+	selector, _, _ := unstructured.NestedStringMap(objs[1].Object, "spec", "selector")
+	for k, v := range selector {
+		if podLabels[k] != v {
+			t.Errorf("the sample's Service selects %s=%s, which its pods do not carry", k, v)
+		}
 	}
 }

@@ -135,6 +135,12 @@ const (
 	// with the host until the conflict is gone. Present (True) only when it
 	// applies.
 	ConditionNodeNameConflict = "NodeNameConflict"
+	// ConditionNetworkUnsupported: the pod network mode chosen (--network,
+	// or what auto found) cannot be set up on this host: the message names
+	// what is missing (flannel's ConfigMap, a VXLAN setting Windows needs, a
+	// program the payload lacks). Nothing is installed until it is fixed.
+	// Present (True) only when it applies.
+	ConditionNetworkUnsupported = "NetworkUnsupported"
 )
 
 // Condition reasons of a WindowsInstance (CamelCase, as metav1.Condition requires).
@@ -170,6 +176,8 @@ const (
 	// loopback, link-local or Service-range address, or a cluster DNS name,
 	// outside the operator's --allow-addresses; winnode does not connect.
 	ReasonAddressNotAllowed = "AddressNotAllowed"
+	// ReasonNetworkUnsupported: see ConditionNetworkUnsupported.
+	ReasonNetworkUnsupported = "NetworkUnsupported"
 )
 
 // WindowsInstanceStatus is what the operator observed and did.
@@ -252,6 +260,14 @@ type WindowsInstanceStatus struct {
 	// JoinedAt is when the host's Node first became Ready.
 	// +optional
 	JoinedAt *metav1.Time `json:"joinedAt,omitempty"`
+	// Network is the pod network mode of the host's plan: flannel,
+	// ovn-hybrid or external (docs/networking.md).
+	// +optional
+	Network string `json:"network,omitempty"`
+	// PodCIDR is the node's pod subnet the host's network configuration
+	// was rendered with; empty until the Node has one.
+	// +optional
+	PodCIDR string `json:"podCIDR,omitempty"`
 }
 
 // WindowsInstance is one Windows host that the operator turns into a worker

@@ -111,16 +111,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	root.AddCommand(removeCmd)
 
 	root.AddCommand(bootstrapCommand(ctx, stdin, withAgent))
+	root.AddCommand(runServiceCommand(ctx, &code))
 
-	root.AddCommand(&cobra.Command{
-		Use:   "version",
-		Short: "Print the agent's version as JSON",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			agent.WriteJSON(stdout, map[string]string{"schemaVersion": plan.SchemaVersion, "agentVersion": version})
-			return nil
-		},
-	})
+	root.AddCommand(versionCommand(stdout))
 
 	root.SetArgs(args)
 	root.SetOut(stderr) // help and usage go to stderr: stdout is for the JSON document
@@ -130,4 +123,18 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return agent.Fail(stdout, plan.Errorf(plan.ErrUsage, "%v (run winnode-agent --help)", err), nil)
 	}
 	return code
+}
+
+// versionCommand is `winnode-agent version`: the agent's and the plan
+// schema's versions as JSON.
+func versionCommand(stdout io.Writer) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the agent's version as JSON",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			agent.WriteJSON(stdout, map[string]string{"schemaVersion": plan.SchemaVersion, "agentVersion": version})
+			return nil
+		},
+	}
 }

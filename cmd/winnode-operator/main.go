@@ -22,6 +22,7 @@ import (
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/bootstrap"
+	"github.com/winnode/winnode/internal/configure"
 	"github.com/winnode/winnode/internal/controller"
 	"github.com/winnode/winnode/internal/csrapproval"
 	"github.com/winnode/winnode/internal/inventory"
@@ -60,6 +61,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		nodeAddrCIDRs  = fs.String("node-address-cidrs", "", csrapproval.NodeAddressCIDRsHelp)
 		serviceCIDR    = fs.String("service-cidr", csrapproval.DefaultServiceCIDR, csrapproval.ServiceCIDRHelp)
 		allowAddrs     = fs.String("allow-addresses", "", inventory.AllowAddressesHelp)
+		network        = fs.String("network", configure.NetworkAuto, configure.NetworkHelp)
 		joinCreds      = fs.String("join-credentials", string(bootstrap.ModeAuto), "the kubelets' join credentials: auto (a bootstrap token when the API server accepts one, else a token of a ServiceAccount in the operator namespace), bootstrap-token or service-account")
 	)
 	zapOpts := zap.Options{}
@@ -67,12 +69,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	joinMode, err := bootstrap.ParseMode(*joinCreds)
+	joinMode, err := checkFlags(*joinCreds, *network, *maxUnavailable)
 	if err != nil {
-		return fmt.Errorf("--join-credentials: %w", err)
-	}
-	if *maxUnavailable < 1 {
-		return fmt.Errorf("--max-unavailable %d: want 1 or more (upgrades that restart services would never start)", *maxUnavailable)
+		return err
 	}
 	csrPolicy, err := csrapproval.PolicyFromFlags(*nodeAddrCIDRs, *serviceCIDR)
 	if err != nil {
@@ -133,6 +132,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		CSRPolicy:       csrPolicy,
 		JoinCredentials: joinMode,
 		Addresses:       inventory.AddressPolicy{Allowed: allowed},
+		Network:         *network,
 	}); err != nil {
 		return err
 	}
@@ -151,4 +151,19 @@ func envOr(name, def string) string {
 		return v
 	}
 	return def
+}
+
+// checkFlags checks the flags that take one of a few values.
+func checkFlags(joinCreds, network string, maxUnavailable int) (bootstrap.Mode, error) {
+	joinMode, err := bootstrap.ParseMode(joinCreds)
+	if err != nil {
+		return "", fmt.Errorf("--join-credentials: %w", err)
+	}
+	if _, err := configure.ParseNetwork(network); err != nil {
+		return "", fmt.Errorf("--network: %w", err)
+	}
+	if maxUnavailable < 1 {
+		return "", fmt.Errorf("--max-unavailable %d: want 1 or more (upgrades that restart services would never start)", maxUnavailable)
+	}
+	return joinMode, nil
 }

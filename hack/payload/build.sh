@@ -5,11 +5,12 @@
 #   kubelet.exe, kube-proxy.exe           k8s.io/kubernetes, version pinned by hack/payload/kubernetes/go.mod
 #   win-bridge.exe, win-overlay.exe,      github.com/containernetworking/plugins, version pinned by
 #   host-local.exe                        hack/payload/cni/go.mod
+#   flanneld.exe                          github.com/flannel-io/flannel, version pinned by hack/payload/flannel/go.mod
 #   winnode-agent.exe                     this repository's ./cmd/winnode-agent
 #
 # Usage: hack/payload/build.sh [OUTPUT-DIR]
 #   OUTPUT-DIR defaults to $WINNODE_PAYLOAD_DIR, else <repo>/payload.
-#   It receives the six programs and manifest.json (written with
+#   It receives the seven programs and manifest.json (written with
 #   internal/payload, then loaded back the way the operator loads it).
 #   WINNODE_VERSION, if set, is the agent's version in the manifest (default:
 #   `git describe --tags --always --dirty`, or "dev" outside a git work tree).
@@ -42,6 +43,11 @@ cni_version=$(modversion "$here/cni" github.com/containernetworking/plugins)
 recipe=1
 cache="${WINNODE_CACHE:-$HOME/.cache/winnode}/payload/k8s-$k8s_version-cni-$cni_version-r$recipe"
 mkdir -p "$cache"
+flannel_version=$(modversion "$here/flannel" github.com/flannel-io/flannel)
+# flanneld has a cache of its own: adding it did not invalidate the
+# Kubernetes programs' cache, and a new flannel rebuilds only flanneld.
+flannel_cache="${WINNODE_CACHE:-$HOME/.cache/winnode}/payload/flannel-$flannel_version-r1"
+mkdir -p "$flannel_cache"
 
 # gobuild DIR OUTPUT PACKAGE LDFLAGS [TAGS]: one Windows build, as release
 # builds do it: static (no cgo), symbol tables stripped. Unlike release builds
@@ -93,6 +99,9 @@ upstream host-local.exe "$here/cni" $cni/ipam/host-local "$cni_ldflags"
 k8s_tags=selinux,notest,grpcnotrace
 upstream kube-proxy.exe "$here/kubernetes" k8s.io/kubernetes/cmd/kube-proxy "$k8s_ldflags" $k8s_tags
 upstream kubelet.exe "$here/kubernetes" k8s.io/kubernetes/cmd/kubelet "$k8s_ldflags" $k8s_tags
+# flanneld for Windows nodes in flannel mode (docs/networking.md); what
+# `flanneld.exe --version` prints.
+cache=$flannel_cache upstream flanneld.exe "$here/flannel" github.com/flannel-io/flannel "-X github.com/flannel-io/flannel/pkg/version.Version=$flannel_version"
 
 # The agent is this repository's own program: its version is the work tree's.
 agent_version=${WINNODE_VERSION:-$(git -C "$root" describe --tags --always --dirty 2>/dev/null || echo dev)}
@@ -109,6 +118,7 @@ gobuild "$root" "$agent_tmp/winnode-agent.exe" ./cmd/winnode-agent "-X main.vers
 for name in kubelet.exe kube-proxy.exe win-bridge.exe win-overlay.exe host-local.exe; do
 	place "$name" "$cache/$name"
 done
+place flanneld.exe "$flannel_cache/flanneld.exe"
 place winnode-agent.exe "$agent_tmp/winnode-agent.exe"
 
 # Where each file goes on the host (docs/install.md explains the layout).
@@ -118,6 +128,7 @@ place winnode-agent.exe "$agent_tmp/winnode-agent.exe"
 	win-bridge.exe 'C:\k\cni\bin\win-bridge.exe' "$cni_version" \
 	win-overlay.exe 'C:\k\cni\bin\win-overlay.exe' "$cni_version" \
 	host-local.exe 'C:\k\cni\bin\host-local.exe' "$cni_version" \
+	flanneld.exe 'C:\k\flanneld.exe' "$flannel_version" \
 	winnode-agent.exe 'C:\k\winnode-agent.exe' "$agent_version")
-say "payload ready: kubernetes $k8s_version, CNI plugins $cni_version, agent $agent_version"
+say "payload ready: kubernetes $k8s_version, CNI plugins $cni_version, flannel $flannel_version, agent $agent_version"
 echo "$out"

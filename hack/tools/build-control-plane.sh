@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Builds the control plane that tests and the demo run, from source through the
 # Go module proxy: etcd, kube-apiserver and kube-controller-manager at the
-# versions pinned by hack/tools/go.mod and hack/tools/etcd/go.mod.
+# versions pinned by hack/tools/go.mod and hack/tools/etcd/go.mod, and kube-scheduler.
 #
-# Output: bin/k8s/<kubernetes version>/{etcd,kube-apiserver,kube-controller-manager}
+# Output: bin/k8s/<kubernetes version>/{etcd,kube-apiserver,kube-controller-manager,kube-scheduler}
 # Binaries are also kept in a cache outside the work tree
 # (${WINNODE_CACHE:-~/.cache/winnode}/k8s/<version>), so a fresh clone on the
 # same machine copies them instead of rebuilding. What is already there is
@@ -55,6 +55,7 @@ k8s_ldflags=$(k8s_version_ldflags "$here")
 build etcd "$here/etcd" go.etcd.io/etcd/server/v3 "-X go.etcd.io/etcd/api/v3/version.GitSHA=$etcd_version"
 build kube-apiserver "$here" k8s.io/kubernetes/cmd/kube-apiserver "$k8s_ldflags"
 build kube-controller-manager "$here" k8s.io/kubernetes/cmd/kube-controller-manager "$k8s_ldflags"
+build kube-scheduler "$here" k8s.io/kubernetes/cmd/kube-scheduler "$k8s_ldflags"
 
 "$out/kube-apiserver" --version >&2
 "$out/etcd" --version | sed -n 1p >&2

@@ -3,8 +3,11 @@ package agent
 import (
 	"context"
 	"errors"
+	"maps"
+	"os"
 
 	"github.com/winnode/winnode/internal/plan"
+	"github.com/winnode/winnode/internal/winpath"
 )
 
 // ContainerdService is the container runtime's service name.
@@ -44,5 +47,30 @@ func (a *Agent) Info(ctx context.Context) (*plan.Info, error) {
 		return nil, plan.AsError(err, plan.ErrHost)
 	}
 	info.InstalledPlan = st.installedPlan()
+	a.forgetMissingFiles(info.InstalledPlan)
 	return info, nil
+}
+
+// forgetMissingFiles leaves out of the installed manifest the files that
+// are no longer on disk (deleted by hand, or by a program), so that the
+// operator uploads them again and the next apply puts them back. Files are
+// only looked up, not hashed: a check must stay cheap.
+func (a *Agent) forgetMissingFiles(ip *plan.InstalledPlan) {
+	if ip == nil {
+		return
+	}
+	ip.Files = maps.Clone(ip.Files) // the state's own record is left as it is
+	for path := range ip.Files {
+		wp, err := winpath.Parse(path)
+		if err != nil {
+			continue
+		}
+		local, err := a.Platform.LocalPath(wp)
+		if err != nil {
+			continue
+		}
+		if _, err := os.Lstat(local); errors.Is(err, os.ErrNotExist) {
+			delete(ip.Files, path)
+		}
+	}
 }

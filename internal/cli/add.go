@@ -49,8 +49,10 @@ type hostFlags struct {
 	// approval: --node-address-cidrs and --service-cidr (add and upgrade
 	// only, which approve CSRs; addApprovalFlags).
 	approval approvalFlags
-	// joinCredentials is --join-credentials (add and upgrade only).
+	// joinCredentials is --join-credentials, network --network (add and
+	// upgrade only).
 	joinCredentials string
+	network         string
 	// hostKey is --host-key (add only): the SHA256 fingerprint the host
 	// key must have from the first connection on.
 	hostKey string
@@ -193,16 +195,21 @@ func runAddE(s Streams, hf *hostFlags, payloadDir *string, upgrade bool) func(*c
 		if _, err := bootstrap.ParseMode(hf.joinCredentials); err != nil {
 			return UsageErrorf("--join-credentials: %v", err)
 		}
+		if _, err := configure.ParseNetwork(hf.network); err != nil {
+			return UsageErrorf("--network: %v", err)
+		}
 		ctx, cancel := context.WithTimeout(cmd.Context(), hf.timeout)
 		defer cancel()
 		return runAdd(ctx, s, *hf, h, payloadOrDefault(*payloadDir), upgrade)
 	}
 }
 
-// addJoinCredentialsFlag adds --join-credentials (add, upgrade).
+// addJoinCredentialsFlag adds --join-credentials and --network (add,
+// upgrade).
 func addJoinCredentialsFlag(cmd *cobra.Command, hf *hostFlags) {
 	cmd.Flags().StringVar(&hf.joinCredentials, "join-credentials", string(bootstrap.ModeAuto),
 		"the kubelet's join credentials: auto (a bootstrap token when the API server accepts one, else a ServiceAccount token), bootstrap-token or service-account (docs/credentials.md)")
+	cmd.Flags().StringVar(&hf.network, "network", configure.NetworkAuto, configure.NetworkHelp+" (docs/networking.md)")
 }
 
 // addPayloadFlag adds --payload-dir. Its default is resolved when the
@@ -267,6 +274,8 @@ func runAdd(ctx context.Context, s Streams, hf hostFlags, h inventory.Host, payl
 		JoinCredentials: bootstrap.Mode(hf.joinCredentials),
 		JoinNamespace:   joinNamespace,
 		Addresses:       addresses,
+		Network:         hf.network,
+		ServiceCIDR:     policy.ServiceCIDRs[0].String(),
 		AfterStep:       func(_ *winnodev1.WindowsInstance, step string) { steps.begin(step) },
 		Log:             logrTo(s.Err, hf.verbose),
 	}

@@ -161,7 +161,7 @@ func (c *Configurer) learn(ctx context.Context, inst *winnodev1.WindowsInstance,
 	if err != nil {
 		return nil, err
 	}
-	r, err := c.render(inst, info, cr)
+	r, err := c.render(ctx, inst, info, cr, node)
 	if err != nil {
 		return nil, err
 	}

@@ -130,6 +130,12 @@ type Configurer struct {
 	// namespace (winnodectl: kube-system). Required for the ServiceAccount
 	// form; the CSR approver must be given the same namespace.
 	JoinNamespace string
+	// Network is the pod network mode (--network: auto, flannel, ovn-hybrid
+	// or external; "" is auto): network.go.
+	Network string
+	// ServiceCIDR is the cluster's Service range, for the pod network's
+	// NAT exceptions and routes (the operator's --service-cidr).
+	ServiceCIDR string
 	// Detector answers ModeAuto; share one per process so the API server is
 	// probed once. Nil: a Detector of this Configurer's own.
 	Detector *bootstrap.Detector

@@ -30,6 +30,13 @@ func (c *Configurer) join(ctx context.Context, inst *winnodev1.WindowsInstance) 
 			fmt.Sprintf("waiting for the kubelet on %s to register Node %s", inst.Spec.Address, nodeName(inst)))
 		return Result{RequeueAfter: c.pollInterval()}, c.save(ctx, inst)
 	}
+	if subnetArrived(inst, node) {
+		// The Node got its pod subnet: render the plan again with the
+		// node's CNI configuration and kube-proxy (configure.go runs the
+		// host steps again from step plan).
+		c.Log.Info("node subnet assigned; configuring the pod network", "instance", inst.Name, "podCIDR", node.Spec.PodCIDR)
+		return Result{RequeueAfter: time.Millisecond}, c.step(ctx, inst, StepPlan)
+	}
 	if !NodeReady(node) && !node.Spec.Unschedulable {
 		if err := c.cordon(ctx, node.Name, true); err != nil {
 			return Result{}, stepErr(StepJoin, winnodev1.ReasonWaitingForNode, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
@@ -16,18 +17,26 @@ import (
 // <staging>\<sha256>, which is the path given to `winnode-agent apply --plan`.
 const planHostPath = `C:\k\plan.json`
 
-// render makes the host's plan (step "plan").
-func (c *Configurer) render(inst *winnodev1.WindowsInstance, info *plan.Info, cr *credentials) (*plan.Rendered, error) {
+// render makes the host's plan (step "plan"), with the pod network of its
+// mode (network.go); node is the host's Node, nil before it registered.
+func (c *Configurer) render(ctx context.Context, inst *winnodev1.WindowsInstance, info *plan.Info, cr *credentials, node *corev1.Node) (*plan.Rendered, error) {
+	network, why, err := c.networkFacts(ctx, node)
+	if err != nil {
+		SetCondition(inst, winnodev1.ConditionConfigured, metav1.ConditionFalse, winnodev1.ReasonNetworkUnsupported, err.Error())
+		return nil, networkUnsupported(inst, err)
+	}
 	r, err := plan.Render(plan.RenderInput{
 		Cluster:         cr.cluster,
 		Host:            plan.HostFacts{Info: info, Address: inst.Spec.Address},
 		Payload:         c.Payload,
+		Network:         network,
 		OperatorVersion: c.Version,
 	})
 	if err != nil {
 		SetCondition(inst, winnodev1.ConditionConfigured, metav1.ConditionFalse, winnodev1.ReasonApplyFailed, err.Error())
 		return nil, stepErr(StepPlan, winnodev1.ReasonApplyFailed, err)
 	}
+	c.recordNetwork(inst, network, why)
 	return r, nil
 }
 

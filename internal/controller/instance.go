@@ -78,6 +78,10 @@ type InstanceReconciler struct {
 	Detector        *bootstrap.Detector
 	// Addresses is the address policy handed to each Configurer.
 	Addresses inventory.AddressPolicy
+	// Network and ServiceCIDR are the pod network mode and the Service
+	// range handed to each Configurer.
+	Network     string
+	ServiceCIDR string
 	// Tune adjusts each Configurer (timeouts, test hooks).
 	Tune func(*configure.Configurer)
 
@@ -239,6 +243,8 @@ func (r *InstanceReconciler) configurer(ctx context.Context, inst *winnodev1.Win
 		JoinNamespace:   r.JoinNamespace,
 		Detector:        r.Detector,
 		Addresses:       r.Addresses,
+		Network:         r.Network,
+		ServiceCIDR:     r.ServiceCIDR,
 		Persist: func(ctx context.Context, inst *winnodev1.WindowsInstance) error {
 			return r.Client.Status().Update(ctx, inst)
 		},

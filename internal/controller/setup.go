@@ -77,6 +77,9 @@ type Options struct {
 	// (--allow-addresses); a policy without a Service range gets
 	// CSRPolicy's.
 	Addresses inventory.AddressPolicy
+	// Network is the pod network mode of Windows nodes (--network: auto,
+	// flannel, ovn-hybrid, external; "" is auto).
+	Network string
 	// TuneInstance, when set, adjusts each instance Configurer (tests:
 	// shorter timeouts).
 	TuneInstance func(*configure.Configurer)
@@ -192,6 +195,8 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 // The cluster DNS for the hosts' kubelets (internal/configure clusterDNS).
 // +kubebuilder:rbac:groups="",namespace=kube-system,resources=configmaps,resourceNames=kubelet-config,verbs=get
 // +kubebuilder:rbac:groups="",namespace=kube-system,resources=services,resourceNames=kube-dns,verbs=get
+// flannel's configuration, by name only (internal/configure network.go).
+// +kubebuilder:rbac:groups="",resources=configmaps,resourceNames=kube-flannel-cfg,verbs=get
 
 // SetupInstanceReconciler registers the instance reconciler (instance.go).
 // ---- The instance reconciler's owner maintains this function. ----
@@ -207,6 +212,8 @@ func SetupInstanceReconciler(mgr ctrl.Manager, opts Options, deps Deps) error {
 		JoinCredentials:         opts.JoinCredentials,
 		JoinNamespace:           opts.Namespace,
 		Addresses:               opts.Addresses,
+		Network:                 opts.Network,
+		ServiceCIDR:             opts.CSRPolicy.ServiceCIDRs[0].String(),
 		Detector:                deps.Detector,
 		MaxConcurrentReconciles: opts.MaxConcurrent,
 		MaxUnavailable:          opts.MaxUnavailable,

@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
+	"github.com/winnode/winnode/config"
 	"github.com/winnode/winnode/internal/cli"
 	"github.com/winnode/winnode/internal/cli/view"
 	"github.com/winnode/winnode/internal/controller"
@@ -51,6 +52,7 @@ type demoOptions struct {
 	workdir       string
 	kubeconfigOut string
 	windowsBuild  string
+	builds        []string // windowsBuild, split
 	exitWhenReady bool
 	readyTimeout  time.Duration
 	// bootstrapTokenAuth false starts the API server as OpenShift's runs:
@@ -64,7 +66,7 @@ func NewCommand(s cli.Streams) *cobra.Command {
 		Use:   "demo",
 		Short: "Run winnode on this machine with simulated Windows hosts",
 		Long: `Run everything on this machine: a real Kubernetes control plane (etcd,
-kube-apiserver, kube-controller-manager, built from source by
+kube-apiserver, kube-controller-manager, kube-scheduler, built from source by
 hack/tools/build-control-plane.sh), --hosts SIMULATED Windows Server hosts
 (winsim: Linux processes that answer SSH and SFTP as Windows OpenSSH does,
 with a stand-in kubelet that joins the real API server) and the winnode
@@ -90,6 +92,10 @@ running so that you can look).`,
   # Five Windows Server 2022 hosts, and the kubeconfig in a known place
   winnodectl demo --hosts 5 --windows-build 2022 --kubeconfig-out ./demo.kubeconfig
 
+  # Four hosts, 2019 and 2022 in turn: each workload picks its release
+  # with RuntimeClass windows-2019 or windows-2022
+  winnodectl demo --hosts 4 --windows-build 2019,2022
+
   # For scripts and CI: stop once every host is a Ready node
   winnodectl demo --exit-when-ready`,
 		Args: cli.NoArgs,
@@ -97,9 +103,11 @@ running so that you can look).`,
 			if o.hosts < 1 || o.hosts > 100 {
 				return cli.UsageErrorf("--hosts %d: give 1 to 100 simulated hosts", o.hosts)
 			}
-			if o.windowsBuild != "2019" && o.windowsBuild != "2022" {
-				return cli.UsageErrorf("--windows-build %q: simulated hosts run Windows Server 2019 or 2022", o.windowsBuild)
+			builds, err := parseBuilds(o.windowsBuild)
+			if err != nil {
+				return err
 			}
+			o.builds = builds
 			if err := checkKubeconfigOut(o.kubeconfigOut); err != nil {
 				return err
 			}
@@ -110,7 +118,7 @@ running so that you can look).`,
 	f.IntVar(&o.hosts, "hosts", 3, "number of simulated Windows hosts")
 	f.StringVar(&o.workdir, "workdir", "", "folder for the hosts' state, the payload and the logs, kept afterwards for a look (default: a temporary folder, removed at the end); each run starts with new hosts")
 	f.StringVar(&o.kubeconfigOut, "kubeconfig-out", "", "also write the cluster's admin kubeconfig here, as soon as the API server is up")
-	f.StringVar(&o.windowsBuild, "windows-build", "2019", "Windows Server version the simulated hosts report: 2019 or 2022")
+	f.StringVar(&o.windowsBuild, "windows-build", "2019", "Windows Server version the simulated hosts report: 2019 or 2022, or a comma list the hosts take in turn (2019,2022)")
 	f.BoolVar(&o.exitWhenReady, "exit-when-ready", false, "stop everything and exit once every host is a Ready node (for scripts and CI)")
 	f.DurationVar(&o.readyTimeout, "ready-timeout", 10*time.Minute, "how long the hosts may take to become Ready nodes")
 	f.BoolVar(&o.bootstrapTokenAuth, "bootstrap-token-auth", true, "start kube-apiserver with bootstrap-token authentication; false starts it as OpenShift's runs, and the hosts join with ServiceAccount tokens")
@@ -192,12 +200,12 @@ func runDemo(ctx context.Context, s cli.Streams, o demoOptions) (err error) {
 func (d *demo) setUp(ctx context.Context) error {
 	out := d.s.Out
 	fmt.Fprintf(out, `winnode demo: everything runs on this machine.
-  - a real Kubernetes control plane: etcd, kube-apiserver, kube-controller-manager
+  - a real Kubernetes control plane: etcd, kube-apiserver, kube-controller-manager, kube-scheduler
   - %s (winsim): Linux processes that answer SSH
     and SFTP as Windows OpenSSH does; the kubelet on them is a stand-in that
     joins the real API server. No Windows runs here.
   - the winnode operator, in this process
-`, hostCount(d.o.hosts, "SIMULATED Windows Server "+d.o.windowsBuild+" host"))
+`, hostCount(d.o.hosts, "SIMULATED Windows Server "+strings.Join(d.o.builds, "/")+" host"))
 
 	if err := d.makeWorkdir(); err != nil {
 		return err
@@ -209,17 +217,8 @@ func (d *demo) setUp(ctx context.Context) error {
 	}
 	d.logFile = logFile
 
-	d.say("building the agent and the stand-in kubelet for the simulated hosts (Linux builds)")
-	agentBin, err := testenv.BuildBinary("cmd/winnode-agent")
+	payloadDir, standinBin, err := d.buildPayload()
 	if err != nil {
-		return fmt.Errorf("building the agent: %w", err)
-	}
-	standinBin, err := testenv.BuildBinary("cmd/winsim-standin")
-	if err != nil {
-		return fmt.Errorf("building the stand-in programs: %w", err)
-	}
-	payloadDir := filepath.Join(d.workdir, "payload")
-	if _, err := simpayload.Build(payloadDir, simpayload.Options{AgentBinary: agentBin, StandinBinary: standinBin}); err != nil {
 		return err
 	}
 	if ctx.Err() != nil {
@@ -250,7 +249,7 @@ func (d *demo) setUp(ctx context.Context) error {
 	d.say("starting %s", hostCount(d.o.hosts, "simulated Windows host"))
 	logger := slog.New(slog.NewTextHandler(d.logFile, nil))
 	if d.fleet, err = winsim.StartFleet(d.o.hosts, winsim.Options{
-		StateDir: hostsDir, Build: d.o.windowsBuild,
+		StateDir: hostsDir, Builds: d.o.builds,
 		StandinBinary: standinBin, Logger: logger,
 		// Down for longer than the node monitor's grace period (20s), as a
 		// real reboot is, so that the node is seen to go NotReady.
@@ -286,6 +285,28 @@ func (d *demo) setUp(ctx context.Context) error {
 		return err
 	}
 	return d.listHosts(ctx)
+}
+
+// buildPayload builds the simulated hosts' programs (Linux builds of the
+// agent, the stand-ins and the CNI host-local plugin) and the payload
+// folder the operator copies to them; it returns the folder and the
+// stand-in binary.
+func (d *demo) buildPayload() (payloadDir, standinBin string, err error) {
+	d.say("building the agent, the stand-in kubelet and the CNI host-local plugin for the simulated hosts (Linux builds)")
+	agentBin, err := testenv.BuildBinary("cmd/winnode-agent")
+	if err != nil {
+		return "", "", fmt.Errorf("building the agent: %w", err)
+	}
+	if standinBin, err = testenv.BuildBinary("cmd/winsim-standin"); err != nil {
+		return "", "", fmt.Errorf("building the stand-in programs: %w", err)
+	}
+	hostLocal, err := testenv.HostLocal()
+	if err != nil {
+		return "", "", fmt.Errorf("building the CNI host-local plugin: %w", err)
+	}
+	payloadDir = filepath.Join(d.workdir, "payload")
+	_, err = simpayload.Build(payloadDir, simpayload.Options{AgentBinary: agentBin, StandinBinary: standinBin, HostLocalBinary: hostLocal})
+	return payloadDir, standinBin, err
 }
 
 func (d *demo) makeWorkdir() error {
@@ -391,6 +412,23 @@ func (d *demo) createObjects(ctx context.Context, pemKey []byte) error {
 	}
 	d.say("created namespace %s and Secret %s (a fresh ed25519 key the simulated hosts accept)", controller.DefaultNamespace, sshkey.PrivateKeySecret)
 	return nil
+}
+
+// demoBuilds are the Windows Server releases winsim simulates.
+var demoBuilds = map[string]bool{"2019": true, "2022": true}
+
+// parseBuilds splits --windows-build's comma list: "2019,2022" gives the
+// hosts those releases in turn.
+func parseBuilds(list string) ([]string, error) {
+	var builds []string
+	for _, b := range strings.Split(list, ",") {
+		b = strings.TrimSpace(b)
+		if !demoBuilds[b] {
+			return nil, cli.UsageErrorf("--windows-build %q: simulated hosts run Windows Server 2019 or 2022; give one, or a comma list such as 2019,2022", list)
+		}
+		builds = append(builds, b)
+	}
+	return builds, nil
 }
 
 // rebootDowntime is how long a simulated host stays down on `reboot`.
@@ -548,10 +586,11 @@ Try, in another terminal:
   %[2]s status
   %[2]s ssh %[3]s -- "C:\Program Files\containerd\containerd.exe" --version
 
+%[7]s
   # Take a host out: its node is drained and deleted, the host cleaned.
   kubectl -n %[4]s patch configmap %[5]s --type json -p '[{"op":"remove","path":"/data/%[6]s"}]'
 
-`, d.kubeconfig, self, strings.ToLower(first.Hostname()), controller.DefaultNamespace, instancesConfigMap, first.IP())
+`, d.kubeconfig, self, strings.ToLower(first.Hostname()), controller.DefaultNamespace, instancesConfigMap, first.IP(), d.sampleLines())
 	if d.o.exitWhenReady {
 		return
 	}
@@ -563,6 +602,40 @@ Try, in another terminal:
 `, first.IP())
 	}
 	fmt.Fprintln(out, "\nThe demo runs until Ctrl-C (SIGINT) or SIGTERM; changes to the hosts show below.")
+}
+
+// sampleFile is the web server sample the demo writes into its workdir, for
+// the hosts' first release.
+const sampleFile = "windows-web-server.yaml"
+
+// sampleLines writes config/samples/windows-web-server.yaml for the first
+// host's release (the sample is of Windows Server 2019: for 2022 its image
+// tag and RuntimeClass change, as the sample's comment says) and returns
+// the "try" lines that deploy it.
+func (d *demo) sampleLines() string {
+	release := d.o.builds[0]
+	sample := strings.ReplaceAll(string(config.WindowsWebServer), "2019", release)
+	path := filepath.Join(d.workdir, sampleFile)
+	if err := os.WriteFile(path, []byte(sample), 0o644); err != nil {
+		return fmt.Sprintf("\n  (writing the web server sample failed: %v)\n", err)
+	}
+	lines := fmt.Sprintf(`
+  # A Windows Server %[1]s web server (config/samples/%[2]s): RuntimeClass
+  # windows-%[1]s places its pods on the Windows Server %[1]s nodes.
+  kubectl apply -f %[3]s
+  kubectl get pods -l app=win-webserver -o wide
+`, release, sampleFile, path)
+	for _, other := range d.o.builds {
+		if other == release {
+			continue
+		}
+		lines += fmt.Sprintf(`  # The same on Windows Server %[2]s: its image and RuntimeClass change
+  # together, and its pods move to the %[2]s nodes.
+  sed 's/%[1]s/%[2]s/g' %[3]s | kubectl apply -f -
+`, release, other, path)
+		break
+	}
+	return lines
 }
 
 // printStatus prints the instance table (on a timeout).

@@ -18,6 +18,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -60,7 +63,7 @@ func TestDemoReadyThenSIGTERM(t *testing.T) {
 	work := t.TempDir()
 	kubeconfig := filepath.Join(work, "out", "admin.kubeconfig")
 
-	cmd := exec.Command(bin, "demo", "--hosts", "2", "--workdir", filepath.Join(work, "demo"), "--kubeconfig-out", kubeconfig, "--ready-timeout", "6m")
+	cmd := exec.Command(bin, "demo", "--hosts", "2", "--windows-build", "2019,2022", "--workdir", filepath.Join(work, "demo"), "--kubeconfig-out", kubeconfig, "--ready-timeout", "6m")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -114,8 +117,11 @@ func TestDemoReadyThenSIGTERM(t *testing.T) {
 		}
 	}
 
-	// The kubeconfig works on its own, and shows the two Windows nodes Ready.
-	checkDemoCluster(t, kubeconfig, 2)
+	// The kubeconfig works on its own, and shows the two Windows nodes
+	// Ready, one of each release; the sample the "try" lines name runs on
+	// the 2019 one.
+	c := checkDemoCluster(t, kubeconfig, 2)
+	checkSampleRuns(t, c, filepath.Join(work, "demo", "windows-web-server.yaml"))
 
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -142,7 +148,7 @@ func TestDemoReadyThenSIGTERM(t *testing.T) {
 	}
 
 	out := output.String()
-	for _, want := range []string{"SIMULATED", "Kubeconfig: " + kubeconfig, "kubectl get windowsinstances", "Stopped."} {
+	for _, want := range []string{"SIMULATED", "Kubeconfig: " + kubeconfig, "kubectl get windowsinstances", "kubectl apply -f " + filepath.Join(work, "demo", "windows-web-server.yaml"), "sed 's/2019/2022/g'", "Stopped."} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the demo's output lacks %q:\n%s", want, out)
 		}
@@ -155,8 +161,9 @@ func TestDemoReadyThenSIGTERM(t *testing.T) {
 	}
 }
 
-// checkDemoCluster lists the Windows nodes through the demo's kubeconfig.
-func checkDemoCluster(t *testing.T, kubeconfig string, want int) {
+// checkDemoCluster lists the Windows nodes through the demo's kubeconfig:
+// want Ready ones, of Windows Server 2019 and 2022 in turn.
+func checkDemoCluster(t *testing.T, kubeconfig string, want int) client.Client {
 	t.Helper()
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
@@ -172,15 +179,82 @@ func checkDemoCluster(t *testing.T, kubeconfig string, want int) {
 	if err := c.List(ctx, &nodes, client.MatchingLabels{corev1.LabelOSStable: "windows"}); err != nil {
 		t.Fatalf("listing nodes with the demo's kubeconfig: %v", err)
 	}
-	ready := 0
+	ready, builds := 0, map[string]int{}
 	for i := range nodes.Items {
 		if view.NodeReady(&nodes.Items[i]) == "Ready" {
 			ready++
 		}
+		builds[nodes.Items[i].Labels[corev1.LabelWindowsBuild]]++
 	}
 	if ready != want {
 		t.Errorf("%d Ready Windows nodes through the demo's kubeconfig, want %d", ready, want)
 	}
+	if builds["10.0.17763"] != (want+1)/2 || builds["10.0.20348"] != want/2 {
+		t.Errorf("--windows-build 2019,2022 gave nodes of builds %v, want 2019 and 2022 in turn", builds)
+	}
+	return c
+}
+
+// checkSampleRuns applies the web server sample the demo wrote, as its
+// "try" lines say, and waits until its pods run, on Windows Server 2019
+// nodes only (its RuntimeClass is windows-2019).
+func checkSampleRuns(t *testing.T, c client.Client, path string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("the demo wrote no web server sample: %v", err)
+	}
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	for {
+		var u unstructured.Unstructured
+		if err := dec.Decode(&u.Object); err != nil {
+			break
+		}
+		u.SetNamespace("default")
+		if err := c.Create(ctx, &u); err != nil {
+			t.Fatalf("kubectl apply -f %s: %s %s: %v", path, u.GetKind(), u.GetName(), err)
+		}
+	}
+	var pods corev1.PodList
+	err = wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
+		if err := c.List(ctx, &pods, client.InNamespace("default"), client.MatchingLabels{"app": "win-webserver"}); err != nil {
+			return false, nil
+		}
+		running := 0
+		for _, p := range pods.Items {
+			if p.Status.Phase == corev1.PodRunning {
+				running++
+			}
+		}
+		return running == 2, nil
+	})
+	if err != nil {
+		t.Fatalf("the web server sample's 2 pods are not Running: %v", describePods(pods.Items))
+	}
+	for _, p := range pods.Items {
+		var node corev1.Node
+		if err := c.Get(ctx, client.ObjectKey{Name: p.Spec.NodeName}, &node); err != nil {
+			t.Fatal(err)
+		}
+		if b := node.Labels[corev1.LabelWindowsBuild]; b != "10.0.17763" {
+			t.Errorf("pod %s of the 2019 sample runs on node %s of build %s", p.Name, node.Name, b)
+		}
+	}
+}
+
+func describePods(pods []corev1.Pod) string {
+	var b strings.Builder
+	for _, p := range pods {
+		fmt.Fprintf(&b, "\n  %s on %q: %s", p.Name, p.Spec.NodeName, p.Status.Phase)
+		for _, c := range p.Status.Conditions {
+			if c.Status != corev1.ConditionTrue {
+				fmt.Fprintf(&b, " (%s: %s)", c.Type, c.Message)
+			}
+		}
+	}
+	return b.String()
 }
 
 // proc is a process, identified by PID and start time.
@@ -341,5 +415,19 @@ func TestDemoKubeconfigOutNeverOverwritesOtherClusters(t *testing.T) {
 	r := run(t, "", "demo", "--kubeconfig-out", write("mine2", "production"))
 	if r.code != cli.ExitUsage || !strings.Contains(r.err, `context "production"`) || r.out != "" {
 		t.Errorf("exit %d, stdout %q, stderr %q", r.code, r.out, r.err)
+	}
+}
+
+func TestParseBuilds(t *testing.T) {
+	for list, want := range map[string]string{"2019": "2019", "2022": "2022", "2019,2022": "2019 2022", " 2022 , 2019": "2022 2019"} {
+		got, err := parseBuilds(list)
+		if err != nil || strings.Join(got, " ") != want {
+			t.Errorf("parseBuilds(%q) = %v, %v; want %s", list, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "2016", "2019,", "2019;2022", "2025"} {
+		if _, err := parseBuilds(bad); err == nil || !strings.Contains(err.Error(), "--windows-build") {
+			t.Errorf("parseBuilds(%q) = %v, want a usage error naming --windows-build", bad, err)
+		}
 	}
 }

@@ -23,6 +23,7 @@ var builtFrom = map[string]string{
 	"win-bridge.exe":    "github.com/containernetworking/plugins",
 	"win-overlay.exe":   "github.com/containernetworking/plugins",
 	"host-local.exe":    "github.com/containernetworking/plugins",
+	"flanneld.exe":      "github.com/flannel-io/flannel",
 	"winnode-agent.exe": "github.com/winnode/winnode",
 }
 
@@ -126,6 +127,7 @@ func TestBuiltPayloadIsWindowsAMD64(t *testing.T) {
 				"k8s.io/kubernetes":                      "-X k8s.io/component-base/version.gitVersion=" + entry.Version + " ",
 				"github.com/containernetworking/plugins": "-X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion=" + entry.Version,
 				"github.com/winnode/winnode":             "-X main.version=" + entry.Version,
+				"github.com/flannel-io/flannel":          "-X github.com/flannel-io/flannel/pkg/version.Version=" + entry.Version,
 			}[module]
 			if !strings.Contains(settings["-ldflags"]+" ", want) {
 				t.Errorf("-ldflags %q does not contain %q", settings["-ldflags"], want)

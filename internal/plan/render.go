@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"slices"
 	"strings"
 	"time"
@@ -113,6 +114,8 @@ type RenderInput struct {
 	Cluster ClusterFacts
 	Host    HostFacts
 	Payload *payload.Manifest
+	// Network is the pod network: the mode, and what that mode needs.
+	Network NetworkFacts
 	// OperatorVersion is the winnode version doing the rendering; it is part
 	// of Plan.Version, so a new operator version reconfigures every host.
 	OperatorVersion string
@@ -154,14 +157,9 @@ func Render(in RenderInput) (*Rendered, error) {
 	p := &Plan{
 		SchemaVersion: SchemaVersion,
 		StagingDir:    DefaultStagingDir,
-		Directories: []Directory{
-			{Path: KDir},
-			{Path: KubeletStateDir},
-			{Path: KubeletLogDir, Logs: true},
-			{Path: KubeProxyLogDir, Logs: true},
-		},
-		HostServices: []string{ContainerdService},
-		Cluster:      ClusterID(in.Cluster.Server, in.Cluster.CAData),
+		Directories:   in.directories(),
+		HostServices:  []string{ContainerdService},
+		Cluster:       ClusterID(in.Cluster.Server, in.Cluster.CAData),
 		// What the kubelet writes once joined: only valid in this cluster.
 		ClusterCredentials: []string{KubeconfigPath, KubeletCertDir},
 		Files:              in.files(generated),
@@ -194,10 +192,46 @@ func (in RenderInput) generatedFiles() ([]GeneratedFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []GeneratedFile{
+	network, err := in.networkFiles()
+	if err != nil {
+		return nil, err
+	}
+	return append([]GeneratedFile{
 		{HostPath: ClusterCAPath, Content: in.Cluster.CAData},
 		{HostPath: KubeletConfigPath, Content: kubeletYAML},
-	}, nil
+	}, network...), nil
+}
+
+// directories are the plan's folders: winnode's, the kubelet's, the CNI
+// folders containerd reads, and the logs of each service the mode runs.
+func (in RenderInput) directories() []Directory {
+	dirs := []Directory{
+		{Path: KDir},
+		{Path: CNIBinDir},
+		{Path: CNIConfDir},
+		{Path: KubeletStateDir},
+		{Path: KubeletLogDir, Logs: true},
+	}
+	if in.Network.Mode == NetworkFlannel {
+		dirs = append(dirs, Directory{Path: FlannelDir}, Directory{Path: FlanneldLogDir, Logs: true})
+	}
+	if in.runsKubeProxy() {
+		dirs = append(dirs, Directory{Path: KubeProxyLogDir, Logs: true})
+	}
+	return dirs
+}
+
+// runsKubeProxy: winnode runs kube-proxy unless the cluster's own Windows
+// DaemonSets do (external), and, on an overlay, only once the node's subnet
+// (and so its source VIP) is known.
+func (in RenderInput) runsKubeProxy() bool {
+	switch in.Network.Mode {
+	case NetworkExternal:
+		return false
+	case NetworkFlannel:
+		return in.Network.PodCIDR != ""
+	}
+	return true
 }
 
 // files are the plan's files: the payload's, the generated ones and the
@@ -217,67 +251,134 @@ func (in RenderInput) files(generated []GeneratedFile) []File {
 	return files
 }
 
-// services are the kubelet and kube-proxy, both restarted by Windows when
-// they exit.
+// serviceRecovery: Windows restarts a winnode service that exits, after 2,
+// 5, then 10 seconds.
+var serviceRecovery = Recovery{
+	Actions: []RecoveryAction{
+		{Type: RecoveryRestart, Delay: metav1.Duration{Duration: 2 * time.Second}},
+		{Type: RecoveryRestart, Delay: metav1.Duration{Duration: 5 * time.Second}},
+		{Type: RecoveryRestart, Delay: metav1.Duration{Duration: 10 * time.Second}},
+	},
+	ResetPeriod: metav1.Duration{Duration: 24 * time.Hour},
+}
+
+// services are the kubelet, and what the network mode runs beside it
+// (flanneld, kube-proxy), each started after what it needs.
 func (in RenderInput) services() []Service {
-	info := in.Host.Info
-	nodeName := NodeName(info.Hostname)
-	nodeIP := chooseNodeIP(info, in.Host.Address)
-	kubelet, _ := in.Payload.Lookup(PayloadKubelet)
-	proxy, _ := in.Payload.Lookup(PayloadKubeProxy)
-	restart := Recovery{
-		Actions: []RecoveryAction{
-			{Type: RecoveryRestart, Delay: metav1.Duration{Duration: 2 * time.Second}},
-			{Type: RecoveryRestart, Delay: metav1.Duration{Duration: 5 * time.Second}},
-			{Type: RecoveryRestart, Delay: metav1.Duration{Duration: 10 * time.Second}},
-		},
-		ResetPeriod: metav1.Duration{Duration: 24 * time.Hour},
+	services := []Service{in.kubeletService()}
+	if in.Network.Mode == NetworkFlannel {
+		services = append(services, in.flanneldService())
 	}
-	kubeletArgs := []string{
+	if in.runsKubeProxy() {
+		services = append(services, in.kubeProxyService())
+	}
+	return services
+}
+
+// kubeletService runs the kubelet after containerd.
+func (in RenderInput) kubeletService() Service {
+	info := in.Host.Info
+	kubelet, _ := in.Payload.Lookup(PayloadKubelet)
+	args := []string{
 		"--windows-service",
 		"--config=" + KubeletConfigPath,
 		"--bootstrap-kubeconfig=" + BootstrapKubeconfigPath,
 		"--kubeconfig=" + KubeconfigPath,
 		"--cert-dir=" + KubeletCertDir,
-		"--hostname-override=" + nodeName,
+		"--hostname-override=" + NodeName(info.Hostname),
 		"--register-with-taints=" + WindowsTaint,
 		"--logtostderr=false",
 		`--log-file=` + KubeletLogDir + `\kubelet.log`,
 		"--v=2",
 	}
-	if nodeIP != "" {
-		kubeletArgs = append(kubeletArgs, "--node-ip="+nodeIP)
+	if nodeIP := chooseNodeIP(info, in.Host.Address); nodeIP != "" {
+		args = append(args, "--node-ip="+nodeIP)
 	}
-	return []Service{
-		{
-			Name:         KubeletService,
-			DisplayName:  "Kubernetes kubelet",
-			Binary:       kubelet.HostPath,
-			Args:         kubeletArgs,
-			Uses:         []string{KubeletConfigPath, BootstrapKubeconfigPath, ClusterCAPath},
-			Dependencies: []string{ContainerdService},
-			StartType:    StartAuto,
-			Recovery:     restart,
-		},
-		{
-			Name:        KubeProxyService,
-			DisplayName: "Kubernetes kube-proxy",
-			Binary:      proxy.HostPath,
-			Args: []string{
-				"--windows-service",
-				"--kubeconfig=" + KubeconfigPath,
-				"--hostname-override=" + nodeName,
-				"--proxy-mode=kernelspace",
-				"--logtostderr=false",
-				`--log-file=` + KubeProxyLogDir + `\kube-proxy.log`,
-				"--v=2",
-			},
-			// kube-proxy reads the kubeconfig the kubelet writes after its
-			// TLS bootstrap: until then it exits and Windows restarts it.
-			Dependencies: []string{KubeletService},
-			StartType:    StartAuto,
-			Recovery:     restart,
-		},
+	return Service{
+		Name:         KubeletService,
+		DisplayName:  "Kubernetes kubelet",
+		Binary:       kubelet.HostPath,
+		Args:         args,
+		Uses:         []string{KubeletConfigPath, BootstrapKubeconfigPath, ClusterCAPath},
+		Dependencies: []string{ContainerdService},
+		StartType:    StartAuto,
+		Recovery:     serviceRecovery,
+	}
+}
+
+// kubeProxyService runs kube-proxy in kernelspace mode, on the overlay
+// network when there is one, after the kubelet (whose kubeconfig it reads)
+// and flanneld (whose network it programs).
+func (in RenderInput) kubeProxyService() Service {
+	proxy, _ := in.Payload.Lookup(PayloadKubeProxy)
+	args := []string{
+		"--windows-service",
+		"--kubeconfig=" + KubeconfigPath,
+		"--hostname-override=" + NodeName(in.Host.Info.Hostname),
+		"--proxy-mode=kernelspace",
+	}
+	deps := []string{KubeletService}
+	if n := in.Network; n.Mode == NetworkFlannel {
+		_, sourceVIP, _ := SubnetAddresses(netip.MustParsePrefix(n.PodCIDR))
+		// Kubernetes' "Networking on Windows" guide for overlay networks:
+		// the HNS network kube-proxy programs, the source VIP Service
+		// traffic leaves pods from (an address of the node's subnet that
+		// IPAM never hands out), and the cluster's pod range.
+		args = append(args,
+			"--network-name="+n.NetworkName,
+			"--source-vip="+sourceVIP.String(),
+			"--cluster-cidr="+n.ClusterCIDR,
+			"--enable-dsr=false",
+		)
+		deps = append(deps, FlanneldService)
+	}
+	args = append(args, "--logtostderr=false", `--log-file=`+KubeProxyLogDir+`\kube-proxy.log`, "--v=2")
+	return Service{
+		Name:        KubeProxyService,
+		DisplayName: "Kubernetes kube-proxy",
+		Binary:      proxy.HostPath,
+		Args:        args,
+		// kube-proxy reads the kubeconfig the kubelet writes after its
+		// TLS bootstrap: until then it exits and Windows restarts it.
+		Dependencies: deps,
+		StartType:    StartAuto,
+		Recovery:     serviceRecovery,
+	}
+}
+
+// flanneldService runs flanneld with the node's credentials (the kubeconfig
+// the kubelet writes after its TLS bootstrap: flanneld patches only its own
+// Node's annotations, which the node authorizer allows), through the
+// agent's run-service since flanneld cannot answer the service control
+// manager itself (internal/agent RunService).
+func (in RenderInput) flanneldService() Service {
+	agent, _ := in.Payload.Lookup(PayloadAgent)
+	flanneld, _ := in.Payload.Lookup(PayloadFlanneld)
+	args := []string{"run-service", "--name", FlanneldService, "--log-file", FlanneldLogDir + `\flanneld.log`, "--",
+		flanneld.HostPath,
+		// flannel's Documentation/configuration.md and running.md: the
+		// node's subnet from its Node (spec.podCIDR) instead of etcd.
+		"--kube-subnet-mgr",
+		"--kubeconfig-file=" + KubeconfigPath,
+		"--net-config-path=" + FlannelNetConfPath,
+		"--subnet-file=" + FlannelSubnetFile,
+		"--ip-masq=false",
+		"--v=2",
+	}
+	if nodeIP := chooseNodeIP(in.Host.Info, in.Host.Address); nodeIP != "" {
+		args = append(args, "--iface="+nodeIP) // the interface that carries VXLAN traffic
+	}
+	return Service{
+		Name:        FlanneldService,
+		DisplayName: "flannel overlay network (flanneld)",
+		Binary:      agent.HostPath,
+		Args:        args,
+		Uses:        []string{flanneld.HostPath, FlannelNetConfPath},
+		// flanneld's kube subnet manager finds its Node by NODE_NAME.
+		Environment:  map[string]string{"NODE_NAME": NodeName(in.Host.Info.Hostname)},
+		Dependencies: []string{KubeletService},
+		StartType:    StartAuto,
+		Recovery:     serviceRecovery,
 	}
 }
 
@@ -320,10 +421,17 @@ func (in RenderInput) check() error {
 	if d := in.Cluster.BootstrapKubeconfig; d.SHA256 == "" || d.Size <= 0 {
 		errs = append(errs, errors.New("no bootstrap kubeconfig digest"))
 	}
+	if err := in.Network.check(); err != nil {
+		errs = append(errs, err)
+	}
+	required := []string{PayloadAgent, PayloadKubelet, PayloadKubeProxy}
+	if in.Network.Mode == NetworkFlannel {
+		required = append(required, PayloadFlanneld)
+	}
 	if in.Payload == nil {
 		errs = append(errs, errors.New("no payload manifest"))
 	} else {
-		for _, name := range []string{PayloadAgent, PayloadKubelet, PayloadKubeProxy} {
+		for _, name := range required {
 			f, ok := in.Payload.Lookup(name)
 			if !ok {
 				errs = append(errs, fmt.Errorf("the payload has no %s (rebuild it with `make payload`)", name))
@@ -334,7 +442,7 @@ func (in RenderInput) check() error {
 			}
 		}
 		for _, f := range in.Payload.Files {
-			for _, gen := range []string{ClusterCAPath, KubeletConfigPath, BootstrapKubeconfigPath, KubeconfigPath} {
+			for _, gen := range []string{ClusterCAPath, KubeletConfigPath, BootstrapKubeconfigPath, KubeconfigPath, CNIConfPath, FlannelNetConfPath} {
 				if strings.EqualFold(f.HostPath, gen) {
 					errs = append(errs, fmt.Errorf("payload entry %s is installed at %s, where the operator writes a generated file", f.Name, gen))
 				}

@@ -37,7 +37,12 @@ func renderInput() RenderInput {
 			{Name: "winnode-agent.exe", HostPath: `C:\k\winnode-agent.exe`, SHA256: hashA, Size: 100, Version: "v0.1.0"},
 			{Name: "kubelet.exe", HostPath: `C:\k\kubelet.exe`, SHA256: hashB, Size: 200, Version: "v1.37.1"},
 			{Name: "kube-proxy.exe", HostPath: `C:\k\kube-proxy.exe`, SHA256: strings.Repeat("c", 64), Size: 300, Version: "v1.37.1"},
+			{Name: "flanneld.exe", HostPath: `C:\k\flanneld.exe`, SHA256: strings.Repeat("e", 64), Size: 400, Version: "v0.28.10"},
 		}},
+		Network: NetworkFacts{
+			Mode: NetworkFlannel, ClusterCIDR: "10.244.0.0/16", ServiceCIDR: "10.96.0.0/12", PodCIDR: "10.244.3.0/24",
+			NetworkName: "vxlan0", VNI: 4096, Port: 4789,
+		},
 		OperatorVersion: "v0.1.0",
 	}
 }
@@ -123,8 +128,10 @@ func TestRenderVersionFollowsContent(t *testing.T) {
 		"address (node IP)": func(in *RenderInput) { in.Host.Address = "10.0.0.5" },
 		"extra payload files": func(in *RenderInput) {
 			in.Payload.Files = append(in.Payload.Files, in.Payload.Files[0])
-			in.Payload.Files[3].Name, in.Payload.Files[3].HostPath = "x.exe", `C:\k\x.exe`
+			in.Payload.Files[len(in.Payload.Files)-1].Name, in.Payload.Files[len(in.Payload.Files)-1].HostPath = "x.exe", `C:\k\x.exe`
 		},
+		"node subnet":  func(in *RenderInput) { in.Network.PodCIDR = "10.244.4.0/24" },
+		"network mode": func(in *RenderInput) { in.Network = NetworkFacts{Mode: NetworkExternal} },
 	}
 	for name, change := range changes {
 		in := renderInput()

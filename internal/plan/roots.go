@@ -17,6 +17,7 @@ var Roots = []string{
 	KubeletStateDir,          // the kubelet's state and certificates
 	KubeletLogDir,            // logs
 	KubeProxyLogDir,          //
+	FlanneldLogDir,           //
 	`C:\ProgramData\winnode`, // the agent's own state
 }
 

@@ -33,7 +33,7 @@ func (e *Env) startAPIServer(ctx context.Context, opts Options, etcdURL string, 
 		"--service-account-key-file="+p("sa.pub"),
 		"--service-account-signing-key-file="+p("sa.key"),
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-		"--service-cluster-ip-range=10.0.0.0/24",
+		"--service-cluster-ip-range="+ServiceCIDR,
 		"--allow-privileged=true",
 		// A loopback advertise address is only allowed without the
 		// endpoint reconciler (there is no kubernetes Service to point at us).
@@ -73,12 +73,15 @@ func (e *Env) startAPIServer(ctx context.Context, opts Options, etcdURL string, 
 // client certificates of the admin and the controller manager.
 func (e *Env) issueCertificates() error {
 	if err := e.pki.issue("apiserver", "kube-apiserver", nil, true,
-		[]net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("10.0.0.1")},
+		[]net.IP{net.ParseIP("127.0.0.1"), net.ParseIP(kubernetesServiceIP)},
 		[]string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"}); err != nil {
 		return err
 	}
 	if err := e.pki.issue("admin", "winnode-testenv-admin", []string{"system:masters"}, false, nil, nil); err != nil {
 		return err
 	}
-	return e.pki.issue("controller-manager", "system:kube-controller-manager", nil, false, nil, nil)
+	if err := e.pki.issue("controller-manager", "system:kube-controller-manager", nil, false, nil, nil); err != nil {
+		return err
+	}
+	return e.pki.issue("scheduler", "system:kube-scheduler", nil, false, nil, nil)
 }

@@ -14,12 +14,13 @@ import (
 const modulePath = "github.com/winnode/winnode"
 
 // EnvBinDir names the environment variable that points at a folder holding
-// etcd, kube-apiserver and kube-controller-manager (the Makefile sets it).
+// etcd, kube-apiserver, kube-controller-manager and kube-scheduler (the
+// Makefile sets it).
 // Without it the environment runs hack/tools/build-control-plane.sh, which
 // builds them once and caches them.
 const EnvBinDir = "WINNODE_K8S_BIN"
 
-var controlPlaneBinaries = []string{"etcd", "kube-apiserver", "kube-controller-manager"}
+var controlPlaneBinaries = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"}
 
 // RepoRoot finds the winnode source tree: from the working directory upwards,
 // then from where this file was compiled.
@@ -101,7 +102,16 @@ func Binary(t TB, pkg string) string {
 	return path
 }
 
-// BuildBinary is Binary for callers outside tests (the demo).
+// HostLocal builds the Linux build of the CNI plugins' host-local IPAM
+// plugin, at the version the payload pins (hack/payload/cni): on simulated
+// hosts it hands out pod addresses as its Windows build does on Windows.
+func HostLocal() (string, error) {
+	return BuildBinary("hack/payload/cni:github.com/containernetworking/plugins/plugins/ipam/host-local")
+}
+
+// BuildBinary is Binary for callers outside tests (the demo). pkg is a
+// package of this module ("cmd/winnode-agent"), or "DIR:PACKAGE" for a
+// package of the tools module in DIR (hack/payload/cni).
 func BuildBinary(pkg string) (string, error) {
 	binaries.Lock()
 	defer binaries.Unlock()
@@ -121,6 +131,10 @@ func BuildBinary(pkg string) (string, error) {
 	out := filepath.Join(binaries.dir, filepath.Base(pkg))
 	cmd := exec.Command("go", "build", "-o", out, "./"+strings.TrimPrefix(pkg, "./"))
 	cmd.Dir = root
+	if dir, toolPkg, ok := strings.Cut(pkg, ":"); ok {
+		cmd = exec.Command("go", "build", "-o", out, toolPkg)
+		cmd.Dir = filepath.Join(root, dir)
+	}
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build %s: %v\n%s", pkg, err, msg)

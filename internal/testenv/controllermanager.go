@@ -33,6 +33,13 @@ func (e *Env) startControllerManager(ctx context.Context, opts Options, client k
 		"--use-service-account-credentials=true",
 		"--node-monitor-grace-period="+opts.NodeMonitorGracePeriod.String(),
 		"--node-monitor-period=2s",
+		// Node subnets, as kubeadm asks for them with --pod-network-cidr:
+		// each Node gets spec.podCIDR, a /24 of ClusterCIDR (flannel's and
+		// winnode's flannel mode read it).
+		"--allocate-node-cidrs=true",
+		"--cluster-cidr="+ClusterCIDR,
+		"--node-cidr-mask-size=24",
+		"--service-cluster-ip-range="+ServiceCIDR,
 		"--profiling=false",
 		"--v=1")
 	if err != nil {

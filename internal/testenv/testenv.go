@@ -1,14 +1,17 @@
 // Package testenv starts a real Kubernetes control plane on this machine for
-// tests and for the demo: etcd, kube-apiserver and kube-controller-manager,
-// built from source by hack/tools (never downloaded), on free loopback ports,
-// in a temporary folder.
+// tests and for the demo: etcd, kube-apiserver, kube-controller-manager and
+// kube-scheduler, built from source by hack/tools (never downloaded), on
+// free loopback ports, in a temporary folder.
 //
 // It is configured like a kubeadm cluster wherever winnode touches it:
 // bootstrap-token authentication, Node and RBAC authorization, the
 // NodeRestriction admission plugin, one cluster CA that signs kubelet
 // certificates through kube-controller-manager, the bootstrap signer and token
-// cleaner, the node lifecycle controller and the garbage collector, and the
-// kube-public/cluster-info ConfigMap that joining nodes read.
+// cleaner, the node lifecycle controller and the garbage collector, node
+// subnets (each Node gets spec.podCIDR from ClusterCIDR, Services are in
+// ServiceCIDR, kubeadm's defaults), a scheduler that binds pods to nodes, the
+// kube-public/cluster-info ConfigMap that joining nodes read, and flannel's
+// ConfigMap (flannel.go; no Linux node runs flanneld).
 //
 // controller-runtime's envtest starts only etcd and kube-apiserver, and keeps
 // its client CA's key to itself, so kube-controller-manager could not sign
@@ -42,6 +45,10 @@ import (
 
 // Options tune an environment. The zero value is what tests want.
 type Options struct {
+	// NoFlannel leaves out flannel's ConfigMap (flannel.go): the cluster
+	// then runs no pod network winnode knows, as one whose own CNI
+	// DaemonSets configure Windows nodes.
+	NoFlannel bool
 	// CRDDirectoryPaths are installed once the API server is up. Default:
 	// the project's config/crd/bases, when it exists.
 	CRDDirectoryPaths []string
@@ -76,7 +83,8 @@ type Env struct {
 	binDir string // where the control plane's programs are
 }
 
-// Start brings up etcd, kube-apiserver and kube-controller-manager and waits
+// Start brings up etcd, kube-apiserver, kube-controller-manager and
+// kube-scheduler and waits
 // until each is serving. On error, everything it started is stopped.
 //
 // The components' ports are found free (freePorts) and bound by the
@@ -130,7 +138,7 @@ func start(ctx context.Context, opts Options) (_ *Env, err error) {
 		return nil, err
 	}
 	e.CACertFile, e.CAKeyFile = e.pki.path("ca.crt"), e.pki.path("ca.key")
-	ports, err := freePorts(4)
+	ports, err := freePorts(5)
 	if err != nil {
 		return nil, err
 	}
@@ -145,8 +153,16 @@ func start(ctx context.Context, opts Options) (_ *Env, err error) {
 	if err := e.startControllerManager(ctx, opts, client, ports[3]); err != nil {
 		return nil, err
 	}
+	if err := e.startScheduler(ctx, ports[4]); err != nil {
+		return nil, err
+	}
 	if err := e.publishClusterInfo(ctx, client); err != nil {
 		return nil, err
+	}
+	if !opts.NoFlannel {
+		if err := publishFlannelConfig(ctx, client); err != nil {
+			return nil, err
+		}
 	}
 	return e, e.installCRDs(opts)
 }

@@ -211,7 +211,7 @@ func runChild(mode string) int {
 	return 0
 }
 
-// No etcd, kube-apiserver or kube-controller-manager outlives its test
+// No etcd, kube-apiserver, kube-controller-manager or kube-scheduler outlives its test
 // process: neither after a clean stop nor after a panic.
 func TestNoProcessLeftBehind(t *testing.T) {
 	if testing.Short() {
@@ -228,8 +228,8 @@ func TestNoProcessLeftBehind(t *testing.T) {
 				t.Fatalf("child (%s): %v\n%s", mode, err, out)
 			}
 			pids := readPIDs(pidFile)
-			if len(pids) != 3 {
-				t.Fatalf("child (%s) recorded PIDs %v, want 3\n%s", mode, pids, out)
+			if len(pids) != len(controlPlaneBinaries) {
+				t.Fatalf("child (%s) recorded PIDs %v, want %d\n%s", mode, pids, len(controlPlaneBinaries), out)
 			}
 			err = wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
 				for _, pid := range pids {

@@ -227,3 +227,19 @@ func TestDroppedConnectionEndsProgram(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+func TestFleetTakesBuildsInTurn(t *testing.T) {
+	f, err := StartFleet(3, Options{StateDir: t.TempDir(), Builds: []string{"2019", "2022"}})
+	if err != nil {
+		t.Fatalf("StartFleet: %v", err)
+	}
+	defer f.Close()
+	for i, want := range []string{"10.0.17763", "10.0.20348", "10.0.17763"} {
+		if got := f.Hosts[i].Build(); got != want {
+			t.Errorf("host %d runs build %s, want %s", i+1, got, want)
+		}
+	}
+	if _, err := New(Options{StateDir: t.TempDir(), Builds: []string{"2022"}}); err == nil {
+		t.Error("New accepted Options.Builds, which only a fleet can take in turn")
+	}
+}

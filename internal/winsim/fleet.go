@@ -35,6 +35,9 @@ func StartFleet(n int, opts Options) (*Fleet, error) {
 	for i := 1; i <= n; i++ {
 		o := opts
 		o.StateDir = filepath.Join(opts.StateDir, fmt.Sprintf("host-%d", i))
+		if len(opts.Builds) > 0 {
+			o.Build, o.Builds = opts.Builds[(i-1)%len(opts.Builds)], nil
+		}
 		h, err := New(o)
 		if err == nil {
 			err = h.Start()

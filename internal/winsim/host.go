@@ -32,6 +32,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/winnode/winnode/internal/plan"
+	"github.com/winnode/winnode/internal/simhns"
 	"github.com/winnode/winnode/internal/simscm"
 	"github.com/winnode/winnode/internal/wincmd"
 	"github.com/winnode/winnode/internal/winpath"
@@ -61,6 +62,9 @@ type Options struct {
 	DNSDomain string
 	// Build is "2019" (10.0.17763, default) or "2022" (10.0.20348).
 	Build string
+	// Builds, for StartFleet only, gives the hosts their builds in turn:
+	// host i runs Builds[i mod len(Builds)], overriding Build.
+	Builds []string
 	// IP is the host's loopback IPv4 address. Default: the next free one
 	// from 127.0.0.10 upward (free: used by no other host of this process,
 	// nor by simulated hosts of other processes on this machine).
@@ -130,6 +134,9 @@ var builds = map[string]struct{ build, product string }{
 func New(opts Options) (*Host, error) {
 	if opts.StateDir == "" {
 		return nil, errors.New("simulated host: Options.StateDir is required")
+	}
+	if len(opts.Builds) > 0 {
+		return nil, errors.New("simulated host: Options.Builds is for StartFleet; give one host its Build")
 	}
 	stateDir, err := filepath.Abs(opts.StateDir)
 	if err != nil {
@@ -477,6 +484,9 @@ func (h *Host) User() string { return h.opts.User }
 // Root is the Linux folder that the host's C:\ maps to.
 func (h *Host) Root() string { return h.root }
 
+// HNS is the host's simulated Host Networking Service (internal/simhns).
+func (h *Host) HNS() *simhns.Store { return simhns.Open(h.root) }
+
 // StateDir is the folder holding all of the host's state.
 func (h *Host) StateDir() string { return h.stateDir }
 
@@ -534,6 +544,9 @@ func (h *Host) installContainerd() error {
 	if err := copyIfChanged(h.opts.StandinBinary, dst); err != nil {
 		return fmt.Errorf("simulated host %s: installing containerd.exe from %s: %w", h.id.Hostname, h.opts.StandinBinary, err)
 	}
+	if err := h.writeContainerdConfig(); err != nil {
+		return err
+	}
 	cfg := simscm.Config{
 		Name:           "containerd",
 		DisplayName:    "containerd container runtime",
@@ -549,6 +562,31 @@ func (h *Host) installContainerd() error {
 		return h.scm.Create(cfg)
 	}
 	return nil
+}
+
+// ContainerdConfig is the containerd configuration a simulated host is
+// prepared with (C:\Program Files\containerd\config.toml, containerd's
+// default configuration path on Windows): its CRI plugin reads CNI
+// configuration and plugins from winnode's folders, as docs/networking.md
+// asks of a host.
+const ContainerdConfig = `version = 2
+
+[plugins."io.containerd.grpc.v1.cri".cni]
+  bin_dir = "C:/k/cni/bin"
+  conf_dir = "C:/k/cni/config"
+`
+
+// writeContainerdConfig writes ContainerdConfig once (a test may change it
+// afterwards).
+func (h *Host) writeContainerdConfig() error {
+	p, err := h.Path(`C:\Program Files\containerd\config.toml`)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(p); err == nil {
+		return nil
+	}
+	return os.WriteFile(p, []byte(ContainerdConfig), 0o644)
 }
 
 // AuthorizeKey adds a public key to C:\ProgramData\ssh\administrators_authorized_keys

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -144,12 +145,16 @@ func newWorld(t testing.TB, env *testenv.Env, kind apiServerKind) (*world, error
 	if w.standin, err = testenv.BuildBinary("cmd/winsim-standin"); err != nil {
 		return nil, err
 	}
+	hostLocal, err := testenv.HostLocal()
+	if err != nil {
+		return nil, err
+	}
 	dir, err := os.MkdirTemp("", "winnode-e2e-payload-")
 	if err != nil {
 		return nil, err
 	}
 	w.payloadDir = dir
-	if w.payload, err = simpayload.Build(dir, simpayload.Options{AgentBinary: w.agent, StandinBinary: w.standin}); err != nil {
+	if w.payload, err = simpayload.Build(dir, simpayload.Options{AgentBinary: w.agent, StandinBinary: w.standin, HostLocalBinary: hostLocal}); err != nil {
 		return nil, err
 	}
 	key, err := fixture.GenerateKey()
@@ -190,7 +195,15 @@ func (w *world) newHostWith(t testing.TB, authorize bool) *winsim.Host {
 // e.g. a clone of another host.
 func (w *world) newHostNamed(t testing.TB, authorize bool, hostname string) *winsim.Host {
 	t.Helper()
+	return w.newHostOf(t, authorize, hostname, "")
+}
+
+// newHostOf starts a simulated host of a Windows Server release ("2019",
+// the default, or "2022").
+func (w *world) newHostOf(t testing.TB, authorize bool, hostname, build string) *winsim.Host {
+	t.Helper()
 	h, err := winsim.New(winsim.Options{
+		Build:         build,
 		Hostname:      hostname,
 		StateDir:      t.TempDir(),
 		StandinBinary: w.standin,
@@ -209,7 +222,33 @@ func (w *world) newHostNamed(t testing.TB, authorize bool, hostname string) *win
 		t.Fatalf("starting simulated host: %v", err)
 	}
 	t.Cleanup(func() { _ = h.Close() })
+	t.Cleanup(func() {
+		if t.Failed() {
+			logServiceLogs(t, h)
+		}
+	})
 	return h
+}
+
+// logServiceLogs shows the end of each service's log on a host (what the
+// simulated service control manager kept of its output, and the logs the
+// services write themselves), for a failed test.
+func logServiceLogs(t testing.TB, h *winsim.Host) {
+	for _, dir := range []string{`C:\ProgramData\winsim\logs`, `C:\var\log\kubelet`, `C:\var\log\kube-proxy`, `C:\var\log\flanneld`} {
+		local, err := h.Path(dir)
+		if err != nil {
+			continue
+		}
+		files, _ := filepath.Glob(filepath.Join(local, "*.log"))
+		for _, f := range files {
+			data, _ := os.ReadFile(f)
+			lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+			if len(lines) > 15 {
+				lines = lines[len(lines)-15:]
+			}
+			t.Logf("%s %s\\%s (last lines):\n%s", h.Hostname(), dir, filepath.Base(f), strings.Join(lines, "\n"))
+		}
+	}
 }
 
 // testWriter sends log lines to t.Log until the test's cleanups reach it:
@@ -264,6 +303,8 @@ type operatorOptions struct {
 	payload    *payload.Manifest
 	// maxUnavailable is --max-unavailable (0: the default, 1).
 	maxUnavailable int
+	// network is --network ("": auto).
+	network string
 }
 
 // startOperator runs the operator until the test ends or op.stop.
@@ -292,6 +333,7 @@ func (w *world) startOperator(t testing.TB, o operatorOptions) *operator {
 		MaxUnavailable: o.maxUnavailable,
 		Version:        cmp.Or(o.version, operatorVersion),
 		RetryMax:       5 * time.Second,
+		Network:        o.network,
 		// The simulated hosts have loopback addresses (127.0.0.10 and up).
 		Addresses: inventory.AddressPolicy{Allowed: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}},
 		TuneInstance: func(c *configure.Configurer) {

@@ -24,6 +24,8 @@ const (
 	AgentHostPath     = `C:\k\winnode-agent.exe`
 	KubeletHostPath   = `C:\k\kubelet.exe`
 	KubeProxyHostPath = `C:\k\kube-proxy.exe`
+	FlanneldHostPath  = `C:\k\flanneld.exe`
+	HostLocalHostPath = `C:\k\cni\bin\host-local.exe`
 	PaddingHostPath   = `C:\k\payload-padding.bin`
 	PaddingName       = "payload-padding.bin"
 )
@@ -34,6 +36,12 @@ type Options struct {
 	// Linux build of cmd/winsim-standin (testenv.Binary or
 	// testenv.BuildBinary build both).
 	AgentBinary, StandinBinary string
+	// HostLocalBinary, when set, is the Linux build of the CNI host-local
+	// IPAM plugin (testenv.HostLocal), installed as
+	// C:\k\cni\bin\host-local.exe as the real payload installs its
+	// Windows build: the stand-in containerd runs it to give pods their
+	// addresses. Without it pods get none and stay Pending.
+	HostLocalBinary string
 	// Version is recorded as the stand-ins' version (default "simulated").
 	Version string
 	// AgentVersion is recorded as the agent's version: what the agent build
@@ -71,11 +79,16 @@ func Build(dir string, o Options) (*payload.Manifest, error) {
 		{Name: "winnode-agent.exe", HostPath: AgentHostPath, Version: o.AgentVersion},
 		{Name: "kubelet.exe", HostPath: KubeletHostPath, Version: o.Version},
 		{Name: "kube-proxy.exe", HostPath: KubeProxyHostPath, Version: o.Version},
+		{Name: "flanneld.exe", HostPath: FlanneldHostPath, Version: o.Version},
 	}
-	sources := []string{o.AgentBinary, o.StandinBinary, o.StandinBinary}
+	sources := []string{o.AgentBinary, o.StandinBinary, o.StandinBinary, o.StandinBinary}
+	if o.HostLocalBinary != "" {
+		files = append(files, payload.File{Name: "host-local.exe", HostPath: HostLocalHostPath, Version: o.Version})
+		sources = append(sources, o.HostLocalBinary)
+	}
 	for i, f := range files {
 		var trailer []byte
-		if o.Build != "" && sources[i] == o.StandinBinary {
+		if o.Build != "" && (f.Name == "kubelet.exe" || f.Name == "kube-proxy.exe") {
 			trailer = []byte("\nwinnode simulated build " + o.Build + "\n")
 		}
 		if err := copyFile(sources[i], filepath.Join(dir, f.Name), trailer); err != nil {

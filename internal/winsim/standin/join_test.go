@@ -25,6 +25,7 @@ import (
 
 	"github.com/winnode/winnode/internal/fixture"
 	"github.com/winnode/winnode/internal/plan"
+	"github.com/winnode/winnode/internal/simhns"
 	"github.com/winnode/winnode/internal/simscm"
 	"github.com/winnode/winnode/internal/testenv"
 	"github.com/winnode/winnode/internal/wincmd"
@@ -226,6 +227,7 @@ systemReserved:
 
 	// TLS bootstrap: the test plays the CSR approver.
 	approve(t, admin, certificatesv1.KubeAPIServerClientKubeletSignerName, "system:bootstrap:"+id)
+	checkNetworkGate(t, admin, h, nodeName)
 	var node *corev1.Node
 	waitFor(t, 180*time.Second, "node "+nodeName+" Ready", func() (bool, string) {
 		n, err := admin.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
@@ -454,5 +456,36 @@ func testRuntimeClasses(t *testing.T, admin kubernetes.Interface, pod *corev1.Po
 	p, err := admin.CoreV1().Pods(bad.Namespace).Get(ctx, bad.Name, metav1.GetOptions{})
 	if err != nil || p.Status.Phase == corev1.PodRunning || len(p.Status.ContainerStatuses) > 0 {
 		t.Errorf("a pod whose RuntimeClass names a handler containerd lacks: %v, %v", p.Status, err)
+	}
+}
+
+// checkNetworkGate: the node registers NotReady, with the real kubelet's
+// message, while containerd has no CNI configuration, and while the HNS
+// network its configuration names does not exist; then the network is set
+// up as flanneld and winnode would.
+func checkNetworkGate(t *testing.T, admin kubernetes.Interface, h *winsim.Host, nodeName string) {
+	t.Helper()
+	ctx := context.Background()
+	notReady := func(what string) {
+		waitFor(t, 90*time.Second, "node "+nodeName+" NotReady "+what, func() (bool, string) {
+			n, err := admin.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			for _, c := range n.Status.Conditions {
+				if c.Type == corev1.NodeReady {
+					return c.Status == corev1.ConditionFalse && strings.Contains(c.Message, "container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized"), c.Message
+				}
+			}
+			return false, "no Ready condition"
+		})
+	}
+	notReady("without a CNI configuration")
+	writeHostFile(t, h, `C:\k\cni\config\10-test.conf`, []byte(`{"cniVersion":"0.2.0","name":"vxlan0","type":"win-overlay","ipam":{"type":"host-local","subnet":"10.244.9.0/24"}}`))
+	time.Sleep(time.Second)
+	notReady("while HNS network vxlan0 does not exist")
+	if _, err := h.HNS().CreateNetwork(simhns.Network{Name: "vxlan0", Type: simhns.TypeOverlay, VNI: 4096, Port: 4789,
+		Subnets: []simhns.Subnet{{AddressPrefix: "10.244.9.0/24", GatewayAddress: "10.244.9.1"}}}); err != nil {
+		t.Fatal(err)
 	}
 }

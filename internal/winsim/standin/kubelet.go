@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"k8s.io/apimachinery/pkg/types"
 	"net"
 	"os"
 	"runtime/debug"
@@ -245,6 +246,13 @@ type kubelet struct {
 
 	restConfig *rest.Config
 	client     kubernetes.Interface
+
+	// networkErr is why the runtime's network was last not ready ("" when
+	// it is), so that each cause is logged once.
+	networkErr string
+	// podIPs are the addresses IPAM gave pods, by pod UID (only the pod
+	// worker goroutine uses it).
+	podIPs map[types.UID]string
 }
 
 func runKubelet(ctx context.Context, args []string) int {
@@ -265,7 +273,7 @@ func runKubelet(ctx context.Context, args []string) int {
 			return 1
 		}
 	}
-	k := &kubelet{flags: flags, log: log, version: kubeletVersion()}
+	k := &kubelet{flags: flags, log: log, version: kubeletVersion(), podIPs: map[types.UID]string{}}
 	log.Infof("kubelet version %s starting (a simulated kubelet: it registers a node and reports pods, it runs no containers)", k.version)
 	if err := k.run(ctx); err != nil {
 		if ctx.Err() != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/winnode/winnode/internal/simhns"
 	"os"
 
 	"github.com/spf13/pflag"
@@ -55,6 +56,10 @@ func runKubeProxy(ctx context.Context, args []string) int {
 		}
 	}
 	if err := validateKubeProxy(config, kubeconfig, master, proxyMode); err != nil {
+		log.Errorf("%v", err)
+		return 1
+	}
+	if err := checkProxyNetwork(networkName, sourceVIP); err != nil {
 		log.Errorf("%v", err)
 		return 1
 	}
@@ -115,6 +120,27 @@ func validateKubeProxy(config, kubeconfig, master, mode string) error {
 		if _, err := loadKubeconfig(kubeconfig); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// checkProxyNetwork is the kernelspace proxier's start on Windows
+// (pkg/proxy/winkernel): the HNS network named by --network-name must
+// exist, and on an Overlay network --source-vip must be given.
+func checkProxyNetwork(networkName, sourceVIP string) error {
+	if networkName == "" {
+		return nil // the proxier then uses KUBE_NETWORK or the first L2Bridge/Overlay network; not simulated
+	}
+	hns, err := simhns.FromEnv()
+	if err != nil {
+		return err
+	}
+	n, err := hns.Network(networkName)
+	if err != nil {
+		return fmt.Errorf("unable to find HNS Network specified by %s. Please check network name and CNI deployment: %v", networkName, err)
+	}
+	if n.Type == simhns.TypeOverlay && sourceVIP == "" {
+		return errors.New("source-vip flag not set: required on an Overlay network")
 	}
 	return nil
 }

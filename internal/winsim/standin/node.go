@@ -156,7 +156,7 @@ func (k *kubelet) status(prev corev1.NodeStatus) corev1.NodeStatus {
 			cond(corev1.NodeMemoryPressure, corev1.ConditionFalse, "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
 			cond(corev1.NodeDiskPressure, corev1.ConditionFalse, "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
 			cond(corev1.NodePIDPressure, corev1.ConditionFalse, "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
-			cond(corev1.NodeReady, corev1.ConditionTrue, "KubeletReady", "kubelet is posting ready status (simulated by winsim)"),
+			k.readyCondition(cond),
 		},
 		Addresses: []corev1.NodeAddress{
 			{Type: corev1.NodeInternalIP, Address: k.nodeIP},
@@ -200,17 +200,49 @@ func (k *kubelet) allocatable(capacity corev1.ResourceList) corev1.ResourceList 
 	return out
 }
 
+// readyCondition is the kubelet's Ready condition: True once the container
+// runtime reports its network ready (cni.go), else False with the message
+// the real kubelet posts ("container runtime network not ready: ..."; the
+// kubelet's runtime-state check, pkg/kubelet/runtime.go).
+func (k *kubelet) readyCondition(cond func(corev1.NodeConditionType, corev1.ConditionStatus, string, string) corev1.NodeCondition) corev1.NodeCondition {
+	if _, err := networkStatus(); err != nil {
+		k.networkNotReady(err)
+		return cond(corev1.NodeReady, corev1.ConditionFalse, "KubeletNotReady", networkNotReadyMessage)
+	}
+	if k.networkErr != "" {
+		k.log.Infof("container runtime network ready (simulated: CNI configuration loaded, HNS network present)")
+		k.networkErr = ""
+	}
+	return cond(corev1.NodeReady, corev1.ConditionTrue, "KubeletReady", "kubelet is posting ready status (simulated by winsim)")
+}
+
+// networkNotReady logs why the network is not ready, once per cause, as
+// containerd logs "failed to load cni during init" and the kubelet its
+// runtime-state error.
+func (k *kubelet) networkNotReady(err error) {
+	if err.Error() == k.networkErr {
+		return
+	}
+	k.networkErr = err.Error()
+	k.log.Errorf("%s (simulated: %v)", networkNotReadyMessage, err)
+}
+
 // statusNeedsUpdate says whether the Node's Ready condition is not what this
-// kubelet reports (after a restart, or after the node lifecycle controller
-// marked it Unknown).
+// kubelet reports (after a restart, after the node lifecycle controller
+// marked it Unknown, or when the runtime's network became ready or not).
 func (k *kubelet) statusNeedsUpdate(ctx context.Context) (bool, error) {
 	node, err := k.client.CoreV1().Nodes().Get(ctx, k.nodeName, metav1.GetOptions{})
 	if err != nil {
 		return false, err
 	}
+	_, netErr := networkStatus()
+	want := corev1.ConditionTrue
+	if netErr != nil {
+		want = corev1.ConditionFalse
+	}
 	for _, c := range node.Status.Conditions {
 		if c.Type == corev1.NodeReady {
-			return c.Status != corev1.ConditionTrue || c.Reason != "KubeletReady", nil
+			return c.Status != want || (want == corev1.ConditionTrue && c.Reason != "KubeletReady"), nil
 		}
 	}
 	return true, nil
@@ -225,7 +257,7 @@ func (k *kubelet) updateStatus(ctx context.Context) error {
 		node.Status = k.status(node.Status)
 		_, err = k.client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
 		if err == nil {
-			k.log.V(2, "node status updated: Ready")
+			k.log.V(2, "node status updated: Ready=%s", readyStatus(node.Status))
 		}
 		return err
 	})
@@ -263,4 +295,13 @@ func (k *kubelet) renewLease(ctx context.Context) {
 	if err != nil && ctx.Err() == nil {
 		k.log.Warningf("failed to renew lease kube-node-lease/%s: %v", k.nodeName, err)
 	}
+}
+
+func readyStatus(st corev1.NodeStatus) corev1.ConditionStatus {
+	for _, c := range st.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status
+		}
+	}
+	return corev1.ConditionUnknown
 }

@@ -71,6 +71,7 @@ func (k *kubelet) syncPod(ctx context.Context, pod *corev1.Pod) error {
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 			return err
 		}
+		k.releasePodIP(ctx, pod)
 		k.log.Infof("pod %s/%s deleted", pod.Namespace, pod.Name)
 		return nil
 	}
@@ -97,11 +98,21 @@ func (k *kubelet) syncPod(ctx context.Context, pod *corev1.Pod) error {
 		k.log.Warningf("pod %s/%s: Failed to create pod sandbox: %s (simulated)", pod.Namespace, pod.Name, msg)
 		return nil
 	}
+	ip := k.nodeIP
+	if !pod.Spec.HostNetwork {
+		var err error
+		if ip, err = k.podIP(ctx, pod); err != nil {
+			// As the kubelet reports it: the sandbox is retried, the pod
+			// stays Pending.
+			k.log.Warningf("pod %s/%s: Failed to create pod sandbox: %v (simulated)", pod.Namespace, pod.Name, err)
+			return err
+		}
+	}
 	if st, failed := k.pullFailure(pod); failed {
 		return k.reportPullFailure(ctx, pod, st)
 	}
 	p := pod.DeepCopy()
-	p.Status = k.runningStatus(pod)
+	p.Status = k.runningStatus(pod, ip)
 	if _, err := pods.UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
 		return err
 	}
@@ -178,16 +189,16 @@ func (k *kubelet) admit(pod *corev1.Pod) (reason, message string) {
 	return "", ""
 }
 
-func (k *kubelet) runningStatus(pod *corev1.Pod) corev1.PodStatus {
+// runningStatus is the status of a pod whose containers run, with its
+// address (the node's for hostNetwork pods).
+func (k *kubelet) runningStatus(pod *corev1.Pod, ip string) corev1.PodStatus {
 	now := metav1.Now()
 	st := *pod.Status.DeepCopy()
 	st.Phase = corev1.PodRunning
 	st.HostIP = k.nodeIP
 	st.HostIPs = []corev1.HostIP{{IP: k.nodeIP}}
-	if pod.Spec.HostNetwork {
-		st.PodIP = k.nodeIP
-		st.PodIPs = []corev1.PodIP{{IP: k.nodeIP}}
-	}
+	st.PodIP = ip
+	st.PodIPs = []corev1.PodIP{{IP: ip}}
 	if st.StartTime == nil {
 		st.StartTime = &now
 	}

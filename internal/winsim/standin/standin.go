@@ -1,6 +1,7 @@
 // Package standin holds the simulated Windows programs that run on winsim
-// hosts in place of kubelet.exe, kube-proxy.exe and containerd.exe. One
-// Linux binary (cmd/winsim-standin) carries all three and picks one by the
+// hosts in place of kubelet.exe, kube-proxy.exe, containerd.exe and
+// flanneld.exe. One Linux binary (cmd/winsim-standin) carries them all and
+// picks one by the
 // name it was started under. Each validates its flags as the real program
 // does and says in its log that it is simulated.
 package standin
@@ -26,6 +27,7 @@ const (
 	Kubelet    = "kubelet"
 	KubeProxy  = "kube-proxy"
 	Containerd = "containerd"
+	Flanneld   = "flanneld"
 )
 
 // ProgramName is the stand-in program that argv0 names: its base name
@@ -51,8 +53,10 @@ func Main(argv0 string, args []string) int {
 		return runKubeProxy(ctx, args)
 	case Containerd:
 		return runContainerd(ctx, args)
+	case Flanneld:
+		return runFlanneld(ctx, args)
 	default:
-		fmt.Fprintf(os.Stderr, "winsim-standin: started as %q; this simulated program answers only to %s.exe, %s.exe or %s.exe (copy or link it under one of those names)\n", argv0, Kubelet, KubeProxy, Containerd)
+		fmt.Fprintf(os.Stderr, "winsim-standin: started as %q; this simulated program answers only to %s.exe, %s.exe, %s.exe or %s.exe (copy or link it under one of those names)\n", argv0, Kubelet, KubeProxy, Containerd, Flanneld)
 		return 1
 	}
 }

@@ -1,0 +1,103 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+)
+
+// RunService runs a program that cannot run as a Windows service itself as
+// one. Windows' service control manager starts a service's binary and waits
+// for it to call StartServiceCtrlDispatcher; a console program such as
+// flanneld never does, so the SCM gives up on it with error 1053 ("The
+// service did not respond to the start or control request in a timely
+// fashion"; Microsoft's documentation of StartServiceCtrlDispatcherW). The
+// plan then names the agent as the service's binary:
+//
+//	winnode-agent.exe run-service --name flanneld --log-file C:\var\log\flanneld\flanneld.log -- C:\k\flanneld.exe ARGS...
+//
+// and the agent answers the SCM, runs the program, writes its output to the
+// log file, stops it when the service is stopped, and exits with the
+// program's exit code when it ends on its own, so that the service's
+// recovery actions restart it. (kubelet and kube-proxy do this themselves
+// with --windows-service; the wrapper is ours because flannel has none and
+// the usual third-party wrappers, nssm or WinSW, are not Go modules the
+// payload can be built from.)
+type RunService struct {
+	Name    string   // the service's name
+	LogFile string   // where the program's output goes (Windows path)
+	Program string   // the program (Windows path)
+	Args    []string // its arguments
+}
+
+// maxLogBytes is where the log file is rotated (to .1) at start.
+const maxLogBytes = 10 << 20
+
+// command is the program's process, its output appended to the log file
+// (rotated once it passes maxLogBytes), its stdin empty.
+func (r RunService) command(resolve func(string) (string, error)) (*exec.Cmd, io.WriteCloser, error) {
+	if r.Name == "" || r.Program == "" {
+		return nil, nil, errors.New("run-service: --name and the program after -- are required")
+	}
+	program, err := resolve(r.Program)
+	if err != nil {
+		return nil, nil, fmt.Errorf("run-service %s: program %s: %w", r.Name, r.Program, err)
+	}
+	var log io.WriteCloser = nopCloser{os.Stderr}
+	if r.LogFile != "" {
+		path, err := resolve(r.LogFile)
+		if err != nil {
+			return nil, nil, fmt.Errorf("run-service %s: log file %s: %w", r.Name, r.LogFile, err)
+		}
+		if st, err := os.Stat(path); err == nil && st.Size() > maxLogBytes {
+			_ = os.Rename(path, path+".1")
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return nil, nil, fmt.Errorf("run-service %s: %w", r.Name, err)
+		}
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return nil, nil, fmt.Errorf("run-service %s: %w", r.Name, err)
+		}
+		log = f
+	}
+	cmd := exec.Command(program, r.Args...)
+	cmd.Args[0] = r.Program // what the program sees as its own name
+	cmd.Stdout, cmd.Stderr = log, log
+	return cmd, log, nil
+}
+
+// supervise starts cmd and waits for it, killing it when ctx ends. It
+// returns the program's exit code (0 when it was stopped through ctx).
+func supervise(ctx context.Context, cmd *exec.Cmd) (int, error) {
+	if err := cmd.Start(); err != nil {
+		return 1, fmt.Errorf("starting %s: %w", cmd.Args[0], err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			return exit.ExitCode(), fmt.Errorf("%s exited: %w", cmd.Args[0], err)
+		}
+		if err != nil {
+			return 1, err
+		}
+		// A service that ends without being stopped has failed, whatever
+		// its code: exit 1 so that its recovery actions restart it.
+		return 1, fmt.Errorf("%s exited on its own", cmd.Args[0])
+	case <-ctx.Done():
+		_ = cmd.Process.Kill()
+		<-done
+		return 0, nil
+	}
+}
+
+type nopCloser struct{ io.Writer }
+
+func (nopCloser) Close() error { return nil }

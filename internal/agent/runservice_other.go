@@ -1,0 +1,41 @@
+//go:build !windows
+
+package agent
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/winnode/winnode/internal/simscm"
+	"github.com/winnode/winnode/internal/winpath"
+)
+
+// Run runs the program on a winsim simulated host, whose service control
+// manager stops a service with SIGTERM (ctx): Windows paths resolve under
+// the simulated C:\ (simscm.EnvRoot).
+func (r RunService) Run(ctx context.Context) int {
+	root := os.Getenv(simscm.EnvRoot)
+	if root == "" {
+		fmt.Fprintf(os.Stderr, "run-service: this build runs only on a winsim simulated host (%s unset)\n", simscm.EnvRoot)
+		return 1
+	}
+	cmd, log, err := r.command(func(p string) (string, error) { return winpath.ResolveString(root, p) })
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer log.Close()
+	// Windows runs any file with a program extension; Linux needs the
+	// execute bit, which SFTP uploads do not carry (as winsim's own
+	// process start does it).
+	if fi, err := os.Stat(cmd.Path); err == nil && fi.Mode().Perm()&0o100 == 0 {
+		_ = os.Chmod(cmd.Path, fi.Mode().Perm()|0o755)
+	}
+	cmd.Env = os.Environ()
+	code, err := supervise(ctx, cmd)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "run-service %s: %v\n", r.Name, err)
+	}
+	return code
+}

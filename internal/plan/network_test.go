@@ -1,0 +1,154 @@
+package plan
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// The generated network configurations are golden files: a change to one
+// is a change of what every Windows node runs, reviewed as such.
+func TestNetworkConfigGolden(t *testing.T) {
+	r, err := Render(renderInput())
+	if err != nil {
+		t.Fatalf("Render: %v", err)
+	}
+	for path, golden := range map[string]string{
+		CNIConfPath:        "cni-win-overlay.golden.conf",
+		FlannelNetConfPath: "flannel-net-conf.golden.json",
+	} {
+		got := findGenerated(t, r, path)
+		file := filepath.Join("testdata", golden)
+		if *update {
+			if err := os.WriteFile(file, got, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatalf("reading %s (run with -update to create it): %v", file, err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s differs from %s (rerun with -update if intended):\n%s", path, file, got)
+		}
+		if !json.Valid(got) {
+			t.Errorf("%s is not JSON", path)
+		}
+	}
+}
+
+func TestFlannelServices(t *testing.T) {
+	r, err := Render(renderInput())
+	if err != nil {
+		t.Fatal(err)
+	}
+	flanneld := findService(t, r.Plan, FlanneldService)
+	if flanneld.Binary != `C:\k\winnode-agent.exe` || flanneld.Args[0] != "run-service" || !slices.Contains(flanneld.Args, `C:\k\flanneld.exe`) {
+		t.Errorf("flanneld does not run through the agent's run-service: %s %v", flanneld.Binary, flanneld.Args)
+	}
+	if flanneld.Environment["NODE_NAME"] != "win-abc123" || !slices.Contains(flanneld.Uses, `C:\k\flanneld.exe`) {
+		t.Errorf("flanneld: environment %v, uses %v", flanneld.Environment, flanneld.Uses)
+	}
+	proxy := findService(t, r.Plan, KubeProxyService)
+	for _, want := range []string{"--network-name=vxlan0", "--source-vip=10.244.3.2", "--cluster-cidr=10.244.0.0/16"} {
+		if !slices.Contains(proxy.Args, want) {
+			t.Errorf("kube-proxy lacks %s: %v", want, proxy.Args)
+		}
+	}
+	if !slices.Contains(proxy.Dependencies, FlanneldService) || !slices.Contains(flanneld.Dependencies, KubeletService) {
+		t.Errorf("start order: kube-proxy after %v, flanneld after %v", proxy.Dependencies, flanneld.Dependencies)
+	}
+	conf := string(findGenerated(t, r, CNIConfPath))
+	if !strings.Contains(conf, `"rangeStart": "10.244.3.3"`) || !strings.Contains(conf, `"subnet": "10.244.3.0/24"`) {
+		t.Errorf("the CNI configuration's IPAM does not keep .1 and .2 (gateway, source VIP) out of the pods' range:\n%s", conf)
+	}
+}
+
+// Before the Node has its subnet, the plan has flanneld but no CNI
+// configuration and no kube-proxy: the node cannot be Ready yet.
+func TestFlannelBeforeThePodCIDR(t *testing.T) {
+	in := renderInput()
+	in.Network.PodCIDR = ""
+	r, err := Render(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range r.Generated {
+		if g.HostPath == CNIConfPath {
+			t.Error("a CNI configuration without the node's subnet")
+		}
+	}
+	if hasService(r.Plan, KubeProxyService) || !hasService(r.Plan, FlanneldService) {
+		t.Errorf("services %v, want flanneld and no kube-proxy", serviceNames(r.Plan))
+	}
+}
+
+func TestExternalNetworkRunsTheKubeletOnly(t *testing.T) {
+	in := renderInput()
+	in.Network = NetworkFacts{Mode: NetworkExternal}
+	r, err := Render(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if names := serviceNames(r.Plan); !slices.Equal(names, []string{KubeletService}) {
+		t.Errorf("services %v, want the kubelet only", names)
+	}
+	var dirs []string
+	for _, d := range r.Plan.Directories {
+		dirs = append(dirs, d.Path)
+	}
+	if !slices.Contains(dirs, CNIConfDir) || !slices.Contains(dirs, CNIBinDir) {
+		t.Errorf("the CNI folders are not prepared: %v", dirs)
+	}
+}
+
+func TestNetworkFactsRefused(t *testing.T) {
+	for name, tc := range map[string]struct {
+		mutate func(*NetworkFacts)
+		want   string
+	}{
+		"no mode":         {func(n *NetworkFacts) { n.Mode = "" }, "is not one of flannel"},
+		"linux VNI":       {func(n *NetworkFacts) { n.VNI, n.Port = 1, 8472 }, "VNI 1 and port 8472 do not work on Windows"},
+		"bad cluster":     {func(n *NetworkFacts) { n.ClusterCIDR = "10.244.0.0" }, "cluster CIDR"},
+		"IPv6 pod CIDR":   {func(n *NetworkFacts) { n.PodCIDR = "fd00::/64" }, "not an IPv4 subnet"},
+		"tiny pod CIDR":   {func(n *NetworkFacts) { n.PodCIDR = "10.244.3.0/30" }, "not an IPv4 subnet"},
+		"no network name": {func(n *NetworkFacts) { n.NetworkName = "" }, "no VXLAN network name"},
+		"ovn-hybrid":      {func(n *NetworkFacts) { n.Mode = NetworkOVNHybrid }, "ovn-hybrid"},
+	} {
+		in := renderInput()
+		tc.mutate(&in.Network)
+		if _, err := Render(in); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error with %q", name, err, tc.want)
+		}
+	}
+	in := renderInput()
+	in.Payload.Files = in.Payload.Files[:3] // no flanneld.exe
+	if _, err := Render(in); err == nil || !strings.Contains(err.Error(), "flanneld.exe") {
+		t.Errorf("flannel without flanneld.exe in the payload: %v", err)
+	}
+}
+
+func findService(t *testing.T, p *Plan, name string) Service {
+	t.Helper()
+	for _, s := range p.Services {
+		if s.Name == name {
+			return s
+		}
+	}
+	t.Fatalf("no service %s in %v", name, serviceNames(p))
+	return Service{}
+}
+
+func hasService(p *Plan, name string) bool { return slices.Contains(serviceNames(p), name) }
+
+func serviceNames(p *Plan) []string {
+	var names []string
+	for _, s := range p.Services {
+		names = append(names, s.Name)
+	}
+	return names
+}
