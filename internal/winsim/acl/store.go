@@ -26,10 +26,10 @@ var ErrAccessDenied = errors.New("Access is denied.")
 // execute). Hex masks: 0x1301bf is Modify, 0x1200a9 read & execute, 0x6 is
 // "create files / create folders" (WD,AD).
 var Defaults = map[string]Entry{
-	`C:\`: {Owner: TrustedInstaller, DACL: "D:PAI(A;OICI;FA;;;BA)(A;OICI;FA;;;SY)(A;OICI;0x1200a9;;;BU)(A;OICIIO;0x1301bf;;;AU)(A;;LC;;;AU)"},
-	`C:\ProgramData`: {Owner: System, DACL: "D:P(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)(A;OICIIO;FA;;;CO)(A;OICI;0x1200a9;;;BU)(A;CI;0x6;;;BU)"},
+	`C:\`:              {Owner: TrustedInstaller, DACL: "D:PAI(A;OICI;FA;;;BA)(A;OICI;FA;;;SY)(A;OICI;0x1200a9;;;BU)(A;OICIIO;0x1301bf;;;AU)(A;;LC;;;AU)"},
+	`C:\ProgramData`:   {Owner: System, DACL: "D:P(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)(A;OICIIO;FA;;;CO)(A;OICI;0x1200a9;;;BU)(A;CI;0x6;;;BU)"},
 	`C:\Program Files`: {Owner: TrustedInstaller, DACL: "D:P(A;CI;FA;;;" + TrustedInstaller + ")(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)(A;OICI;0x1200a9;;;BU)"},
-	`C:\Windows`: {Owner: TrustedInstaller, DACL: "D:P(A;CI;FA;;;" + TrustedInstaller + ")(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)(A;OICI;0x1200a9;;;BU)"},
+	`C:\Windows`:       {Owner: TrustedInstaller, DACL: "D:P(A;CI;FA;;;" + TrustedInstaller + ")(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)(A;OICI;0x1200a9;;;BU)"},
 }
 
 // Entry is what the store keeps of one path: its owner (a SID) and, when it
