@@ -93,3 +93,17 @@ func TestApplySecuresFoldersAgainstLocalUser(t *testing.T) {
 		t.Errorf("a second apply rewrote security descriptors")
 	}
 }
+
+// Remove secures the folders before it reads the state file too: a folder
+// a local user owns stops it before anything is deleted.
+func TestRemoveRefusesFolderALocalUserOwns(t *testing.T) {
+	h := newSimHost(t)
+	if err := h.host.LocalUser("bob", 1).Mkdir(`C:\ProgramData\winnode`); err != nil {
+		t.Fatalf("bob creates C:\\ProgramData\\winnode: %v", err)
+	}
+	out, exit := h.agent("remove")
+	var fail plan.ErrorDocument
+	if exit != 1 || json.Unmarshal(out, &fail) != nil || fail.Error.Code != plan.ErrUntrustedFolder || fail.Error.File != `C:\ProgramData\winnode` {
+		t.Fatalf("remove: exit %d, %s; want UntrustedFolder naming C:\\ProgramData\\winnode", exit, out)
+	}
+}
