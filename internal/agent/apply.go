@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"slices"
 
 	"github.com/winnode/winnode/internal/plan"
 )
@@ -15,6 +16,10 @@ import (
 // The steps are listed, in order, in apply below; each is a method of
 // applyRun in the file named for it (apply_<step>.go).
 func (a *Agent) Apply(ctx context.Context, p *plan.Plan) (*plan.Result, error) {
+	// Before the lock and the state file: they live in a root (secure.go).
+	if err := a.secureFolders(ctx, append(slices.Clone(plan.Roots), p.Roots()...), p.Staging()); err != nil {
+		return newResult("apply", p.Version), err
+	}
 	unlock, err := a.lock()
 	if err != nil {
 		return newResult("apply", p.Version), err

@@ -30,6 +30,12 @@ type Platform interface {
 	// CloseFirewallPort removes the rule (no error if absent).
 	OpenFirewallPort(ctx context.Context, fw plan.FirewallPort) error
 	CloseFirewallPort(ctx context.Context, fw plan.FirewallPort) error
+	// Security returns a path's owner (a SID, "S-1-5-32-544") and its DACL
+	// in SDDL ("D:P(A;OICI;FA;;;SY)..."). SetSecurity gives an existing
+	// path that owner and a protected DACL, which Windows propagates to
+	// what is below it. See secure.go.
+	Security(ctx context.Context, p winpath.Path) (owner, dacl string, err error)
+	SetSecurity(ctx context.Context, p winpath.Path, owner, dacl string) error
 	// Close releases the connection to the service manager.
 	Close() error
 }

@@ -175,3 +175,15 @@ func (s *simulated) editFirewall(edit func(map[string]plan.FirewallPort)) error 
 	data, _ = json.MarshalIndent(rules, "", "  ")
 	return writeFileAtomic(path, data)
 }
+
+func (s *simulated) Security(ctx context.Context, p winpath.Path) (string, string, error) {
+	sec, err := s.scm.Security(ctx, p.String())
+	if errors.Is(err, simscm.ErrFileNotFound) {
+		return "", "", fmt.Errorf("%s: %w", p, os.ErrNotExist)
+	}
+	return sec.Owner, sec.DACL, err
+}
+
+func (s *simulated) SetSecurity(ctx context.Context, p winpath.Path, owner, dacl string) error {
+	return s.scm.SetSecurity(ctx, p.String(), simscm.Security{Owner: owner, DACL: dacl})
+}

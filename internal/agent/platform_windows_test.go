@@ -376,3 +376,46 @@ func TestNativeFirewall(t *testing.T) {
 		t.Errorf("CloseFirewallPort of a missing rule: %v, want no error", err)
 	}
 }
+
+// TestNativeSecurity secures a temporary folder as secure.go secures
+// winnode's roots and reads its owner and DACL back. Wine implements
+// GetNamedSecurityInfo and SetNamedSecurityInfo only partly on its Unix
+// file system; where a call fails or the DACL reads back differently
+// there, the test says so and skips.
+func TestNativeSecurity(t *testing.T) {
+	dir := t.TempDir()
+	p, err := winpath.Parse(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	a := &Agent{Platform: &native{}}
+	err = a.ensureSecurity(ctx, p, rootDACL)
+	if err != nil && underWine() {
+		t.Skipf("Wine: setting the owner and a protected DACL fails: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner, dacl, err := a.Platform.Security(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if (owner != sidAdministrators || !sameDACL(dacl, rootDACL)) && underWine() {
+		t.Skipf("Wine: the descriptor reads back as owner %s, DACL %s (want %s, %s)", owner, dacl, sidAdministrators, rootDACL)
+	}
+	if owner != sidAdministrators || !sameDACL(dacl, rootDACL) {
+		t.Errorf("owner %s, DACL %s; want %s, %s", owner, dacl, sidAdministrators, rootDACL)
+	}
+	// What is created below inherits the DACL: no one else can read it.
+	f := filepath.Join(dir, "credential")
+	if err := os.WriteFile(f, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, dacl, err := a.Platform.Security(ctx, p.Join("credential")); err != nil || strings.Contains(dacl, ";BU)") || strings.Contains(dacl, ";AU)") {
+		t.Errorf("a file below inherits %s (%v); want SYSTEM and Administrators only", dacl, err)
+	}
+	if _, _, err := a.Platform.Security(ctx, p.Join("missing")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Security of a missing path: %v, want os.ErrNotExist", err)
+	}
+}

@@ -21,6 +21,10 @@ import (
 // nothing at all when the state fails validation (ErrStateInvalid).
 func (a *Agent) Remove(ctx context.Context, purgeLogs bool) (*plan.Result, error) {
 	res := newResult("remove", "")
+	// Before the lock and the state file: they live in a root (secure.go).
+	if err := a.secureFolders(ctx, plan.Roots, ""); err != nil {
+		return res, err
+	}
 	unlock, err := a.lock()
 	if err != nil {
 		return res, err

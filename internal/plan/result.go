@@ -107,6 +107,10 @@ const (
 	// ErrStateInvalid: the agent's state file failed validation, so
 	// `remove` does not know what is winnode's and deleted nothing.
 	ErrStateInvalid ErrorCode = "StateInvalid"
+	// ErrUntrustedFolder: one of winnode's folders (or a folder above it
+	// or a file directly in it) is owned by someone who is not SYSTEM,
+	// Administrators or TrustedInstaller; File names it.
+	ErrUntrustedFolder ErrorCode = "UntrustedFolder"
 )
 
 // Error is a failure the agent reports; it is also a Go error.

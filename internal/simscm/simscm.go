@@ -200,6 +200,8 @@ func Dial(socket string) *Client {
 //	DELETE /v1/services/{name}           -> delete (marked for deletion; gone once stopped)
 //	POST   /v1/services/{name}/start     -> start (dependencies first)
 //	POST   /v1/services/{name}/stop      -> stop (ErrDependentRunning if running services depend on it)
+//	GET    /v1/security?path=P           -> Security of the path (ErrFileNotFound if it does not exist)
+//	PUT    /v1/security?path=P Security  -> set its owner and DACL ("" leaves one as it is)
 
 func (c *Client) Host(ctx context.Context) (HostInfo, error) {
 	var h HostInfo
@@ -234,6 +236,22 @@ func (c *Client) Start(ctx context.Context, name string) error {
 
 func (c *Client) Stop(ctx context.Context, name string) error {
 	return c.do(ctx, http.MethodPost, "/v1/services/"+url.PathEscape(name)+"/stop", nil, nil)
+}
+
+// Security is a path's owner (a SID) and its own DACL in SDDL ("D:P(...)";
+// "" when it has none and only inherits).
+type Security struct {
+	Owner string `json:"owner"`
+	DACL  string `json:"dacl"`
+}
+
+func (c *Client) Security(ctx context.Context, path string) (Security, error) {
+	var s Security
+	return s, c.do(ctx, http.MethodGet, "/v1/security?path="+url.QueryEscape(path), nil, &s)
+}
+
+func (c *Client) SetSecurity(ctx context.Context, path string, s Security) error {
+	return c.do(ctx, http.MethodPut, "/v1/security?path="+url.QueryEscape(path), s, nil)
 }
 
 func (c *Client) do(ctx context.Context, method, path string, in, out any) error {

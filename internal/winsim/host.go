@@ -14,6 +14,8 @@
 package winsim
 
 import (
+	"github.com/winnode/winnode/internal/winsim/acl"
+
 	"crypto/rand"
 	"encoding/json"
 	"errors"
@@ -105,6 +107,7 @@ type Host struct {
 	product  string
 	scmSock  string
 	scm      *scm.Manager
+	security *acl.Store
 
 	mu        sync.Mutex
 	signer    ssh.Signer
@@ -178,7 +181,11 @@ func New(opts Options) (*Host, error) {
 		return nil, err
 	}
 	h.scmSock = socketPath(stateDir)
+	if h.security, err = acl.Open(filepath.Join(stateDir, "security.json"), h.root); err != nil {
+		return nil, err
+	}
 	mgr, err := scm.NewManager(scm.ManagerOptions{
+		Security:  h.security,
 		StateFile: filepath.Join(stateDir, "services.json"),
 		Host:      h.execHost(),
 		LogDir:    ServiceLogDir,
@@ -500,6 +507,14 @@ func (h *Host) SCMSocket() string { return h.scmSock }
 
 // SCM is a client of the host's service control manager.
 func (h *Host) SCM() *simscm.Client { return simscm.Dial(h.scmSock) }
+
+// LocalUser is a simulated local user of the host who is not an administrator
+// (the nth such user, numbered from 1): what the user may do to files is
+// decided by their ACLs, as on Windows. See package acl.
+func (h *Host) LocalUser(name string, n int) *acl.User { return h.security.User(name, n) }
+
+// Security is the host's store of owners and ACLs.
+func (h *Host) Security() *acl.Store { return h.security }
 
 // Services is the host's service control manager itself (for faults and
 // tests).

@@ -7,6 +7,8 @@
 package scm
 
 import (
+	"github.com/winnode/winnode/internal/winsim/acl"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -46,6 +48,9 @@ type ManagerOptions struct {
 	// killed. Default 10s.
 	StopTimeout time.Duration
 	Logger      *slog.Logger
+	// Security is the host's store of owners and ACLs, served at
+	// /v1/security (nil: not served).
+	Security *acl.Store
 }
 
 // Manager is one simulated host's service control manager.

@@ -61,6 +61,7 @@ func (m *Manager) Serve(ln net.Listener, info func() simscm.HostInfo) error {
 	mux.HandleFunc("POST /v1/services/{name}/stop", func(w http.ResponseWriter, r *http.Request) {
 		reply(w, m.Stop(r.Context(), r.PathValue("name")))
 	})
+	m.serveSecurity(mux)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	err := srv.Serve(ln)
 	_ = srv.Close()
