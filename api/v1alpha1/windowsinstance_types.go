@@ -24,7 +24,10 @@ const (
 
 	// AnnotationVersion on a Node is the winnode version that configured it.
 	AnnotationVersion = "winnode.io/version"
-	// AnnotationHostKey on a Node is the pinned SSH host key (authorized_keys form).
+	// AnnotationHostKey on a Node shows the host key winnode pinned
+	// (authorized_keys form). It is informational only: the node's kubelet
+	// can rewrite its own Node's annotations, so winnode never trusts a key
+	// read from here (the operator pins in the instance's status).
 	AnnotationHostKey = "winnode.io/host-key"
 	// AnnotationKeyFingerprint on the windows-user-data Secret (and, written by
 	// the instance reconciler, on the instance) is the SHA256 fingerprint of the

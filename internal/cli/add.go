@@ -149,7 +149,7 @@ running: the operator's own steps (the same code), each printed with its
 duration:
 
   connect      SSH with --ssh-key; the host key is trusted on first use and
-               kept on the Node (annotation winnode.io/host-key), then checked
+               kept in ConfigMap kube-system/winnode-host-keys, then checked
   info         winnode-agent.exe info: names, addresses, OS build, and the
                container runtime (containerd must be installed and running)
   credentials  join credentials for this host's kubelet: a bootstrap token,
@@ -180,8 +180,7 @@ The payload comes from --payload-dir (default $WINNODE_PAYLOAD_DIR, else
 	hf.approval.add(cmd.Flags())
 	addPayloadFlag(cmd, &payloadDir)
 	addJoinCredentialsFlag(cmd, &hf)
-	cmd.Flags().StringVar(&hf.hostKey, "host-key", "",
-		`the SHA256 fingerprint ("SHA256:...") the host's SSH key must have, pinned before the first connection; read it on the host: ssh-keygen -lf C:\ProgramData\ssh\ssh_host_ed25519_key.pub (docs/trust.md)`)
+	addHostKeyFlag(cmd, &hf.hostKey)
 	return cmd
 }
 
@@ -278,6 +277,8 @@ func runAdd(ctx context.Context, s Streams, hf hostFlags, h inventory.Host, payl
 		ServiceCIDR:     policy.ServiceCIDRs[0].String(),
 		AfterStep:       func(_ *winnodev1.WindowsInstance, step string) { steps.begin(step) },
 		Log:             logrTo(s.Err, hf.verbose),
+		// Not a status: the pinned host key, kept where nodes cannot write.
+		Persist: persistPin(sess.kube, inst.Status.NodeName),
 	}
 	fmt.Fprintf(s.Out, "%s %s (user %s, port %d) in the cluster at %s, without the operator:\n", verb, address, h.Username, h.Port, sess.apiServer)
 	approver := &csrApprover{kube: sess.kube, inst: inst, policy: policy, note: steps.note}
@@ -295,9 +296,9 @@ func runAdd(ctx context.Context, s Streams, hf hostFlags, h inventory.Host, payl
 		c := meta.FindStatusCondition(inst.Status.Conditions, winnodev1.ConditionHostKeyMismatch)
 		return fmt.Errorf("adding %s: nothing was done: %s (--host-key names the fingerprint to expect)", address, c.Message)
 	case meta.IsStatusConditionTrue(inst.Status.Conditions, winnodev1.ConditionHostKeyMismatch):
-		// The operator's hint names a WindowsInstance; add pins on the Node.
-		return fmt.Errorf("adding %s: the host presented a host key other than the one pinned on Node %s (annotation %s); nothing was done. If the host was reinstalled on purpose, forget the old key: kubectl annotate node %s %s- ; then run add again",
-			address, inst.Status.NodeName, winnodev1.AnnotationHostKey, inst.Status.NodeName, winnodev1.AnnotationHostKey)
+		// The operator's hint names a WindowsInstance; add pins elsewhere.
+		return fmt.Errorf("adding %s: the host presented a host key other than the one pinned for node %s (ConfigMap %s/%s); nothing was done. If the host was reinstalled on purpose, name its new key: %s",
+			address, inst.Status.NodeName, joinNamespace, hostKeysConfigMap, hostKeyHelp)
 	}
 	return fmt.Errorf("adding %s: %w; fix the cause and run add again (every step is safe to repeat)", address, err)
 }
@@ -326,8 +327,8 @@ func newHostInstance(h inventory.Host) *winnodev1.WindowsInstance {
 
 // pinFromNode finds the Node of an earlier add of this host (by address,
 // with the operator's rule: configure.FindNode) and takes its node name,
-// UID and pinned host key, so that the host key is checked rather than
-// trusted again and the engine acts on that Node. A Node winnode did not
+// UID and the host key pinned for it (pins.go), so that the host key is
+// checked rather than trusted again and the engine acts on that Node. A Node winnode did not
 // configure (no annotation winnode.io/version) is only named: the engine
 // then refuses it unless this host registers it.
 func pinFromNode(ctx context.Context, kube kubernetes.Interface, inst *winnodev1.WindowsInstance) error {
@@ -336,7 +337,9 @@ func pinFromNode(ctx context.Context, kube kubernetes.Interface, inst *winnodev1
 		return err
 	}
 	inst.Status.NodeName = node.Name
-	inst.Status.HostKey = node.Annotations[winnodev1.AnnotationHostKey]
+	if err := usePin(ctx, kube, inst, node); err != nil {
+		return err
+	}
 	if _, ok := node.Annotations[winnodev1.AnnotationVersion]; ok {
 		inst.Status.NodeUID = string(node.UID)
 	}

@@ -284,13 +284,22 @@ func TestAddRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	r = run(t, "", "add", h2.IP(), "--port", h2port, "--ssh-key", keyFile, "--allow-addresses", simHosts, "--kubeconfig", kc, "--payload-dir", payloadDir, "--timeout", "1m")
-	if r.code != ExitFailed || !strings.Contains(r.err, "kubectl annotate node") || !strings.Contains(r.out, "✗ connect") {
+	if r.code != ExitFailed || !strings.Contains(r.err, "--host-key SHA256:") || !strings.Contains(r.out, "✗ connect") {
 		t.Errorf("a changed host key: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.out, r.err)
 	}
 	// ssh refuses it too.
 	r = run(t, "", "ssh", "--kubeconfig", kc, "--ssh-key", keyFile, "--port", h2port, h2.IP(), "--", winsim.ContainerdPath, "--version")
 	if r.code != ExitSSHFailed || !strings.Contains(r.err, "presented host key") {
 		t.Errorf("ssh to a host with a changed key: exit %d, stderr %q", r.code, r.err)
+	}
+	// Naming the new fingerprint accepts it, and it is pinned instead.
+	r = run(t, "", "add", h2.IP(), "--port", h2port, "--ssh-key", keyFile, "--allow-addresses", simHosts, "--kubeconfig", kc, "--payload-dir", payloadDir, "--timeout", "1m", "--host-key", h2.Fingerprint())
+	if r.code != ExitOK {
+		t.Errorf("add --host-key with the new fingerprint: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.out, r.err)
+	}
+	kube := kubernetes.NewForConfigOrDie(cl.env.Config)
+	if got, _ := readPin(context.Background(), kube, strings.ToLower(h2.Hostname())); got != strings.TrimSpace(string(ssh.MarshalAuthorizedKey(h2.HostKey()))) {
+		t.Errorf("pin after accepting the new key: %q", got)
 	}
 	cleanupNode(t, cl, strings.ToLower(h2.Hostname()))
 

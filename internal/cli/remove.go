@@ -27,10 +27,11 @@ operator running, by the operator's own steps (the same code):
                files (logs are kept)
   delete-node  delete the Node and revoke the host's bootstrap tokens
 
-HOST is the address given to add, or the node's name. The host key pinned
-on the Node (annotation winnode.io/host-key) is checked; a host that cannot
-be reached is left alone with a warning, and the Node is deleted all the
-same.
+HOST is the address given to add, or the node's name. The host key add
+pinned (ConfigMap kube-system/winnode-host-keys, which nodes cannot write)
+is checked, or with no pin kept there the fingerprint of --host-key; a host
+that cannot be reached is left alone with a warning, and the Node is deleted
+all the same, and its pin forgotten.
 
 Hosts the operator manages (listed in ConfigMap windows-instances) are
 removed by taking them out of the ConfigMap instead.`,
@@ -50,6 +51,7 @@ removed by taking them out of the ConfigMap instead.`,
 		},
 	}
 	hf.add(cmd.Flags(), 10*time.Minute)
+	addHostKeyFlag(cmd, &hf.hostKey)
 	return cmd
 }
 
@@ -82,9 +84,12 @@ func runRemove(ctx context.Context, s Streams, hf hostFlags, target string) erro
 	// The administrator named this Node: it is the one to drain and delete
 	// (deconfigure deletes only the Node of the recorded UID).
 	inst.Status.NodeUID = string(node.UID)
-	inst.Status.HostKey = node.Annotations[winnodev1.AnnotationHostKey]
-	if inst.Status.HostKey == "" {
-		return fmt.Errorf("node %s has no pinned host key (annotation %s), so the host cannot be checked: was it added by winnode?", node.Name, winnodev1.AnnotationHostKey)
+	// The key add pinned, never the Node's annotation (pins.go).
+	if err := usePin(ctx, sess.kube, inst, node); err != nil {
+		return err
+	}
+	if inst.Status.HostKey == "" && inst.Spec.HostKeyFingerprint == "" {
+		return fmt.Errorf("node %s has no host key pinned in ConfigMap %s/%s, so the host cannot be checked: was it added by winnode? If so, %s", node.Name, joinNamespace, hostKeysConfigMap, hostKeyHelp)
 	}
 
 	addresses, err := hf.addresses()
@@ -109,6 +114,9 @@ func runRemove(ctx context.Context, s Streams, hf hostFlags, target string) erro
 	steps.end(err == nil)
 	switch {
 	case err == nil:
+		if err := deletePin(ctx, sess.kube, node.Name); err != nil {
+			return err
+		}
 		fmt.Fprintf(s.Out, "Node %s is gone and %s is clean (%s in all).\n", node.Name, address, time.Since(steps.start).Round(10*time.Millisecond))
 		return nil
 	case errors.Is(err, context.DeadlineExceeded):

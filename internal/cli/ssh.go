@@ -15,6 +15,8 @@ import (
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/term"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
@@ -31,6 +33,7 @@ func newSSHCommand(s Streams) *cobra.Command {
 		timeout   time.Duration
 		user      string
 		port      int
+		hostKey   string
 	)
 	cmd := &cobra.Command{
 		Use:   "ssh NODE|ADDRESS [-- COMMAND [ARG...]]",
@@ -43,8 +46,10 @@ The host is named by its node name, its WindowsInstance's name, or its
 address. Its host key must match the key pinned in the WindowsInstance's
 status (status.hostKey); a host with no pinned key yet, or presenting another
 key, is refused: the check is never skipped. A node added with winnodectl add
-has no WindowsInstance: its pinned key is the Node's annotation
-winnode.io/host-key, and --user and --port say how to log in.
+has no WindowsInstance: its pinned key is the one add kept in ConfigMap
+kube-system/winnode-host-keys (never the Node's own annotation, which the
+node can write), or with none kept the fingerprint of --host-key; --user and
+--port say how to log in.
 
 COMMAND and its arguments are quoted by the rules of the Windows command line
 and handed to the host's default shell (cmd.exe or PowerShell).
@@ -87,7 +92,7 @@ opened (as OpenSSH's ssh), 2 for wrong arguments.`,
 			}
 			inst, err := findInstance(ctx, c, args[0])
 			if errors.Is(err, errNoInstance) {
-				inst, err = addedNodeInstance(ctx, c, args[0], user, port)
+				inst, err = addedNodeInstance(ctx, cfg, c, args[0], user, port, hostKey)
 			}
 			if err != nil {
 				return WithCode(ExitSSHFailed, err)
@@ -113,6 +118,7 @@ opened (as OpenSSH's ssh), 2 for wrong arguments.`,
 	cmd.Flags().DurationVar(&timeout, "connect-timeout", 30*time.Second, "bound on connecting and the SSH handshake")
 	cmd.Flags().StringVar(&user, "user", "Administrator", "account to log in as, for nodes added with winnodectl add (a WindowsInstance says its own)")
 	cmd.Flags().IntVar(&port, "port", 22, "SSH port, for nodes added with winnodectl add (a WindowsInstance says its own)")
+	addHostKeyFlag(cmd, &hostKey)
 	return cmd
 }
 
@@ -149,16 +155,16 @@ func findInstance(ctx context.Context, c client.Client, target string) (*winnode
 var errNoInstance = errors.New("no WindowsInstance")
 
 // addedNodeInstance stands in a WindowsInstance for a node that winnodectl
-// add configured: its address, and the host key pinned on the Node.
-func addedNodeInstance(ctx context.Context, c client.Client, target, user string, port int) (*winnodev1.WindowsInstance, error) {
+// add configured: its address, and the host key add pinned (pins.go) or the
+// fingerprint of --host-key.
+func addedNodeInstance(ctx context.Context, cfg *rest.Config, c client.Client, target, user string, port int, fingerprint string) (*winnodev1.WindowsInstance, error) {
 	var nodes corev1.NodeList
 	if err := c.List(ctx, &nodes); err != nil {
 		return nil, fmt.Errorf("listing Nodes to find %s: %w", target, err)
 	}
 	for i := range nodes.Items {
 		n := &nodes.Items[i]
-		key, ok := n.Annotations[winnodev1.AnnotationHostKey]
-		if !ok {
+		if !configuredByWinnode(n) {
 			continue
 		}
 		match := strings.EqualFold(n.Name, target)
@@ -167,10 +173,20 @@ func addedNodeInstance(ctx context.Context, c client.Client, target, user string
 		}
 		if match {
 			inst := &winnodev1.WindowsInstance{
-				Spec:   winnodev1.WindowsInstanceSpec{Address: view.NodeAddress(n), Username: user, Port: int32(port)},
-				Status: winnodev1.WindowsInstanceStatus{NodeName: n.Name, HostKey: key, Phase: winnodev1.PhaseReady},
+				Spec:   winnodev1.WindowsInstanceSpec{Address: view.NodeAddress(n), Username: user, Port: int32(port), HostKeyFingerprint: fingerprint},
+				Status: winnodev1.WindowsInstanceStatus{NodeName: n.Name, Phase: winnodev1.PhaseReady},
 			}
 			inst.Name = "node " + n.Name
+			kube, err := kubernetes.NewForConfig(cfg)
+			if err != nil {
+				return nil, err
+			}
+			if err := usePin(ctx, kube, inst, n); err != nil {
+				return nil, err
+			}
+			if fingerprint != "" && inst.Status.HostKeyFingerprint != fingerprint {
+				inst.Status.HostKey = "" // --host-key names a new key
+			}
 			return inst, nil
 		}
 	}
@@ -222,7 +238,17 @@ func readKeyFile(keyFile string) (ssh.Signer, error) {
 
 // dialPinned connects to inst's host and accepts only the host key pinned in
 // its status.
+// its status, or with none (a node of winnodectl add with no kept pin) only a
+// key of the fingerprint --host-key names.
 func dialPinned(ctx context.Context, inst *winnodev1.WindowsInstance, signer ssh.Signer, timeout time.Duration) (*ssh.Client, error) {
+	if fp := inst.Spec.HostKeyFingerprint; strings.TrimSpace(inst.Status.HostKey) == "" && fp != "" {
+		return dial(ctx, inst, signer, timeout, func(addr string, key ssh.PublicKey) error {
+			if got := ssh.FingerprintSHA256(key); got != fp {
+				return fmt.Errorf("host %s presented host key %s, but --host-key expects %s: the host was reinstalled or someone is in the middle", addr, got, fp)
+			}
+			return nil
+		}, nil)
+	}
 	if strings.TrimSpace(inst.Status.HostKey) == "" {
 		return nil, fmt.Errorf("WindowsInstance %s has no pinned host key yet (phase %q): the operator pins it on first contact; wait until it has connected, then try again", inst.Name, inst.Status.Phase)
 	}
@@ -230,6 +256,18 @@ func dialPinned(ctx context.Context, inst *winnodev1.WindowsInstance, signer ssh
 	if err != nil {
 		return nil, fmt.Errorf("WindowsInstance %s: status.hostKey is not an SSH public key: %v", inst.Name, err)
 	}
+	check := func(addr string, key ssh.PublicKey) error {
+		if err := ssh.FixedHostKey(pinned)(addr, nil, key); err != nil {
+			return fmt.Errorf("host %s presented host key %s, but WindowsInstance %s pins %s: the host was reinstalled or someone is in the middle; if the change is expected, clear status.hostKey and let the operator pin the new key", addr, ssh.FingerprintSHA256(key), inst.Name, ssh.FingerprintSHA256(pinned))
+		}
+		return nil
+	}
+	// Ask for the kind of key that was pinned: a host has several.
+	return dial(ctx, inst, signer, timeout, check, hostKeyAlgorithms(pinned))
+}
+
+// dial connects to inst's host, accepting the host key check accepts.
+func dial(ctx context.Context, inst *winnodev1.WindowsInstance, signer ssh.Signer, timeout time.Duration, check func(addr string, key ssh.PublicKey) error, algorithms []string) (*ssh.Client, error) {
 	port := int(inst.Spec.Port)
 	if port == 0 {
 		port = 22
@@ -239,13 +277,9 @@ func dialPinned(ctx context.Context, inst *winnodev1.WindowsInstance, signer ssh
 		User: inst.Spec.Username,
 		Auth: []ssh.AuthMethod{ssh.PublicKeys(signer)},
 		HostKeyCallback: func(_ string, _ net.Addr, key ssh.PublicKey) error {
-			if err := ssh.FixedHostKey(pinned)(addr, nil, key); err != nil {
-				return fmt.Errorf("host %s presented host key %s, but WindowsInstance %s pins %s: the host was reinstalled or someone is in the middle; if the change is expected, clear status.hostKey and let the operator pin the new key", addr, ssh.FingerprintSHA256(key), inst.Name, ssh.FingerprintSHA256(pinned))
-			}
-			return nil
+			return check(addr, key)
 		},
-		// Ask for the kind of key that was pinned: a host has several.
-		HostKeyAlgorithms: hostKeyAlgorithms(pinned),
+		HostKeyAlgorithms: algorithms,
 		Timeout:           timeout,
 	}
 	dialCtx, cancel := context.WithTimeout(ctx, timeout)

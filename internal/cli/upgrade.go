@@ -21,8 +21,9 @@ restarts services, the node is first cordoned and drained (evictions, as
 kubectl drain does) and uncordoned once Ready again; the agent restarts only
 the services whose binary, configuration or arguments changed.
 
-The host key pinned on the Node is checked. Hosts the operator manages are
-upgraded by the operator when it is upgraded.`,
+The host key add pinned (ConfigMap kube-system/winnode-host-keys) is
+checked; a node with no pin kept there needs --host-key. Hosts the operator
+manages are upgraded by the operator when it is upgraded.`,
 		Example: `  # After building a new payload (make payload)
   winnodectl upgrade 10.0.0.7 --ssh-key ~/.ssh/winnode --payload-dir ./payload`,
 		Args: exactArgs("HOST"),
@@ -32,5 +33,6 @@ upgraded by the operator when it is upgraded.`,
 	hf.approval.add(cmd.Flags())
 	addPayloadFlag(cmd, &payloadDir)
 	addJoinCredentialsFlag(cmd, &hf)
+	addHostKeyFlag(cmd, &hf.hostKey)
 	return cmd
 }

@@ -63,13 +63,10 @@ func (c *Configurer) connect(ctx context.Context, inst *winnodev1.WindowsInstanc
 		return nil, c.addressNotAllowed(inst, err)
 	}
 	expectFingerprint(inst)
-	if inst.Spec.HostKeyFingerprint == "" && inst.Status.HostKey == "" && meta.FindStatusCondition(inst.Status.Conditions, winnodev1.ConditionHostKeyMismatch) == nil {
-		// A host that already is a node (configured before this instance
-		// existed: an instance deleted without its finalizer, or winnodectl
-		// add) keeps the key pinned on its Node rather than being trusted
-		// again. An administrator who cleared a mismatch is not overruled.
-		c.pinFromNode(ctx, inst)
-	}
+	// No key is ever taken from a Node: a kubelet may write its own Node's
+	// annotations (NodeRestriction does not stop it), so what a Node says
+	// cannot decide which host is trusted. Without a pinned key, the first
+	// connection trusts the key (or checks spec.hostKeyFingerprint).
 	cl, err := host.Connect(ctx, host.Options{
 		Address:       inst.Spec.Address,
 		Port:          int(inst.SSHPort()),
@@ -124,28 +121,6 @@ func (c *Configurer) connect(ctx context.Context, inst *winnodev1.WindowsInstanc
 	SetCondition(inst, winnodev1.ConditionReachable, metav1.ConditionTrue, winnodev1.ReasonConnected,
 		fmt.Sprintf("connected to %s with host key %s", cl.Address(), cl.HostKeyFingerprint()))
 	return cl, nil
-}
-
-// pinFromNode takes the host key pinned on the host's Node (FindNode). A
-// Node that cannot be found (none, several, or the API server not
-// answering) pins nothing: the key is then trusted on first use, as for a
-// new host.
-func (c *Configurer) pinFromNode(ctx context.Context, inst *winnodev1.WindowsInstance) {
-	node, err := FindNode(ctx, c.Kube, nodeName(inst), inst.Spec.Address)
-	if err != nil {
-		c.Log.Info("no host key taken from a Node", "instance", inst.Name, "reason", err.Error())
-		return
-	}
-	if node == nil {
-		return
-	}
-	key, fingerprint := pinnedOnNode(node)
-	if key == "" {
-		return
-	}
-	inst.Status.HostKey = key
-	inst.Status.HostKeyFingerprint = fingerprint
-	c.Log.Info("pinned the host key found on the host's Node", "instance", inst.Name, "node", node.Name, "hostKey", fingerprint)
 }
 
 func (c *Configurer) countSSHFailure(reason string) {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"golang.org/x/crypto/ssh"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -58,21 +57,6 @@ func FindNode(ctx context.Context, kube kubernetes.Interface, nodeName, address 
 		return found[0], nil
 	}
 	return nil, fmt.Errorf("several Nodes have the name or address %s; name the node instead", address)
-}
-
-// pinnedOnNode is the host key pinned on a Node (annotation
-// winnode.io/host-key) with its fingerprint, or "" when there is none that
-// parses.
-func pinnedOnNode(node *corev1.Node) (key, fingerprint string) {
-	key = node.Annotations[winnodev1.AnnotationHostKey]
-	if key == "" {
-		return "", ""
-	}
-	pub, _, _, _, err := ssh.ParseAuthorizedKey([]byte(key))
-	if err != nil {
-		return "", ""
-	}
-	return key, ssh.FingerprintSHA256(pub)
 }
 
 // nodeName is the Node the instance's host registers as.

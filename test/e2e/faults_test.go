@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/crypto/ssh"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -200,10 +202,13 @@ func testOperatorStoppedAtEachStep(t *testing.T, w *world) {
 	w.converged(t, "restarted", h)
 }
 
-// A host that already is a node keeps the host key pinned on its Node: a
-// new instance for it (the old one deleted without deconfiguring) checks
-// the key rather than trusting a changed one.
-func TestNodeHostKeyIsPinnedForANewInstance(t *testing.T) {
+// A host key on a Node's annotation is never trusted: the node's kubelet
+// can write its own Node's annotations, so a compromised node could name a
+// key of its choosing there. A new instance for a host that already is a
+// node (the old instance deleted without deconfiguring) trusts the host's
+// key on first use, not the one on the Node (here an attacker's key, which
+// the host does not present: trusting it would be a HostKeyMismatch).
+func TestNodeAnnotationHostKeyIsNotTrusted(t *testing.T) {
 	w := getWorld(t)
 	h := w.newHost(t)
 	op := w.startOperator(t, operatorOptions{})
@@ -223,14 +228,28 @@ func TestNodeHostKeyIsPinnedForANewInstance(t *testing.T) {
 	t.Cleanup(func() {
 		_ = w.kube.CoreV1().Nodes().Delete(context.Background(), first.Status.NodeName, metav1.DeleteOptions{})
 	})
-	if _, err := h.RotateHostKey(); err != nil {
+	// What a node could write on its own Node: another host's key.
+	attacker, err := ssh.NewSignerFromKey(ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	attackerKey := strings.TrimSpace(string(ssh.MarshalAuthorizedKey(attacker.PublicKey())))
+	node, err := w.kube.CoreV1().Nodes().Get(ctx, first.Status.NodeName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	node.Annotations[winnodev1.AnnotationHostKey] = attackerKey
+	if _, err := w.kube.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	w.startOperator(t, operatorOptions{})
 	w.instanceFor(t, "second", h)
-	inst := w.waitCondition(t, "second", winnodev1.ConditionHostKeyMismatch, "True", winnodev1.ReasonHostKeyChanged, time.Minute)
-	if inst.Status.HostKey != first.Status.HostKey {
-		t.Errorf("pinned %q, want the key on the Node %q", inst.Status.HostKey, first.Status.HostKey)
+	inst := w.waitCondition(t, "second", winnodev1.ConditionReachable, "True", winnodev1.ReasonConnected, time.Minute)
+	if inst.Status.HostKey == attackerKey {
+		t.Fatal("the operator pinned the host key written on the Node's annotation")
+	}
+	if inst.Status.HostKeyFingerprint != h.Fingerprint() {
+		t.Errorf("pinned %s, want the host's own key %s (trusted on first use)", inst.Status.HostKeyFingerprint, h.Fingerprint())
 	}
 }
 
