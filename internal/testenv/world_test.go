@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 )
 
 // A Node gets its pod subnet from the controller manager, and a pod without
@@ -41,15 +42,20 @@ func TestNodesGetSubnetsAndPodsAreScheduled(t *testing.T) {
 		t.Fatalf("node %s got no spec.podCIDR: is kube-controller-manager allocating node CIDRs?", node.Name)
 	}
 
-	// Ready, with room for a pod: what a kubelet would report.
-	n, err := c.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
+	// Ready, with room for a pod: what a kubelet would report (the node
+	// lifecycle controller writes the Node too: retry on conflicts).
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n, err := c.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", LastHeartbeatTime: metav1.Now()}}
+		n.Status.Capacity = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("4Gi"), corev1.ResourcePods: resource.MustParse("10")}
+		n.Status.Allocatable = n.Status.Capacity
+		_, err = c.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
+		return err
+	})
 	if err != nil {
-		t.Fatal(err)
-	}
-	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", LastHeartbeatTime: metav1.Now()}}
-	n.Status.Capacity = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("4Gi"), corev1.ResourcePods: resource.MustParse("10")}
-	n.Status.Allocatable = n.Status.Capacity
-	if _, err := c.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	pod := &corev1.Pod{

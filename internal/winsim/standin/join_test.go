@@ -481,6 +481,17 @@ func checkNetworkGate(t *testing.T, admin kubernetes.Interface, h *winsim.Host, 
 		})
 	}
 	notReady("without a CNI configuration")
+	// The IPAM plugin containerd runs for each pod: the Linux build of the
+	// real host-local, where the payload puts its Windows build.
+	hostLocal, err := testenv.HostLocal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(hostLocal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeHostFile(t, h, `C:\k\cni\bin\host-local.exe`, data)
 	writeHostFile(t, h, `C:\k\cni\config\10-test.conf`, []byte(`{"cniVersion":"0.2.0","name":"vxlan0","type":"win-overlay","ipam":{"type":"host-local","subnet":"10.244.9.0/24"}}`))
 	time.Sleep(time.Second)
 	notReady("while HNS network vxlan0 does not exist")
