@@ -217,8 +217,9 @@ func TestControllersUnderGeneratedRBAC(t *testing.T) {
 // joinCredentialsAs issues and revokes join credentials of both forms as the
 // operator (asOperator holds only the generated roles): the auto probe
 // (a bootstrap token, TokenReview), a bootstrap token read back by its ID,
-// and a join ServiceAccount with its binding and token. Each call waits for
-// the RBAC authorizer to see the roles just applied.
+// and a join ServiceAccount, its subject in the shipped binding and its
+// token. Each call waits for the RBAC authorizer to see the roles just
+// applied.
 func joinCredentialsAs(t *testing.T, asOperator kubernetes.Interface, namespace string) {
 	t.Helper()
 	eventually(t, 30*time.Second, "auto join credentials probed as the operator", func(ctx context.Context) (bool, error) {
