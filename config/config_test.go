@@ -21,6 +21,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -206,8 +208,22 @@ func TestDefaultManifests(t *testing.T) {
 		t.Errorf("metrics Service ports = %+v", svc.Spec.Ports)
 	}
 
-	// Nothing grants wildcards, and every binding is to the operator's own account.
+	// Nothing grants wildcards, and every binding is to the operator's own
+	// account, but the two that give join credentials
+	// system:node-bootstrapper (internal/bootstrap): the bootstrap tokens'
+	// group, and the join ServiceAccounts, none when installed.
+	joinBindings := map[string][]rbacv1.Subject{
+		"winnode:bootstrappers:node-bootstrapper": {{APIGroup: rbacv1.GroupName, Kind: "Group", Name: "system:bootstrappers:winnode"}},
+		"winnode-join-service-accounts":           nil,
+	}
 	for _, o := range objs {
+		if want, ok := joinBindings[o.GetName()]; ok && o.GetKind() == "ClusterRoleBinding" {
+			b := into[rbacv1.ClusterRoleBinding](t, o)
+			if !equality.Semantic.DeepEqual(b.Subjects, want) || b.RoleRef.Name != "system:node-bootstrapper" {
+				t.Errorf("ClusterRoleBinding %s binds %+v to %s, want %+v to system:node-bootstrapper", o.GetName(), b.Subjects, b.RoleRef.Name, want)
+			}
+			continue
+		}
 		switch o.GetKind() {
 		case "ClusterRole", "Role":
 			role := into[rbacv1.ClusterRole](t, o)
@@ -631,16 +647,16 @@ func TestRBACGrantsWhatTheOperatorNeedsAndNoMore(t *testing.T) {
 		{verb: "get", resource: "configmaps", namespace: "kube-public", name: "cluster-info"},
 		{verb: "get", resource: "configmaps", namespace: "kube-system", name: "kubelet-config"},
 		{verb: "get", resource: "services", namespace: "kube-system", name: "kube-dns"},
-		{verb: "create", group: "rbac.authorization.k8s.io", resource: "clusterrolebindings"},
 		{verb: "get", group: "rbac.authorization.k8s.io", resource: "clusterrolebindings", name: "winnode:bootstrappers:node-bootstrapper"},
-		{verb: "delete", group: "rbac.authorization.k8s.io", resource: "clusterrolebindings", name: "winnode:bootstrappers:node-bootstrapper"},
+		{verb: "update", group: "rbac.authorization.k8s.io", resource: "clusterrolebindings", name: "winnode:bootstrappers:node-bootstrapper"},
+		{verb: "get", group: "rbac.authorization.k8s.io", resource: "clusterrolebindings", name: "winnode-join-service-accounts"},
+		{verb: "update", group: "rbac.authorization.k8s.io", resource: "clusterrolebindings", name: "winnode-join-service-accounts"},
 		{verb: "bind", group: "rbac.authorization.k8s.io", resource: "clusterroles", name: "system:node-bootstrapper"},
 		// Join ServiceAccounts (docs/credentials.md).
 		{verb: "create", group: "authentication.k8s.io", resource: "tokenreviews"},
 		{verb: "create", resource: "serviceaccounts", namespace: namespace},
 		{verb: "delete", resource: "serviceaccounts", namespace: namespace, name: "winnode-join-a"},
 		{verb: "create", resource: "serviceaccounts", subresource: "token", namespace: namespace, name: "winnode-join-a"},
-		{verb: "delete", group: "rbac.authorization.k8s.io", resource: "clusterrolebindings", name: "winnode:join:a"},
 	}
 	for _, a := range need {
 		if !allowed(t, c, a) {
@@ -675,8 +691,14 @@ func TestRBACGrantsWhatTheOperatorNeedsAndNoMore(t *testing.T) {
 		{verb: "bind", group: "rbac.authorization.k8s.io", resource: "clusterroles", name: "system:certificates.k8s.io:certificatesigningrequests:nodeclient"},
 		{verb: "escalate", group: "rbac.authorization.k8s.io", resource: "clusterroles", name: "system:node-bootstrapper"},
 		{verb: "create", group: "rbac.authorization.k8s.io", resource: "clusterroles"},
-		// Not listed: get and delete of any ClusterRoleBinding, which join
-		// ServiceAccounts' per-instance bindings need (config/rbac/cluster_role.yaml).
+		// Whoever may create, or rewrite, any ClusterRoleBinding may bind
+		// itself to cluster-admin: only the two shipped ones are updated.
+		{verb: "create", group: "rbac.authorization.k8s.io", resource: "clusterrolebindings"},
+		{verb: "delete", group: "rbac.authorization.k8s.io", resource: "clusterrolebindings", name: "winnode-operator"},
+		{verb: "delete", group: "rbac.authorization.k8s.io", resource: "clusterrolebindings", name: "winnode-join-service-accounts"},
+		{verb: "update", group: "rbac.authorization.k8s.io", resource: "clusterrolebindings", name: "winnode-operator"},
+		{verb: "patch", group: "rbac.authorization.k8s.io", resource: "clusterrolebindings", name: "cluster-admin"},
+		{verb: "get", group: "rbac.authorization.k8s.io", resource: "clusterrolebindings", name: "winnode:join:a"},
 		{verb: "create", group: "rbac.authorization.k8s.io", resource: "rolebindings", namespace: "kube-system"},
 		{verb: "create", group: "apiextensions.k8s.io", resource: "customresourcedefinitions"},
 	}
@@ -687,12 +709,14 @@ func TestRBACGrantsWhatTheOperatorNeedsAndNoMore(t *testing.T) {
 	}
 }
 
-// TestOperatorCanBindTheBootstrapGroup does, as the operator's ServiceAccount,
-// what the operator does for plain-Kubernetes joins: bind the bootstrap group
-// to system:node-bootstrapper. RBAC's escalation check passes only through
-// the "bind" rule; binding the group to the nodeclient role or to
-// cluster-admin is refused.
-func TestOperatorCanBindTheBootstrapGroup(t *testing.T) {
+// TestOperatorCanBindOnlyThroughTheShippedBindings does, as the operator's
+// ServiceAccount, what the operator does to bind join credentials: add a
+// subject to the shipped binding winnode-join-service-accounts (RBAC's
+// escalation check passes only through the "bind" rule). Creating a binding
+// of its own, be it to system:node-bootstrapper, the nodeclient role
+// (auto-approval of node CSRs) or cluster-admin, is refused, and so is
+// deleting one.
+func TestOperatorCanBindOnlyThroughTheShippedBindings(t *testing.T) {
 	env := testenv.Get(t)
 	admin := newClient(t, env.Config)
 	applyRBAC(t, admin)
@@ -704,21 +728,30 @@ func TestOperatorCanBindTheBootstrapGroup(t *testing.T) {
 	op := newClient(t, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+
+	var join rbacv1.ClusterRoleBinding
+	if err := op.Get(ctx, client.ObjectKey{Name: "winnode-join-service-accounts"}, &join); err != nil {
+		t.Fatalf("the operator cannot read the shipped join binding: %v", err)
+	}
+	join.Subjects = append(join.Subjects, rbacv1.Subject{Kind: "ServiceAccount", Namespace: namespace, Name: "winnode-join-config-test"})
+	if err := op.Update(ctx, &join, client.DryRunAll); err != nil {
+		t.Errorf("the operator cannot add a join ServiceAccount to winnode-join-service-accounts: %v", err)
+	}
+
 	binding := func(name, role string) *rbacv1.ClusterRoleBinding {
 		return &rbacv1.ClusterRoleBinding{
 			ObjectMeta: metav1.ObjectMeta{Name: name},
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
-			Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "Group", Name: "system:bootstrappers:winnode-config-test"}},
+			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: namespace, Name: serviceAccount}},
 		}
 	}
-	if err := op.Create(ctx, binding("winnode-config-test-bootstrapper", "system:node-bootstrapper"), client.DryRunAll); err != nil {
-		t.Errorf("the operator cannot bind the bootstrap group to system:node-bootstrapper: %v", err)
+	for _, role := range []string{"system:node-bootstrapper", "system:certificates.k8s.io:certificatesigningrequests:nodeclient", "cluster-admin"} {
+		if err := op.Create(ctx, binding("winnode-config-test", role), client.DryRunAll); !apierrors.IsForbidden(err) {
+			t.Errorf("the operator could create a ClusterRoleBinding to %s: %v", role, err)
+		}
 	}
-	if err := op.Create(ctx, binding("winnode-config-test-nodeclient", "system:certificates.k8s.io:certificatesigningrequests:nodeclient"), client.DryRunAll); err == nil {
-		t.Error("the operator could bind a group to the nodeclient role (auto-approval of node CSRs)")
-	}
-	if err := op.Create(ctx, binding("winnode-config-test-admin", "cluster-admin"), client.DryRunAll); err == nil {
-		t.Error("the operator could bind a group to cluster-admin")
+	if err := op.Delete(ctx, binding("winnode-operator", "winnode-operator"), client.DryRunAll); !apierrors.IsForbidden(err) {
+		t.Errorf("the operator could delete a ClusterRoleBinding: %v", err)
 	}
 }
 

@@ -5,6 +5,10 @@
 //     bootstrap-token-<id> in kube-system, group system:bootstrappers:winnode,
 //     labelled with the instance so it can be found and revoked;
 //   - the RBAC that lets that group create kubelet CSRs (rbac.go);
+//   - where bootstrap tokens do not authenticate, a join ServiceAccount per
+//     instance (serviceaccount.go), a subject of the one shipped binding
+//     winnode-join-service-accounts while its token is valid
+//     (joinbinding.go): the operator never creates or deletes a binding;
 //   - the cluster CA and API server URL from kube-public/cluster-info
 //     (clusterinfo.go);
 //   - the bootstrap kubeconfig the host's kubelet starts with (kubeconfig.go).

@@ -28,11 +28,16 @@ const NodeBootstrapperBinding = "winnode:bootstrappers:node-bootstrapper"
 const nodeBootstrapperRole = "system:node-bootstrapper"
 
 // What EnsureRBAC needs (hack/generate.sh turns these into config/rbac/role.yaml);
-// get, create and delete of its binding are the rule serviceaccount.go needs.
+// get and update of its binding, by name, are in joinbinding.go's rule. The
+// install manifests ship the binding (config/rbac/bindings.yaml); the
+// operator may not create or delete bindings (who may create any binding
+// may bind itself to cluster-admin).
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,resourceNames=system:node-bootstrapper,verbs=bind
 
 // EnsureRBAC creates or repairs the RBAC that group Group needs. It is
-// idempotent and safe to call from several instances at once.
+// idempotent and safe to call from several instances at once. Creating it,
+// or replacing one whose role was changed, needs an administrator's rights
+// (winnodectl); the operator, which may only update it, says so instead.
 func EnsureRBAC(ctx context.Context, c kubernetes.Interface) error {
 	want := &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{
@@ -50,16 +55,23 @@ func EnsureRBAC(ctx context.Context, c kubernetes.Interface) error {
 		if err == nil || apierrors.IsAlreadyExists(err) {
 			return nil
 		}
-		return fmt.Errorf("creating ClusterRoleBinding %s: %w", want.Name, err)
+		return fmt.Errorf("creating ClusterRoleBinding %s: %w (apply the install manifests, config/rbac, which ship it)", want.Name, err)
 	case err != nil:
 		return fmt.Errorf("reading ClusterRoleBinding %s: %w", want.Name, err)
 	}
 	if equality.Semantic.DeepEqual(got.Subjects, want.Subjects) && got.RoleRef == want.RoleRef {
 		return nil
 	}
+	if got.RoleRef == want.RoleRef {
+		got.Subjects = want.Subjects // someone edited them: put them back
+		if _, err := crbs.Update(ctx, got, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("repairing the subjects of ClusterRoleBinding %s: %w", want.Name, err)
+		}
+		return nil
+	}
 	// roleRef is immutable: replace a binding someone changed.
 	if err := crbs.Delete(ctx, want.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("replacing ClusterRoleBinding %s that points elsewhere: %w", want.Name, err)
+		return fmt.Errorf("replacing ClusterRoleBinding %s that points elsewhere: %w (delete it and apply config/rbac again)", want.Name, err)
 	}
 	if _, err := crbs.Create(ctx, want, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("recreating ClusterRoleBinding %s: %w", want.Name, err)

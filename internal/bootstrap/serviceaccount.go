@@ -10,7 +10,6 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -26,9 +25,10 @@ import (
 //
 //   - a ServiceAccount winnode-join-<instance> in the operator's namespace,
 //     labelled winnode.io/instance=<instance>;
-//   - a ClusterRoleBinding winnode-join:<namespace>:<instance> (same label)
-//     from it to ClusterRole system:node-bootstrapper, which lets it create
-//     CSRs and nothing else;
+//   - its place among the subjects of ClusterRoleBinding
+//     winnode-join-service-accounts (joinbinding.go), which binds them to
+//     ClusterRole system:node-bootstrapper: it may create CSRs and nothing
+//     else;
 //   - a token from the TokenRequest API (serviceaccounts/token), valid for
 //     at most an hour, written only into the host's bootstrap kubeconfig.
 //
@@ -81,11 +81,6 @@ func ServiceAccountFromUsername(namespace, username string) (string, bool) {
 	return name, true
 }
 
-// joinBindingName is the ClusterRoleBinding of a join ServiceAccount.
-func joinBindingName(namespace, instance string) string {
-	return "winnode-join:" + namespace + ":" + instance
-}
-
 // ServiceAccountToken is a TokenRequest token of an instance's join
 // ServiceAccount. Its String method never shows the token.
 type ServiceAccountToken struct {
@@ -102,13 +97,10 @@ func (t ServiceAccountToken) String() string {
 
 // +kubebuilder:rbac:groups="",namespace=winnode-system,resources=serviceaccounts,verbs=get;create;delete;patch
 // +kubebuilder:rbac:groups="",namespace=winnode-system,resources=serviceaccounts/token,verbs=create
-// Each join ServiceAccount's ClusterRoleBinding has the instance in its
-// name, so get and delete cannot be limited by name: the code reads and
-// deletes only bindings labelled as the instance's (RevokeServiceAccount).
-// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterrolebindings,verbs=get;create;delete
+// The binding's rule is in joinbinding.go.
 
 // CreateServiceAccountToken makes sure the instance's join ServiceAccount
-// and its binding exist, and requests a token for it valid for ttl
+// exists and is bound, and requests a token for it valid for ttl
 // (ServiceAccountTokenTTL when ttl <= 0; never more than an hour).
 func CreateServiceAccountToken(ctx context.Context, c kubernetes.Interface, namespace, instance string, ttl time.Duration) (*ServiceAccountToken, error) {
 	if ttl <= 0 || ttl > ServiceAccountTokenTTL {
@@ -119,7 +111,7 @@ func CreateServiceAccountToken(ctx context.Context, c kubernetes.Interface, name
 	if err := ensureJoinServiceAccount(ctx, c, namespace, instance); err != nil {
 		return nil, err
 	}
-	if err := ensureJoinBinding(ctx, c, namespace, instance); err != nil {
+	if err := addJoinSubject(ctx, c, namespace, instance); err != nil {
 		return nil, err
 	}
 	secs := int64(ttl / time.Second)
@@ -147,25 +139,6 @@ func ensureJoinServiceAccount(ctx context.Context, c kubernetes.Interface, names
 	}
 	if got.Labels[winnodev1.LabelInstance] != instance {
 		return fmt.Errorf("ServiceAccount %s/%s exists but was not made by winnode for instance %s (label %s): delete or rename it", namespace, sa.Name, instance, winnodev1.LabelInstance)
-	}
-	return nil
-}
-
-func ensureJoinBinding(ctx context.Context, c kubernetes.Interface, namespace, instance string) error {
-	crb := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: joinBindingName(namespace, instance), Labels: labelled(instance)},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: nodeBootstrapperRole},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: namespace, Name: ServiceAccountName(instance)}},
-	}
-	got, err := c.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{})
-	if apierrors.IsAlreadyExists(err) {
-		got, err = c.RbacV1().ClusterRoleBindings().Get(ctx, crb.Name, metav1.GetOptions{})
-	}
-	if err != nil {
-		return fmt.Errorf("creating ClusterRoleBinding %s for instance %s: %w", crb.Name, instance, err)
-	}
-	if got.Labels[winnodev1.LabelInstance] != instance || got.RoleRef != crb.RoleRef || len(got.Subjects) != 1 || got.Subjects[0] != crb.Subjects[0] {
-		return fmt.Errorf("ClusterRoleBinding %s exists but is not the one winnode makes for instance %s: delete it, winnode creates it again", crb.Name, instance)
 	}
 	return nil
 }
@@ -206,9 +179,10 @@ func SHA256(data []byte) string {
 }
 
 // RevokeServiceAccount deletes the instance's join ServiceAccount (which
-// revokes every token of it) and its ClusterRoleBinding, each only when
-// labelled as the instance's: winnode deletes only what it made. Objects
-// already gone are not an error.
+// revokes every token of it), only when labelled as the instance's (winnode
+// deletes only what it made), then takes it out of the binding's subjects.
+// Objects already gone are not an error. A crash in between leaves a
+// subject of no ServiceAccount, which the next update of the binding prunes.
 func RevokeServiceAccount(ctx context.Context, c kubernetes.Interface, namespace, instance string) error {
 	sas := c.CoreV1().ServiceAccounts(namespace)
 	if err := deleteIfOurs(ctx, instance, fmt.Sprintf("ServiceAccount %s/%s", namespace, ServiceAccountName(instance)),
@@ -216,11 +190,7 @@ func RevokeServiceAccount(ctx context.Context, c kubernetes.Interface, namespace
 		func(o metav1.DeleteOptions) error { return sas.Delete(ctx, ServiceAccountName(instance), o) }); err != nil {
 		return err
 	}
-	crbs := c.RbacV1().ClusterRoleBindings()
-	name := joinBindingName(namespace, instance)
-	return deleteIfOurs(ctx, instance, "ClusterRoleBinding "+name,
-		func() (metav1.Object, error) { return crbs.Get(ctx, name, metav1.GetOptions{}) },
-		func(o metav1.DeleteOptions) error { return crbs.Delete(ctx, name, o) })
+	return removeJoinSubject(ctx, c, namespace, instance)
 }
 
 // deleteIfOurs deletes the object get returns when it carries the

@@ -158,23 +158,17 @@ func TestServiceAccountTokenJoinsAndIsRevoked(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the token still authenticates after its ServiceAccount was deleted")
 	}
-	if _, err := admin.RbacV1().ClusterRoleBindings().Get(ctx, joinBindingName(ns, inst), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-		t.Errorf("binding %s survived revocation: %v", joinBindingName(ns, inst), err)
+	if subjects := joinSubjects(t, admin); slices.Contains(subjects, joinSubject(ns, ServiceAccountName(inst))) {
+		t.Errorf("the revoked ServiceAccount is still bound: %v", subjects)
 	}
 
-	// Not winnode's (no instance label): revocation leaves them alone.
+	// Not winnode's (no instance label): revocation leaves it alone.
 	foreignSA := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: ServiceAccountName(inst), Namespace: ns}}
 	if _, err := admin.CoreV1().ServiceAccounts(ns).Create(ctx, foreignSA, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	foreignCRB := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: joinBindingName(ns, inst)},
-		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "view"}}
-	if _, err := admin.RbacV1().ClusterRoleBindings().Create(ctx, foreignCRB, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 	t.Cleanup(func() {
 		_ = admin.CoreV1().ServiceAccounts(ns).Delete(context.Background(), foreignSA.Name, metav1.DeleteOptions{})
-		_ = admin.RbacV1().ClusterRoleBindings().Delete(context.Background(), foreignCRB.Name, metav1.DeleteOptions{})
 	})
 	if err := RevokeServiceAccount(ctx, admin, ns, inst); err != nil {
 		t.Fatal(err)
@@ -182,10 +176,101 @@ func TestServiceAccountTokenJoinsAndIsRevoked(t *testing.T) {
 	if _, err := admin.CoreV1().ServiceAccounts(ns).Get(ctx, foreignSA.Name, metav1.GetOptions{}); err != nil {
 		t.Errorf("RevokeServiceAccount deleted a ServiceAccount winnode did not make: %v", err)
 	}
-	if _, err := admin.RbacV1().ClusterRoleBindings().Get(ctx, foreignCRB.Name, metav1.GetOptions{}); err != nil {
-		t.Errorf("RevokeServiceAccount deleted a binding winnode did not make: %v", err)
-	}
 	if _, err := CreateServiceAccountToken(ctx, admin, ns, inst, 0); err == nil {
 		t.Errorf("a token was issued for a ServiceAccount winnode did not make")
 	}
+}
+
+// joinSubjects are the subjects of the join ServiceAccounts' binding.
+func joinSubjects(t *testing.T, c kubernetes.Interface) []rbacv1.Subject {
+	t.Helper()
+	crb, err := c.RbacV1().ClusterRoleBindings().Get(context.Background(), JoinServiceAccountsBinding, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return crb.Subjects
+}
+
+// TestJoinBindingSubjectsAreExactlyTheIssuedServiceAccounts: instances that
+// join at once each get their subject in the one shared binding (updates
+// retried on conflict); a subject whose ServiceAccount went away without its
+// revocation (a crash in between) and anything that is not a join
+// ServiceAccount are pruned by the next update; revocation leaves none.
+func TestJoinBindingSubjectsAreExactlyTheIssuedServiceAccounts(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	admin := noBootstrapAuth(t)
+	const ns = "winnode-join-binding"
+	ensureNamespace(t, admin, ns)
+	instances := []string{"wi-b0", "wi-b1", "wi-b2", "wi-b3", "wi-b4"}
+	t.Cleanup(func() {
+		for _, inst := range append(instances, "wi-b5") {
+			_ = RevokeServiceAccount(context.Background(), admin, ns, inst)
+		}
+	})
+	errs := make(chan error, len(instances))
+	for _, inst := range instances {
+		go func() {
+			_, err := CreateServiceAccountToken(ctx, admin, ns, inst, 0)
+			errs <- err
+		}()
+	}
+	for range instances {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := namespaceSubjects(t, admin, ns); len(got) != len(instances) {
+		t.Fatalf("after %d concurrent joins, subjects %v", len(instances), got)
+	}
+
+	// A crash between deleting a ServiceAccount and unbinding it, and a
+	// subject someone slipped in: the next join prunes both.
+	if err := admin.CoreV1().ServiceAccounts(ns).Delete(ctx, ServiceAccountName("wi-b0"), metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	crb, err := admin.RbacV1().ClusterRoleBindings().Get(ctx, JoinServiceAccountsBinding, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	crb.Subjects = append(crb.Subjects, rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "default"},
+		rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "intruder"})
+	if _, err := admin.RbacV1().ClusterRoleBindings().Update(ctx, crb, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := CreateServiceAccountToken(ctx, admin, ns, "wi-b5", 0); err != nil {
+		t.Fatal(err)
+	}
+	got := namespaceSubjects(t, admin, ns)
+	want := []string{"winnode-join-wi-b1", "winnode-join-wi-b2", "winnode-join-wi-b3", "winnode-join-wi-b4", "winnode-join-wi-b5"}
+	if !slices.Equal(got, want) {
+		t.Errorf("subjects after pruning %v, want %v", got, want)
+	}
+	for _, s := range joinSubjects(t, admin) {
+		if s.Kind != rbacv1.ServiceAccountKind {
+			t.Errorf("subject %v survived pruning", s)
+		}
+	}
+
+	for _, inst := range append(instances, "wi-b5") {
+		if err := RevokeServiceAccount(ctx, admin, ns, inst); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := namespaceSubjects(t, admin, ns); len(got) != 0 {
+		t.Errorf("subjects after every revocation: %v", got)
+	}
+}
+
+// namespaceSubjects are the sorted names of the binding's subjects in ns.
+func namespaceSubjects(t *testing.T, c kubernetes.Interface, ns string) []string {
+	t.Helper()
+	var names []string
+	for _, s := range joinSubjects(t, c) {
+		if s.Namespace == ns {
+			names = append(names, s.Name)
+		}
+	}
+	slices.Sort(names)
+	return names
 }

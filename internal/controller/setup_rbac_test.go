@@ -14,6 +14,7 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
@@ -31,13 +32,15 @@ import (
 
 // applyGeneratedRBAC creates the roles of config/rbac/role.yaml (generated
 // from this package's markers) for user, with the operator namespace
-// winnode-system replaced by namespace.
+// winnode-system replaced by namespace, and the bindings the manifests ship
+// (config/rbac/bindings.yaml), which the operator may update, not create.
 func applyGeneratedRBAC(t *testing.T, w *world, user string) {
 	t.Helper()
 	root, err := testenv.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
+	applyShippedBindings(t, w, filepath.Join(root, "config/rbac/bindings.yaml"))
 	data, err := os.ReadFile(filepath.Join(root, "config/rbac/role.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -98,6 +101,34 @@ func applyGeneratedRBAC(t *testing.T, w *world, user string) {
 				_ = w.kube.RbacV1().RoleBindings(ns).Delete(context.Background(), user, metav1.DeleteOptions{})
 				_ = w.kube.RbacV1().Roles(ns).Delete(context.Background(), user, metav1.DeleteOptions{})
 			})
+		}
+	}
+}
+
+// applyShippedBindings creates the ClusterRoleBindings of file where they do
+// not exist yet (the control plane is shared by this package's tests).
+func applyShippedBindings(t *testing.T, w *world, file string) {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	for {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		var crb rbacv1.ClusterRoleBinding
+		if err := yaml.Unmarshal(doc, &crb); err != nil || crb.Kind != "ClusterRoleBinding" {
+			t.Fatalf("%s: a document that is not a ClusterRoleBinding (%v)", file, err)
+		}
+		_, err = w.kube.RbacV1().ClusterRoleBindings().Create(context.Background(), &crb, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
 		}
 	}
 }
@@ -186,8 +217,9 @@ func TestControllersUnderGeneratedRBAC(t *testing.T) {
 // joinCredentialsAs issues and revokes join credentials of both forms as the
 // operator (asOperator holds only the generated roles): the auto probe
 // (a bootstrap token, TokenReview), a bootstrap token read back by its ID,
-// and a join ServiceAccount with its binding and token. Each call waits for
-// the RBAC authorizer to see the roles just applied.
+// and a join ServiceAccount, its subject in the shipped binding and its
+// token. Each call waits for the RBAC authorizer to see the roles just
+// applied.
 func joinCredentialsAs(t *testing.T, asOperator kubernetes.Interface, namespace string) {
 	t.Helper()
 	eventually(t, 30*time.Second, "auto join credentials probed as the operator", func(ctx context.Context) (bool, error) {
@@ -213,6 +245,31 @@ func joinCredentialsAs(t *testing.T, asOperator kubernetes.Interface, namespace 
 		if err := bootstrap.RecordServiceAccountKubeconfig(ctx, asOperator, tok, "0"); err != nil {
 			return true, err
 		}
-		return true, bootstrap.RevokeServiceAccount(ctx, asOperator, namespace, instance)
+		if !joinBound(ctx, t, asOperator, namespace, tok.Name) {
+			t.Errorf("ServiceAccount %s is not a subject of %s after the token was issued", tok.Name, bootstrap.JoinServiceAccountsBinding)
+		}
+		if err := bootstrap.RevokeServiceAccount(ctx, asOperator, namespace, instance); err != nil {
+			return true, err
+		}
+		if joinBound(ctx, t, asOperator, namespace, tok.Name) {
+			t.Errorf("ServiceAccount %s is still a subject of %s after revocation", tok.Name, bootstrap.JoinServiceAccountsBinding)
+		}
+		return true, nil
 	})
+}
+
+// joinBound reports whether ServiceAccount namespace/name is a subject of
+// the join ServiceAccounts' binding.
+func joinBound(ctx context.Context, t *testing.T, c kubernetes.Interface, namespace, name string) bool {
+	t.Helper()
+	crb, err := c.RbacV1().ClusterRoleBindings().Get(ctx, bootstrap.JoinServiceAccountsBinding, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("reading %s as the operator: %v", bootstrap.JoinServiceAccountsBinding, err)
+	}
+	for _, s := range crb.Subjects {
+		if s.Kind == rbacv1.ServiceAccountKind && s.Namespace == namespace && s.Name == name {
+			return true
+		}
+	}
+	return false
 }

@@ -518,6 +518,15 @@ func (w *world) checkJoinCredentialsGone(t testing.TB, name string, status winno
 	if err != nil || len(crbs.Items) != 0 {
 		t.Errorf("instance %s still has join ClusterRoleBindings: %d (%v)", name, len(crbs.Items), err)
 	}
+	if crb, err := w.kube.RbacV1().ClusterRoleBindings().Get(ctx, bootstrap.JoinServiceAccountsBinding, metav1.GetOptions{}); err == nil {
+		for _, s := range crb.Subjects {
+			if s.Namespace == Namespace && s.Name == sa {
+				t.Errorf("join ServiceAccount %s of instance %s is still a subject of %s", sa, name, bootstrap.JoinServiceAccountsBinding)
+			}
+		}
+	} else if w.kind == kindServiceAccount && status.NodeName != "" {
+		t.Errorf("reading %s after a ServiceAccount join: %v", bootstrap.JoinServiceAccountsBinding, err)
+	}
 	if w.kind != kindServiceAccount || status.NodeName == "" {
 		return
 	}
