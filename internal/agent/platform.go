@@ -36,6 +36,10 @@ type Platform interface {
 	// what is below it. See secure.go.
 	Security(ctx context.Context, p winpath.Path) (owner, dacl string, err error)
 	SetSecurity(ctx context.Context, p winpath.Path, owner, dacl string) error
+	// RunningAs returns the SID of the account the agent runs as. The agent
+	// runs elevated, as an administrator, so what that account owns is
+	// trusted as what Administrators own is (see secure.go).
+	RunningAs(ctx context.Context) (string, error)
 	// Close releases the connection to the service manager.
 	Close() error
 }

@@ -187,3 +187,9 @@ func (s *simulated) Security(ctx context.Context, p winpath.Path) (string, strin
 func (s *simulated) SetSecurity(ctx context.Context, p winpath.Path, owner, dacl string) error {
 	return s.scm.SetSecurity(ctx, p.String(), simscm.Security{Owner: owner, DACL: dacl})
 }
+
+// RunningAs: on a winsim host the agent runs as the simulated
+// Administrator, whose files the simulator records as owned by the
+// Administrators group, as Windows does for an elevated administrator
+// (its token's default owner).
+func (s *simulated) RunningAs(context.Context) (string, error) { return sidAdministrators, nil }

@@ -66,3 +66,17 @@ func (n *native) SetSecurity(_ context.Context, p winpath.Path, owner, dacl stri
 	}
 	return nil
 }
+
+// RunningAs returns the user SID of the agent's process token
+// (GetTokenInformation(TokenUser),
+// https://learn.microsoft.com/windows/win32/api/securitybaseapi/nf-securitybaseapi-gettokeninformation).
+// An elevated administrator's new files are usually owned by Administrators
+// (the token's default owner), but files it made before elevation, or that
+// an administrator's SFTP session uploaded, are owned by the account itself.
+func (n *native) RunningAs(context.Context) (string, error) {
+	u, err := windows.GetCurrentProcessToken().GetTokenUser()
+	if err != nil {
+		return "", fmt.Errorf("reading the agent's own account: %w", err)
+	}
+	return u.User.Sid.String(), nil
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/winnode/winnode/internal/plan"
@@ -24,8 +25,8 @@ import (
 //
 //  1. checks the owner of each existing root, of each existing folder above
 //     it (below the drive), and of each file directly in it: only SYSTEM,
-//     Administrators and TrustedInstaller are trusted, since an owner can
-//     always change the ACL. Anything else stops the command with
+//     Administrators, TrustedInstaller and the administrator the agent runs
+//     as are trusted, since an owner can always change the ACL. Anything else stops the command with
 //     UntrustedFolder, naming the path. A blob in the staging folder is
 //     deleted instead: it is uploaded again, and its SHA-256 is checked
 //     before use anyway;
@@ -50,6 +51,8 @@ const (
 	ancestorDACL = "D:P(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)(A;OICI;0x1200a9;;;BU)"
 )
 
+// trustedOwners are the well-known owners of what only administrators may
+// write; secureFolders adds the account the agent runs as.
 var trustedOwners = []string{sidSystem, sidAdministrators, sidTrustedInstaller}
 
 // windowsFolders are Windows' own folders: their ACLs are left as they are.
@@ -62,7 +65,12 @@ func (a *Agent) secureFolders(ctx context.Context, roots []string, staging strin
 	if err != nil {
 		return err
 	}
-	if err := a.checkOwners(ctx, paths, staging); err != nil {
+	self, err := a.Platform.RunningAs(ctx)
+	if err != nil {
+		return plan.AsError(err, plan.ErrHost)
+	}
+	trusted := append(slices.Clone(trustedOwners), self)
+	if err := a.checkOwners(ctx, paths, staging, trusted); err != nil {
 		return err
 	}
 	for _, p := range paths {
@@ -73,7 +81,7 @@ func (a *Agent) secureFolders(ctx context.Context, roots []string, staging strin
 			return err
 		}
 	}
-	return a.checkOwners(ctx, paths, staging)
+	return a.checkOwners(ctx, paths, staging, trusted)
 }
 
 func parseRoots(roots []string) ([]winpath.Path, error) {
@@ -104,14 +112,14 @@ func otherRoots(p winpath.Path, all []winpath.Path) []string {
 
 // checkOwners checks, for each root, the folders above it, the root and
 // what is directly in it.
-func (a *Agent) checkOwners(ctx context.Context, roots []winpath.Path, staging string) error {
+func (a *Agent) checkOwners(ctx context.Context, roots []winpath.Path, staging string, trusted []string) error {
 	for _, root := range roots {
 		for i := 1; i < len(root.Parts); i++ {
-			if err := a.checkOwner(ctx, winpath.Path{Drive: root.Drive, Parts: root.Parts[:i]}); err != nil {
+			if err := a.checkOwner(ctx, winpath.Path{Drive: root.Drive, Parts: root.Parts[:i]}, trusted); err != nil {
 				return err
 			}
 		}
-		if err := a.checkOwner(ctx, root); err != nil {
+		if err := a.checkOwner(ctx, root, trusted); err != nil {
 			return err
 		}
 		local, err := a.Platform.LocalPath(root)
@@ -125,7 +133,7 @@ func (a *Agent) checkOwners(ctx context.Context, roots []winpath.Path, staging s
 		isStaging := strings.EqualFold(root.String(), staging)
 		for _, e := range entries {
 			child := root.Join(e.Name())
-			err := a.checkOwner(ctx, child)
+			err := a.checkOwner(ctx, child, trusted)
 			var perr *plan.Error
 			if isStaging && errors.As(err, &perr) && perr.Code == plan.ErrUntrustedFolder {
 				// A staged blob is uploaded again; delete what someone
@@ -144,8 +152,8 @@ func (a *Agent) checkOwners(ctx context.Context, roots []winpath.Path, staging s
 }
 
 // checkOwner fails with UntrustedFolder if p exists and its owner is not
-// trusted.
-func (a *Agent) checkOwner(ctx context.Context, p winpath.Path) error {
+// in trusted.
+func (a *Agent) checkOwner(ctx context.Context, p winpath.Path, trusted []string) error {
 	owner, _, err := a.Platform.Security(ctx, p)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -153,13 +161,13 @@ func (a *Agent) checkOwner(ctx context.Context, p winpath.Path) error {
 	if err != nil {
 		return plan.AsError(err, plan.ErrHost)
 	}
-	for _, t := range trustedOwners {
+	for _, t := range trusted {
 		if strings.EqualFold(owner, t) {
 			return nil
 		}
 	}
 	return &plan.Error{Code: plan.ErrUntrustedFolder, File: p.String(), Message: fmt.Sprintf(
-		"owned by %s, not by SYSTEM, Administrators or TrustedInstaller: a user who is not an administrator created it "+
+		"owned by %s, not by SYSTEM, Administrators, TrustedInstaller or the account the agent runs as: a user who is not an administrator created it "+
 			"and may have planted files in it. Inspect it, then delete it (winnode creates it again, writable by administrators only) and retry", owner)}
 }
 
