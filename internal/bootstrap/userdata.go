@@ -34,7 +34,11 @@ var authorizedKeyRe = regexp.MustCompile(`\A[a-z0-9@.-]+ [A-Za-z0-9+/]+={0,2}\z`
 //     ACL of Administrators and SYSTEM full control only, inheritance removed
 //     (sshd ignores the file otherwise);
 //   - turns password authentication off and public key authentication on in
-//     sshd_config, then restarts sshd.
+//     sshd_config, then restarts sshd;
+//   - creates C:\k, if missing, owned by Administrators and writable by
+//     SYSTEM and Administrators only, so that no local user can create it
+//     first and plant or swap the agent binary the operator runs from there
+//     before the agent can secure its folders (docs/trust.md).
 //
 // Running it again is harmless. The output depends only on pub.
 func UserData(pub ssh.PublicKey) ([]byte, error) {
@@ -90,6 +94,20 @@ $sshdConfig = Join-Path $env:ProgramData 'ssh\sshd_config'
 $rest = Get-Content -Path $sshdConfig | Where-Object { $_ -notmatch '^\s*#?\s*(PasswordAuthentication|PubkeyAuthentication)\s' }
 Set-Content -Path $sshdConfig -Encoding ascii -Value (@('PubkeyAuthentication yes', 'PasswordAuthentication no') + $rest)
 Restart-Service -Name sshd
+
+# 5. winnode's folder C:\k, made before any local user can make it: owned by
+#    Administrators, only SYSTEM and Administrators may write or read in it.
+#    The operator runs winnode-agent.exe from there before the agent can
+#    check anything. An existing C:\k is left as it is: the agent refuses
+#    one that someone other than an administrator owns.
+$kDir = 'C:\k'
+if (-not (Test-Path -LiteralPath $kDir)) {
+    New-Item -ItemType Directory -Path $kDir | Out-Null
+    icacls.exe $kDir /setowner '*S-1-5-32-544' | Out-Null
+    if ($LASTEXITCODE -ne 0) { throw "icacls could not make Administrators the owner of $kDir (exit code $LASTEXITCODE)" }
+    icacls.exe $kDir /inheritance:r /grant '*S-1-5-32-544:(OI)(CI)F' /grant '*S-1-5-18:(OI)(CI)F' | Out-Null
+    if ($LASTEXITCODE -ne 0) { throw "icacls could not restrict $kDir (exit code $LASTEXITCODE)" }
+}
 </powershell>
 <persist>true</persist>
 `))
