@@ -56,13 +56,20 @@ func upToDate(info *plan.Info, r *plan.Rendered) bool {
 	return true
 }
 
-// sync uploads what the host lacks (payload files, generated files, the
-// bootstrap kubeconfig, the plan itself) to its staging folder, by hash.
+// sync uploads what the host lacks (payload files, compressed where the
+// payload has a compressed copy; generated files, the bootstrap kubeconfig,
+// the plan itself) to its staging folder, by hash.
 // It returns the staged path of the plan.
 func (c *Configurer) sync(ctx context.Context, inst *winnodev1.WindowsInstance, cl *host.Client, info *plan.Info, cr *credentials, r *plan.Rendered) (string, error) {
 	var files []host.LocalFile
 	for _, f := range c.Payload.Files {
-		files = append(files, host.LocalFile{LocalPath: filepath.Join(c.PayloadDir, f.Name), HostPath: f.HostPath, SHA256: f.SHA256, Size: f.Size})
+		lf := host.LocalFile{LocalPath: filepath.Join(c.PayloadDir, f.Name), HostPath: f.HostPath, SHA256: f.SHA256, Size: f.Size}
+		if name := f.EncodedName(); name != "" {
+			// The plan names the same encoded blob (plan.Render): the
+			// compressed copy made when the payload was built travels.
+			lf.Encoded = &host.Encoded{LocalPath: filepath.Join(c.PayloadDir, name), SHA256: f.EncodedSHA256, Size: f.EncodedSize}
+		}
+		files = append(files, lf)
 	}
 	add := func(hostPath string, content []byte) {
 		d := plan.DigestOf(content)
