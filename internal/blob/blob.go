@@ -67,8 +67,9 @@ func Decode(dst io.Writer, src io.Reader, encoding string, size int64, sum strin
 	if size < 0 {
 		return fmt.Errorf("negative size %d", size)
 	}
+	// The default concurrency decodes blocks ahead on other cores (about
+	// twice as fast as one decoder on a 2-core machine).
 	dec, err := zstd.NewReader(src,
-		zstd.WithDecoderConcurrency(1),
 		zstd.WithDecoderMaxWindow(maxWindow),
 		zstd.WithDecoderMaxMemory(maxWindow*2),
 	)
