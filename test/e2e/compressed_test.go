@@ -1,0 +1,60 @@
+package e2e
+
+import (
+	"encoding/json"
+	"os"
+	"testing"
+
+	"github.com/winnode/winnode/internal/agent"
+	"github.com/winnode/winnode/internal/plan"
+	"github.com/winnode/winnode/internal/winsim"
+)
+
+// checkCompressedTransfer checks that new hosts were configured with the
+// payload's compressed copies: each host applied a plan that stages the
+// compressible payload files encoded (so its agent decoded them), and the
+// operator sent each host fewer bytes than the payload holds, by about
+// what compression saves. uploaded is what the operator sent them all.
+func checkCompressedTransfer(t *testing.T, w *world, hosts []*winsim.Host, uploaded int64) {
+	t.Helper()
+	var size, encoded int64
+	for _, f := range w.payload.Files {
+		size += f.Size
+		if f.Encoding != "" {
+			encoded += f.Size
+		}
+	}
+	if encoded == 0 {
+		t.Fatalf("the simulated payload has no compressed copy: %+v", w.payload.Files)
+	}
+	for _, h := range hosts {
+		local, err := h.Path(agent.StateDir.Join("state.json").String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := os.ReadFile(local)
+		if err != nil {
+			t.Fatalf("host %s: the agent's state: %v", h.Hostname(), err)
+		}
+		var st struct {
+			Applied *plan.Plan `json:"applied"`
+		}
+		if err := json.Unmarshal(data, &st); err != nil || st.Applied == nil {
+			t.Fatalf("host %s: the agent's state has no applied plan (%v)", h.Hostname(), err)
+		}
+		n := 0
+		for _, f := range st.Applied.Files {
+			if f.Encoding == plan.EncodingZstd {
+				n++
+			}
+		}
+		if st.Applied.SchemaVersion != plan.SchemaVersionEncoded || n == 0 {
+			t.Errorf("host %s applied a %s plan with %d encoded files: want the payload's files compressed", h.Hostname(), st.Applied.SchemaVersion, n)
+		}
+	}
+	perHost := uploaded / int64(len(hosts))
+	t.Logf("the operator sent each new host %d bytes, %.3f of the payload's %d", perHost, float64(perHost)/float64(size), size)
+	if perHost*100 > size*75 {
+		t.Errorf("the operator sent each new host %d bytes: more than 0.75 of the payload's %d, although most of it compresses", perHost, size)
+	}
+}
