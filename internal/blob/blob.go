@@ -31,7 +31,8 @@ const Suffix = ".zst"
 // Level is the zstd level payloads are compressed at. A payload is
 // compressed once and sent to every host, so a slower level that makes it
 // smaller pays for itself; SpeedBetterCompression (about zstd level 7) is
-// the best trade measured on the real payload (docs/performance.md).
+// the best trade measured on the real payload (docs/install.md,
+// "Compressed transfer").
 var Level = zstd.SpeedBetterCompression
 
 // maxWindow bounds the memory a decoder may need. The encoder at Level
