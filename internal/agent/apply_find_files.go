@@ -119,8 +119,9 @@ func (a *Agent) planFiles(p *plan.Plan) ([]fileStep, error) {
 // stagedBlob finds the staged blob of f's content: `<staging>\<SHA256>`
 // when it is there with that hash, else, for a file the plan gives an
 // Encoding, what the encoded blob `<staging>\<EncodedSHA256>` decodes to
-// (apply_find_files_decode.go). It returns the blob's local path, or "" and why there
-// is none; a blob with the wrong content is deleted (deleteBadBlob).
+// (apply_find_files_decode.go). It returns the blob's local path, or ""
+// and why there is none; a blob with the wrong content is deleted
+// (deleteBadBlob).
 func (a *Agent) stagedBlob(staging winpath.Path, f plan.File, bad map[string]string) (string, string, error) {
 	blobPath := staging.Join(f.SHA256)
 	blob, err := a.Platform.LocalPath(blobPath)
