@@ -120,6 +120,7 @@ type Host struct {
 	bootTime  time.Time
 	link      linkShaper
 	serveDone sync.WaitGroup
+	counters  hostCounters
 }
 
 var netbiosName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]{0,14}$`)
