@@ -108,4 +108,3 @@ func hostCounters(hosts []*winsim.Host) []winsim.Counters {
 	}
 	return out
 }
-
