@@ -216,6 +216,7 @@ func (w *world) benchRollingUpgrade(b *testing.B, p *benchPayload, hosts []*wins
 	for i, h := range hosts {
 		kubelets[i] = servicePIDs(b, h)["kubelet"]
 	}
+	before := hostCounters(hosts)
 	start := time.Now()
 	op := w.startOperator(b, operatorOptions{payloadDir: up.dir, payload: up.m, maxUnavailable: maxUnavailable})
 	for i, name := range names {
@@ -228,7 +229,26 @@ func (w *world) benchRollingUpgrade(b *testing.B, p *benchPayload, hosts []*wins
 	}
 	elapsed := time.Since(start)
 	op.stop()
+	var sum winsim.Counters
+	for i, c := range hostCounters(hosts) {
+		sum = sum.Add(c.Sub(before[i]))
+	}
+	writes, err := w.env.Writes(operatorUser, start)
+	if err != nil {
+		b.Fatal(err)
+	}
+	statusWrites := 0
+	for _, wr := range writes {
+		if wr.Resource == "windowsinstances" && wr.Subresource == "status" {
+			statusWrites++
+		}
+	}
+	n := float64(len(names))
 	figure(b, fmt.Sprintf("rolling_upgrade_%d_hosts", len(names)), elapsed.Seconds(), "s")
+	figure(b, "rolling_upgrade_ssh_connections_per_host", float64(sum.Connections)/n, "")
+	figure(b, "rolling_upgrade_ssh_execs_per_host", float64(sum.Execs)/n, "")
+	figure(b, "rolling_upgrade_api_writes_per_host", float64(len(writes))/n, "writes")
+	figure(b, "rolling_upgrade_status_writes_per_host", float64(statusWrites)/n, "writes")
 	figure(b, "max_unavailable", float64(maxUnavailable), "")
 	figure(b, fmt.Sprintf("ratio_rolling_upgrade_%d_hosts_to_1_host", len(names)), elapsed.Seconds()/one.Seconds(), "x")
 }

@@ -2,10 +2,14 @@ package e2e
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
+	"github.com/winnode/winnode/internal/winsim/simpayload"
 )
 
 // A no-op check of a Ready host costs one SSH connection running one
@@ -44,5 +48,64 @@ func TestNoopCheckIsOneExecAndNoWrite(t *testing.T) {
 	}
 	if inst := w.get(t, "noop-cost"); inst.Status.Phase != winnodev1.PhaseReady {
 		t.Errorf("phase %s after the check", inst.Status.Phase)
+	}
+}
+
+// An upgrade that waits for its turn in the rollout looks again without
+// asking its host anything and without rewriting its status: a Ready node
+// waits while another, down after it joined, holds the one place
+// (--max-unavailable 1); over several looks, its host sees no SSH
+// connection and the API server no write of its status.
+func TestWaitingUpgradeCostsNoSSHNorWrite(t *testing.T) {
+	w := getWorld(t)
+	down, waiting := w.newHost(t), w.newHost(t)
+	op := w.startOperator(t, operatorOptions{})
+	w.instanceFor(t, "wait-down", down)
+	w.instanceFor(t, "wait-ready", waiting)
+	w.waitReady(t, "wait-down", 3*time.Minute)
+	w.waitReady(t, "wait-ready", 3*time.Minute)
+	op.stop()
+
+	// The first host goes down; the operator finds it so (Failed after it
+	// joined: out of service for the rollout).
+	_ = down.Close()
+	op = w.startOperator(t, operatorOptions{})
+	eventually(t, 2*time.Minute, "wait-down to be Failed", func() (bool, string) {
+		inst := w.get(t, "wait-down")
+		return inst.Status.Phase == winnodev1.PhaseFailed, string(inst.Status.Phase)
+	})
+	op.stop()
+
+	// A new kubelet: wait-ready's upgrade restarts services and must wait.
+	dir := t.TempDir()
+	m, err := simpayload.Build(dir, simpayload.Options{AgentBinary: w.agent, StandinBinary: w.standin, Build: t.Name()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	op = w.startOperator(t, operatorOptions{payloadDir: dir, payload: m, maxUnavailable: 1})
+	eventually(t, 2*time.Minute, "wait-ready to wait for its turn", func() (bool, string) {
+		return op.waited.Load() >= 1, fmt.Sprintf("%d looks", op.waited.Load())
+	})
+	before, since, looks := waiting.Counters(), time.Now(), op.waited.Load()
+	eventually(t, 2*time.Minute, "wait-ready to look for its turn 3 times more", func() (bool, string) {
+		return op.waited.Load() >= looks+3, fmt.Sprintf("%d looks", op.waited.Load()-looks)
+	})
+	op.stop()
+	if got := waiting.Counters().Sub(before); got.Connections != 0 || got.Sessions != 0 {
+		t.Errorf("%d looks for a turn opened %d SSH connections (%d sessions) to the waiting host, want none",
+			op.waited.Load()-looks, got.Connections, got.Sessions)
+	}
+	writes, err := w.env.Writes(operatorUser, since)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, wr := range writes {
+		if wr.Name == "wait-ready" {
+			t.Errorf("a look for a turn wrote to the API server: %s", wr)
+		}
+	}
+	inst := w.get(t, "wait-ready")
+	if c := meta.FindStatusCondition(inst.Status.Conditions, winnodev1.ConditionConfigured); c == nil || c.Reason != winnodev1.ReasonUpgradeWaiting || !strings.Contains(c.Message, "wait-down") {
+		t.Errorf("wait-ready's condition Configured %+v, want UpgradeWaiting naming wait-down", c)
 	}
 }

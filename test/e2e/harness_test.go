@@ -299,6 +299,7 @@ type operator struct {
 	done     chan error
 	uploaded atomic.Int64
 	checked  atomic.Int64 // no-op checks of Ready instances
+	waited   atomic.Int64 // looks of waiting upgrades that found no turn
 }
 
 // operatorOptions tune one operator run.
@@ -350,6 +351,7 @@ func (w *world) startOperator(t testing.TB, o operatorOptions) *operator {
 		Addresses: inventory.AddressPolicy{Allowed: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}},
 		TuneInstance: func(c *configure.Configurer) {
 			c.PollInterval = 500 * time.Millisecond
+			c.UpgradeRecheck = 500 * time.Millisecond
 			c.DialTimeout = 5 * time.Second
 			c.DrainTimeout = time.Minute
 			uploaded := c.Uploaded
@@ -360,8 +362,11 @@ func (w *world) startOperator(t testing.TB, o operatorOptions) *operator {
 				op.uploaded.Add(n)
 			}
 			c.AfterStep = func(inst *winnodev1.WindowsInstance, step string) {
-				if step == configure.StepChecked {
+				switch step {
+				case configure.StepChecked:
 					op.checked.Add(1)
+				case configure.StepWaited:
+					op.waited.Add(1)
 				}
 				if o.afterStep != nil {
 					o.afterStep(op, inst, step)
