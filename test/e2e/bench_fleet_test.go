@@ -29,7 +29,9 @@ import (
 // Ready and the rest addresses where nothing listens (loopback addresses
 // whose SSH port refuses connections, as a host that is down does). Once
 // every instance is Ready or Failed it watches a window of
-// WINNODE_BENCH_STEADY_SECONDS (120) where nothing changes, and prints the
+// WINNODE_BENCH_STEADY_SECONDS (120) where nothing changes, after
+// WINNODE_BENCH_SETTLE_SECONDS (150) for every retry's backoff to reach its
+// cap, and prints the
 // operator's memory (RSS, from /proc) and its API writes per minute (from
 // the API server's audit log), with the leader election Lease's renewals
 // apart.
@@ -43,11 +45,14 @@ func BenchmarkFleet(b *testing.B) {
 		names := w.fleetInstances(b, total, ready)
 		w.waitSettled(b, names, ready, time.Duration(total)*3*time.Second+10*time.Minute)
 
-		failuresBefore := op.sshFailures(b)
+		// Every unreachable instance's retries reach the backoff's cap
+		// (2 minutes, reached after 8 failures) before the window.
+		time.Sleep(time.Duration(benchEnv(b, "WINNODE_BENCH_SETTLE_SECONDS", 150)) * time.Second)
+		failuresBefore, cpuBefore := op.sshFailures(b), op.cpuSeconds(b)
 		since := time.Now()
 		time.Sleep(window)
 		rss, hwm := op.memory(b)
-		failures := op.sshFailures(b) - failuresBefore
+		failures, cpu := op.sshFailures(b)-failuresBefore, op.cpuSeconds(b)-cpuBefore
 		writes, err := w.env.Writes(operatorUser, since)
 		if err != nil {
 			b.Fatal(err)
@@ -71,6 +76,7 @@ func BenchmarkFleet(b *testing.B) {
 		figure(b, fmt.Sprintf("operator_peak_rss_mib_%d_instances", total), float64(hwm)/(1<<20), "MiB")
 		figure(b, "api_writes_per_min_steady", float64(other)/minutes, "writes/min")
 		figure(b, "leader_election_writes_per_min", float64(lease)/minutes, "writes/min")
+		figure(b, "operator_cpu_seconds_per_min_steady", cpu/minutes, "s/min")
 		figure(b, "unreachable_retries_per_min_steady", failures/minutes, "retries/min")
 		figure(b, "unreachable_retries_per_instance_per_min", failures/minutes/float64(max(total-ready, 1)), "retries/min")
 		op.stop()
@@ -163,6 +169,21 @@ func (op *operatorProcess) memory(b *testing.B) (int64, int64) {
 		}
 	}
 	return rss, hwm
+}
+
+// cpuSeconds is the CPU time the process has used (/proc/<pid>/stat utime
+// and stime, in clock ticks of 1/100 s, as on every Linux this runs on).
+func (op *operatorProcess) cpuSeconds(b *testing.B) float64 {
+	b.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", op.cmd.Process.Pid))
+	if err != nil {
+		b.Fatalf("the operator's CPU time: %v", err)
+	}
+	// The fields after the command name, which is in parentheses.
+	fields := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
+	utime, _ := strconv.ParseFloat(fields[11], 64)
+	stime, _ := strconv.ParseFloat(fields[12], 64)
+	return (utime + stime) / 100
 }
 
 // sshFailures is the operator's winnode_ssh_failures_total, all reasons.
