@@ -290,9 +290,21 @@ func (c *Configurer) fail(ctx context.Context, inst *winnodev1.WindowsInstance, 
 	if errors.As(err, &se) {
 		reason = se.Reason
 	}
-	inst.Status.LastError = truncate(redact(err.Error()), 2000)
+	msg := truncate(redact(err.Error()), 2000)
+	// The same failure again (a host still down, retried with backoff) is
+	// already in the status and was already an event: recording it again
+	// would write to the API server on every retry, and keep an event
+	// series that client-go refreshes every 30 minutes, for every such
+	// instance, for as long as it fails.
+	repeated := inst.Status.Phase == winnodev1.PhaseFailed && inst.Status.LastError == msg &&
+		c.saved != nil && c.saved.Phase == winnodev1.PhaseFailed && c.saved.LastError == msg
+	inst.Status.LastError = msg
 	c.setPhase(inst, winnodev1.PhaseFailed)
-	c.event(inst, corev1.EventTypeWarning, reason, "%s", inst.Status.LastError)
+	if repeated {
+		c.Log.Info("failed again, as before", "instance", inst.Name, "reason", reason, "error", msg)
+	} else {
+		c.event(inst, corev1.EventTypeWarning, reason, "%s", msg)
+	}
 	if serr := c.save(context.WithoutCancel(ctx), inst); serr != nil {
 		return errors.Join(err, serr)
 	}

@@ -3,12 +3,14 @@ package e2e
 import (
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
+	"github.com/winnode/winnode/internal/configure"
 	"github.com/winnode/winnode/internal/winsim/simpayload"
 )
 
@@ -107,5 +109,37 @@ func TestWaitingUpgradeCostsNoSSHNorWrite(t *testing.T) {
 	inst := w.get(t, "wait-ready")
 	if c := meta.FindStatusCondition(inst.Status.Conditions, winnodev1.ConditionConfigured); c == nil || c.Reason != winnodev1.ReasonUpgradeWaiting || !strings.Contains(c.Message, "wait-down") {
 		t.Errorf("wait-ready's condition Configured %+v, want UpgradeWaiting naming wait-down", c)
+	}
+}
+
+// A host that stays down is retried with backoff, and each retry that
+// fails as the last one did writes nothing: not its status (unchanged),
+// not another Warning event (the first one says it).
+func TestRetriesOfADownHostWriteNothing(t *testing.T) {
+	w := getWorld(t)
+	h := w.newHost(t)
+	_ = h.Close()
+	var attempts atomic.Int64
+	op := w.startOperator(t, operatorOptions{afterStep: func(_ *operator, inst *winnodev1.WindowsInstance, step string) {
+		if inst.Name == "down-retries" && step == configure.StepConnect {
+			attempts.Add(1)
+		}
+	}})
+	w.instanceFor(t, "down-retries", h)
+	eventually(t, time.Minute, "down-retries to be Failed", func() (bool, string) {
+		inst := w.get(t, "down-retries")
+		return inst.Status.Phase == winnodev1.PhaseFailed && inst.Status.LastError != "", string(inst.Status.Phase)
+	})
+	since, first := time.Now(), attempts.Load()
+	eventually(t, time.Minute, "3 more attempts to connect", func() (bool, string) {
+		return attempts.Load() >= first+3, fmt.Sprintf("%d attempts", attempts.Load()-first)
+	})
+	op.stop()
+	writes, err := w.env.Writes(operatorUser, since)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, wr := range writes {
+		t.Errorf("a retry that failed as before wrote to the API server: %s", wr)
 	}
 }
