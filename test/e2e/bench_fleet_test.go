@@ -1,3 +1,5 @@
+//go:build linux
+
 package e2e
 
 import (
@@ -12,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -113,6 +116,8 @@ func (w *world) startOperatorProcess(b *testing.B) *operatorProcess {
 		"--allow-addresses=127.0.0.0/8", "--metrics-bind-address=127.0.0.1:"+strconv.Itoa(port),
 		"--health-probe-bind-address=0")
 	cmd.Stdout, cmd.Stderr = logFile, logFile
+	// Ended with the benchmark's process even if that is killed.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
