@@ -22,7 +22,6 @@ import (
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/testenv"
-	"github.com/winnode/winnode/internal/winsim"
 )
 
 // BenchmarkFleet is the operator at fleet scale: winnode-operator, run as
@@ -223,7 +222,7 @@ func (w *world) fleetInstances(b *testing.B, total, ready int) []string {
 	for i := range total {
 		names[i] = fmt.Sprintf("fleet-%04d", i)
 		if i < ready {
-			w.instanceFor(b, names[i], w.newHostWithLog(b, false))
+			w.instanceFor(b, names[i], w.newHost(b))
 			continue
 		}
 		inst := &winnodev1.WindowsInstance{
@@ -271,12 +270,6 @@ func (w *world) waitSettled(b *testing.B, names []string, ready int, timeout tim
 		}
 		return readyN == ready && failedN == len(names)-ready, fmt.Sprintf("%d of %d Ready, %d of %d Failed", readyN, ready, failedN, len(names)-ready)
 	})
-}
-
-// newHostWithLog is newHost whose log lines are only kept at warning
-// level, quietly (a fleet's hosts would fill the benchmark's log).
-func (w *world) newHostWithLog(b *testing.B, _ bool) *winsim.Host {
-	return w.newHost(b)
 }
 
 // freeLoopbackPort asks the kernel for a free loopback port.

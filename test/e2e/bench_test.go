@@ -52,17 +52,16 @@ func benchLinks(b *testing.B) []int {
 	return out
 }
 
-// figure prints one figure as `name value unit` (what make bench shows)
-// and reports it to the benchmark.
+// figure prints one figure as `name value unit` (what make bench shows;
+// a count has no unit: `name value`) and reports it to the benchmark.
 func figure(b *testing.B, name string, value float64, unit string) {
 	b.Helper()
-	switch {
-	case value == float64(int64(value)) && (unit == "bytes" || unit == "" || strings.HasSuffix(unit, "s/check") || unit == "writes"):
-		fmt.Printf("%s %d %s\n", name, int64(value), unit)
-	default:
-		fmt.Printf("%s %.2f %s\n", name, value, unit)
+	v := fmt.Sprintf("%.2f", value)
+	if value == float64(int64(value)) {
+		v = strconv.FormatInt(int64(value), 10)
 	}
-	b.ReportMetric(value, strings.ReplaceAll(name, " ", "_"))
+	fmt.Println(strings.TrimSpace(name + " " + v + " " + unit))
+	b.ReportMetric(value, name)
 }
 
 // BenchmarkTimeToReady measures on simulated hosts with shaped links, for
