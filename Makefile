@@ -49,9 +49,10 @@ lint:
 demo: control-plane
 	bash hack/demo.sh
 
-## bench: figures as ratios, not part of test
+## bench: figures as ratios, not part of test (docs/performance.md); on the
+## real payload when `make payload` has built payload/ (or WINNODE_PAYLOAD_DIR)
 bench: control-plane
-	WINNODE_K8S_BIN=$(K8S_BIN) $(GO) test -run '^$$' -bench . -benchtime 1x ./...
+	WINNODE_K8S_BIN=$(K8S_BIN) $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 3h ./...
 
 clean:
 	rm -rf $(BIN) payload

@@ -53,13 +53,15 @@ func (a *Agent) Info(ctx context.Context) (*plan.Info, error) {
 
 // forgetMissingFiles leaves out of the installed manifest the files that
 // are no longer on disk (deleted by hand, or by a program), so that the
-// operator uploads them again and the next apply puts them back. Files are
-// only looked up, not hashed: a check must stay cheap.
+// operator uploads them again and the next apply puts them back, and
+// records the size of those that are (InstalledPlan.Sizes). Files are only
+// looked up, not hashed: a check must stay cheap.
 func (a *Agent) forgetMissingFiles(ip *plan.InstalledPlan) {
 	if ip == nil {
 		return
 	}
 	ip.Files = maps.Clone(ip.Files) // the state's own record is left as it is
+	ip.Sizes = make(map[string]int64, len(ip.Files))
 	for path := range ip.Files {
 		wp, err := winpath.Parse(path)
 		if err != nil {
@@ -69,8 +71,12 @@ func (a *Agent) forgetMissingFiles(ip *plan.InstalledPlan) {
 		if err != nil {
 			continue
 		}
-		if _, err := os.Lstat(local); errors.Is(err, os.ErrNotExist) {
+		fi, err := os.Lstat(local)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
 			delete(ip.Files, path)
+		case err == nil && fi.Mode().IsRegular():
+			ip.Sizes[path] = fi.Size()
 		}
 	}
 }

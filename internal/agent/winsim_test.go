@@ -368,6 +368,10 @@ func TestApplyOnSimulatedHost(t *testing.T) {
 		info.InstalledPlan.Files[`C:\k\a.conf`] != tp.plan.Files[0].SHA256 {
 		t.Errorf("info installed plan: %+v", info.InstalledPlan)
 	}
+	// ... with each file's size, so that the operator needs no SFTP stat.
+	if got := info.InstalledPlan.Sizes[`C:\k\a.conf`]; got != tp.plan.Files[0].Size {
+		t.Errorf("info reports C:\\k\\a.conf of %d bytes, the plan put %d", got, tp.plan.Files[0].Size)
+	}
 	if !info.Containerd.Present || !info.Containerd.Running || info.Hostname != h.host.Hostname() || info.OS.Build != h.host.Build() {
 		t.Errorf("info host facts: %+v", info)
 	}

@@ -91,6 +91,9 @@ func (c *Configurer) Configure(ctx context.Context, inst *winnodev1.WindowsInsta
 // something to change.
 func (c *Configurer) configureHost(ctx context.Context, inst *winnodev1.WindowsInstance) (Result, error) {
 	wasReady := inst.Status.Phase == winnodev1.PhaseReady || inst.Status.Phase == winnodev1.PhaseUpgrading
+	if waiting, res := c.stillWaiting(ctx, inst); waiting {
+		return res, nil
+	}
 	cl, err := c.connectStep(ctx, inst, wasReady)
 	if err != nil {
 		return Result{}, err

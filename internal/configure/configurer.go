@@ -39,6 +39,9 @@ const (
 	// Ready instance was checked and found up to date (nothing uploaded,
 	// nothing applied).
 	StepChecked = "checked"
+	// StepWaited is not a step either: AfterStep is told it each time an
+	// upgrade waiting for its turn in the rollout looked and found none.
+	StepWaited = "waited"
 )
 
 // Node labels and annotations the configurer sets.
@@ -112,16 +115,17 @@ type Configurer struct {
 	NodeNameOwner func(ctx context.Context, inst *winnodev1.WindowsInstance) (string, error)
 
 	// Timeouts; zero values take the defaults below.
-	DialTimeout   time.Duration // SSH connect and handshake (15s)
-	AgentTimeout  time.Duration // one info or remove run (2m)
-	ApplyTimeout  time.Duration // one apply run (10m)
-	SyncTimeout   time.Duration // one sync (30m)
-	JoinTimeout   time.Duration // from apply to Node Ready (10m)
-	DrainTimeout  time.Duration // from deletion to giving up on eviction (3m)
-	PollInterval  time.Duration // requeue while waiting (2s)
-	ResyncPeriod  time.Duration // recheck of a Ready instance (10m)
-	TokenTTL      time.Duration // bootstrap token lifetime (bootstrap.DefaultTokenTTL)
-	TokenMinValid time.Duration // a token with less left is replaced (15m)
+	DialTimeout    time.Duration // SSH connect and handshake (15s)
+	AgentTimeout   time.Duration // one info or remove run (2m)
+	ApplyTimeout   time.Duration // one apply run (10m)
+	SyncTimeout    time.Duration // one sync (30m)
+	JoinTimeout    time.Duration // from apply to Node Ready (10m)
+	DrainTimeout   time.Duration // from deletion to giving up on eviction (3m)
+	PollInterval   time.Duration // requeue while waiting (2s)
+	ResyncPeriod   time.Duration // recheck of a Ready instance (10m)
+	UpgradeRecheck time.Duration // recheck of an upgrade waiting for its turn (15s)
+	TokenTTL       time.Duration // bootstrap token lifetime (bootstrap.DefaultTokenTTL)
+	TokenMinValid  time.Duration // a token with less left is replaced (15m)
 
 	// JoinCredentials is the form of the kubelet's join credentials
 	// (--join-credentials; "" is bootstrap.ModeAuto): see credentials.go.
@@ -160,6 +164,9 @@ func (c *Configurer) joinTimeout() time.Duration  { return orDefault(c.JoinTimeo
 func (c *Configurer) drainTimeout() time.Duration { return orDefault(c.DrainTimeout, 3*time.Minute) }
 func (c *Configurer) pollInterval() time.Duration { return orDefault(c.PollInterval, 2*time.Second) }
 func (c *Configurer) resyncPeriod() time.Duration { return orDefault(c.ResyncPeriod, 10*time.Minute) }
+func (c *Configurer) upgradeRecheck() time.Duration {
+	return orDefault(c.UpgradeRecheck, upgradeRecheck)
+}
 func (c *Configurer) tokenMinValid() time.Duration {
 	return orDefault(c.TokenMinValid, 15*time.Minute)
 }
@@ -283,9 +290,21 @@ func (c *Configurer) fail(ctx context.Context, inst *winnodev1.WindowsInstance, 
 	if errors.As(err, &se) {
 		reason = se.Reason
 	}
-	inst.Status.LastError = truncate(redact(err.Error()), 2000)
+	msg := truncate(redact(err.Error()), 2000)
+	// The same failure again (a host still down, retried with backoff) is
+	// already in the status and was already an event: recording it again
+	// would write to the API server on every retry, and keep an event
+	// series that client-go refreshes every 30 minutes, for every such
+	// instance, for as long as it fails.
+	repeated := inst.Status.Phase == winnodev1.PhaseFailed && inst.Status.LastError == msg &&
+		c.saved != nil && c.saved.Phase == winnodev1.PhaseFailed && c.saved.LastError == msg
+	inst.Status.LastError = msg
 	c.setPhase(inst, winnodev1.PhaseFailed)
-	c.event(inst, corev1.EventTypeWarning, reason, "%s", inst.Status.LastError)
+	if repeated {
+		c.Log.Info("failed again, as before", "instance", inst.Name, "reason", reason, "error", msg)
+	} else {
+		c.event(inst, corev1.EventTypeWarning, reason, "%s", msg)
+	}
 	if serr := c.save(context.WithoutCancel(ctx), inst); serr != nil {
 		return errors.Join(err, serr)
 	}

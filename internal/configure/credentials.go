@@ -77,6 +77,11 @@ func installedKubeconfig(ctx context.Context, cl *host.Client, info *plan.Info) 
 	if !ok {
 		return plan.FileDigest{}, false
 	}
+	// The agent's info says the file is there and how big it is: a check
+	// runs one program over one SSH session, no SFTP.
+	if size, ok := lookupFoldSize(info.InstalledPlan.Sizes, plan.BootstrapKubeconfigPath); ok {
+		return plan.FileDigest{SHA256: sum, Size: size}, true
+	}
 	fi, err := cl.Stat(ctx, plan.BootstrapKubeconfigPath)
 	if err != nil || !fi.Mode().IsRegular() {
 		return plan.FileDigest{}, false
@@ -223,6 +228,19 @@ func (c *Configurer) revokeServiceAccount(ctx context.Context, inst *winnodev1.W
 	}
 	inst.Status.JoinServiceAccount = ""
 	return nil
+}
+
+// lookupFoldSize is lookupFold for the sizes of InstalledPlan.
+func lookupFoldSize(m map[string]int64, key string) (int64, bool) {
+	if v, ok := m[key]; ok {
+		return v, true
+	}
+	for k, v := range m {
+		if strings.EqualFold(k, key) {
+			return v, true
+		}
+	}
+	return 0, false
 }
 
 func lookupFold(m map[string]string, key string) (string, bool) {

@@ -38,7 +38,7 @@ import (
 const DefaultMaxUnavailable = 1
 
 // upgradeRecheck is how often a waiting upgrade looks for its turn when no
-// other instance's change wakes it first.
+// other instance's change wakes it first (Configurer.UpgradeRecheck).
 const upgradeRecheck = 15 * time.Second
 
 // Rollout bounds the Windows nodes that disruptive upgrades take out of
@@ -63,6 +63,18 @@ type Rollout struct {
 func (r *Rollout) Admit(ctx context.Context, name string, begin func() error) ([]string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	busy, err := r.busy(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if len(busy) >= r.max() {
+		return busy, nil
+	}
+	return nil, begin()
+}
+
+// busy names the instances other than name that are out of service.
+func (r *Rollout) busy(ctx context.Context, name string) ([]string, error) {
 	var list winnodev1.WindowsInstanceList
 	if err := r.Reader.List(ctx, &list); err != nil {
 		return nil, fmt.Errorf("listing WindowsInstances to count the nodes out of service: %w", err)
@@ -73,10 +85,13 @@ func (r *Rollout) Admit(ctx context.Context, name string, begin func() error) ([
 			busy = append(busy, list.Items[i].Name)
 		}
 	}
-	if len(busy) >= r.max() {
-		return busy, nil
-	}
-	return nil, begin()
+	return busy, nil
+}
+
+// full says whether the rollout has no room for name now.
+func (r *Rollout) full(ctx context.Context, name string) (bool, error) {
+	busy, err := r.busy(ctx, name)
+	return len(busy) >= r.max(), err
 }
 
 func (r *Rollout) max() int {
@@ -128,12 +143,48 @@ func (c *Configurer) beginUpgrade(ctx context.Context, inst *winnodev1.WindowsIn
 	if busy == nil {
 		return true, Result{}, nil
 	}
-	msg := fmt.Sprintf("plan %s restarts %s and waits for its turn: %s out of service, at most %d at a time (--max-unavailable)",
-		to, strings.Join(restarts, ", "), strings.Join(busy, ", "), c.Rollout.max())
+	// The message names the nodes out of service when the wait began; it
+	// is not rewritten as they come and go (that would be a status write
+	// of every waiting instance at every turn of the rollout).
+	head := fmt.Sprintf("plan %s restarts %s and waits for its turn", to, strings.Join(restarts, ", "))
+	msg := fmt.Sprintf("%s: at most %d nodes out of service at a time (--max-unavailable); out of service when it began waiting: %s",
+		head, c.Rollout.max(), strings.Join(busy, ", "))
 	waiting := meta.FindStatusCondition(inst.Status.Conditions, winnodev1.ConditionConfigured)
-	if waiting == nil || waiting.Reason != winnodev1.ReasonUpgradeWaiting {
+	if waiting == nil || waiting.Reason != winnodev1.ReasonUpgradeWaiting || !strings.HasPrefix(waiting.Message, head+":") {
 		c.event(inst, corev1.EventTypeNormal, winnodev1.ReasonUpgradeWaiting, "%s", msg)
+		SetCondition(inst, winnodev1.ConditionConfigured, metav1.ConditionFalse, winnodev1.ReasonUpgradeWaiting, msg)
 	}
-	SetCondition(inst, winnodev1.ConditionConfigured, metav1.ConditionFalse, winnodev1.ReasonUpgradeWaiting, msg)
-	return false, Result{RequeueAfter: upgradeRecheck}, c.save(ctx, inst)
+	c.waited(inst)
+	return false, Result{RequeueAfter: c.upgradeRecheck()}, c.save(ctx, inst)
+}
+
+// stillWaiting answers the recheck of an upgrade that waits for its turn
+// without asking the host anything: while its Node stays Ready and the
+// rollout has no room, nothing the host could say would let it go on, so
+// a recheck costs one read of the Node and one list of the instances, no
+// SSH connection and no write. When there is room (or the Node is not
+// Ready, or a read fails) the instance is checked as any Ready one is.
+func (c *Configurer) stillWaiting(ctx context.Context, inst *winnodev1.WindowsInstance) (bool, Result) {
+	if c.Rollout == nil || inst.Status.Phase != winnodev1.PhaseReady {
+		return false, Result{}
+	}
+	if cond := meta.FindStatusCondition(inst.Status.Conditions, winnodev1.ConditionConfigured); cond == nil || cond.Reason != winnodev1.ReasonUpgradeWaiting {
+		return false, Result{}
+	}
+	if node, err := c.getNode(ctx, inst); err != nil || !NodeReady(node) {
+		return false, Result{}
+	}
+	if full, err := c.Rollout.full(ctx, inst.Name); err != nil || !full {
+		return false, Result{}
+	}
+	c.waited(inst)
+	return true, Result{RequeueAfter: c.upgradeRecheck()}
+}
+
+// waited tells AfterStep that an upgrade looked for its turn and found
+// none (StepWaited).
+func (c *Configurer) waited(inst *winnodev1.WindowsInstance) {
+	if c.AfterStep != nil {
+		c.AfterStep(inst, StepWaited)
+	}
 }

@@ -144,11 +144,12 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("building a Kubernetes client: %w", err)
 	}
+	signers := &sshkey.SignerCache{}
 	deps := Deps{
 		Kube:     kube,
 		Detector: &bootstrap.Detector{Kube: kube},
 		Signer: func(ctx context.Context) (ssh.Signer, error) {
-			return sshkey.LoadSigner(ctx, mgr.GetClient(), opts.Namespace)
+			return signers.Load(ctx, mgr.GetClient(), opts.Namespace)
 		},
 	}
 

@@ -194,6 +194,11 @@ type InstalledPlan struct {
 	// Files maps each installed file's Windows path to its sha256: the
 	// operator uploads only the plan files whose hash differs.
 	Files map[string]string `json:"files"`
+	// Sizes maps each file of Files to its size on disk when the agent
+	// reported (info looks each file up anyway): the operator needs a
+	// file's size for the plan, and so opens no SFTP session to ask.
+	// Agents before it leave it out.
+	Sizes map[string]int64 `json:"sizes,omitempty"`
 	// Complete is false when the last apply did not finish (the files map
 	// then holds only what was verified in place).
 	Complete bool `json:"complete"`

@@ -108,3 +108,33 @@ func mustParse(t *testing.T, data []byte) ssh.Signer {
 	}
 	return s
 }
+
+// The cache parses a key once, and again only when its bytes change.
+func TestSignerCacheParsesOnlyAChangedKey(t *testing.T) {
+	one, two := fixture.NewKey(t), fixture.NewKey(t)
+	var sc SignerCache
+	a, err := sc.parse(one.PEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := sc.parse(append([]byte(nil), one.PEM...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again != a {
+		t.Error("the same key bytes were parsed again")
+	}
+	b, err := sc.parse(two.PEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b == a || KeyFingerprint(b) != KeyFingerprint(two.Signer) {
+		t.Errorf("a rotated key gave signer %s, want %s", KeyFingerprint(b), KeyFingerprint(two.Signer))
+	}
+	if _, err := sc.parse([]byte("not a key")); err == nil {
+		t.Error("a bad key parsed")
+	}
+	if c, _ := sc.parse(two.PEM); c != b {
+		t.Error("a bad key in between made the last good one parse again")
+	}
+}

@@ -22,25 +22,30 @@ func (e *Env) startAPIServer(ctx context.Context, opts Options, etcdURL string, 
 	}
 	e.Host = fmt.Sprintf("https://127.0.0.1:%d", port)
 	p := e.pki.path
-	apiserver, err := startProcess(e.Dir, "kube-apiserver", filepath.Join(e.binDir, "kube-apiserver"),
-		"--etcd-servers="+etcdURL,
-		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--secure-port="+strconv.Itoa(port),
-		"--tls-cert-file="+p("apiserver.crt"), "--tls-private-key-file="+p("apiserver.key"),
-		"--client-ca-file="+p("ca.crt"),
-		"--enable-bootstrap-token-auth="+strconv.FormatBool(!opts.NoBootstrapTokenAuth),
+	audit, err := e.auditFlags()
+	if err != nil {
+		return nil, err
+	}
+	args := append([]string{
+		"--etcd-servers=" + etcdURL,
+		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--secure-port=" + strconv.Itoa(port),
+		"--tls-cert-file=" + p("apiserver.crt"), "--tls-private-key-file=" + p("apiserver.key"),
+		"--client-ca-file=" + p("ca.crt"),
+		"--enable-bootstrap-token-auth=" + strconv.FormatBool(!opts.NoBootstrapTokenAuth),
 		"--authorization-mode=Node,RBAC",
 		"--enable-admission-plugins=NodeRestriction",
-		"--service-account-key-file="+p("sa.pub"),
-		"--service-account-signing-key-file="+p("sa.key"),
+		"--service-account-key-file=" + p("sa.pub"),
+		"--service-account-signing-key-file=" + p("sa.key"),
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-		"--service-cluster-ip-range="+ServiceCIDR,
+		"--service-cluster-ip-range=" + ServiceCIDR,
 		"--allow-privileged=true",
 		// A loopback advertise address is only allowed without the
 		// endpoint reconciler (there is no kubernetes Service to point at us).
 		"--endpoint-reconciler-type=none",
-		"--cert-dir="+filepath.Join(e.Dir, "apiserver-certs"),
+		"--cert-dir=" + filepath.Join(e.Dir, "apiserver-certs"),
 		"--profiling=false",
-		"--v=1")
+		"--v=1"}, audit...)
+	apiserver, err := startProcess(e.Dir, "kube-apiserver", filepath.Join(e.binDir, "kube-apiserver"), args...)
 	if err != nil {
 		return nil, err
 	}

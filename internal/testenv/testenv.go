@@ -81,6 +81,8 @@ type Env struct {
 	pki    *pki
 	procs  []*process
 	binDir string // where the control plane's programs are
+	// auditLog is the API server's audit log of writes (audit.go).
+	auditLog string
 }
 
 // Start brings up etcd, kube-apiserver, kube-controller-manager and

@@ -34,7 +34,7 @@ type trackedConn struct {
 func (c *trackedConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
 	if n > 0 {
-		c.host.wire.received.Add(int64(n))
+		c.host.counters.bytesIn.Add(int64(n))
 		c.host.link.delay(n)
 	}
 	return n, err
@@ -46,7 +46,7 @@ func (c *trackedConn) Write(p []byte) (int, error) {
 		chunk := min(len(p), linkChunk)
 		c.host.link.delay(chunk)
 		n, err := c.Conn.Write(p[:chunk])
-		c.host.wire.sent.Add(int64(n))
+		c.host.counters.bytesOut.Add(int64(n))
 		written += n
 		if err != nil {
 			return written, err
@@ -149,6 +149,7 @@ func (h *Host) serveConn(c *trackedConn) {
 		return
 	}
 	_ = c.SetDeadline(time.Time{})
+	h.counters.connections.Add(1)
 	h.log.Info("simulated host: SSH login", "user", sconn.User(), "key", sconn.Permissions.Extensions["pubkey-fp"], "remote", c.RemoteAddr().String())
 	go ssh.DiscardRequests(reqs)
 	var wg sync.WaitGroup
@@ -161,6 +162,7 @@ func (h *Host) serveConn(c *trackedConn) {
 		if err != nil {
 			continue
 		}
+		h.counters.sessions.Add(1)
 		s := &session{host: h, ch: ch, reqs: creqs}
 		wg.Add(1)
 		go func() { defer wg.Done(); s.serve() }()
@@ -220,6 +222,7 @@ func (s *session) serve() {
 				continue
 			}
 			reply(req, true)
+			s.host.counters.execs.Add(1)
 			go func() { s.finish(s.exec(cmd.Command)) }()
 		case "subsystem":
 			var sub struct{ Name string }
@@ -232,6 +235,7 @@ func (s *session) serve() {
 				continue
 			}
 			reply(req, true)
+			s.host.counters.sftp.Add(1)
 			go func() { s.finish(s.sftp()) }()
 		case "shell":
 			if !s.begin() {

@@ -29,6 +29,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -51,6 +52,11 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 
 // Namespace is the operator's namespace in these tests.
 const Namespace = "winnode-system"
+
+// operatorUser is the identity the operator authenticates as (a member of
+// system:masters, as the administrator is): the API server's audit log
+// tells its writes from the tests' own (testenv's Env.Writes).
+const operatorUser = "winnode-operator"
 
 // operatorVersion is the version the in-process operator reports.
 const operatorVersion = "v0.0.0-e2e"
@@ -83,6 +89,7 @@ type world struct {
 	env        *testenv.Env
 	kube       kubernetes.Interface
 	client     client.Client
+	opConfig   *rest.Config // the operator's identity (operatorUser)
 	scheme     *runtime.Scheme
 	standin    string
 	agent      string
@@ -139,6 +146,10 @@ func newWorld(t testing.TB, env *testenv.Env, kind apiServerKind) (*world, error
 	if w.client, err = client.New(env.Config, client.Options{Scheme: w.scheme}); err != nil {
 		return nil, err
 	}
+	if w.opConfig, err = env.UserConfig(operatorUser, "system:masters"); err != nil {
+		return nil, err
+	}
+	w.opConfig.QPS, w.opConfig.Burst = env.Config.QPS, env.Config.Burst
 	if w.agent, err = testenv.BuildBinary("cmd/winnode-agent"); err != nil {
 		return nil, err
 	}
@@ -283,10 +294,12 @@ func (w *testWriter) Write(p []byte) (int, error) {
 
 // operator is the operator's controllers running in this process.
 type operator struct {
+	mgr      ctrl.Manager
 	cancel   context.CancelFunc
 	done     chan error
 	uploaded atomic.Int64
 	checked  atomic.Int64 // no-op checks of Ready instances
+	waited   atomic.Int64 // looks of waiting upgrades that found no turn
 }
 
 // operatorOptions tune one operator run.
@@ -310,7 +323,7 @@ type operatorOptions struct {
 // startOperator runs the operator until the test ends or op.stop.
 func (w *world) startOperator(t testing.TB, o operatorOptions) *operator {
 	t.Helper()
-	mgr, err := ctrl.NewManager(w.env.Config, ctrl.Options{
+	mgr, err := ctrl.NewManager(w.opConfig, ctrl.Options{
 		Scheme:                 w.scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
@@ -320,7 +333,7 @@ func (w *world) startOperator(t testing.TB, o operatorOptions) *operator {
 	if err != nil {
 		t.Fatalf("operator manager: %v", err)
 	}
-	op := &operator{done: make(chan error, 1)}
+	op := &operator{mgr: mgr, done: make(chan error, 1)}
 	payloadDir, manifest := w.payloadDir, w.payload
 	if o.payloadDir != "" {
 		payloadDir, manifest = o.payloadDir, o.payload
@@ -338,6 +351,7 @@ func (w *world) startOperator(t testing.TB, o operatorOptions) *operator {
 		Addresses: inventory.AddressPolicy{Allowed: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}},
 		TuneInstance: func(c *configure.Configurer) {
 			c.PollInterval = 500 * time.Millisecond
+			c.UpgradeRecheck = 500 * time.Millisecond
 			c.DialTimeout = 5 * time.Second
 			c.DrainTimeout = time.Minute
 			uploaded := c.Uploaded
@@ -348,8 +362,11 @@ func (w *world) startOperator(t testing.TB, o operatorOptions) *operator {
 				op.uploaded.Add(n)
 			}
 			c.AfterStep = func(inst *winnodev1.WindowsInstance, step string) {
-				if step == configure.StepChecked {
+				switch step {
+				case configure.StepChecked:
 					op.checked.Add(1)
+				case configure.StepWaited:
+					op.waited.Add(1)
 				}
 				if o.afterStep != nil {
 					o.afterStep(op, inst, step)
@@ -368,6 +385,17 @@ func (w *world) startOperator(t testing.TB, o operatorOptions) *operator {
 	go func() { op.done <- mgr.Start(ctx) }()
 	t.Cleanup(op.stop)
 	return op
+}
+
+// waitStarted waits until the operator's caches are filled, as they are
+// in an operator that was already running.
+func (op *operator) waitStarted(t testing.TB) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if !op.mgr.GetCache().WaitForCacheSync(ctx) {
+		t.Fatal("the operator's caches did not fill within a minute")
+	}
 }
 
 // stop stops the operator and waits until it has (idempotent).

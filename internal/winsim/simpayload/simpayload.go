@@ -28,6 +28,10 @@ const (
 	HostLocalHostPath = `C:\k\cni\bin\host-local.exe`
 	PaddingHostPath   = `C:\k\payload-padding.bin`
 	PaddingName       = "payload-padding.bin"
+	// CarriedHostDir is where the files of Options.Carry are placed.
+	CarriedHostDir = `C:\k\carried`
+	// CarriedPrefix starts the manifest names of the carried files.
+	CarriedPrefix = "carried-"
 )
 
 // Options says what to put in the folder.
@@ -58,6 +62,12 @@ type Options struct {
 	// end), so that their hashes change as a new Kubernetes release's do:
 	// tests use it for upgrades that restart services.
 	Build string
+	// Carry, when set, is a real payload folder (`make payload`): each of
+	// its files is added as it is, named carried-<name> and placed in
+	// C:\k\carried, where nothing runs it. A benchmark so moves the bytes
+	// of the real Windows programs, which compress as real binaries do,
+	// while the simulated host runs the stand-ins.
+	Carry string
 }
 
 // Build writes the simulated payload into dir (created if missing; files
@@ -104,10 +114,35 @@ func Build(dir string, o Options) (*payload.Manifest, error) {
 	} else if err := os.Remove(pad); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("simulated payload: %w", err)
 	}
+	if o.Carry != "" {
+		carried, err := carry(dir, o.Carry)
+		if err != nil {
+			return nil, fmt.Errorf("simulated payload: carrying the real payload %s: %w", o.Carry, err)
+		}
+		files = append(files, carried...)
+	}
 	if err := payload.Write(dir, files); err != nil {
 		return nil, fmt.Errorf("simulated payload: %w", err)
 	}
 	return payload.Load(dir)
+}
+
+// carry copies every file of the real payload in src into dir, as
+// carried-<name>.
+func carry(dir, src string) ([]payload.File, error) {
+	real, err := payload.Load(src)
+	if err != nil {
+		return nil, err
+	}
+	var files []payload.File
+	for _, f := range real.Files {
+		name := CarriedPrefix + f.Name
+		if err := copyFile(filepath.Join(src, f.Name), filepath.Join(dir, name), nil); err != nil {
+			return nil, err
+		}
+		files = append(files, payload.File{Name: name, HostPath: CarriedHostDir + `\` + f.Name, Version: f.Version})
+	}
+	return files, nil
 }
 
 // copyFile copies src to dst, with trailer after its content.

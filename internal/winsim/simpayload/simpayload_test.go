@@ -3,6 +3,7 @@ package simpayload
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/winnode/winnode/internal/payload"
@@ -94,5 +95,34 @@ func TestBuildNeedsBothBinaries(t *testing.T) {
 	o.StandinBinary = filepath.Join(t.TempDir(), "missing")
 	if _, err := Build(t.TempDir(), o); err == nil {
 		t.Error("built from a missing binary")
+	}
+}
+
+// A real payload's files travel as they are, beside the stand-ins, where
+// nothing runs them.
+func TestCarryAddsTheRealPayloadsFiles(t *testing.T) {
+	real := t.TempDir()
+	if err := os.WriteFile(filepath.Join(real, "kubelet.exe"), []byte("MZ a Windows kubelet"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := payload.Write(real, []payload.File{{Name: "kubelet.exe", HostPath: `C:\k\kubelet.exe`, Version: "v1.37.1"}}); err != nil {
+		t.Fatal(err)
+	}
+	o := fakeBinaries(t)
+	o.Carry = real
+	m, err := Build(t.TempDir(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, ok := m.Lookup(CarriedPrefix + "kubelet.exe")
+	if !ok || f.HostPath != `C:\k\carried\kubelet.exe` || f.Size != int64(len("MZ a Windows kubelet")) {
+		t.Fatalf("carried entry %+v, want the real kubelet.exe at C:\\k\\carried\\kubelet.exe", f)
+	}
+	if k, _ := m.Lookup("kubelet.exe"); k.HostPath != KubeletHostPath || k.Size == f.Size {
+		t.Errorf("the stand-in kubelet.exe %+v was replaced by the carried one", k)
+	}
+	o.Carry = t.TempDir() // no manifest: refused, naming the folder
+	if _, err := Build(t.TempDir(), o); err == nil || !strings.Contains(err.Error(), o.Carry) {
+		t.Errorf("carrying a folder without a payload: %v, want an error naming it", err)
 	}
 }

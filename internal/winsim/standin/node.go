@@ -37,6 +37,7 @@ func (k *kubelet) runNode(ctx context.Context) error {
 		k.log.Warningf("updating node status: %v", err)
 	}
 	lastReport := time.Now()
+	go k.fastStatusUpdateOnce(ctx)
 	if k.config.ServerTLSBootstrap {
 		go k.requestServingCert(ctx)
 	}
@@ -58,6 +59,37 @@ func (k *kubelet) runNode(ctx context.Context) error {
 			}
 			lastReport = time.Now()
 		}
+	}
+}
+
+// fastStatusUpdateOnce copies the kubelet's start-up status update
+// (pkg/kubelet/kubelet.go fastStatusUpdateOnce, kubernetes PR #112618,
+// since v1.27): until the node is first Ready, it checks every 100 ms
+// whether the runtime's network is ready and, as soon as it is, posts the
+// status at once rather than at the next 10 s heartbeat; it gives up after
+// the kubelet's nodeReadyGracePeriod of two minutes.
+func (k *kubelet) fastStatusUpdateOnce(ctx context.Context) {
+	const fastPeriod, nodeReadyGracePeriod = 100 * time.Millisecond, 2 * time.Minute
+	tick := time.NewTicker(fastPeriod)
+	defer tick.Stop()
+	deadline := time.Now().Add(nodeReadyGracePeriod)
+	for time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if _, err := networkStatus(); err != nil {
+			continue
+		}
+		if needs, err := k.statusNeedsUpdate(ctx); err != nil || !needs {
+			return
+		}
+		if err := k.updateStatus(ctx); err != nil {
+			k.log.Warningf("updating node status: %v", err)
+			continue
+		}
+		return
 	}
 }
 
