@@ -26,6 +26,7 @@ import (
 	"github.com/winnode/winnode/internal/controller"
 	"github.com/winnode/winnode/internal/csrapproval"
 	"github.com/winnode/winnode/internal/inventory"
+	"github.com/winnode/winnode/internal/platform"
 )
 
 // version is set at build time: -ldflags "-X main.version=v0.1.0".
@@ -62,6 +63,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		serviceCIDR    = fs.String("service-cidr", csrapproval.DefaultServiceCIDR, csrapproval.ServiceCIDRHelp)
 		allowAddrs     = fs.String("allow-addresses", "", inventory.AllowAddressesHelp)
 		network        = fs.String("network", configure.NetworkAuto, configure.NetworkHelp)
+		platformFlag   = fs.String("platform", string(platform.Auto), platform.Help)
 		joinCreds      = fs.String("join-credentials", string(bootstrap.ModeAuto), "the kubelets' join credentials: auto (a bootstrap token when the API server accepts one, else a token of a ServiceAccount in the operator namespace), bootstrap-token or service-account")
 	)
 	zapOpts := zap.Options{}
@@ -72,6 +74,10 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	joinMode, err := checkFlags(*joinCreds, *network, *maxUnavailable)
 	if err != nil {
 		return err
+	}
+	plat, err := platform.Parse(*platformFlag)
+	if err != nil {
+		return fmt.Errorf("--platform: %w", err)
 	}
 	csrPolicy, err := csrapproval.PolicyFromFlags(*nodeAddrCIDRs, *serviceCIDR)
 	if err != nil {
@@ -133,6 +139,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		JoinCredentials: joinMode,
 		Addresses:       inventory.AddressPolicy{Allowed: allowed},
 		Network:         *network,
+		Platform:        plat,
 	}); err != nil {
 		return err
 	}

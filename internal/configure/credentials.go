@@ -26,6 +26,8 @@ import (
 type credentials struct {
 	cluster   plan.ClusterFacts
 	bootstrap []byte
+	// source says where the cluster facts came from (clusterfacts.go).
+	source string
 }
 
 // credentials gathers the cluster facts and, for a host whose kubelet has
@@ -40,12 +42,11 @@ func (c *Configurer) credentials(ctx context.Context, inst *winnodev1.WindowsIns
 		SetCondition(inst, winnodev1.ConditionConfigured, metav1.ConditionFalse, winnodev1.ReasonCredentialsFailed, err.Error())
 		return nil, stepErr(StepCredentials, winnodev1.ReasonCredentialsFailed, err)
 	}
-	ci, err := bootstrap.LoadClusterInfo(ctx, c.Kube)
+	ci, facts, source, err := c.clusterFacts(ctx)
 	if err != nil {
 		return fail(err)
 	}
-	dns, domain := clusterDNS(ctx, c.Kube)
-	cr := &credentials{cluster: plan.ClusterFacts{Server: ci.Server, CAData: ci.CAData, ClusterDNS: dns, ClusterDomain: domain}}
+	cr := &credentials{cluster: facts, source: source}
 
 	installed, haveInstalled := installedKubeconfig(ctx, cl, info)
 	if node != nil && haveInstalled {
