@@ -103,6 +103,11 @@ func (c *Config) Kubelet() (*Kubelet, error) {
 		case "config":
 			k.ConfigPath = value
 		case "v":
+			if value == "" {
+				// Its variable is set by a file on the host that the
+				// config does not carry: the kubelet's default.
+				continue
+			}
 			if k.Verbosity, err = strconv.Atoi(value); err != nil || k.Verbosity < 0 {
 				return nil, fmt.Errorf("ignition spec %s: systemd.units %s: ExecStart --v=%q is not a log level", c.Version, KubeletUnit, value)
 			}
