@@ -143,3 +143,9 @@ func bootstrapperKubeconfig(server string, ca []byte, token string) ([]byte, err
 	cfg.CurrentContext = "kubelet"
 	return clientcmd.Write(*cfg)
 }
+
+// DeleteRenderedWorker deletes a rendered worker MachineConfig (a test
+// putting the world back as it found it).
+func (o *OpenShift) DeleteRenderedWorker(ctx context.Context, name string) error {
+	return o.client.Delete(ctx, &mcfgv1.MachineConfig{ObjectMeta: metav1.ObjectMeta{Name: name}})
+}
