@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -71,13 +72,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	joinMode, err := checkFlags(*joinCreds, *network, *maxUnavailable)
+	joinMode, plat, err := checkFlags(*joinCreds, *network, *platformFlag, *maxUnavailable)
 	if err != nil {
 		return err
-	}
-	plat, err := platform.Parse(*platformFlag)
-	if err != nil {
-		return fmt.Errorf("--platform: %w", err)
 	}
 	csrPolicy, err := csrapproval.PolicyFromFlags(*nodeAddrCIDRs, *serviceCIDR)
 	if err != nil {
@@ -94,15 +91,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("setup")
 
-	if *kubeconfig != "" {
-		// ctrl.GetConfig reads the kubeconfig named by this variable.
-		if err := os.Setenv("KUBECONFIG", *kubeconfig); err != nil {
-			return err
-		}
-	}
-	cfg, err := ctrl.GetConfig()
+	cfg, err := restConfig(*kubeconfig)
 	if err != nil {
-		return fmt.Errorf("no cluster to talk to (in-cluster config or --kubeconfig): %w", err)
+		return err
 	}
 
 	scheme := runtime.NewScheme()
@@ -153,6 +144,22 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	return mgr.Start(ctx)
 }
 
+// restConfig is the cluster to talk to: --kubeconfig, else in-cluster, else
+// $KUBECONFIG or ~/.kube/config.
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig != "" {
+		// ctrl.GetConfig reads the kubeconfig named by this variable.
+		if err := os.Setenv("KUBECONFIG", kubeconfig); err != nil {
+			return nil, err
+		}
+	}
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return nil, fmt.Errorf("no cluster to talk to (in-cluster config or --kubeconfig): %w", err)
+	}
+	return cfg, nil
+}
+
 func envOr(name, def string) string {
 	if v := os.Getenv(name); v != "" {
 		return v
@@ -161,16 +168,20 @@ func envOr(name, def string) string {
 }
 
 // checkFlags checks the flags that take one of a few values.
-func checkFlags(joinCreds, network string, maxUnavailable int) (bootstrap.Mode, error) {
+func checkFlags(joinCreds, network, platformFlag string, maxUnavailable int) (bootstrap.Mode, platform.Platform, error) {
 	joinMode, err := bootstrap.ParseMode(joinCreds)
 	if err != nil {
-		return "", fmt.Errorf("--join-credentials: %w", err)
+		return "", "", fmt.Errorf("--join-credentials: %w", err)
 	}
 	if _, err := configure.ParseNetwork(network); err != nil {
-		return "", fmt.Errorf("--network: %w", err)
+		return "", "", fmt.Errorf("--network: %w", err)
+	}
+	plat, err := platform.Parse(platformFlag)
+	if err != nil {
+		return "", "", fmt.Errorf("--platform: %w", err)
 	}
 	if maxUnavailable < 1 {
-		return "", fmt.Errorf("--max-unavailable %d: want 1 or more (upgrades that restart services would never start)", maxUnavailable)
+		return "", "", fmt.Errorf("--max-unavailable %d: want 1 or more (upgrades that restart services would never start)", maxUnavailable)
 	}
-	return joinMode, nil
+	return joinMode, plat, nil
 }
