@@ -63,10 +63,11 @@ type fileStep struct {
 // naming every such file (the first in Error.File).
 //
 // A staged blob whose content does not hash to its name (disk corruption, a
-// tampered file, a resumed upload whose kept part was wrong) is deleted:
-// the operator's sync trusts a blob staged with the right size, so a bad
-// one left in place would fail every retry. Deleted, it is uploaded again
-// in full by the next sync. This check is also what makes resumed uploads
+// tampered file, a resumed upload whose kept part was wrong), or an encoded
+// one that does not decode to the file's content, is deleted: the
+// operator's sync trusts a blob staged with the right size, so a bad one
+// left in place would fail every retry. Deleted, it is uploaded again in
+// full by the next sync. This check is also what makes resumed uploads
 // safe (internal/host, resume.go).
 func (a *Agent) planFiles(p *plan.Plan) ([]fileStep, error) {
 	staging, err := winpath.Parse(p.Staging())
@@ -76,7 +77,7 @@ func (a *Agent) planFiles(p *plan.Plan) ([]fileStep, error) {
 	var steps []fileStep
 	var missing []string
 	var why []string
-	bad := map[string]string{} // blob → what deleting it did, for files sharing it
+	bad := map[string]string{} // blob → why it is not usable, for files sharing it
 	for _, f := range p.Files {
 		wp, _ := winpath.Parse(f.Path) // validated by Decode
 		local, err := a.Platform.LocalPath(wp)
@@ -91,28 +92,12 @@ func (a *Agent) planFiles(p *plan.Plan) ([]fileStep, error) {
 			steps = append(steps, fileStep{file: f, local: local})
 			continue
 		}
-		blobPath := staging.Join(f.SHA256)
-		blob, err := a.Platform.LocalPath(blobPath)
+		blob, reason, err := a.stagedBlob(staging, f, bad)
 		if err != nil {
-			return nil, &plan.Error{Code: plan.ErrFileInstall, File: f.Path, Message: err.Error()}
+			return nil, err
 		}
-		reason, seen := bad[blob]
-		staged := ""
-		if !seen {
-			staged, err = hashFile(blob)
-			if err != nil {
-				return nil, &plan.Error{Code: plan.ErrFileInstall, File: f.Path, Message: fmt.Sprintf("reading staged blob %s: %v", blobPath, err)}
-			}
-			if staged != "" && staged != f.SHA256 {
-				reason = a.deleteBadBlob(blob, blobPath, staged)
-				bad[blob] = reason
-			}
-		}
-		if staged != f.SHA256 {
+		if blob == "" {
 			missing = append(missing, f.Path)
-			if reason == "" {
-				reason = "not staged"
-			}
 			if got != "" {
 				reason += fmt.Sprintf("; the file in place has sha256 %s", got)
 			}
@@ -124,11 +109,52 @@ func (a *Agent) planFiles(p *plan.Plan) ([]fileStep, error) {
 	if len(missing) > 0 {
 		return steps, &plan.Error{
 			Code: plan.ErrFileMissing, File: missing[0],
-			Message: fmt.Sprintf("%d plan file(s) are neither in place nor staged with the right hash: %v; upload each to %s\\<sha256> and apply again",
-				len(missing), why, p.Staging()),
+			Message: fmt.Sprintf("%d plan file(s) are neither in place nor staged with the right hash: %v; upload each to %s\\<sha256> (or its encoded blob to %s\\<encodedSHA256>) and apply again",
+				len(missing), why, p.Staging(), p.Staging()),
 		}
 	}
 	return steps, nil
+}
+
+// stagedBlob finds the staged blob of f's content: `<staging>\<SHA256>`
+// when it is there with that hash, else, for a file the plan gives an
+// Encoding, what the encoded blob `<staging>\<EncodedSHA256>` decodes to
+// (apply_find_files_decode.go). It returns the blob's local path, or ""
+// and why there is none; a blob with the wrong content is deleted
+// (deleteBadBlob).
+func (a *Agent) stagedBlob(staging winpath.Path, f plan.File, bad map[string]string) (string, string, error) {
+	blobPath := staging.Join(f.SHA256)
+	blob, err := a.Platform.LocalPath(blobPath)
+	if err != nil {
+		return "", "", &plan.Error{Code: plan.ErrFileInstall, File: f.Path, Message: err.Error()}
+	}
+	if reason, seen := bad[blob]; seen {
+		return "", reason, nil
+	}
+	staged, err := hashFile(blob)
+	if err != nil {
+		return "", "", &plan.Error{Code: plan.ErrFileInstall, File: f.Path, Message: fmt.Sprintf("reading staged blob %s: %v", blobPath, err)}
+	}
+	if staged == f.SHA256 {
+		return blob, "", nil
+	}
+	reason := "not staged"
+	if staged != "" {
+		reason = a.deleteBadBlob(blob, blobPath, staged)
+	}
+	if f.Encoding != "" {
+		ok, encReason, err := a.decodeStaged(staging, f, blob)
+		switch {
+		case err != nil:
+			return "", "", err
+		case ok:
+			return blob, "", nil
+		case staged == "" || encReason != "not staged":
+			reason = encReason
+		}
+	}
+	bad[blob] = reason
+	return "", reason, nil
 }
 
 // deleteBadBlob deletes a staged blob whose content hashes to sum, not to

@@ -62,9 +62,17 @@ func (a *Agent) cleanStaging(p *plan.Plan) {
 		return
 	}
 	for _, f := range p.Files {
-		if local, err := a.Platform.LocalPath(staging.Join(f.SHA256)); err == nil {
-			if err := os.Remove(local); err != nil && !errors.Is(err, os.ErrNotExist) {
-				a.Log.Warn("could not delete a consumed staging blob", "blob", staging.Join(f.SHA256).String(), "err", err)
+		names := []string{f.SHA256}
+		if f.Encoding != "" {
+			// Left when the file was in place already, or its deletion
+			// after decoding failed.
+			names = append(names, f.EncodedSHA256)
+		}
+		for _, name := range names {
+			if local, err := a.Platform.LocalPath(staging.Join(name)); err == nil {
+				if err := os.Remove(local); err != nil && !errors.Is(err, os.ErrNotExist) {
+					a.Log.Warn("could not delete a consumed staging blob", "blob", staging.Join(name).String(), "err", err)
+				}
 			}
 		}
 	}

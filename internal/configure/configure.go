@@ -117,6 +117,9 @@ type hostState struct {
 	creds    *credentials   // cluster facts and bootstrap kubeconfig (step credentials)
 	rendered *plan.Rendered // the host's plan (step plan)
 	restarts []string       // the services the plan restarts
+	// agentInstalled: step info uploaded the payload's agent to its
+	// place, so the sync need not stage it again.
+	agentInstalled bool
 }
 
 // connectStep is step connect, then the start of step info: an SSH
@@ -144,7 +147,7 @@ func (c *Configurer) connectStep(ctx context.Context, inst *winnodev1.WindowsIns
 // learn runs steps info (facts.go) and credentials (credentials.go), reads
 // the Node, and renders the plan (sync.go).
 func (c *Configurer) learn(ctx context.Context, inst *winnodev1.WindowsInstance, cl *host.Client, wasReady bool) (*hostState, error) {
-	info, err := c.facts(ctx, inst, cl)
+	info, agentInstalled, err := c.facts(ctx, inst, cl)
 	if err != nil {
 		return nil, err
 	}
@@ -168,7 +171,7 @@ func (c *Configurer) learn(ctx context.Context, inst *winnodev1.WindowsInstance,
 	// What the new plan restarts decides whether the Node must be drained
 	// (and, for a Ready node, wait for its turn): upgrade.go.
 	restarts := plan.ChangedServices(info.InstalledPlan, r.Plan)
-	return &hostState{info: info, node: node, creds: cr, rendered: r, restarts: restarts}, nil
+	return &hostState{info: info, node: node, creds: cr, rendered: r, restarts: restarts, agentInstalled: agentInstalled}, nil
 }
 
 // alreadyApplied records a host that runs its plan already: a Ready
@@ -227,7 +230,7 @@ func (c *Configurer) install(ctx context.Context, inst *winnodev1.WindowsInstanc
 	if err := c.step(ctx, inst, StepSync); err != nil {
 		return Result{}, err
 	}
-	stagedPlan, err := c.sync(ctx, inst, cl, h.info, h.creds, h.rendered)
+	stagedPlan, err := c.sync(ctx, inst, cl, h)
 	if err != nil {
 		return Result{}, err
 	}

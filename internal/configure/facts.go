@@ -28,27 +28,28 @@ func (c *Configurer) agentFile() (payload.File, error) {
 }
 
 // facts learns the host: `winnode-agent.exe info`, after putting the agent
-// on the host when it is missing (first contact) or not the payload's. It
-// records the host's names and addresses in the status, and refuses a host
-// without a running container runtime.
-func (c *Configurer) facts(ctx context.Context, inst *winnodev1.WindowsInstance, cl *host.Client) (*plan.Info, error) {
+// on the host when it is missing (first contact) or not the payload's
+// (installed then reports true). It records the host's names and addresses
+// in the status, and refuses a host without a running container runtime.
+func (c *Configurer) facts(ctx context.Context, inst *winnodev1.WindowsInstance, cl *host.Client) (info *plan.Info, installed bool, err error) {
 	agent, err := c.agentFile()
 	if err != nil {
-		return nil, stepErr(StepInfo, winnodev1.ReasonSyncFailed, err)
+		return nil, false, stepErr(StepInfo, winnodev1.ReasonSyncFailed, err)
 	}
-	info, err := c.runInfo(ctx, cl, agent.HostPath)
+	info, err = c.runInfo(ctx, cl, agent.HostPath)
 	var notFound *host.ProgramNotFoundError
 	if errors.As(err, &notFound) || (err == nil && agentOutdated(info, agent)) {
 		if err := c.installAgent(ctx, inst, cl, agent); err != nil {
-			return nil, err
+			return nil, false, err
 		}
+		installed = true
 		info, err = c.runInfo(ctx, cl, agent.HostPath)
 	}
 	if err != nil {
-		return nil, stepErr(StepInfo, reasonOf(err, winnodev1.ReasonApplyFailed), fmt.Errorf("learning the host's facts: %w", err))
+		return nil, false, stepErr(StepInfo, reasonOf(err, winnodev1.ReasonApplyFailed), fmt.Errorf("learning the host's facts: %w", err))
 	}
 	if info.Hostname == "" {
-		return nil, stepErr(StepInfo, winnodev1.ReasonApplyFailed, fmt.Errorf("host %s: the agent reported no hostname", inst.Spec.Address))
+		return nil, false, stepErr(StepInfo, winnodev1.ReasonApplyFailed, fmt.Errorf("host %s: the agent reported no hostname", inst.Spec.Address))
 	}
 	c.agentWarnings(inst, info.Warnings)
 	inst.Status.Hostname = info.Hostname
@@ -65,9 +66,9 @@ func (c *Configurer) facts(ctx context.Context, inst *winnodev1.WindowsInstance,
 		err := fmt.Errorf("host %s (%s): the containerd service is %s: install containerd first and make sure its service runs (winnode does not install the container runtime)",
 			inst.Spec.Address, info.Hostname, state)
 		SetCondition(inst, winnodev1.ConditionConfigured, metav1.ConditionFalse, winnodev1.ReasonNoContainerRuntime, err.Error())
-		return nil, stepErr(StepInfo, winnodev1.ReasonNoContainerRuntime, err)
+		return nil, false, stepErr(StepInfo, winnodev1.ReasonNoContainerRuntime, err)
 	}
-	return info, nil
+	return info, installed, nil
 }
 
 func orString(s, def string) string {

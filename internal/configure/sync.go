@@ -2,6 +2,7 @@ package configure
 
 import (
 	"context"
+	"maps"
 	"path/filepath"
 
 	corev1 "k8s.io/api/core/v1"
@@ -56,13 +57,21 @@ func upToDate(info *plan.Info, r *plan.Rendered) bool {
 	return true
 }
 
-// sync uploads what the host lacks (payload files, generated files, the
-// bootstrap kubeconfig, the plan itself) to its staging folder, by hash.
+// sync uploads what the host lacks (payload files, compressed where the
+// payload has a compressed copy; generated files, the bootstrap kubeconfig,
+// the plan itself) to its staging folder, by hash.
 // It returns the staged path of the plan.
-func (c *Configurer) sync(ctx context.Context, inst *winnodev1.WindowsInstance, cl *host.Client, info *plan.Info, cr *credentials, r *plan.Rendered) (string, error) {
+func (c *Configurer) sync(ctx context.Context, inst *winnodev1.WindowsInstance, cl *host.Client, h *hostState) (string, error) {
+	info, cr, r := h.info, h.creds, h.rendered
 	var files []host.LocalFile
 	for _, f := range c.Payload.Files {
-		files = append(files, host.LocalFile{LocalPath: filepath.Join(c.PayloadDir, f.Name), HostPath: f.HostPath, SHA256: f.SHA256, Size: f.Size})
+		lf := host.LocalFile{LocalPath: filepath.Join(c.PayloadDir, f.Name), HostPath: f.HostPath, SHA256: f.SHA256, Size: f.Size}
+		if name := f.EncodedName(); name != "" {
+			// The plan names the same encoded blob (plan.Render): the
+			// compressed copy made when the payload was built travels.
+			lf.Encoded = &host.Encoded{LocalPath: filepath.Join(c.PayloadDir, name), SHA256: f.EncodedSHA256, Size: f.EncodedSize}
+		}
+		files = append(files, lf)
 	}
 	add := func(hostPath string, content []byte) {
 		d := plan.DigestOf(content)
@@ -80,9 +89,17 @@ func (c *Configurer) sync(ctx context.Context, inst *winnodev1.WindowsInstance, 
 		return "", stepErr(StepSync, winnodev1.ReasonSyncFailed, err)
 	}
 
-	var installed map[string]string
+	installed := map[string]string{}
 	if info.InstalledPlan != nil {
-		installed = info.InstalledPlan.Files
+		maps.Copy(installed, info.InstalledPlan.Files)
+	}
+	if h.agentInstalled {
+		// Step info just put the payload's agent in place (Install checks
+		// what it sent against the payload's hash): staging it again would
+		// send it twice.
+		if agent, err := c.agentFile(); err == nil {
+			installed[agent.HostPath] = agent.SHA256
+		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.syncTimeout())
 	defer cancel()

@@ -32,6 +32,19 @@ type LocalFile struct {
 	// SHA256 (64 lower-case hex digits) and Size describe the content.
 	SHA256 string
 	Size   int64
+	// Encoded, when set, is the content's encoded copy (a payload file's
+	// compressed `<name>.zst`): Sync uploads it instead of the content, as
+	// the blob `<stagingDir>\<Encoded.SHA256>`, and the agent decodes it
+	// (plan.File.Encoding). Install ignores it.
+	Encoded *Encoded
+}
+
+// Encoded is a local file holding the encoded form of a LocalFile's
+// content, and the sha256 (64 lower-case hex digits) and size of its bytes.
+type Encoded struct {
+	LocalPath string
+	SHA256    string
+	Size      int64
 }
 
 // Progress reports an upload, for a progress bar.
@@ -67,13 +80,17 @@ type SyncResult struct {
 const progressStep = 1 << 20
 
 // Sync uploads the files the host does not have to its staging folder, each
-// as the content-addressed blob `<stagingDir>\<sha256>`; the agent moves
-// blobs into place when it applies a plan.
+// as a blob named by the sha256 of its bytes: `<stagingDir>\<sha256>` of
+// the content, or `<stagingDir>\<Encoded.SHA256>` of its encoded copy when
+// it has one (then only the encoded bytes travel); the agent decodes and
+// moves blobs into place when it applies a plan.
 //
 // installed maps host paths to the sha256 of the file installed there (the
 // agent's info; nil on a new host); a file installed with its hash is
-// skipped, and so is a blob already staged with the right size, so a sync
-// retried after a failure resumes where it stopped. Each blob is written to
+// skipped, and so is a blob already staged with the right size (for an
+// encoded file, its encoded blob or the blob of its content, which an
+// apply that decoded it and then failed leaves), so a sync retried after a
+// failure resumes where it stopped. Each blob is written to
 // `<sha256>.part`, its size and hash checked, then renamed; a `.part` left
 // by an interrupted sync is continued, not sent again from zero (resume.go).
 // A staged blob is trusted by name and size only: the agent hashes it
@@ -117,17 +134,20 @@ func (c *Client) Sync(ctx context.Context, files []LocalFile, installed map[stri
 	// sync sends).
 	var todo []blob
 	for _, b := range blobs {
-		fi, err := client.Stat(staging.Join(b.SHA256).SFTP())
-		switch {
-		case err == nil && fi.Mode().IsRegular() && fi.Size() == b.Size:
+		staged, err := isStaged(client, staging, b.SHA256, b.Size)
+		if err == nil && !staged && b.content != nil {
+			staged, err = isStaged(client, staging, b.content.SHA256, b.content.Size)
+		}
+		if err != nil {
+			return fail(err)
+		}
+		if staged {
 			res.FilesSkipped += len(b.HostPaths)
 			res.FilesAlreadyStaged += len(b.HostPaths)
 			continue
-		case err != nil && !errors.Is(err, fs.ErrNotExist):
-			return fail(fmt.Errorf("look for staged %s: %w", staging.Join(b.SHA256), err))
 		}
 		part := partPath(staging.Join(b.SHA256))
-		fi, err = client.Stat(part.SFTP())
+		fi, err := client.Stat(part.SFTP())
 		switch {
 		case err == nil && fi.Mode().IsRegular():
 			b.resume = resumeOffset(fi.Size(), b.Size)
@@ -157,6 +177,18 @@ func (c *Client) Sync(ctx context.Context, files []LocalFile, installed map[stri
 	return res, nil
 }
 
+// isStaged says whether the blob name is staged with size bytes.
+func isStaged(client *sftp.Client, staging winpath.Path, name string, size int64) (bool, error) {
+	fi, err := client.Stat(staging.Join(name).SFTP())
+	switch {
+	case err == nil:
+		return fi.Mode().IsRegular() && fi.Size() == size, nil
+	case errors.Is(err, fs.ErrNotExist):
+		return false, nil
+	}
+	return false, fmt.Errorf("look for staged %s: %w", staging.Join(name), err)
+}
+
 // StagedPath is where Sync stages content with hash sha256 in stagingDir:
 // `<stagingDir>\<sha256>`, in Windows form.
 func StagedPath(stagingDir, sha256 string) (string, error) {
@@ -170,12 +202,17 @@ func StagedPath(stagingDir, sha256 string) (string, error) {
 	return dir.Join(sha256).String(), nil
 }
 
-// blob is one content to stage, and the host paths that want it.
+// blob is one content, or one encoded copy of a content, to stage, and the
+// host paths that want it. SHA256 and Size are the blob's own, which name
+// it.
 type blob struct {
 	SHA256    string
 	Size      int64
 	Source    LocalFile
 	HostPaths []string
+	// content, for an encoded blob, is the sha256 and size of the content
+	// it decodes to: a blob of that content staged already will do.
+	content *Encoded
 	// resume is where the upload expects to continue a .part found on the
 	// host (0: from the start); upload checks it again when it opens it.
 	// Only Sync sets it: a .part named by its content's hash can only ever
@@ -225,16 +262,22 @@ func planSync(files []LocalFile, installed map[string]string) (blobs []blob, ski
 			skipped++
 			continue
 		}
-		if j, ok := bySum[f.SHA256]; ok {
-			if blobs[j].Size != f.Size {
-				errs = append(errs, fmt.Errorf("file %s: sha256 %s is also given for %s with size %d, not %d", hp, f.SHA256, blobs[j].HostPaths[0], blobs[j].Size, f.Size))
+		b := blob{SHA256: f.SHA256, Size: f.Size, Source: f, HostPaths: []string{hp.String()}}
+		if e := f.Encoded; e != nil {
+			b = blob{SHA256: e.SHA256, Size: e.Size, HostPaths: b.HostPaths,
+				Source:  LocalFile{LocalPath: e.LocalPath, HostPath: f.HostPath, SHA256: e.SHA256, Size: e.Size},
+				content: &Encoded{SHA256: f.SHA256, Size: f.Size}}
+		}
+		if j, ok := bySum[b.SHA256]; ok {
+			if blobs[j].Size != b.Size {
+				errs = append(errs, fmt.Errorf("file %s: sha256 %s is also given for %s with size %d, not %d", hp, b.SHA256, blobs[j].HostPaths[0], blobs[j].Size, b.Size))
 				continue
 			}
 			blobs[j].HostPaths = append(blobs[j].HostPaths, hp.String())
 			continue
 		}
-		bySum[f.SHA256] = len(blobs)
-		blobs = append(blobs, blob{SHA256: f.SHA256, Size: f.Size, Source: f, HostPaths: []string{hp.String()}})
+		bySum[b.SHA256] = len(blobs)
+		blobs = append(blobs, b)
 	}
 	if len(errs) > 0 {
 		return nil, 0, errors.Join(errs...)
@@ -259,6 +302,16 @@ func checkFile(f LocalFile) error {
 	case f.LocalPath == "":
 		if sum := sha256.Sum256(f.Content); hex.EncodeToString(sum[:]) != f.SHA256 {
 			return fmt.Errorf("content's sha256 is %x, not %s", sum, f.SHA256)
+		}
+	}
+	if e := f.Encoded; e != nil {
+		switch {
+		case e.LocalPath == "":
+			return errors.New("the encoded copy has no local path")
+		case !isSHA256(e.SHA256):
+			return fmt.Errorf("the encoded copy's sha256 %q is not 64 lower-case hex digits", e.SHA256)
+		case e.Size < 0:
+			return fmt.Errorf("the encoded copy's size %d is negative", e.Size)
 		}
 	}
 	return nil

@@ -59,7 +59,15 @@ func TestBuiltPayloadLoads(t *testing.T) {
 	if strings.Join(names, " ") != strings.Join(want, " ") {
 		t.Fatalf("payload files = %v, want %v", names, want)
 	}
+	var size, sent int64
 	for _, f := range m.Files {
+		size += f.Size
+		sent += f.Size
+		// The agent is installed as it is (nothing on a new host could
+		// decode it); every other file travels compressed.
+		if f.Encoding != "" && f.Name != "winnode-agent.exe" {
+			sent += f.EncodedSize - f.Size
+		}
 		if f.Version == "" {
 			t.Errorf("%s: manifest has no version", f.Name)
 		}
@@ -67,6 +75,12 @@ func TestBuiltPayloadLoads(t *testing.T) {
 			t.Errorf("%s: host path %s is outside C:\\k\\", f.Name, f.HostPath)
 		}
 	}
+	// Go programs compress to about a third (issue 15's goal: a host is
+	// sent at most 0.35 of the payload's size).
+	if m.SchemaVersion != SchemaVersion || sent*100 > size*35 {
+		t.Errorf("a host is sent %d of the payload's %d bytes (%.3f; schema %s): want at most 0.35, compressed", sent, size, float64(sent)/float64(size), m.SchemaVersion)
+	}
+	t.Logf("a new host is sent %d of the payload's %d bytes (%.3f)", sent, size, float64(sent)/float64(size))
 }
 
 // TestBuiltPayloadIsWindowsAMD64 opens every file as a PE image: a PE32+
@@ -196,6 +210,9 @@ func names(m *Manifest) []string {
 	var out []string
 	for _, f := range m.Files {
 		out = append(out, f.Name)
+		if name := f.EncodedName(); name != "" {
+			out = append(out, name)
+		}
 	}
 	return out
 }

@@ -25,9 +25,10 @@ func (e *FileError) Error() string {
 
 func (e *FileError) Unwrap() error { return e.Err }
 
-// Load reads dir/manifest.json and checks every file it lists: present, a
-// regular file, of the recorded size and sha256. The first file that fails is
-// named in the error (a *FileError). It returns the manifest as written.
+// Load reads dir/manifest.json and checks every file it lists, and every
+// encoded copy: present, a regular file, of the recorded size and sha256.
+// The first file that fails is named in the error (a *FileError). It
+// returns the manifest as written.
 func Load(dir string) (*Manifest, error) {
 	path := filepath.Join(dir, ManifestFile)
 	f, err := os.Open(path)
@@ -47,22 +48,34 @@ func Load(dir string) (*Manifest, error) {
 	return m, nil
 }
 
-// verify checks one file against its entry.
+// verify checks one file, and its encoded copy, against its entry. (The
+// copy is checked by hash, not decoded: Write decoded it when it made it.)
 func verify(dir string, entry File) error {
-	path := filepath.Join(dir, entry.Name)
+	if err := verifyOne(dir, entry.Name, entry.Size, entry.SHA256); err != nil {
+		return err
+	}
+	if entry.Encoding == "" {
+		return nil
+	}
+	return verifyOne(dir, entry.EncodedName(), entry.EncodedSize, entry.EncodedSHA256)
+}
+
+// verifyOne checks that dir/name has this size and sha256.
+func verifyOne(dir, name string, wantSize int64, wantSum string) error {
+	path := filepath.Join(dir, name)
 	size, sum, err := digest(path)
 	if err != nil {
 		reason := err.Error()
 		if errors.Is(err, os.ErrNotExist) {
 			reason = "missing"
 		}
-		return &FileError{Name: entry.Name, Path: path, Reason: reason, Err: err}
+		return &FileError{Name: name, Path: path, Reason: reason, Err: err}
 	}
-	if size != entry.Size {
-		return &FileError{Name: entry.Name, Path: path, Reason: fmt.Sprintf("size is %d bytes, manifest says %d", size, entry.Size)}
+	if size != wantSize {
+		return &FileError{Name: name, Path: path, Reason: fmt.Sprintf("size is %d bytes, manifest says %d", size, wantSize)}
 	}
-	if sum != entry.SHA256 {
-		return &FileError{Name: entry.Name, Path: path, Reason: fmt.Sprintf("sha256 is %s, manifest says %s (corrupted)", sum, entry.SHA256)}
+	if sum != wantSum {
+		return &FileError{Name: name, Path: path, Reason: fmt.Sprintf("sha256 is %s, manifest says %s (corrupted)", sum, wantSum)}
 	}
 	return nil
 }

@@ -2,7 +2,9 @@
 // to every host (kubelet.exe, kube-proxy.exe, the CNI plugins,
 // winnode-agent.exe) and its manifest.json, which records for each file where
 // it goes on the host, its sha256, its size and the upstream version it was
-// built from.
+// built from, and, for each file that compression makes smaller, its
+// zstd-compressed copy `<name>.zst` beside it (internal/blob): what hosts are
+// sent. Write compresses each file once, when the payload is built.
 //
 // The folder is produced by `make payload` (hack/payload/build.sh) for real
 // hosts, or by tests from Linux stand-in programs for simulated ones. The
@@ -19,12 +21,19 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/winnode/winnode/internal/blob"
 	"github.com/winnode/winnode/internal/winpath"
 )
 
-// SchemaVersion is the manifest format this package reads and writes. A
-// manifest with any other schemaVersion is refused rather than half-understood.
-const SchemaVersion = "v1"
+// SchemaVersion is the manifest format this package writes: SchemaVersionV1
+// with the compressed copies (File.Encoding). Decode reads both; a manifest
+// with any other schemaVersion is refused rather than half-understood, and
+// an operator that reads only v1 refuses a v2 manifest by its version.
+const SchemaVersion = "v2"
+
+// SchemaVersionV1 is the manifest format before compressed copies: a
+// payload built then is still read, and its files travel as they are.
+const SchemaVersionV1 = "v1"
 
 // ManifestFile is the name of the manifest inside a payload folder.
 const ManifestFile = "manifest.json"
@@ -51,6 +60,22 @@ type File struct {
 	Size int64 `json:"size"`
 	// Version is the upstream version the file was built from, e.g. "v1.37.1".
 	Version string `json:"version"`
+	// Encoding is how the file's copy EncodedName() beside it is encoded
+	// (blob.Zstd), and EncodedSHA256 and EncodedSize describe that copy:
+	// it is what hosts are sent. Encoding is empty when compressing does
+	// not make the file smaller; the file then travels as it is.
+	Encoding      string `json:"encoding,omitempty"`
+	EncodedSHA256 string `json:"encodedSHA256,omitempty"`
+	EncodedSize   int64  `json:"encodedSize,omitempty"`
+}
+
+// EncodedName is the name of the file's encoded copy in the payload folder
+// (`kubelet.exe.zst`), or "" when it has none.
+func (f File) EncodedName() string {
+	if f.Encoding == "" {
+		return ""
+	}
+	return f.Name + blob.Suffix
 }
 
 // Lookup returns the entry called name (compared as Windows compares names,
@@ -95,8 +120,8 @@ func Decode(r io.Reader) (*Manifest, error) {
 
 // Validate checks the manifest on its own (Decode calls it).
 func (m *Manifest) Validate() error {
-	if m.SchemaVersion != SchemaVersion {
-		return fmt.Errorf("payload manifest: schemaVersion %q is not supported (want %q); rebuild the payload with this version of winnode", m.SchemaVersion, SchemaVersion)
+	if m.SchemaVersion != SchemaVersion && m.SchemaVersion != SchemaVersionV1 {
+		return fmt.Errorf("payload manifest: schemaVersion %q is not supported (want %q or %q); rebuild the payload with this version of winnode", m.SchemaVersion, SchemaVersion, SchemaVersionV1)
 	}
 	if len(m.Files) == 0 {
 		return fmt.Errorf("payload manifest: lists no files")
@@ -131,6 +156,32 @@ func (m *Manifest) Validate() error {
 		if f.Size < 0 {
 			return fmt.Errorf("payload manifest: file %q: negative size %d", f.Name, f.Size)
 		}
+		if err := m.validEncoding(f); err != nil {
+			return fmt.Errorf("payload manifest: file %q: %w", f.Name, err)
+		}
+	}
+	return nil
+}
+
+// validEncoding checks an entry's encoded copy: none, or zstd of a valid
+// hash and a size smaller than the file's (a copy that is not smaller is
+// not kept), and only in a manifest of SchemaVersion.
+func (m *Manifest) validEncoding(f File) error {
+	if f.Encoding == "" {
+		if f.EncodedSHA256 != "" || f.EncodedSize != 0 {
+			return fmt.Errorf("encodedSHA256 and encodedSize are given without an encoding")
+		}
+		return nil
+	}
+	switch {
+	case m.SchemaVersion != SchemaVersion:
+		return fmt.Errorf("encoding %q needs schemaVersion %q, not %q", f.Encoding, SchemaVersion, m.SchemaVersion)
+	case f.Encoding != blob.Zstd:
+		return fmt.Errorf("encoding %q is not supported (want %q or none)", f.Encoding, blob.Zstd)
+	case !sha256Hex.MatchString(f.EncodedSHA256):
+		return fmt.Errorf("encodedSHA256 %q is not 64 lower-case hex digits", f.EncodedSHA256)
+	case f.EncodedSize <= 0 || f.EncodedSize >= f.Size:
+		return fmt.Errorf("encodedSize %d is not between 1 and the file's size %d, less one: a copy that is not smaller is not kept", f.EncodedSize, f.Size)
 	}
 	return nil
 }
@@ -149,6 +200,8 @@ func validName(name string) error {
 		return fmt.Errorf("file name %q has a character Windows forbids in names", name)
 	case strings.EqualFold(name, ManifestFile):
 		return fmt.Errorf("file name %q is the manifest itself", name)
+	case strings.HasSuffix(strings.ToLower(name), blob.Suffix):
+		return fmt.Errorf("file name %q ends in %s, which names the payload's compressed copies", name, blob.Suffix)
 	}
 	return nil
 }

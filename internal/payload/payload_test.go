@@ -3,6 +3,7 @@ package payload
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -162,6 +163,11 @@ func TestWriteRefusesBadEntries(t *testing.T) {
 
 const goodSHA = "0000000000000000000000000000000000000000000000000000000000000000"
 
+// encoded is a manifest entry of 10 bytes with an encoded copy.
+func encoded(encoding, sha string, size int) string {
+	return fmt.Sprintf(`{"name":"a.exe","hostPath":"C:\\k\\a.exe","sha256":"%s","size":10,"version":"v1","encoding":%q,"encodedSHA256":%q,"encodedSize":%d}`, goodSHA, encoding, sha, size)
+}
+
 func TestDecodeRefuses(t *testing.T) {
 	entry := func(name, hostPath, sha string) string {
 		return `{"name":"` + name + `","hostPath":"` + hostPath + `","sha256":"` + sha + `","size":1,"version":"v1"}`
@@ -169,7 +175,13 @@ func TestDecodeRefuses(t *testing.T) {
 	good := entry("a.exe", `C:\\k\\a.exe`, goodSHA)
 	cases := map[string]string{
 		"not JSON":            `{`,
-		"wrong schema":        `{"schemaVersion":"v2","files":[` + good + `]}`,
+		"wrong schema":        `{"schemaVersion":"v3","files":[` + good + `]}`,
+		"encoding in v1":      `{"schemaVersion":"v1","files":[` + encoded("zstd", goodSHA, 1) + `]}`,
+		"unknown encoding":    `{"schemaVersion":"v2","files":[` + encoded("gzip", goodSHA, 1) + `]}`,
+		"encoded not smaller": `{"schemaVersion":"v2","files":[` + encoded("zstd", goodSHA, 10) + `]}`,
+		"encoded bad sha":     `{"schemaVersion":"v2","files":[` + encoded("zstd", "abc", 1) + `]}`,
+		"encoded no encoding": `{"schemaVersion":"v2","files":[` + encoded("", goodSHA, 1) + `]}`,
+		"name of a copy":      `{"schemaVersion":"v2","files":[` + entry("a.exe.ZST", `C:\\k\\a.exe`, goodSHA) + `]}`,
 		"no schema":           `{"files":[` + good + `]}`,
 		"no files":            `{"schemaVersion":"v1","files":[]}`,
 		"unknown field":       `{"schemaVersion":"v1","files":[` + good + `],"extra":1}`,
@@ -189,8 +201,14 @@ func TestDecodeRefuses(t *testing.T) {
 			}
 		})
 	}
-	if _, err := Decode(strings.NewReader(`{"schemaVersion":"v1","files":[` + good + `]}`)); err != nil {
-		t.Fatalf("Decode refused a good manifest: %v", err)
+	for _, doc := range []string{
+		`{"schemaVersion":"v1","files":[` + good + `]}`,
+		`{"schemaVersion":"v2","files":[` + good + `]}`,
+		`{"schemaVersion":"v2","files":[` + encoded("zstd", goodSHA, 4) + `]}`,
+	} {
+		if _, err := Decode(strings.NewReader(doc)); err != nil {
+			t.Fatalf("Decode refused a good manifest %s: %v", doc, err)
+		}
 	}
 }
 

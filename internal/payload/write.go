@@ -11,12 +11,17 @@ import (
 )
 
 // Write computes the size and sha256 of dir/<Name> for every entry (whatever
-// SHA256 and Size the caller set are replaced), normalises each HostPath to
-// its Windows form, and writes dir/manifest.json. Entries are sorted by name
-// so the same files always give the same manifest bytes. The manifest is
-// written to a temporary file and renamed, so a reader never sees half of it.
+// SHA256, Size and Encoding fields the caller set are replaced), compresses
+// each file into dir/<Name>.zst where that makes it smaller (compress.go;
+// once: a file the manifest it replaces already lists with the same content
+// is not compressed again), normalises each HostPath to its Windows form,
+// and writes dir/manifest.json. Compressed copies no entry has are deleted.
+// Entries are sorted by name so the same files always give the same
+// manifest bytes. The manifest is written to a temporary file and renamed,
+// so a reader never sees half of it.
 func Write(dir string, files []File) error {
 	m := Manifest{SchemaVersion: SchemaVersion, Files: make([]File, 0, len(files))}
+	old := previous(dir)
 	for _, f := range files {
 		if err := validName(f.Name); err != nil {
 			return fmt.Errorf("payload folder %s: %w", dir, err)
@@ -31,10 +36,16 @@ func Write(dir string, files []File) error {
 		if err != nil {
 			return fmt.Errorf("payload file %s (%s): %w", f.Name, path, err)
 		}
+		if err := encode(dir, &f, old); err != nil {
+			return fmt.Errorf("payload file %s (%s): %w", f.Name, path, err)
+		}
 		m.Files = append(m.Files, f)
 	}
 	sort.Slice(m.Files, func(i, j int) bool { return m.Files[i].Name < m.Files[j].Name })
 	if err := m.Validate(); err != nil {
+		return fmt.Errorf("payload folder %s: %w", dir, err)
+	}
+	if err := removeStaleCopies(dir, &m); err != nil {
 		return fmt.Errorf("payload folder %s: %w", dir, err)
 	}
 	data, err := json.MarshalIndent(m, "", "  ")
@@ -62,4 +73,19 @@ func Write(dir string, files []File) error {
 		return fmt.Errorf("payload folder %s: %w", dir, err)
 	}
 	return nil
+}
+
+// previous is the manifest in dir that Write replaces, or nil when there is
+// none it can read (then every file is compressed).
+func previous(dir string) *Manifest {
+	f, err := os.Open(filepath.Join(dir, ManifestFile))
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	m, err := Decode(f)
+	if err != nil {
+		return nil
+	}
+	return m
 }

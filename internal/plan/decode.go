@@ -25,8 +25,8 @@ func Decode(data []byte) (*Plan, error) {
 	if err := json.Unmarshal(data, &head); err != nil {
 		return nil, fmt.Errorf("plan: not a JSON object: %w", err)
 	}
-	if head.SchemaVersion != SchemaVersion {
-		return nil, fmt.Errorf("plan: schemaVersion %q is not supported by this agent (it reads %q): use an agent that matches the operator", head.SchemaVersion, SchemaVersion)
+	if head.SchemaVersion != SchemaVersion && head.SchemaVersion != SchemaVersionEncoded {
+		return nil, fmt.Errorf("plan: schemaVersion %q is not supported by this agent (it reads %q and %q): use an agent that matches the operator", head.SchemaVersion, SchemaVersion, SchemaVersionEncoded)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -73,8 +73,8 @@ func (p *Plan) Validate() error {
 // validateHeader checks the schema version, the plan's version and the
 // staging folder.
 func (p *Plan) validateHeader(errs *field.ErrorList) {
-	if p.SchemaVersion != SchemaVersion {
-		*errs = append(*errs, field.NotSupported(field.NewPath("schemaVersion"), p.SchemaVersion, []string{SchemaVersion}))
+	if p.SchemaVersion != SchemaVersion && p.SchemaVersion != SchemaVersionEncoded {
+		*errs = append(*errs, field.NotSupported(field.NewPath("schemaVersion"), p.SchemaVersion, []string{SchemaVersion, SchemaVersionEncoded}))
 	}
 	if strings.TrimSpace(p.Version) == "" {
 		*errs = append(*errs, field.Required(field.NewPath("version"), "name the plan's content, e.g. the operator version"))
@@ -134,8 +134,32 @@ func (p *Plan) validateFiles(dirs map[string]bool, errs *field.ErrorList) map[st
 		if f.Size < 0 {
 			*errs = append(*errs, field.Invalid(fp.Child("size"), f.Size, "must not be negative"))
 		}
+		p.validateEncoding(fp, f, errs)
 	}
 	return files
+}
+
+// validateEncoding checks a file's encoded blob: none, or zstd with a hash
+// and a size, in a plan of SchemaVersionEncoded.
+func (p *Plan) validateEncoding(fp *field.Path, f *File, errs *field.ErrorList) {
+	if f.Encoding == "" {
+		if f.EncodedSHA256 != "" || f.EncodedSize != 0 {
+			*errs = append(*errs, field.Required(fp.Child("encoding"), "encodedSHA256 and encodedSize need an encoding"))
+		}
+		return
+	}
+	if f.Encoding != EncodingZstd {
+		*errs = append(*errs, field.NotSupported(fp.Child("encoding"), f.Encoding, []string{EncodingZstd}))
+	}
+	if p.SchemaVersion != SchemaVersionEncoded {
+		*errs = append(*errs, field.Invalid(fp.Child("encoding"), f.Encoding, fmt.Sprintf("needs schemaVersion %q", SchemaVersionEncoded)))
+	}
+	if !sha256Hex.MatchString(f.EncodedSHA256) {
+		*errs = append(*errs, field.Invalid(fp.Child("encodedSHA256"), f.EncodedSHA256, "must be 64 lower-case hex digits"))
+	}
+	if f.EncodedSize < 0 {
+		*errs = append(*errs, field.Invalid(fp.Child("encodedSize"), f.EncodedSize, "must not be negative"))
+	}
 }
 
 // validateServiceNames checks the names of the host's services and the

@@ -13,11 +13,19 @@
 //
 // Before running `winnode-agent apply`, the operator uploads every plan file
 // whose hash differs from the host's installed manifest (Info.InstalledPlan)
-// to `<StagingDir>\<sha256>` (lower-case hex, no extension). The agent then,
-// for each file: leaves a destination that already has the right hash alone;
-// otherwise moves the staged blob with the right hash into place (stopping
-// the services that use the file first); otherwise fails naming the file.
-// Consumed blobs are removed after a successful apply.
+// to the staging folder (StagingDir) as a blob named by the sha256 of the
+// blob's own bytes (lower-case hex, no extension): a file staged as it is
+// is `<StagingDir>\<SHA256>`; a file the plan gives an Encoding is staged
+// encoded, `<StagingDir>\<EncodedSHA256>` (zstd, internal/blob), which is
+// how payload files travel, compressed. The agent then, for each file:
+// leaves a destination that already has the right hash alone; otherwise
+// takes the blob `<SHA256>` if it is staged with that hash, or else decodes
+// the blob `<EncodedSHA256>` into `<SHA256>`, checking the content it gives
+// against SHA256 and Size; moves that blob into place (stopping the
+// services that use the file first); otherwise fails naming the file. A
+// staged blob whose bytes do not hash to its name, or an encoded one that
+// does not decode to the file's content, is deleted, so that the next sync
+// uploads it again. Consumed blobs are removed after a successful apply.
 package plan
 
 import (
@@ -26,9 +34,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// SchemaVersion is the only plan (and result) schema this package reads and
-// writes. A change that old agents cannot read gets a new version.
+// SchemaVersion is the schema of the agent's results, info and state, and
+// of plans whose files are all staged as they are. A change that old agents
+// cannot read gets a new version.
 const SchemaVersion = "winnode.io/v1"
+
+// SchemaVersionEncoded is the schema of a plan with a file staged encoded
+// (File.Encoding): SchemaVersion and the encoding fields. An agent that
+// reads only SchemaVersion refuses such a plan by its version. Decode reads
+// both.
+const SchemaVersionEncoded = "winnode.io/v2"
 
 // DefaultStagingDir is where the operator uploads file blobs when the plan
 // names no StagingDir.
@@ -40,13 +55,14 @@ const ServiceDescription = "Managed by winnode"
 
 // Plan is what one Windows host must look like after `winnode-agent apply`.
 type Plan struct {
-	// SchemaVersion must be SchemaVersion.
+	// SchemaVersion is SchemaVersion, or SchemaVersionEncoded when a file
+	// has an Encoding.
 	SchemaVersion string `json:"schemaVersion"`
 	// Version names this plan's content (for example the operator version
 	// and a hash of the plan); the agent records it and reports it in Info.
 	Version string `json:"version"`
-	// StagingDir is where the operator uploads file blobs named by their
-	// sha256; empty means DefaultStagingDir.
+	// StagingDir is where the operator uploads file blobs named by the
+	// sha256 of their bytes; empty means DefaultStagingDir.
 	StagingDir string `json:"stagingDir,omitempty"`
 	// Directories are created if missing (parents included).
 	Directories []Directory `json:"directories,omitempty"`
@@ -90,7 +106,16 @@ type File struct {
 	SHA256 string `json:"sha256"`
 	// Size is the content's length in bytes.
 	Size int64 `json:"size"`
+	// Encoding, when set (EncodingZstd), says the file is staged encoded:
+	// the blob `<StagingDir>\<EncodedSHA256>`, of EncodedSize bytes, which
+	// decodes to the content. Only in a plan of SchemaVersionEncoded.
+	Encoding      string `json:"encoding,omitempty"`
+	EncodedSHA256 string `json:"encodedSHA256,omitempty"`
+	EncodedSize   int64  `json:"encodedSize,omitempty"`
 }
+
+// EncodingZstd is the zstd encoding of a staged blob (internal/blob).
+const EncodingZstd = "zstd"
 
 // StartType is when Windows starts a service.
 type StartType string

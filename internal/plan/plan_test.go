@@ -129,6 +129,27 @@ func TestDecodeRejects(t *testing.T) {
 		{name: "check unknown service", mutate: func(p *Plan) { p.Checks[0].Service = "nope" }, want: "checks[0].service"},
 		{name: "check bad type", mutate: func(p *Plan) { p.Checks[0].Type = "magic" }, want: "checks[0].type"},
 		{name: "bad staging dir", mutate: func(p *Plan) { p.StagingDir = "staging" }, want: "stagingDir"},
+		{name: "encoded file in a v1 plan", mutate: func(p *Plan) { encodeFile(&p.Files[1]) }, want: `files[1].encoding: Invalid value: "zstd": needs schemaVersion "winnode.io/v2"`},
+		{name: "unknown encoding", mutate: func(p *Plan) {
+			p.SchemaVersion = SchemaVersionEncoded
+			encodeFile(&p.Files[1])
+			p.Files[1].Encoding = "gzip"
+		}, want: "files[1].encoding: Unsupported value"},
+		{name: "bad encoded hash", mutate: func(p *Plan) {
+			p.SchemaVersion = SchemaVersionEncoded
+			encodeFile(&p.Files[1])
+			p.Files[1].EncodedSHA256 = "abc"
+		}, want: "files[1].encodedSHA256"},
+		{name: "negative encoded size", mutate: func(p *Plan) {
+			p.SchemaVersion = SchemaVersionEncoded
+			encodeFile(&p.Files[1])
+			p.Files[1].EncodedSize = -1
+		}, want: "files[1].encodedSize"},
+		{name: "encoded hash without encoding", mutate: func(p *Plan) {
+			p.SchemaVersion = SchemaVersionEncoded
+			encodeFile(&p.Files[1])
+			p.Files[1].Encoding = ""
+		}, want: "files[1].encoding: Required"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -228,8 +249,36 @@ func golden(t *testing.T, name string, got []byte) {
 	}
 }
 
+// encodeFile gives a plan file a zstd blob.
+func encodeFile(f *File) {
+	f.Encoding, f.EncodedSHA256, f.EncodedSize = EncodingZstd, strings.Repeat("e", 64), f.Size/3
+}
+
+// A v1 plan (what operators before compressed transfer rendered, and what
+// an agent's state holds from then) still decodes; so does a v2 plan with
+// an encoded file.
+func TestDecodeBothSchemas(t *testing.T) {
+	p := examplePlan()
+	if _, err := Decode(encode(t, p)); err != nil {
+		t.Fatalf("v1 plan: %v", err)
+	}
+	p.SchemaVersion = SchemaVersionEncoded
+	encodeFile(&p.Files[1])
+	got, err := Decode(encode(t, p))
+	if err != nil {
+		t.Fatalf("v2 plan: %v", err)
+	}
+	if f := got.Files[1]; f.Encoding != EncodingZstd || f.EncodedSHA256 != strings.Repeat("e", 64) || f.EncodedSize != p.Files[1].Size/3 {
+		t.Fatalf("encoded file decoded as %+v", f)
+	}
+}
+
 func FuzzDecode(f *testing.F) {
 	f.Add(encode(f, examplePlan()))
+	encoded := examplePlan()
+	encoded.SchemaVersion = SchemaVersionEncoded
+	encodeFile(&encoded.Files[0])
+	f.Add(encode(f, encoded))
 	f.Add([]byte(`{"schemaVersion":"` + SchemaVersion + `","version":"x","services":[{"name":"a","binary":"C:\\a.exe","startType":"auto","dependencies":["a"]}]}`))
 	f.Add([]byte(`{"schemaVersion":"` + SchemaVersion + `","version":"x","files":[{"path":"/C:/k/../../x","sha256":"` + hashA + `"}]}`))
 	f.Add([]byte(`{}`))

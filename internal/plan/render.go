@@ -185,6 +185,11 @@ func Render(in RenderInput) (*Rendered, error) {
 			{Type: CheckFileExists, Path: KubeletConfigPath},
 		},
 	}
+	for _, f := range p.Files {
+		if f.Encoding != "" {
+			p.SchemaVersion = SchemaVersionEncoded
+		}
+	}
 	out, err := in.seal(p)
 	if err != nil {
 		return nil, wrap(err)
@@ -266,7 +271,10 @@ func (in RenderInput) runsKubeProxy() bool {
 func (in RenderInput) files(generated []GeneratedFile) []File {
 	var files []File
 	for _, f := range in.Payload.Files {
-		files = append(files, File{Path: f.HostPath, SHA256: f.SHA256, Size: f.Size})
+		// A payload file travels as the payload has it: compressed
+		// (Encoding) or as it is.
+		files = append(files, File{Path: f.HostPath, SHA256: f.SHA256, Size: f.Size,
+			Encoding: f.Encoding, EncodedSHA256: f.EncodedSHA256, EncodedSize: f.EncodedSize})
 	}
 	for _, g := range generated {
 		d := DigestOf(g.Content)

@@ -35,8 +35,10 @@ func renderInput() RenderInput {
 		},
 		Payload: &payload.Manifest{SchemaVersion: payload.SchemaVersion, Files: []payload.File{
 			{Name: "winnode-agent.exe", HostPath: `C:\k\winnode-agent.exe`, SHA256: hashA, Size: 100, Version: "v0.1.0"},
-			{Name: "kubelet.exe", HostPath: `C:\k\kubelet.exe`, SHA256: hashB, Size: 200, Version: "v1.37.1"},
-			{Name: "kube-proxy.exe", HostPath: `C:\k\kube-proxy.exe`, SHA256: strings.Repeat("c", 64), Size: 300, Version: "v1.37.1"},
+			{Name: "kubelet.exe", HostPath: `C:\k\kubelet.exe`, SHA256: hashB, Size: 200, Version: "v1.37.1",
+				Encoding: "zstd", EncodedSHA256: strings.Repeat("d", 64), EncodedSize: 70},
+			{Name: "kube-proxy.exe", HostPath: `C:\k\kube-proxy.exe`, SHA256: strings.Repeat("c", 64), Size: 300, Version: "v1.37.1",
+				Encoding: "zstd", EncodedSHA256: strings.Repeat("f", 64), EncodedSize: 90},
 			{Name: "flanneld.exe", HostPath: `C:\k\flanneld.exe`, SHA256: strings.Repeat("e", 64), Size: 400, Version: "v0.28.10"},
 		}},
 		Network: NetworkFacts{
@@ -44,6 +46,44 @@ func renderInput() RenderInput {
 			NetworkName: "vxlan0", VNI: 4096, Port: 4789,
 		},
 		OperatorVersion: "v0.1.0",
+	}
+}
+
+// Payload files travel as the payload has them: a compressed one is staged
+// encoded, and its plan says so in the schema old agents refuse; a plan
+// with no encoded file keeps the schema they read.
+func TestRenderEncodedFiles(t *testing.T) {
+	r, err := Render(renderInput())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Plan.SchemaVersion != SchemaVersionEncoded {
+		t.Errorf("schemaVersion = %q, want %q", r.Plan.SchemaVersion, SchemaVersionEncoded)
+	}
+	for _, f := range r.Plan.Files {
+		want := File{Path: f.Path, SHA256: f.SHA256, Size: f.Size}
+		switch f.Path {
+		case `C:\k\kubelet.exe`:
+			want.Encoding, want.EncodedSHA256, want.EncodedSize = EncodingZstd, strings.Repeat("d", 64), 70
+		case `C:\k\kube-proxy.exe`:
+			want.Encoding, want.EncodedSHA256, want.EncodedSize = EncodingZstd, strings.Repeat("f", 64), 90
+		}
+		if f != want {
+			t.Errorf("file %+v, want %+v", f, want)
+		}
+	}
+
+	in := renderInput()
+	for i := range in.Payload.Files {
+		f := &in.Payload.Files[i]
+		f.Encoding, f.EncodedSHA256, f.EncodedSize = "", "", 0
+	}
+	plain, err := Render(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plain.Plan.SchemaVersion != SchemaVersion || bytes.Contains(plain.JSON, []byte("encod")) {
+		t.Errorf("a plan with no encoded file is not plain %s:\n%s", SchemaVersion, plain.JSON)
 	}
 }
 

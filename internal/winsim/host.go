@@ -120,6 +120,8 @@ type Host struct {
 	bootTime  time.Time
 	link      linkShaper
 	serveDone sync.WaitGroup
+	// wire counts the bytes of every SSH connection (wire.go).
+	wire wireCounter
 }
 
 var netbiosName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]{0,14}$`)

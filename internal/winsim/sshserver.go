@@ -34,6 +34,7 @@ type trackedConn struct {
 func (c *trackedConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
 	if n > 0 {
+		c.host.wire.received.Add(int64(n))
 		c.host.link.delay(n)
 	}
 	return n, err
@@ -45,6 +46,7 @@ func (c *trackedConn) Write(p []byte) (int, error) {
 		chunk := min(len(p), linkChunk)
 		c.host.link.delay(chunk)
 		n, err := c.Conn.Write(p[:chunk])
+		c.host.wire.sent.Add(int64(n))
 		written += n
 		if err != nil {
 			return written, err

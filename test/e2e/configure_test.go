@@ -248,6 +248,7 @@ func testConfigMapHosts(t *testing.T, w *world) {
 	if op.uploaded.Load() == 0 {
 		t.Error("the operator reports no bytes uploaded for three new hosts")
 	}
+	checkCompressedTransfer(t, w, hosts, op.uploaded.Load())
 
 	parent := t
 	t.Run("reconcile again moves nothing", func(t *testing.T) {

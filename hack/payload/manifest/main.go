@@ -5,7 +5,9 @@
 //
 //	go run ./hack/payload/manifest DIR NAME HOSTPATH VERSION [NAME HOSTPATH VERSION ...]
 //
-// Each NAME is a file already in DIR; its size and sha256 are computed. The
+// Each NAME is a file already in DIR; its size and sha256 are computed, and
+// it is compressed into NAME.zst when that makes it smaller (once: a file the
+// manifest already lists with the same content is not compressed again). The
 // manifest is then loaded back with payload.Load, exactly as the operator
 // reads it, and the command fails if that does not succeed.
 package main
@@ -40,8 +42,23 @@ func run(args []string) error {
 	if err != nil {
 		return fmt.Errorf("the manifest just written does not load: %w", err)
 	}
+	var size, encoded int64
 	for _, f := range m.Files {
-		fmt.Fprintf(os.Stderr, "  %-20s %-28s %-10s %10d  %s\n", f.Name, f.HostPath, f.Version, f.Size, f.SHA256)
+		sent := f.Size
+		if f.Encoding != "" {
+			sent = f.EncodedSize
+		}
+		size += f.Size
+		encoded += sent
+		fmt.Fprintf(os.Stderr, "  %-20s %-28s %-10s %10d  %s  %s %10d (%.3f)\n", f.Name, f.HostPath, f.Version, f.Size, f.SHA256, orNone(f.Encoding), sent, float64(sent)/float64(max(f.Size, 1)))
 	}
+	fmt.Fprintf(os.Stderr, "  %d bytes, %d compressed (%.3f)\n", size, encoded, float64(encoded)/float64(max(size, 1)))
 	return nil
+}
+
+func orNone(encoding string) string {
+	if encoding == "" {
+		return "none"
+	}
+	return encoding
 }
