@@ -7,6 +7,7 @@ require (
 	github.com/coreos/ignition/v2 v2.24.0
 	github.com/go-logr/logr v1.4.3
 	github.com/klauspost/compress v1.20.1
+	github.com/openshift/api v0.0.0-20260213204242-d34f11c515b3
 	github.com/pelletier/go-toml/v2 v2.4.3
 	github.com/pkg/sftp v1.13.10
 	github.com/prometheus/client_golang v1.25.0

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -26,6 +27,7 @@ import (
 	"github.com/winnode/winnode/internal/controller"
 	"github.com/winnode/winnode/internal/csrapproval"
 	"github.com/winnode/winnode/internal/inventory"
+	"github.com/winnode/winnode/internal/platform"
 )
 
 // version is set at build time: -ldflags "-X main.version=v0.1.0".
@@ -62,6 +64,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		serviceCIDR    = fs.String("service-cidr", csrapproval.DefaultServiceCIDR, csrapproval.ServiceCIDRHelp)
 		allowAddrs     = fs.String("allow-addresses", "", inventory.AllowAddressesHelp)
 		network        = fs.String("network", configure.NetworkAuto, configure.NetworkHelp)
+		platformFlag   = fs.String("platform", string(platform.Auto), platform.Help)
 		joinCreds      = fs.String("join-credentials", string(bootstrap.ModeAuto), "the kubelets' join credentials: auto (a bootstrap token when the API server accepts one, else a token of a ServiceAccount in the operator namespace), bootstrap-token or service-account")
 	)
 	zapOpts := zap.Options{}
@@ -69,7 +72,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	joinMode, err := checkFlags(*joinCreds, *network, *maxUnavailable)
+	joinMode, plat, err := checkFlags(*joinCreds, *network, *platformFlag, *maxUnavailable)
 	if err != nil {
 		return err
 	}
@@ -88,15 +91,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("setup")
 
-	if *kubeconfig != "" {
-		// ctrl.GetConfig reads the kubeconfig named by this variable.
-		if err := os.Setenv("KUBECONFIG", *kubeconfig); err != nil {
-			return err
-		}
-	}
-	cfg, err := ctrl.GetConfig()
+	cfg, err := restConfig(*kubeconfig)
 	if err != nil {
-		return fmt.Errorf("no cluster to talk to (in-cluster config or --kubeconfig): %w", err)
+		return err
 	}
 
 	scheme := runtime.NewScheme()
@@ -133,6 +130,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		JoinCredentials: joinMode,
 		Addresses:       inventory.AddressPolicy{Allowed: allowed},
 		Network:         *network,
+		Platform:        plat,
 	}); err != nil {
 		return err
 	}
@@ -146,6 +144,22 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	return mgr.Start(ctx)
 }
 
+// restConfig is the cluster to talk to: --kubeconfig, else in-cluster, else
+// $KUBECONFIG or ~/.kube/config.
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig != "" {
+		// ctrl.GetConfig reads the kubeconfig named by this variable.
+		if err := os.Setenv("KUBECONFIG", kubeconfig); err != nil {
+			return nil, err
+		}
+	}
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return nil, fmt.Errorf("no cluster to talk to (in-cluster config or --kubeconfig): %w", err)
+	}
+	return cfg, nil
+}
+
 func envOr(name, def string) string {
 	if v := os.Getenv(name); v != "" {
 		return v
@@ -154,16 +168,20 @@ func envOr(name, def string) string {
 }
 
 // checkFlags checks the flags that take one of a few values.
-func checkFlags(joinCreds, network string, maxUnavailable int) (bootstrap.Mode, error) {
+func checkFlags(joinCreds, network, platformFlag string, maxUnavailable int) (bootstrap.Mode, platform.Platform, error) {
 	joinMode, err := bootstrap.ParseMode(joinCreds)
 	if err != nil {
-		return "", fmt.Errorf("--join-credentials: %w", err)
+		return "", "", fmt.Errorf("--join-credentials: %w", err)
 	}
 	if _, err := configure.ParseNetwork(network); err != nil {
-		return "", fmt.Errorf("--network: %w", err)
+		return "", "", fmt.Errorf("--network: %w", err)
+	}
+	plat, err := platform.Parse(platformFlag)
+	if err != nil {
+		return "", "", fmt.Errorf("--platform: %w", err)
 	}
 	if maxUnavailable < 1 {
-		return "", fmt.Errorf("--max-unavailable %d: want 1 or more (upgrades that restart services would never start)", maxUnavailable)
+		return "", "", fmt.Errorf("--max-unavailable %d: want 1 or more (upgrades that restart services would never start)", maxUnavailable)
 	}
-	return joinMode, nil
+	return joinMode, plat, nil
 }

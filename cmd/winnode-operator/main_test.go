@@ -66,6 +66,18 @@ func TestJoinCredentialsFlagIsChecked(t *testing.T) {
 	}
 }
 
+func TestPlatformFlagIsChecked(t *testing.T) {
+	err := run(context.Background(), []string{"--platform", "okd", "--version"}, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "--platform") || !strings.Contains(err.Error(), "auto, openshift, kubernetes") {
+		t.Fatalf("run with --platform okd = %v; want an error naming the flag and its values", err)
+	}
+	for _, p := range []string{"auto", "openshift", "kubernetes"} {
+		if err := run(context.Background(), []string{"--platform", p, "--version"}, io.Discard); err != nil {
+			t.Errorf("--platform %s: %v", p, err)
+		}
+	}
+}
+
 // TestOperatorServesProbesMetricsAndLeads runs the operator as main does,
 // against the test control plane: it takes the Lease winnode-operator-lock,
 // answers /healthz and /readyz, serves the winnode_* metrics, and stops when

@@ -18,13 +18,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/bootstrap"
 	"github.com/winnode/winnode/internal/cli/view"
 	"github.com/winnode/winnode/internal/configure"
 	"github.com/winnode/winnode/internal/inventory"
+	"github.com/winnode/winnode/internal/openshift"
 	"github.com/winnode/winnode/internal/payload"
+	"github.com/winnode/winnode/internal/platform"
 )
 
 // Version is winnodectl's version, recorded on the nodes it configures
@@ -53,6 +56,8 @@ type hostFlags struct {
 	// upgrade only).
 	joinCredentials string
 	network         string
+	// platform is --platform (add and upgrade only).
+	platform string
 	// hostKey is --host-key (add only): the SHA256 fingerprint the host
 	// key must have from the first connection on.
 	hostKey string
@@ -136,6 +141,18 @@ func (f *hostFlags) connect() (*session, error) {
 	return &session{apiServer: cfg.Host, config: cfg, kube: kube, signer: signer}, nil
 }
 
+// platform resolves --platform (auto: the API server's discovery) and,
+// on OpenShift, builds the reader of its configuration objects.
+func (sess *session) platform(flag string) (platform.Platform, string, client.Reader, error) {
+	p, _ := platform.Parse(flag)
+	p, why, err := platform.Resolve(sess.kube.Discovery(), p)
+	if err != nil || p != platform.OpenShift {
+		return p, why, nil, err
+	}
+	r, err := openshift.NewReader(sess.config)
+	return p, why, r, err
+}
+
 func newAddCommand(s Streams) *cobra.Command {
 	var (
 		hf         hostFlags
@@ -197,18 +214,22 @@ func runAddE(s Streams, hf *hostFlags, payloadDir *string, upgrade bool) func(*c
 		if _, err := configure.ParseNetwork(hf.network); err != nil {
 			return UsageErrorf("--network: %v", err)
 		}
+		if _, err := platform.Parse(hf.platform); err != nil {
+			return UsageErrorf("--platform: %v", err)
+		}
 		ctx, cancel := context.WithTimeout(cmd.Context(), hf.timeout)
 		defer cancel()
 		return runAdd(ctx, s, *hf, h, payloadOrDefault(*payloadDir), upgrade)
 	}
 }
 
-// addJoinCredentialsFlag adds --join-credentials and --network (add,
-// upgrade).
+// addJoinCredentialsFlag adds --join-credentials, --network and --platform
+// (add, upgrade).
 func addJoinCredentialsFlag(cmd *cobra.Command, hf *hostFlags) {
 	cmd.Flags().StringVar(&hf.joinCredentials, "join-credentials", string(bootstrap.ModeAuto),
 		"the kubelet's join credentials: auto (a bootstrap token when the API server accepts one, else a ServiceAccount token), bootstrap-token or service-account (docs/credentials.md)")
 	cmd.Flags().StringVar(&hf.network, "network", configure.NetworkAuto, configure.NetworkHelp+" (docs/networking.md)")
+	cmd.Flags().StringVar(&hf.platform, "platform", string(platform.Auto), platform.Help+" (docs/openshift.md)")
 }
 
 // addPayloadFlag adds --payload-dir. Its default is resolved when the
@@ -261,6 +282,10 @@ func runAdd(ctx context.Context, s Streams, hf hostFlags, h inventory.Host, payl
 		verb = "Upgrading"
 		fmt.Fprintf(s.Out, "Node %s runs winnode %s; moving it to %s.\n", inst.Status.NodeName, orDash(nodeVersion(ctx, sess.kube, inst.Status.NodeName)), Version)
 	}
+	plat, platReason, osReader, err := sess.platform(hf.platform)
+	if err != nil {
+		return err
+	}
 	steps := newStepPrinter(s.Out, view.IsTerminal(s.Out), time.Now())
 	cfg := &configure.Configurer{
 		Kube:            sess.kube,
@@ -275,6 +300,9 @@ func runAdd(ctx context.Context, s Streams, hf hostFlags, h inventory.Host, payl
 		Addresses:       addresses,
 		Network:         hf.network,
 		ServiceCIDR:     policy.ServiceCIDRs[0].String(),
+		Platform:        plat,
+		PlatformReason:  platReason,
+		OpenShift:       osReader,
 		AfterStep:       func(_ *winnodev1.WindowsInstance, step string) { steps.begin(step) },
 		Log:             logrTo(s.Err, hf.verbose),
 		// Not a status: the pinned host key, kept where nodes cannot write.

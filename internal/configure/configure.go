@@ -229,6 +229,7 @@ func (c *Configurer) install(ctx context.Context, inst *winnodev1.WindowsInstanc
 			return Result{}, stepErr(StepPlan, winnodev1.ReasonApplyFailed, err)
 		}
 	}
+	c.event(inst, corev1.EventTypeNormal, EventReasonClusterFacts, "plan %s: cluster facts of %s", h.rendered.Plan.Version, h.creds.source)
 	if err := c.step(ctx, inst, StepSync); err != nil {
 		return Result{}, err
 	}

@@ -13,12 +13,14 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/bootstrap"
 	"github.com/winnode/winnode/internal/host"
 	"github.com/winnode/winnode/internal/inventory"
 	"github.com/winnode/winnode/internal/payload"
+	"github.com/winnode/winnode/internal/platform"
 )
 
 // Steps of configuration and deconfiguration, as recorded in
@@ -143,6 +145,14 @@ type Configurer struct {
 	// Detector answers ModeAuto; share one per process so the API server is
 	// probed once. Nil: a Detector of this Configurer's own.
 	Detector *bootstrap.Detector
+	// Platform says where cluster facts come from (--platform: auto,
+	// openshift or kubernetes; "" is auto, resolved at each configuration):
+	// clusterfacts.go. PlatformReason says why, when the caller resolved it.
+	Platform       platform.Platform
+	PlatformReason string
+	// OpenShift reads OpenShift's configuration objects (openshift.NewReader);
+	// required on the openshift platform.
+	OpenShift client.Reader
 
 	Log logr.Logger
 

@@ -18,6 +18,7 @@ import (
 	"github.com/winnode/winnode/internal/bootstrap"
 	"github.com/winnode/winnode/internal/host"
 	"github.com/winnode/winnode/internal/plan"
+	"github.com/winnode/winnode/internal/platform"
 )
 
 // credentials is what the plan needs from the cluster, and the bootstrap
@@ -26,6 +27,8 @@ import (
 type credentials struct {
 	cluster   plan.ClusterFacts
 	bootstrap []byte
+	// source says where the cluster facts came from (clusterfacts.go).
+	source string
 }
 
 // credentials gathers the cluster facts and, for a host whose kubelet has
@@ -40,12 +43,11 @@ func (c *Configurer) credentials(ctx context.Context, inst *winnodev1.WindowsIns
 		SetCondition(inst, winnodev1.ConditionConfigured, metav1.ConditionFalse, winnodev1.ReasonCredentialsFailed, err.Error())
 		return nil, stepErr(StepCredentials, winnodev1.ReasonCredentialsFailed, err)
 	}
-	ci, err := bootstrap.LoadClusterInfo(ctx, c.Kube)
+	ci, facts, source, err := c.clusterFacts(ctx)
 	if err != nil {
 		return fail(err)
 	}
-	dns, domain := clusterDNS(ctx, c.Kube)
-	cr := &credentials{cluster: plan.ClusterFacts{Server: ci.Server, CAData: ci.CAData, ClusterDNS: dns, ClusterDomain: domain}}
+	cr := &credentials{cluster: facts, source: source}
 
 	installed, haveInstalled := installedKubeconfig(ctx, cl, info)
 	if node != nil && haveInstalled {
@@ -91,11 +93,22 @@ func installedKubeconfig(ctx context.Context, cl *host.Client, info *plan.Info) 
 
 // joinMode resolves --join-credentials: auto asks the API server, once per
 // process (bootstrap.Detector), whether bootstrap tokens authenticate.
+// On OpenShift auto needs no probe (which would create a bootstrap token
+// Secret): its API server never authenticates bootstrap tokens.
 func (c *Configurer) joinMode(ctx context.Context) (bootstrap.Mode, string, error) {
 	if c.Detector == nil {
 		c.Detector = &bootstrap.Detector{Kube: c.Kube}
 	}
-	mode, why, err := c.Detector.Resolve(ctx, c.JoinCredentials)
+	if c.JoinCredentials == "" || c.JoinCredentials == bootstrap.ModeAuto {
+		if p, why, err := c.platform(); err == nil && p == platform.OpenShift {
+			return c.serviceAccountMode(bootstrap.ModeServiceAccount, "platform openshift ("+why+"): OpenShift's API server does not authenticate bootstrap tokens", nil)
+		}
+	}
+	return c.serviceAccountMode(c.Detector.Resolve(ctx, c.JoinCredentials))
+}
+
+// serviceAccountMode checks that the ServiceAccount form has its namespace.
+func (c *Configurer) serviceAccountMode(mode bootstrap.Mode, why string, err error) (bootstrap.Mode, string, error) {
 	if err == nil && mode == bootstrap.ModeServiceAccount && c.JoinNamespace == "" {
 		err = fmt.Errorf("join credentials %s (%s) need the operator's namespace, and none is configured", mode, why)
 	}

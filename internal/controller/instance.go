@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -11,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
@@ -28,7 +30,9 @@ import (
 	"github.com/winnode/winnode/internal/bootstrap"
 	"github.com/winnode/winnode/internal/configure"
 	"github.com/winnode/winnode/internal/inventory"
+	"github.com/winnode/winnode/internal/openshift"
 	"github.com/winnode/winnode/internal/payload"
+	"github.com/winnode/winnode/internal/platform"
 )
 
 // InstanceReconciler turns each WindowsInstance into a configured, Ready
@@ -82,6 +86,13 @@ type InstanceReconciler struct {
 	// range handed to each Configurer.
 	Network     string
 	ServiceCIDR string
+	// Platform (resolved: openshift or kubernetes), PlatformReason and
+	// OpenShift are handed to each Configurer; on openshift a new rendered
+	// worker MachineConfig or a changed ControllerConfig rechecks every
+	// instance at once.
+	Platform       platform.Platform
+	PlatformReason string
+	OpenShift      client.Reader
 	// Tune adjusts each Configurer (timeouts, test hooks).
 	Tune func(*configure.Configurer)
 
@@ -120,7 +131,31 @@ func (r *InstanceReconciler) SetupWithManager(mgr ctrl.Manager) error {
 				return o.GetNamespace() == r.KeySecret.Namespace && o.GetName() == r.KeySecret.Name
 			})))
 	}
+	if r.Platform == platform.OpenShift {
+		b = r.watchOpenShift(b)
+	}
 	return b.Complete(r)
+}
+
+// watchOpenShift rechecks every instance when the cluster facts OpenShift
+// renders change: a rendered worker MachineConfig appears or changes, or
+// ControllerConfig machine-config-controller's spec changes (a new kubelet
+// CA). Only metadata is watched; the objects are read when configuring.
+func (r *InstanceReconciler) watchOpenShift(b *builder.Builder) *builder.Builder {
+	meta := func(kind string) *metav1.PartialObjectMetadata {
+		m := &metav1.PartialObjectMetadata{}
+		m.SetGroupVersionKind(schema.GroupVersionKind{Group: "machineconfiguration.openshift.io", Version: "v1", Kind: kind})
+		return m
+	}
+	named := func(match func(name string) bool) predicate.Predicate {
+		return predicate.NewPredicateFuncs(func(o client.Object) bool { return match(o.GetName()) })
+	}
+	b = b.Watches(meta("MachineConfig"), handler.EnqueueRequestsFromMapFunc(r.allInstances),
+		builder.OnlyMetadata, builder.WithPredicates(predicate.GenerationChangedPredicate{},
+			named(func(n string) bool { return strings.HasPrefix(n, openshift.RenderedWorkerPrefix) })))
+	return b.Watches(meta("ControllerConfig"), handler.EnqueueRequestsFromMapFunc(r.allInstances),
+		builder.OnlyMetadata, builder.WithPredicates(predicate.GenerationChangedPredicate{},
+			named(func(n string) bool { return n == openshift.ControllerConfigName })))
 }
 
 // allInstances enqueues every WindowsInstance (the key changed).
@@ -245,6 +280,9 @@ func (r *InstanceReconciler) configurer(ctx context.Context, inst *winnodev1.Win
 		Addresses:       r.Addresses,
 		Network:         r.Network,
 		ServiceCIDR:     r.ServiceCIDR,
+		Platform:        r.Platform,
+		PlatformReason:  r.PlatformReason,
+		OpenShift:       r.OpenShift,
 		Persist: func(ctx context.Context, inst *winnodev1.WindowsInstance) error {
 			return r.Client.Status().Update(ctx, inst)
 		},

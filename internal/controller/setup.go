@@ -30,7 +30,9 @@ import (
 	"github.com/winnode/winnode/internal/configure"
 	"github.com/winnode/winnode/internal/csrapproval"
 	"github.com/winnode/winnode/internal/inventory"
+	"github.com/winnode/winnode/internal/openshift"
 	"github.com/winnode/winnode/internal/payload"
+	"github.com/winnode/winnode/internal/platform"
 	"github.com/winnode/winnode/internal/sshkey"
 )
 
@@ -80,6 +82,10 @@ type Options struct {
 	// Network is the pod network mode of Windows nodes (--network: auto,
 	// flannel, ovn-hybrid, external; "" is auto).
 	Network string
+	// Platform is --platform (auto, openshift, kubernetes; "" is auto):
+	// where cluster facts come from. Setup resolves auto once, from the API
+	// server's discovery, and logs which and why.
+	Platform platform.Platform
 	// TuneInstance, when set, adjusts each instance Configurer (tests:
 	// shorter timeouts).
 	TuneInstance func(*configure.Configurer)
@@ -118,6 +124,12 @@ type Deps struct {
 	// the manager's cached client), at each call, so a rotated key is used
 	// at once.
 	Signer func(ctx context.Context) (ssh.Signer, error)
+	// Platform is the resolved platform (openshift or kubernetes) and
+	// PlatformReason why; OpenShift reads OpenShift's configuration
+	// objects (nil on kubernetes).
+	Platform       platform.Platform
+	PlatformReason string
+	OpenShift      client.Reader
 }
 
 // Leader election (cmd/winnode-operator) keeps a Lease in the operator namespace.
@@ -151,6 +163,16 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		Signer: func(ctx context.Context) (ssh.Signer, error) {
 			return signers.Load(ctx, mgr.GetClient(), opts.Namespace)
 		},
+	}
+
+	if deps.Platform, deps.PlatformReason, err = platform.Resolve(kube.Discovery(), opts.Platform); err != nil {
+		return err
+	}
+	mgr.GetLogger().WithName("setup").Info("platform: "+string(deps.Platform), "why", deps.PlatformReason)
+	if deps.Platform == platform.OpenShift {
+		if deps.OpenShift, err = openshift.NewReader(mgr.GetConfig()); err != nil {
+			return err
+		}
 	}
 
 	if err := (&KeysReconciler{
@@ -198,6 +220,16 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 // +kubebuilder:rbac:groups="",namespace=kube-system,resources=services,resourceNames=kube-dns,verbs=get
 // flannel's configuration, by name only (internal/configure network.go).
 // +kubebuilder:rbac:groups="",resources=configmaps,resourceNames=kube-flannel-cfg,verbs=get
+// On OpenShift, the platform's configuration (internal/openshift): the
+// newest rendered worker MachineConfig (listed, and watched with the
+// ControllerConfig so that a new one reaches the hosts at once), the kubelet
+// CA, the API server's internal URL, the networks, and the API server's CA
+// where the rendered config has no kubeconfig. Discovery (--platform=auto)
+// needs no permission.
+// +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=machineconfigs,verbs=get;list;watch
+// +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=controllerconfigs,verbs=get;list;watch
+// +kubebuilder:rbac:groups=config.openshift.io,resources=infrastructures;networks,verbs=get
+// +kubebuilder:rbac:groups="",namespace=kube-system,resources=configmaps,resourceNames=kube-root-ca.crt,verbs=get
 
 // SetupInstanceReconciler registers the instance reconciler (instance.go).
 // ---- The instance reconciler's owner maintains this function. ----
@@ -216,6 +248,9 @@ func SetupInstanceReconciler(mgr ctrl.Manager, opts Options, deps Deps) error {
 		Network:                 opts.Network,
 		ServiceCIDR:             opts.CSRPolicy.ServiceCIDRs[0].String(),
 		Detector:                deps.Detector,
+		Platform:                deps.Platform,
+		PlatformReason:          deps.PlatformReason,
+		OpenShift:               deps.OpenShift,
 		MaxConcurrentReconciles: opts.MaxConcurrent,
 		MaxUnavailable:          opts.MaxUnavailable,
 		RetryMax:                opts.RetryMax,

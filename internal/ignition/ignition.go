@@ -1,12 +1,12 @@
 // Package ignition reads an OpenShift worker Ignition config (spec 2.2–2.4
-// and 3.0–3.4) far enough to join a Windows host with the same credentials
+// and 3.0–3.5) far enough to join a Windows host with the same credentials
 // a Linux worker would use: the files it writes (their contents decoded from
 // data: URLs, base64 and gzip) and its systemd units. Worker extracts the
 // kubelet's bootstrap kubeconfig, CA, cloud provider, cloud config and log
 // verbosity from those.
 //
 // Spec 3.x is parsed with the Ignition project's own config packages
-// (github.com/coreos/ignition/v2/config/v3_4, which also translates 3.0–3.3).
+// (github.com/coreos/ignition/v2/config/v3_5, which also translates 3.0–3.4).
 // Spec 2.x is parsed by the small decoder in v2.go, because the Ignition
 // module that has the 2.x packages (github.com/coreos/ignition v0.35) needs
 // github.com/ajeddeloh/go-json, which the Go module proxy no longer serves,
@@ -21,7 +21,7 @@ import (
 
 // Config is the part of an Ignition config the agent uses.
 type Config struct {
-	// Version is the spec version, "2.2.0" or "3.4.0".
+	// Version is the spec version, "2.2.0" or "3.5.0".
 	Version string
 	// Files maps each file's absolute path to its decoded contents (files
 	// whose contents come from a URL that is not a data: URL are listed in
@@ -48,7 +48,7 @@ type Dropin struct {
 }
 
 // Supported lists the spec versions Parse reads.
-var Supported = []string{"2.2.0", "2.3.0", "2.4.0", "3.0.0", "3.1.0", "3.2.0", "3.3.0", "3.4.0"}
+var Supported = []string{"2.2.0", "2.3.0", "2.4.0", "3.0.0", "3.1.0", "3.2.0", "3.3.0", "3.4.0", "3.5.0"}
 
 // Parse reads an Ignition config of any supported spec version. Errors name
 // the spec version, and the field when one is at fault.

@@ -11,7 +11,7 @@ import (
 )
 
 func TestWorkerFromEachSpec(t *testing.T) {
-	for _, v := range []string{"2.2.0", "2.4.0", "3.1.0", "3.4.0"} {
+	for _, v := range []string{"2.2.0", "2.4.0", "3.1.0", "3.4.0", "3.5.0"} {
 		t.Run(v, func(t *testing.T) {
 			data, err := os.ReadFile(filepath.Join("testdata", "worker-"+v+".ign"))
 			if err != nil {
@@ -64,7 +64,7 @@ func TestParseErrors(t *testing.T) {
 		{"not JSON", "hello", "not a JSON Ignition config"},
 		{"no version", `{"ignition":{}}`, "ignition.version is missing"},
 		{"spec 2.1", `{"ignition":{"version":"2.1.0"}}`, `spec version "2.1.0" is not supported`},
-		{"spec 3.5", `{"ignition":{"version":"3.5.0"}}`, `spec version "3.5.0" is not supported`},
+		{"spec 3.6", `{"ignition":{"version":"3.6.0-experimental"}}`, `spec version "3.6.0-experimental" is not supported`},
 		{"v2 wrong type", `{"ignition":{"version":"2.2.0"},"storage":{"files":"x"}}`, "ignition spec 2.2.0: field storage.files"},
 		{"v2 relative path", `{"ignition":{"version":"2.2.0"},"storage":{"files":[{"filesystem":"root","path":"etc/x","contents":{"source":"data:,a"}}]}}`, "storage.files[0].path"},
 		{"v2 other filesystem", `{"ignition":{"version":"2.4.0"},"storage":{"files":[{"filesystem":"oem","path":"/x"}]}}`, `storage.files[0].filesystem "oem"`},
@@ -131,7 +131,7 @@ func TestSplitWords(t *testing.T) {
 }
 
 func FuzzParse(f *testing.F) {
-	for _, v := range []string{"2.2.0", "2.4.0", "3.1.0", "3.4.0"} {
+	for _, v := range []string{"2.2.0", "2.4.0", "3.1.0", "3.4.0", "3.5.0"} {
 		data, err := os.ReadFile(filepath.Join("testdata", "worker-"+v+".ign"))
 		if err != nil {
 			f.Fatal(err)

@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"strings"
 
-	v3 "github.com/coreos/ignition/v2/config/v3_4"
+	v3 "github.com/coreos/ignition/v2/config/v3_5"
 )
 
-// parseV3 reads spec 3.0–3.4 with Ignition's own parser, which validates the
-// whole config and translates older 3.x versions to 3.4's types.
+// parseV3 reads spec 3.0–3.5 with Ignition's own parser, which validates the
+// whole config and translates older 3.x versions to 3.5's types (the spec
+// OpenShift's Machine Config Operator renders since 4.19; earlier releases
+// render 3.2–3.4).
 func parseV3(data []byte, version string) (*Config, error) {
 	cfg, rpt, err := v3.ParseCompatibleVersion(data)
 	if err != nil {

@@ -46,6 +46,37 @@ func (c *Config) Worker() (*Worker, error) {
 	if w.KubeletCA, err = c.file(KubeletCAPath); err != nil {
 		return nil, err
 	}
+	k, err := c.Kubelet()
+	if err != nil {
+		return nil, err
+	}
+	w.CloudProvider, w.CloudConfigPath, w.CloudConfig, w.Verbosity = k.CloudProvider, k.CloudConfigPath, k.CloudConfig, k.Verbosity
+	return w, nil
+}
+
+// Kubelet is what a Linux worker's kubelet unit says about the settings a
+// Windows kubelet shares with it.
+type Kubelet struct {
+	// CloudProvider is the kubelet's --cloud-provider ("" when none).
+	CloudProvider string
+	// CloudConfigPath is the kubelet's --cloud-config (a Linux path), and
+	// CloudConfig its contents when the config carries the file.
+	CloudConfigPath string
+	CloudConfig     []byte
+	// Verbosity is the kubelet's --v (0 when not set).
+	Verbosity int
+	// ConfigPath is the kubelet's --config (a Linux path), and Config its
+	// contents (a KubeletConfiguration) when the config carries the file.
+	ConfigPath string
+	Config     []byte
+}
+
+// kubeletFlags are the kubelet flags Kubelet reads.
+var kubeletFlags = map[string]bool{"cloud-provider": true, "cloud-config": true, "v": true, "config": true}
+
+// Kubelet reads the kubelet unit's command line (its last ExecStart, with
+// drop-ins and environment applied) and the files it names.
+func (c *Config) Kubelet() (*Kubelet, error) {
 	u, ok := c.Units[KubeletUnit]
 	if !ok {
 		return nil, fmt.Errorf("ignition spec %s: systemd.units has no %s: not a worker config", c.Version, KubeletUnit)
@@ -54,14 +85,10 @@ func (c *Config) Worker() (*Worker, error) {
 	if err != nil {
 		return nil, err
 	}
+	k := &Kubelet{}
 	for i := 0; i < len(args); i++ {
 		name, value, hasValue := strings.Cut(strings.TrimLeft(args[i], "-"), "=")
-		if !strings.HasPrefix(args[i], "-") {
-			continue
-		}
-		switch name {
-		case "cloud-provider", "cloud-config", "v":
-		default:
+		if !strings.HasPrefix(args[i], "-") || !kubeletFlags[name] {
 			continue
 		}
 		if !hasValue && i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
@@ -70,21 +97,40 @@ func (c *Config) Worker() (*Worker, error) {
 		}
 		switch name {
 		case "cloud-provider":
-			w.CloudProvider = value
+			k.CloudProvider = value
 		case "cloud-config":
-			w.CloudConfigPath = value
+			k.CloudConfigPath = value
+		case "config":
+			k.ConfigPath = value
 		case "v":
-			if w.Verbosity, err = strconv.Atoi(value); err != nil || w.Verbosity < 0 {
+			if value == "" {
+				// Its variable is set by a file on the host that the
+				// config does not carry: the kubelet's default.
+				continue
+			}
+			if k.Verbosity, err = strconv.Atoi(value); err != nil || k.Verbosity < 0 {
 				return nil, fmt.Errorf("ignition spec %s: systemd.units %s: ExecStart --v=%q is not a log level", c.Version, KubeletUnit, value)
 			}
 		}
 	}
-	if w.CloudConfigPath != "" {
-		if data, ok := c.Files[w.CloudConfigPath]; ok {
-			w.CloudConfig = data
-		}
+	if k.CloudConfigPath != "" {
+		k.CloudConfig = c.Files[k.CloudConfigPath]
 	}
-	return w, nil
+	if k.ConfigPath != "" {
+		k.Config = c.Files[k.ConfigPath]
+	}
+	return k, nil
+}
+
+// File is the decoded contents of the file at path, when the config
+// carries it with inline (data: URL) contents; remote contents are an
+// error, never fetched.
+func (c *Config) File(path string) ([]byte, bool, error) {
+	if src, ok := c.Remote[path]; ok {
+		return nil, false, fmt.Errorf("ignition spec %s: storage.files %s comes from %s: only data: URLs are supported (winnode fetches nothing)", c.Version, path, redactURL(src))
+	}
+	data, ok := c.Files[path]
+	return data, ok, nil
 }
 
 func (c *Config) file(path string) ([]byte, error) {

@@ -28,8 +28,14 @@ const (
 	// KubeconfigPath is written by the kubelet itself after its TLS
 	// bootstrap (it holds the node's client certificate); kube-proxy reads
 	// it too. It is not a plan file.
-	KubeconfigPath   = `C:\k\kubeconfig`
-	ClusterCAPath    = `C:\k\ca.crt`
+	KubeconfigPath = `C:\k\kubeconfig`
+	ClusterCAPath  = `C:\k\ca.crt`
+	// KubeletCAPath holds the CA of the kubelet API's clients where the
+	// cluster names one apart from the cluster CA (OpenShift's kubelet CA).
+	KubeletCAPath = `C:\k\kubelet-ca.crt`
+	// CloudConfigPath holds the kubelet's --cloud-config when the cluster's
+	// Linux kubelets have one.
+	CloudConfigPath  = `C:\k\cloud.conf`
 	KubeletStateDir  = `C:\var\lib\kubelet`
 	KubeletCertDir   = `C:\var\lib\kubelet\pki`
 	KubeletLogDir    = `C:\var\log\kubelet`
@@ -71,6 +77,15 @@ type ClusterFacts struct {
 	// hash and size here (or, when the host's kubelet already has its
 	// certificate, the hash of the one already installed).
 	BootstrapKubeconfig FileDigest
+	// KubeletCAData, when set, is the CA of the kubelet API's clients
+	// (written to KubeletCAPath, the kubelet's clientCAFile); else the
+	// cluster CA is (OpenShift's ControllerConfig names its own).
+	KubeletCAData []byte
+	// CloudProvider is the kubelet's --cloud-provider ("" or "external"),
+	// and CloudConfig the contents of its --cloud-config (written to
+	// CloudConfigPath), as the cluster's Linux kubelets have them.
+	CloudProvider string
+	CloudConfig   []byte
 }
 
 // ClusterID names a cluster by its API server address and CA: a host
@@ -185,8 +200,12 @@ func Render(in RenderInput) (*Rendered, error) {
 // generatedFiles are the files the operator writes: the cluster CA and the
 // kubelet's configuration.
 func (in RenderInput) generatedFiles() ([]GeneratedFile, error) {
+	clientCA := ClusterCAPath
+	if len(in.Cluster.KubeletCAData) > 0 {
+		clientCA = KubeletCAPath
+	}
 	kc, err := KubeletConfig(KubeletConfigOptions{
-		ClientCAFile:  ClusterCAPath,
+		ClientCAFile:  clientCA,
 		ClusterDNS:    in.Cluster.ClusterDNS,
 		ClusterDomain: in.Cluster.ClusterDomain,
 	})
@@ -201,10 +220,17 @@ func (in RenderInput) generatedFiles() ([]GeneratedFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	return append([]GeneratedFile{
+	files := []GeneratedFile{
 		{HostPath: ClusterCAPath, Content: in.Cluster.CAData},
 		{HostPath: KubeletConfigPath, Content: kubeletYAML},
-	}, network...), nil
+	}
+	if len(in.Cluster.KubeletCAData) > 0 {
+		files = append(files, GeneratedFile{HostPath: KubeletCAPath, Content: in.Cluster.KubeletCAData})
+	}
+	if len(in.Cluster.CloudConfig) > 0 {
+		files = append(files, GeneratedFile{HostPath: CloudConfigPath, Content: in.Cluster.CloudConfig})
+	}
+	return append(files, network...), nil
 }
 
 // directories are the plan's folders: winnode's, the kubelet's, the CNI
@@ -302,12 +328,25 @@ func (in RenderInput) kubeletService() Service {
 	if nodeIP := chooseNodeIP(info, in.Host.Address); nodeIP != "" {
 		args = append(args, "--node-ip="+nodeIP)
 	}
+	uses := []string{KubeletConfigPath, BootstrapKubeconfigPath, ClusterCAPath}
+	if len(in.Cluster.KubeletCAData) > 0 {
+		uses = append(uses, KubeletCAPath)
+	}
+	// The cloud provider as the Linux workers' kubelets have it (the
+	// Windows Machine Config Operator passes the same two flags).
+	if in.Cluster.CloudProvider != "" {
+		args = append(args, "--cloud-provider="+in.Cluster.CloudProvider)
+	}
+	if len(in.Cluster.CloudConfig) > 0 {
+		args = append(args, "--cloud-config="+CloudConfigPath)
+		uses = append(uses, CloudConfigPath)
+	}
 	return Service{
 		Name:         KubeletService,
 		DisplayName:  "Kubernetes kubelet",
 		Binary:       kubelet.HostPath,
 		Args:         args,
-		Uses:         []string{KubeletConfigPath, BootstrapKubeconfigPath, ClusterCAPath},
+		Uses:         uses,
 		Dependencies: []string{ContainerdService},
 		StartType:    StartAuto,
 		Recovery:     serviceRecovery,
@@ -428,6 +467,9 @@ func (in RenderInput) check() error {
 	}
 	if d := in.Cluster.BootstrapKubeconfig; d.SHA256 == "" || d.Size <= 0 {
 		errs = append(errs, errors.New("no bootstrap kubeconfig digest"))
+	}
+	if p := in.Cluster.CloudProvider; p != "" && p != "external" {
+		errs = append(errs, fmt.Errorf("cloud provider %q: the kubelet has only external (or none)", p))
 	}
 	if err := in.Network.check(); err != nil {
 		errs = append(errs, err)

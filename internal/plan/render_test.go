@@ -170,8 +170,11 @@ func TestRenderVersionFollowsContent(t *testing.T) {
 			in.Payload.Files = append(in.Payload.Files, in.Payload.Files[0])
 			in.Payload.Files[len(in.Payload.Files)-1].Name, in.Payload.Files[len(in.Payload.Files)-1].HostPath = "x.exe", `C:\k\x.exe`
 		},
-		"node subnet":  func(in *RenderInput) { in.Network.PodCIDR = "10.244.4.0/24" },
-		"network mode": func(in *RenderInput) { in.Network = NetworkFacts{Mode: NetworkExternal} },
+		"kubelet CA":     func(in *RenderInput) { in.Cluster.KubeletCAData = []byte(testCA) },
+		"cloud provider": func(in *RenderInput) { in.Cluster.CloudProvider = "external" },
+		"cloud config":   func(in *RenderInput) { in.Cluster.CloudConfig = []byte("[Global]\n") },
+		"node subnet":    func(in *RenderInput) { in.Network.PodCIDR = "10.244.4.0/24" },
+		"network mode":   func(in *RenderInput) { in.Network = NetworkFacts{Mode: NetworkExternal} },
 	}
 	for name, change := range changes {
 		in := renderInput()
@@ -257,5 +260,38 @@ func TestClusterIDNamesServerAndCA(t *testing.T) {
 		if other == a {
 			t.Errorf("two clusters share the ID %s", a)
 		}
+	}
+}
+
+// The platform's kubelet CA and cloud settings (OpenShift's): a CA file of
+// its own that the kubelet configuration names, the cloud config file and
+// the two flags the Linux kubelets have.
+func TestRenderKubeletCAAndCloud(t *testing.T) {
+	in := renderInput()
+	in.Cluster.KubeletCAData = []byte("-----BEGIN CERTIFICATE-----\nMIIBkubelet\n-----END CERTIFICATE-----\n")
+	in.Cluster.CloudProvider = "external"
+	in.Cluster.CloudConfig = []byte("[Global]\nzone = a\n")
+	r, err := Render(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := findGenerated(t, r, KubeletCAPath); !bytes.Equal(got, in.Cluster.KubeletCAData) {
+		t.Errorf("%s = %q", KubeletCAPath, got)
+	}
+	if got := findGenerated(t, r, CloudConfigPath); !bytes.Equal(got, in.Cluster.CloudConfig) {
+		t.Errorf("%s = %q", CloudConfigPath, got)
+	}
+	if kc := string(findGenerated(t, r, KubeletConfigPath)); !strings.Contains(kc, `clientCAFile: C:\k\kubelet-ca.crt`) {
+		t.Errorf("the kubelet configuration does not name the kubelet CA:\n%s", kc)
+	}
+	args := strings.Join(r.Plan.Services[0].Args, " ")
+	for _, want := range []string{"--cloud-provider=external", `--cloud-config=C:\k\cloud.conf`} {
+		if !strings.Contains(args, want) {
+			t.Errorf("kubelet args lack %s: %s", want, args)
+		}
+	}
+	in.Cluster.CloudProvider = "aws"
+	if _, err := Render(in); err == nil || !strings.Contains(err.Error(), `cloud provider "aws"`) {
+		t.Errorf("a built-in cloud provider: got %v", err)
 	}
 }

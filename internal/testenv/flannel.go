@@ -19,6 +19,9 @@ const (
 	ClusterCIDR         = "10.244.0.0/16"
 	ServiceCIDR         = "10.96.0.0/12"
 	kubernetesServiceIP = "10.96.0.1"
+	// KubernetesDNSIP is the cluster DNS Service's address by kubeadm's
+	// and OpenShift's rule (the tenth of ServiceCIDR); no DNS server runs.
+	KubernetesDNSIP = "10.96.0.10"
 )
 
 // FlannelNetConf is the net-conf.json of the test world's flannel, as

@@ -63,6 +63,11 @@ type Options struct {
 	// offerings' API servers run: bootstrap tokens do not authenticate
 	// there, and winnode joins hosts with ServiceAccount tokens instead.
 	NoBootstrapTokenAuth bool
+	// OpenShift is the openshift flavor (openshift.go): the API server
+	// without bootstrap-token authentication, no kube-public/cluster-info
+	// and no flannel (OVN-Kubernetes' place), OpenShift's CRDs and the
+	// objects an OpenShift 4 cluster has (Env.OpenShift).
+	OpenShift bool
 }
 
 // Env is a running control plane.
@@ -77,6 +82,9 @@ type Env struct {
 	CACertFile, CAKeyFile string
 	// Host is the API server's URL (https://127.0.0.1:port).
 	Host string
+
+	// OpenShift is what the openshift flavor seeded (nil on others).
+	OpenShift *OpenShift
 
 	pki    *pki
 	procs  []*process
@@ -112,6 +120,9 @@ func start(ctx context.Context, opts Options) (_ *Env, err error) {
 	}
 	if opts.StartTimeout == 0 {
 		opts.StartTimeout = 3 * time.Minute
+	}
+	if opts.OpenShift {
+		opts.NoBootstrapTokenAuth, opts.NoFlannel = true, true
 	}
 	ctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
 	defer cancel()
@@ -158,15 +169,25 @@ func start(ctx context.Context, opts Options) (_ *Env, err error) {
 	if err := e.startScheduler(ctx, ports[4]); err != nil {
 		return nil, err
 	}
-	if err := e.publishClusterInfo(ctx, client); err != nil {
-		return nil, err
+	if !opts.OpenShift {
+		if err := e.publishClusterInfo(ctx, client); err != nil {
+			return nil, err
+		}
 	}
 	if !opts.NoFlannel {
 		if err := publishFlannelConfig(ctx, client); err != nil {
 			return nil, err
 		}
 	}
-	return e, e.installCRDs(opts)
+	if err := e.installCRDs(opts); err != nil {
+		return nil, err
+	}
+	if opts.OpenShift {
+		if err := e.seedOpenShift(ctx); err != nil {
+			return nil, fmt.Errorf("seeding the openshift flavor: %w", err)
+		}
+	}
+	return e, nil
 }
 
 // installCRDs installs opts.CRDDirectoryPaths, by default the project's
@@ -179,6 +200,13 @@ func (e *Env) installCRDs(opts Options) error {
 				crds = []string{filepath.Join(root, "config/crd/bases")}
 			}
 		}
+	}
+	if opts.OpenShift {
+		dir, err := openShiftCRDDir()
+		if err != nil {
+			return err
+		}
+		crds = append(crds, dir)
 	}
 	if len(crds) == 0 {
 		return nil

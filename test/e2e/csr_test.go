@@ -96,7 +96,7 @@ func testRogueCSRsAreNotApproved(t *testing.T, w *world) {
 func (w *world) strayJoinCredential(t *testing.T, ctx context.Context) kubernetes.Interface {
 	t.Helper()
 	cfg := rest.CopyConfig(w.env.AnonymousConfig())
-	if w.kind == kindServiceAccount {
+	if w.serviceAccountJoin() {
 		tok, err := bootstrap.CreateServiceAccountToken(ctx, w.kube, Namespace, "no-such-instance", time.Hour)
 		if err != nil {
 			t.Fatal(err)

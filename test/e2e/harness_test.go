@@ -72,7 +72,17 @@ const (
 	// kindServiceAccount: kube-apiserver without it (OpenShift's, several
 	// managed offerings'); hosts join with ServiceAccount tokens.
 	kindServiceAccount apiServerKind = "service-account"
+	// kindOpenShift: the openshift flavor of the test world (testenv
+	// Options.OpenShift): an API server without bootstrap-token
+	// authentication, OpenShift's CRDs and configuration objects, no
+	// kube-public/cluster-info; hosts join with ServiceAccount tokens.
+	kindOpenShift apiServerKind = "openshift"
 )
+
+// serviceAccountJoin says whether hosts of this world join with
+// ServiceAccount tokens (its API server does not authenticate bootstrap
+// tokens).
+func (w *world) serviceAccountJoin() bool { return w.kind != kindBootstrapToken }
 
 // eachAPIServer runs a scenario on both kinds of API server, as subtests
 // named after the kind.
@@ -115,7 +125,7 @@ func getWorld(t testing.TB) *world {
 // getWorldOf is getWorld on the given kind of API server.
 func getWorldOf(t testing.TB, kind apiServerKind) *world {
 	t.Helper()
-	env := testenv.GetWith(t, testenv.Options{NoBootstrapTokenAuth: kind == kindServiceAccount})
+	env := testenv.GetWith(t, testenv.Options{NoBootstrapTokenAuth: kind == kindServiceAccount, OpenShift: kind == kindOpenShift})
 	shared.Lock()
 	defer shared.Unlock()
 	if shared.worlds == nil {
@@ -552,10 +562,10 @@ func (w *world) checkJoinCredentialsGone(t testing.TB, name string, status winno
 				t.Errorf("join ServiceAccount %s of instance %s is still a subject of %s", sa, name, bootstrap.JoinServiceAccountsBinding)
 			}
 		}
-	} else if w.kind == kindServiceAccount && status.NodeName != "" {
+	} else if w.serviceAccountJoin() && status.NodeName != "" {
 		t.Errorf("reading %s after a ServiceAccount join: %v", bootstrap.JoinServiceAccountsBinding, err)
 	}
-	if w.kind != kindServiceAccount || status.NodeName == "" {
+	if !w.serviceAccountJoin() || status.NodeName == "" {
 		return
 	}
 	w.waitEvents(t, metav1.NamespaceDefault, name, "JoinCredentials")

@@ -237,16 +237,24 @@ func TestExternalNetwork(t *testing.T) {
 			t.Errorf("--network external installed %s", svc)
 		}
 	}
-	// The cluster's CNI DaemonSet: its network and configuration.
-	if _, err := h.HNS().CreateNetwork(simhns.Network{Name: "calico", Type: simhns.TypeL2Bridge,
-		Subnets: []simhns.Subnet{{AddressPrefix: "192.168.5.0/24", GatewayAddress: "192.168.5.1"}}}); err != nil {
-		t.Fatal(err)
-	}
-	conf, _ := h.Path(plan.CNIConfDir + `\10-calico.conflist`)
-	if err := os.WriteFile(conf, []byte(`{"cniVersion":"0.3.1","name":"calico","plugins":[{"type":"calico","ipam":{"type":"calico-ipam"}}]}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	playClusterCNI(t, h, "calico", "192.168.5.0/24")
 	w.waitReady(t, "external-net", 3*time.Minute)
+}
+
+// playClusterCNI does on a host what a cluster's own Windows CNI DaemonSet
+// does (--network external): it creates its HNS network and writes its
+// CNI configuration.
+func playClusterCNI(t *testing.T, h *winsim.Host, name, subnet string) {
+	t.Helper()
+	gateway := netip.MustParsePrefix(subnet).Addr().Next().String()
+	if _, err := h.HNS().CreateNetwork(simhns.Network{Name: name, Type: simhns.TypeL2Bridge,
+		Subnets: []simhns.Subnet{{AddressPrefix: subnet, GatewayAddress: gateway}}}); err != nil {
+		t.Fatal(err)
+	}
+	conf, _ := h.Path(plan.CNIConfDir + `\10-` + name + `.conflist`)
+	if err := os.WriteFile(conf, []byte(`{"cniVersion":"0.3.1","name":"`+name+`","plugins":[{"type":"`+name+`"}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // ovn-hybrid needs hybrid-overlay-node.exe, which the payload cannot have
