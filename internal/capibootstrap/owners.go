@@ -13,9 +13,9 @@ import (
 	bootstrapv1 "github.com/winnode/winnode/api/bootstrap/v1alpha1"
 )
 
-// wait is why a config cannot go on yet: the Ready condition's reason and
+// blocked is why a config cannot go on yet: the Ready condition's reason and
 // message.
-type wait struct{ reason, message string }
+type blocked struct{ reason, message string }
 
 // owningMachineName returns the name of the Cluster API Machine among the
 // config's owners (any version of group cluster.x-k8s.io), or "".
@@ -34,22 +34,22 @@ func owningMachineName(cfg *bootstrapv1.WinnodeConfig) string {
 // cache). A missing one is a wait, as the contract's reconciliation
 // workflow says: the Machine controller sets the owner reference, and a
 // created Cluster wakes the config (setup.go).
-func (r *Reconciler) owners(ctx context.Context, cfg *bootstrapv1.WinnodeConfig) (*clusterv1.Machine, *clusterv1.Cluster, *wait, error) {
+func (r *Reconciler) owners(ctx context.Context, cfg *bootstrapv1.WinnodeConfig) (*clusterv1.Machine, *clusterv1.Cluster, *blocked, error) {
 	name := owningMachineName(cfg)
 	if name == "" {
-		return nil, nil, &wait{bootstrapv1.ReasonWaitingForMachine, "no Cluster API Machine owns this WinnodeConfig yet (ownerReferences)"}, nil
+		return nil, nil, &blocked{bootstrapv1.ReasonWaitingForMachine, "no Cluster API Machine owns this WinnodeConfig yet (ownerReferences)"}, nil
 	}
 	var m clusterv1.Machine
 	if err := r.Reader.Get(ctx, client.ObjectKey{Namespace: cfg.Namespace, Name: name}, &m); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, nil, &wait{bootstrapv1.ReasonWaitingForMachine, fmt.Sprintf("the owning Machine %s does not exist", name)}, nil
+			return nil, nil, &blocked{bootstrapv1.ReasonWaitingForMachine, fmt.Sprintf("the owning Machine %s does not exist", name)}, nil
 		}
 		return nil, nil, nil, fmt.Errorf("reading Machine %s/%s: %w", cfg.Namespace, name, err)
 	}
 	var c clusterv1.Cluster
 	if err := r.Cache.Get(ctx, client.ObjectKey{Namespace: cfg.Namespace, Name: m.Spec.ClusterName}, &c); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, nil, &wait{bootstrapv1.ReasonWaitingForCluster, fmt.Sprintf("Machine %s belongs to Cluster %q, which does not exist", name, m.Spec.ClusterName)}, nil
+			return nil, nil, &blocked{bootstrapv1.ReasonWaitingForCluster, fmt.Sprintf("Machine %s belongs to Cluster %q, which does not exist", name, m.Spec.ClusterName)}, nil
 		}
 		return nil, nil, nil, fmt.Errorf("reading Cluster %s/%s: %w", cfg.Namespace, m.Spec.ClusterName, err)
 	}

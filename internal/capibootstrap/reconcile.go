@@ -23,7 +23,8 @@ type Reconciler struct {
 	Client client.Client
 	// Cache reads WinnodeConfigs and Clusters in every namespace.
 	Cache client.Reader
-	// Reader reads Machines from the API server (they are not watched).
+	// Reader reads the reconciled WinnodeConfig and Machines from the API
+	// server (Machines are not watched).
 	Reader client.Reader
 	// KeyReader reads the operator's key Secret in Namespace.
 	KeyReader client.Reader
@@ -38,8 +39,11 @@ type Reconciler struct {
 // and its Cluster, honour a pause, check the spec, then write the
 // bootstrap-data Secret once and report it in the status.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	// Read from the API server, not the cache: whether the Secret's name
+	// was claimed by an earlier reconcile (secret.go) must not be answered
+	// by a cache that has not seen that reconcile's last status write yet.
 	var cfg bootstrapv1.WinnodeConfig
-	if err := r.Cache.Get(ctx, req.NamespacedName, &cfg); err != nil {
+	if err := r.Reader.Get(ctx, req.NamespacedName, &cfg); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.names.forget(req.NamespacedName)
 		}

@@ -54,7 +54,7 @@ func dataSecret(cfg *bootstrapv1.WinnodeConfig, cluster string, data []byte) *co
 // status.dataSecretName before creating it, so the Secret is the one it
 // created before it could record success. Otherwise the name belongs to
 // someone else and the config reports it.
-func (r *Reconciler) createSecret(ctx context.Context, s *corev1.Secret, claimedBefore bool) (*wait, error) {
+func (r *Reconciler) createSecret(ctx context.Context, s *corev1.Secret, claimedBefore bool) (*blocked, error) {
 	err := r.Client.Create(ctx, s)
 	switch {
 	case err == nil:
@@ -62,13 +62,13 @@ func (r *Reconciler) createSecret(ctx context.Context, s *corev1.Secret, claimed
 	case apierrors.IsAlreadyExists(err) && claimedBefore:
 		return nil, nil
 	case apierrors.IsAlreadyExists(err):
-		return &wait{bootstrapv1.ReasonDataSecretNotWritten, fmt.Sprintf(
+		return &blocked{bootstrapv1.ReasonDataSecretNotWritten, fmt.Sprintf(
 			"a Secret %s/%s exists that winnode did not create; delete it, or it will not be used as this Machine's bootstrap data", s.Namespace, s.Name)}, nil
 	case apierrors.IsInvalid(err):
-		return &wait{bootstrapv1.ReasonDataSecretNotWritten, fmt.Sprintf("the API server refused the Secret %s/%s: %v", s.Namespace, s.Name, err)}, nil
+		return &blocked{bootstrapv1.ReasonDataSecretNotWritten, fmt.Sprintf("the API server refused the Secret %s/%s: %v", s.Namespace, s.Name, err)}, nil
 	case apierrors.IsForbidden(err):
 		// Reported, and retried: RBAC or an admission policy may change.
-		return &wait{bootstrapv1.ReasonDataSecretNotWritten, fmt.Sprintf("the operator may not create the Secret %s/%s: %v", s.Namespace, s.Name, err)}, err
+		return &blocked{bootstrapv1.ReasonDataSecretNotWritten, fmt.Sprintf("the operator may not create the Secret %s/%s: %v", s.Namespace, s.Name, err)}, err
 	}
 	return nil, fmt.Errorf("creating Secret %s/%s: %w", s.Namespace, s.Name, err)
 }

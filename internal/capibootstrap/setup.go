@@ -70,7 +70,7 @@ func Available(d discovery.DiscoveryInterface) (bool, string, error) {
 // restart of the operator. namespace is the operator namespace, whose key
 // Secret the manager's cache must cover.
 func Setup(mgr ctrl.Manager, namespace string) error {
-	log := ctrl.Log.WithName("capi-bootstrap")
+	log := mgr.GetLogger().WithName("capi-bootstrap")
 	d, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
 	if err != nil {
 		return fmt.Errorf("building a discovery client: %w", err)
@@ -80,7 +80,7 @@ func Setup(mgr ctrl.Manager, namespace string) error {
 		return err
 	}
 	if !ok {
-		log.Info("Cluster API bootstrap provider off: "+why+"; restart the operator after installing Cluster API and winnode's bootstrap.winnode.io CRDs to turn it on")
+		log.Info("Cluster API bootstrap provider off: " + why + "; restart the operator after installing Cluster API and winnode's bootstrap.winnode.io CRDs to turn it on")
 		return nil
 	}
 	scheme := mgr.GetScheme()
@@ -134,7 +134,9 @@ func (r *Reconciler) setupWithManager(mgr ctrl.Manager, all cache.Cache) error {
 		Named("capi-bootstrap").
 		WatchesRawSource(source.Kind(all, &bootstrapv1.WinnodeConfig{}, &handler.TypedEnqueueRequestForObject[*bootstrapv1.WinnodeConfig]{})).
 		WatchesRawSource(source.Kind(all, &clusterv1.Cluster{}, handler.TypedEnqueueRequestsFromMapFunc(
-			func(ctx context.Context, c *clusterv1.Cluster) []reconcile.Request { return inNamespace(ctx, c.Namespace) }))).
+			func(ctx context.Context, c *clusterv1.Cluster) []reconcile.Request {
+				return inNamespace(ctx, c.Namespace)
+			}))).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(
 			func(ctx context.Context, _ client.Object) []reconcile.Request { return inNamespace(ctx, "") }),
 			builder.WithPredicates(key)).
