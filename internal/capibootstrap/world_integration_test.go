@@ -319,4 +319,3 @@ func (w *capiWorld) events(t *testing.T, name, reason string) []string {
 	}
 	return notes
 }
-
