@@ -89,6 +89,11 @@ func FuzzComputerName(f *testing.F) {
 			attempt = 0
 		}
 		n := ComputerName(namespace, machine, prefix, attempt)
+		// A sibling Machine (same prefix, same first characters) gets
+		// another name: only the 30-bit hash tells them apart.
+		if sibling := ComputerName(namespace, machine+"-1", prefix, attempt); sibling == n {
+			t.Fatalf("Machines %q and %q both got %q", machine, machine+"-1", n)
+		}
 		if prefix != "" && checkNameChars(prefix, MaxComputerNamePrefix) == nil {
 			if !strings.HasPrefix(n, strings.ToLower(prefix)+"-") {
 				t.Fatalf("valid prefix %q not kept: %q", prefix, n)
