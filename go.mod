@@ -5,7 +5,7 @@ go 1.26.0
 require (
 	github.com/coreos/go-systemd/v22 v22.7.0
 	github.com/coreos/ignition/v2 v2.24.0
-	github.com/go-logr/logr v1.4.3
+	github.com/go-logr/logr v1.4.4
 	github.com/klauspost/compress v1.20.1
 	github.com/openshift/api v0.0.0-20260213204242-d34f11c515b3
 	github.com/pelletier/go-toml/v2 v2.4.3
@@ -28,6 +28,7 @@ require (
 	k8s.io/kubectl v0.37.2
 	k8s.io/kubelet v0.37.2
 	k8s.io/utils v0.0.0-20260626114624-be93311217bd
+	sigs.k8s.io/cluster-api/api v1.14.2
 	sigs.k8s.io/controller-runtime v0.25.2
 	sigs.k8s.io/yaml v1.6.0
 )

@@ -157,6 +157,18 @@ func TestDefaultManifests(t *testing.T) {
 	if crd.Spec.Scope != apiextensionsv1.ClusterScoped {
 		t.Errorf("WindowsInstance CRD scope = %s, want Cluster", crd.Spec.Scope)
 	}
+	// Cluster API finds the API version of a bootstrap provider's kinds by
+	// the contract label on their CRDs, named as contract.CalculateCRDName does.
+	for _, name := range []string{"winnodeconfigs.bootstrap.winnode.io", "winnodeconfigtemplates.bootstrap.winnode.io"} {
+		crd := into[apiextensionsv1.CustomResourceDefinition](t, find(t, objs, "CustomResourceDefinition", "", name))
+		if crd.Spec.Scope != apiextensionsv1.NamespaceScoped || crd.Labels["cluster.x-k8s.io/v1beta2"] != "v1alpha1" {
+			t.Errorf("CRD %s: scope %s, labels %v; Cluster API's contract wants Namespaced and cluster.x-k8s.io/v1beta2=v1alpha1", name, crd.Spec.Scope, crd.Labels)
+		}
+	}
+	aggregate := into[rbacv1.ClusterRole](t, find(t, objs, "ClusterRole", "", "winnode-capi-bootstrap-provider"))
+	if aggregate.Labels["cluster.x-k8s.io/aggregate-to-manager"] != "true" {
+		t.Errorf("ClusterRole winnode-capi-bootstrap-provider lacks Cluster API's aggregation label: %v", aggregate.Labels)
+	}
 
 	dep := into[appsv1.Deployment](t, find(t, objs, "Deployment", namespace, "winnode-operator"))
 	pod := dep.Spec.Template.Spec
@@ -589,6 +601,11 @@ func waitRBAC(t *testing.T, c client.Client, objs []*unstructured.Unstructured) 
 		if o.GetKind() != "Role" && o.GetKind() != "ClusterRole" {
 			continue
 		}
+		// Cluster API's manager role aggregates this one; the operator
+		// holds none of it.
+		if o.GetLabels()["cluster.x-k8s.io/aggregate-to-manager"] == "true" {
+			continue
+		}
 		var role rbacv1.ClusterRole // a Role has the same rules
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &role); err != nil {
 			t.Fatalf("%s %s: %v", o.GetKind(), o.GetName(), err)
@@ -657,6 +674,14 @@ func TestRBACGrantsWhatTheOperatorNeedsAndNoMore(t *testing.T) {
 		{verb: "create", resource: "serviceaccounts", namespace: namespace},
 		{verb: "delete", resource: "serviceaccounts", namespace: namespace, name: "winnode-join-a"},
 		{verb: "create", resource: "serviceaccounts", subresource: "token", namespace: namespace, name: "winnode-join-a"},
+		// The Cluster API bootstrap provider (docs/cluster-api.md).
+		{verb: "watch", group: "bootstrap.winnode.io", resource: "winnodeconfigs"},
+		{verb: "patch", group: "bootstrap.winnode.io", resource: "winnodeconfigs", subresource: "status", namespace: "capi-clusters"},
+		{verb: "update", group: "bootstrap.winnode.io", resource: "winnodeconfigs", subresource: "finalizers", namespace: "capi-clusters"},
+		{verb: "get", group: "cluster.x-k8s.io", resource: "machines", namespace: "capi-clusters"},
+		{verb: "watch", group: "cluster.x-k8s.io", resource: "clusters"},
+		{verb: "create", resource: "secrets", namespace: "capi-clusters"},
+		{verb: "create", group: "events.k8s.io", resource: "events", namespace: "capi-clusters"},
 	}
 	for _, a := range need {
 		if !allowed(t, c, a) {
@@ -701,6 +726,18 @@ func TestRBACGrantsWhatTheOperatorNeedsAndNoMore(t *testing.T) {
 		{verb: "get", group: "rbac.authorization.k8s.io", resource: "clusterrolebindings", name: "winnode:join:a"},
 		{verb: "create", group: "rbac.authorization.k8s.io", resource: "rolebindings", namespace: "kube-system"},
 		{verb: "create", group: "apiextensions.k8s.io", resource: "customresourcedefinitions"},
+		// Bootstrap-data Secrets are created only: never read, changed or deleted.
+		{verb: "get", resource: "secrets", namespace: "capi-clusters", name: "md-0-abc"},
+		{verb: "update", resource: "secrets", namespace: "capi-clusters"},
+		{verb: "patch", resource: "secrets", namespace: "capi-clusters"},
+		{verb: "delete", resource: "secrets", namespace: "capi-clusters"},
+		{verb: "patch", resource: "secrets", namespace: namespace, name: "cloud-private-key"},
+		// Machines and templates are Cluster API's, WinnodeConfigs are created by it.
+		{verb: "list", group: "cluster.x-k8s.io", resource: "machines"},
+		{verb: "update", group: "cluster.x-k8s.io", resource: "machines", namespace: "capi-clusters"},
+		{verb: "create", group: "bootstrap.winnode.io", resource: "winnodeconfigs", namespace: "capi-clusters"},
+		{verb: "update", group: "bootstrap.winnode.io", resource: "winnodeconfigs", namespace: "capi-clusters"},
+		{verb: "get", group: "bootstrap.winnode.io", resource: "winnodeconfigtemplates", namespace: "capi-clusters"},
 	}
 	for _, a := range mustNot {
 		if allowed(t, c, a) {

@@ -24,46 +24,104 @@ var authorizedKeyRe = regexp.MustCompile(`\A[a-z0-9@.-]+ [A-Za-z0-9+/]+={0,2}\z`
 // UserData renders the user data script for Windows hosts (Secret
 // windows-user-data, key userData; `winnodectl userdata`): PowerShell in
 // <powershell> tags, understood by EC2Launch, cloudbase-init and Azure's
-// custom data, marked <persist> so it runs at every boot like WMCO's. It
-//
-//   - installs the OpenSSH Server capability if missing, and starts sshd
-//     automatically at boot;
-//   - opens TCP 22 (SSH, the operator) and 10250 (the kubelet: logs, exec,
-//     metrics) in Windows Firewall;
-//   - writes pub to C:\ProgramData\ssh\administrators_authorized_keys with an
-//     ACL of Administrators and SYSTEM full control only, inheritance removed
-//     (sshd ignores the file otherwise);
-//   - turns password authentication off and public key authentication on in
-//     sshd_config, then restarts sshd;
-//   - creates C:\k, if missing, owned by Administrators and writable by
-//     SYSTEM and Administrators only, so that no local user can create it
-//     first and plant or swap the agent binary the operator runs from there
-//     before the agent can secure its folders (docs/trust.md).
+// custom data, marked <persist> so it runs at every boot like WMCO's. Its
+// body is SSHSetupScript with the default firewall rules.
 //
 // Running it again is harmless. The output depends only on pub.
 func UserData(pub ssh.PublicKey) ([]byte, error) {
-	line := AuthorizedKey(pub)
-	if !authorizedKeyRe.MatchString(line) {
-		// Cannot happen with keys parsed by x/crypto/ssh; refuse rather than
-		// embed something unexpected in a script.
-		return nil, fmt.Errorf("rendering user data: public key %q has an unexpected form", line)
+	body, err := SSHSetupScript(pub, nil)
+	if err != nil {
+		return nil, err
 	}
 	var b bytes.Buffer
-	if err := userDataTemplate.Execute(&b, struct{ AuthorizedKey, Fingerprint string }{line, ssh.FingerprintSHA256(pub)}); err != nil {
+	if err := userDataTemplate.Execute(&b, struct{ Fingerprint, Body string }{ssh.FingerprintSHA256(pub), body}); err != nil {
 		return nil, fmt.Errorf("rendering user data: %w", err)
 	}
 	return b.Bytes(), nil
 }
 
-// The SIDs *S-1-5-32-544 (BUILTIN\Administrators) and *S-1-5-18 (SYSTEM) keep
-// icacls working on hosts whose language is not English.
+// FirewallRule is an inbound Windows Firewall rule that SSHSetupScript
+// creates when no rule of that name exists.
+type FirewallRule struct {
+	// Name of the rule (also its display name): lower-case letters, digits
+	// and hyphens.
+	Name string
+	// Protocol: "TCP" or "UDP".
+	Protocol string
+	// Port: 1-65535.
+	Port int32
+}
+
+// firewallRuleNameRe is what a rule name may be; the script embeds it in a
+// single-quoted PowerShell string.
+var firewallRuleNameRe = regexp.MustCompile(`\A[a-z0-9][a-z0-9-]{0,62}\z`)
+
+func (r FirewallRule) check() error {
+	switch {
+	case !firewallRuleNameRe.MatchString(r.Name):
+		return fmt.Errorf("firewall rule name %q: use 1-63 lower-case letters, digits and hyphens", r.Name)
+	case r.Protocol != "TCP" && r.Protocol != "UDP":
+		return fmt.Errorf("firewall rule %s: protocol %q is neither TCP nor UDP", r.Name, r.Protocol)
+	case r.Port < 1 || r.Port > 65535:
+		return fmt.Errorf("firewall rule %s: port %d is outside 1-65535", r.Name, r.Port)
+	}
+	return nil
+}
+
+// SSHSetupScript renders the PowerShell statements (no tags, no header)
+// that prepare a Windows host for the operator; UserData and the Cluster
+// API bootstrap data (internal/capibootstrap) both run them. They
+//
+//   - install the OpenSSH Server capability if missing, and start sshd
+//     automatically at boot;
+//   - open TCP 22 (SSH, the operator) and 10250 (the kubelet: logs, exec,
+//     metrics) in Windows Firewall, and the extra rules given;
+//   - write pub to C:\ProgramData\ssh\administrators_authorized_keys with an
+//     ACL of Administrators and SYSTEM full control only, inheritance removed
+//     (sshd ignores the file otherwise);
+//   - turn password authentication off and public key authentication on in
+//     sshd_config, then restart sshd;
+//   - create C:\k, if missing, owned by Administrators and writable by
+//     SYSTEM and Administrators only, so that no local user can create it
+//     first and plant or swap the agent binary the operator runs from there
+//     before the agent can secure its folders (docs/trust.md).
+//
+// They expect $ErrorActionPreference = 'Stop' and are safe to run again.
+func SSHSetupScript(pub ssh.PublicKey, extra []FirewallRule) (string, error) {
+	line := AuthorizedKey(pub)
+	if !authorizedKeyRe.MatchString(line) {
+		// Cannot happen with keys parsed by x/crypto/ssh; refuse rather than
+		// embed something unexpected in a script.
+		return "", fmt.Errorf("rendering user data: public key %q has an unexpected form", line)
+	}
+	for _, r := range extra {
+		if err := r.check(); err != nil {
+			return "", fmt.Errorf("rendering user data: %w", err)
+		}
+	}
+	var b bytes.Buffer
+	if err := sshSetupTemplate.Execute(&b, struct {
+		AuthorizedKey string
+		Extra         []FirewallRule
+	}{line, extra}); err != nil {
+		return "", fmt.Errorf("rendering user data: %w", err)
+	}
+	return b.String(), nil
+}
+
 var userDataTemplate = template.Must(template.New("userdata").Parse(`<powershell>
 # winnode user data: prepares this Windows host to be configured by the
 # winnode operator over SSH with the key {{.Fingerprint}}.
 # Safe to run again; it runs at every boot.
 $ErrorActionPreference = 'Stop'
 
-# 1. OpenSSH Server, started automatically at boot.
+{{.Body}}</powershell>
+<persist>true</persist>
+`))
+
+// The SIDs *S-1-5-32-544 (BUILTIN\Administrators) and *S-1-5-18 (SYSTEM) keep
+// icacls working on hosts whose language is not English.
+var sshSetupTemplate = template.Must(template.New("ssh").Parse(`# 1. OpenSSH Server, started automatically at boot.
 $capability = Get-WindowsCapability -Online -Name 'OpenSSH.Server*' | Select-Object -First 1
 if ($capability.State -ne 'Installed') {
     Add-WindowsCapability -Online -Name $capability.Name | Out-Null
@@ -77,7 +135,11 @@ foreach ($rule in @(@{ Name = 'winnode-ssh'; Port = 22 }, @{ Name = 'winnode-kub
     if (-not (Get-NetFirewallRule -Name $rule.Name -ErrorAction SilentlyContinue)) {
         New-NetFirewallRule -Name $rule.Name -DisplayName $rule.Name -Direction Inbound -Protocol TCP -LocalPort $rule.Port -Action Allow | Out-Null
     }
+}{{- range .Extra}}
+if (-not (Get-NetFirewallRule -Name '{{.Name}}' -ErrorAction SilentlyContinue)) {
+    New-NetFirewallRule -Name '{{.Name}}' -DisplayName '{{.Name}}' -Direction Inbound -Protocol {{.Protocol}} -LocalPort {{.Port}} -Action Allow | Out-Null
 }
+{{- end}}
 
 # 3. The operator's public key, readable by Administrators and SYSTEM only:
 #    sshd ignores administrators_authorized_keys when anyone else has access.
@@ -108,6 +170,4 @@ if (-not (Test-Path -LiteralPath $kDir)) {
     icacls.exe $kDir /inheritance:r /grant '*S-1-5-32-544:(OI)(CI)F' /grant '*S-1-5-18:(OI)(CI)F' | Out-Null
     if ($LASTEXITCODE -ne 0) { throw "icacls could not restrict $kDir (exit code $LASTEXITCODE)" }
 }
-</powershell>
-<persist>true</persist>
 `))

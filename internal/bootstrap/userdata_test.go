@@ -116,3 +116,38 @@ func TestAuthorizedKeyHasNoComment(t *testing.T) {
 		t.Errorf("AuthorizedKey = %q", line)
 	}
 }
+
+// The Cluster API bootstrap data adds firewall rules to the shared steps;
+// rules that could break out of the script's quoting are refused.
+func TestSSHSetupScriptExtraRules(t *testing.T) {
+	pub := fixedEd25519(t)
+	body, err := SSHSetupScript(pub, []FirewallRule{{Name: "winnode-udp-4789", Protocol: "UDP", Port: 4789}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "New-NetFirewallRule -Name 'winnode-udp-4789' -DisplayName 'winnode-udp-4789' -Direction Inbound -Protocol UDP -LocalPort 4789 -Action Allow"
+	if !strings.Contains(body, want) {
+		t.Errorf("the script lacks %q:\n%s", want, body)
+	}
+	plain, err := SSHSetupScript(pub, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ud, err := UserData(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(ud), plain) {
+		t.Error("UserData does not run SSHSetupScript's steps")
+	}
+	for _, bad := range []FirewallRule{
+		{Name: "x'; Remove-Item C:\\ -Recurse; '", Protocol: "TCP", Port: 80},
+		{Name: "Upper", Protocol: "TCP", Port: 80},
+		{Name: "x", Protocol: "TCP -Action Block", Port: 80},
+		{Name: "x", Protocol: "UDP", Port: 65536},
+	} {
+		if _, err := SSHSetupScript(pub, []FirewallRule{bad}); err == nil {
+			t.Errorf("rule %+v accepted", bad)
+		}
+	}
+}

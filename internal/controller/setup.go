@@ -13,6 +13,9 @@
 //   - upgrade.go: waking upgrades that wait for their turn in the rollout
 //     (the rollout itself: configure.Rollout);
 //   - metrics.go, events.go: what they report;
+//   - the Cluster API bootstrap provider (WinnodeConfig → bootstrap-data
+//     Secret) lives in internal/capibootstrap; Setup adds it when the
+//     cluster serves Cluster API;
 //   - setup.go (this file): Setup wires every controller into a manager.
 package controller
 
@@ -27,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/winnode/winnode/internal/bootstrap"
+	"github.com/winnode/winnode/internal/capibootstrap"
 	"github.com/winnode/winnode/internal/configure"
 	"github.com/winnode/winnode/internal/csrapproval"
 	"github.com/winnode/winnode/internal/inventory"
@@ -199,6 +203,11 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	}
 	if err := SetupInstanceReconciler(mgr, opts, deps); err != nil {
 		return fmt.Errorf("setting up the instance reconciler: %w", err)
+	}
+	// On only where the cluster serves cluster.x-k8s.io and
+	// bootstrap.winnode.io; elsewhere it logs why and adds nothing.
+	if err := capibootstrap.Setup(mgr, opts.Namespace); err != nil {
+		return fmt.Errorf("setting up the Cluster API bootstrap provider: %w", err)
 	}
 	return registerInstanceCollector(mgr.GetClient())
 }

@@ -1,0 +1,25 @@
+// Package capibootstrap is winnode's Cluster API bootstrap provider: for
+// each WinnodeConfig (bootstrap.winnode.io/v1alpha1) that a Cluster API
+// Machine owns, it writes the Machine's bootstrap data, a Secret holding a
+// cloudbase-init script that prepares the Windows host for the operator,
+// and reports it as Cluster API's bootstrap-provider contract (v1beta2,
+// Cluster API v1.14) says.
+//
+// One file per step:
+//
+//   - setup.go: whether the cluster serves Cluster API and the WinnodeConfig
+//     API (discovery), and the controller's watches;
+//   - reconcile.go: the order of the steps;
+//   - owners.go: the owning Machine and its Cluster, and pausing;
+//   - validate.go: the spec's rules;
+//   - computername.go, assign.go: the NetBIOS-safe computer name and its
+//     uniqueness among the cluster's WinnodeConfigs;
+//   - bootstrapdata.go: the cloudbase-init script;
+//   - secret.go: the bootstrap-data Secret, written once;
+//   - status.go: conditions, status and events.
+//
+// Machines and Clusters are read with Cluster API's own API types
+// (sigs.k8s.io/cluster-api/api, a module of types that needs only
+// k8s.io/api and apimachinery, so it leaves the main module's Kubernetes
+// versions alone).
+package capibootstrap

@@ -1,0 +1,144 @@
+package capibootstrap
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	bootstrapv1 "github.com/winnode/winnode/api/bootstrap/v1alpha1"
+	"github.com/winnode/winnode/internal/sshkey"
+)
+
+// Reconciler writes the bootstrap data of WinnodeConfigs.
+type Reconciler struct {
+	// Client writes: the Secrets and the configs' status.
+	Client client.Client
+	// Cache reads WinnodeConfigs and Clusters in every namespace.
+	Cache client.Reader
+	// Reader reads the reconciled WinnodeConfig and Machines from the API
+	// server (Machines are not watched).
+	Reader client.Reader
+	// KeyReader reads the operator's key Secret in Namespace.
+	KeyReader client.Reader
+	// Namespace is the operator namespace (Secret cloud-private-key).
+	Namespace string
+	Recorder  events.EventRecorder
+
+	names names
+}
+
+// Reconcile follows the contract's workflow: wait for the owning Machine
+// and its Cluster, honour a pause, check the spec, then write the
+// bootstrap-data Secret once and report it in the status.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	// Read from the API server, not the cache: whether the Secret's name
+	// was claimed by an earlier reconcile (secret.go) must not be answered
+	// by a cache that has not seen that reconcile's last status write yet.
+	var cfg bootstrapv1.WinnodeConfig
+	if err := r.Reader.Get(ctx, req.NamespacedName, &cfg); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.names.forget(req.NamespacedName)
+		}
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if !cfg.DeletionTimestamp.IsZero() {
+		return reconcile.Result{}, nil // its Secret goes with it (owner reference)
+	}
+	orig := cfg.DeepCopy()
+	err := r.reconcile(ctx, &cfg, &orig)
+	return reconcile.Result{}, errors.Join(err, r.patchStatus(ctx, orig, &cfg))
+}
+
+// reconcile runs the steps on cfg's status; *orig is what the API server
+// holds (it moves on when a step writes the status itself).
+func (r *Reconciler) reconcile(ctx context.Context, cfg *bootstrapv1.WinnodeConfig, orig **bootstrapv1.WinnodeConfig) error {
+	machine, cluster, w, err := r.owners(ctx, cfg)
+	if err != nil || w != nil {
+		if w != nil {
+			setReady(cfg, false, w.reason, w.message)
+		}
+		return err
+	}
+	if isPaused, why := paused(cluster, cfg); isPaused {
+		ctrl.LoggerFrom(ctx).Info("paused", "reason", why)
+		setPaused(cfg, true, why)
+		return nil
+	}
+	setPaused(cfg, false, "")
+	if ptr.Deref(cfg.Status.Initialization.DataSecretCreated, false) {
+		// Written once (secret.go): a later spec change does not reach a
+		// Machine that exists.
+		setCreated(cfg)
+		return nil
+	}
+	if errs := ValidateSpec(cfg.Spec); len(errs) > 0 {
+		msg := errs.ToAggregate().Error()
+		if setReady(cfg, false, bootstrapv1.ReasonInvalidSpec, msg) {
+			r.event(cfg, true, EventReasonInvalidSpec, ActionValidate, msg)
+		}
+		return nil
+	}
+	return r.write(ctx, cfg, orig, machine, cluster)
+}
+
+// write renders the data and creates the Secret, claiming its name in the
+// status first (secret.go says why).
+func (r *Reconciler) write(ctx context.Context, cfg *bootstrapv1.WinnodeConfig, orig **bootstrapv1.WinnodeConfig, machine *clusterv1.Machine, cluster *clusterv1.Cluster) error {
+	signer, err := sshkey.LoadSigner(ctx, r.KeyReader, r.Namespace)
+	var keyErr *sshkey.KeyError
+	if errors.As(err, &keyErr) {
+		setReady(cfg, false, bootstrapv1.ReasonWaitingForSSHKey, err.Error())
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	name, ok, err := r.computerName(ctx, cfg, machine.Name)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		setReady(cfg, false, bootstrapv1.ReasonComputerNameConflict, fmt.Sprintf(
+			"the %d computer names derived for Machine %s are all taken by other WinnodeConfigs; delete the Machine so that its MachineSet makes one with a new name, or set spec.computerNamePrefix", maxAttempts, machine.Name))
+		return nil
+	}
+	data, err := BootstrapData(DataInput{
+		Namespace: cfg.Namespace, Machine: machine.Name, ComputerName: name,
+		PublicKey: signer.PublicKey(), Firewall: firewallRules(cfg.Spec.FirewallPorts),
+	})
+	if err != nil {
+		return err
+	}
+	claimedBefore := (*orig).Status.DataSecretName == cfg.Name
+	cfg.Status.ComputerName, cfg.Status.KeyFingerprint, cfg.Status.DataSecretName = name, sshkey.KeyFingerprint(signer), cfg.Name
+	if !claimedBefore {
+		if err := r.patchStatus(ctx, *orig, cfg); err != nil {
+			return err
+		}
+		*orig = cfg.DeepCopy()
+	}
+	w, err := r.createSecret(ctx, dataSecret(cfg, cluster.Name, data), claimedBefore)
+	if w != nil {
+		// No Secret of ours exists: give the claim up, so that the next
+		// attempt claims afresh.
+		cfg.Status.DataSecretName = ""
+		if setReady(cfg, false, w.reason, w.message) {
+			r.event(cfg, true, EventReasonNotWritten, ActionCreate, w.message)
+		}
+	}
+	if err != nil || w != nil {
+		return err
+	}
+	if setCreated(cfg) {
+		r.event(cfg, false, EventReasonDataSecretCreated, ActionCreate, fmt.Sprintf("Secret %s written: computer name %s", cfg.Name, name))
+	}
+	return nil
+}
