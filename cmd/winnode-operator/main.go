@@ -62,6 +62,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		serviceCIDR    = fs.String("service-cidr", csrapproval.DefaultServiceCIDR, csrapproval.ServiceCIDRHelp)
 		allowAddrs     = fs.String("allow-addresses", "", inventory.AllowAddressesHelp)
 		network        = fs.String("network", configure.NetworkAuto, configure.NetworkHelp)
+		hybridCIDR     = fs.String("hybrid-cluster-cidr", "", configure.HybridClusterCIDRHelp)
 		joinCreds      = fs.String("join-credentials", string(bootstrap.ModeAuto), "the kubelets' join credentials: auto (a bootstrap token when the API server accepts one, else a token of a ServiceAccount in the operator namespace), bootstrap-token or service-account")
 	)
 	zapOpts := zap.Options{}
@@ -72,6 +73,10 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	joinMode, err := checkFlags(*joinCreds, *network, *maxUnavailable)
 	if err != nil {
 		return err
+	}
+	hybridClusterCIDR, err := configure.ParseHybridClusterCIDR(*hybridCIDR)
+	if err != nil {
+		return fmt.Errorf("--hybrid-cluster-cidr: %w", err)
 	}
 	csrPolicy, err := csrapproval.PolicyFromFlags(*nodeAddrCIDRs, *serviceCIDR)
 	if err != nil {
@@ -124,15 +129,16 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return fmt.Errorf("creating the manager: %w", err)
 	}
 	if err := controller.Setup(mgr, controller.Options{
-		Namespace:       *namespace,
-		PayloadDir:      *payloadDir,
-		MaxConcurrent:   *maxConcurrent,
-		MaxUnavailable:  *maxUnavailable,
-		Version:         version,
-		CSRPolicy:       csrPolicy,
-		JoinCredentials: joinMode,
-		Addresses:       inventory.AddressPolicy{Allowed: allowed},
-		Network:         *network,
+		Namespace:         *namespace,
+		PayloadDir:        *payloadDir,
+		MaxConcurrent:     *maxConcurrent,
+		MaxUnavailable:    *maxUnavailable,
+		Version:           version,
+		CSRPolicy:         csrPolicy,
+		JoinCredentials:   joinMode,
+		Addresses:         inventory.AddressPolicy{Allowed: allowed},
+		Network:           *network,
+		HybridClusterCIDR: hybridClusterCIDR,
 	}); err != nil {
 		return err
 	}

@@ -82,6 +82,8 @@ type InstanceReconciler struct {
 	// range handed to each Configurer.
 	Network     string
 	ServiceCIDR string
+	// HybridClusterCIDR is handed to each Configurer (ovn-hybrid).
+	HybridClusterCIDR string
 	// Tune adjusts each Configurer (timeouts, test hooks).
 	Tune func(*configure.Configurer)
 
@@ -239,12 +241,13 @@ func (r *InstanceReconciler) configurer(ctx context.Context, inst *winnodev1.Win
 		Version:    r.Version,
 		Rollout:    r.rollout,
 
-		JoinCredentials: r.JoinCredentials,
-		JoinNamespace:   r.JoinNamespace,
-		Detector:        r.Detector,
-		Addresses:       r.Addresses,
-		Network:         r.Network,
-		ServiceCIDR:     r.ServiceCIDR,
+		JoinCredentials:   r.JoinCredentials,
+		JoinNamespace:     r.JoinNamespace,
+		Detector:          r.Detector,
+		Addresses:         r.Addresses,
+		Network:           r.Network,
+		ServiceCIDR:       r.ServiceCIDR,
+		HybridClusterCIDR: r.HybridClusterCIDR,
 		Persist: func(ctx context.Context, inst *winnodev1.WindowsInstance) error {
 			return r.Client.Status().Update(ctx, inst)
 		},

@@ -80,6 +80,9 @@ type Options struct {
 	// Network is the pod network mode of Windows nodes (--network: auto,
 	// flannel, ovn-hybrid, external; "" is auto).
 	Network string
+	// HybridClusterCIDR is the hybrid overlay's cluster network
+	// (--hybrid-cluster-cidr), for ovn-hybrid.
+	HybridClusterCIDR string
 	// TuneInstance, when set, adjusts each instance Configurer (tests:
 	// shorter timeouts).
 	TuneInstance func(*configure.Configurer)
@@ -213,6 +216,7 @@ func SetupInstanceReconciler(mgr ctrl.Manager, opts Options, deps Deps) error {
 		JoinNamespace:           opts.Namespace,
 		Addresses:               opts.Addresses,
 		Network:                 opts.Network,
+		HybridClusterCIDR:       opts.HybridClusterCIDR,
 		ServiceCIDR:             opts.CSRPolicy.ServiceCIDRs[0].String(),
 		Detector:                deps.Detector,
 		MaxConcurrentReconciles: opts.MaxConcurrent,
