@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -70,13 +71,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	joinMode, err := checkFlags(*joinCreds, *network, *maxUnavailable)
+	joinMode, hybridClusterCIDR, err := checkFlags(*joinCreds, *network, *hybridCIDR, *maxUnavailable)
 	if err != nil {
 		return err
-	}
-	hybridClusterCIDR, err := configure.ParseHybridClusterCIDR(*hybridCIDR)
-	if err != nil {
-		return fmt.Errorf("--hybrid-cluster-cidr: %w", err)
 	}
 	csrPolicy, err := csrapproval.PolicyFromFlags(*nodeAddrCIDRs, *serviceCIDR)
 	if err != nil {
@@ -93,15 +90,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("setup")
 
-	if *kubeconfig != "" {
-		// ctrl.GetConfig reads the kubeconfig named by this variable.
-		if err := os.Setenv("KUBECONFIG", *kubeconfig); err != nil {
-			return err
-		}
-	}
-	cfg, err := ctrl.GetConfig()
+	cfg, err := clusterConfig(*kubeconfig)
 	if err != nil {
-		return fmt.Errorf("no cluster to talk to (in-cluster config or --kubeconfig): %w", err)
+		return err
 	}
 
 	scheme := runtime.NewScheme()
@@ -152,6 +143,22 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	return mgr.Start(ctx)
 }
 
+// clusterConfig is the API server to talk to: --kubeconfig, else the
+// in-cluster config, $KUBECONFIG or ~/.kube/config.
+func clusterConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig != "" {
+		// ctrl.GetConfig reads the kubeconfig named by this variable.
+		if err := os.Setenv("KUBECONFIG", kubeconfig); err != nil {
+			return nil, err
+		}
+	}
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return nil, fmt.Errorf("no cluster to talk to (in-cluster config or --kubeconfig): %w", err)
+	}
+	return cfg, nil
+}
+
 func envOr(name, def string) string {
 	if v := os.Getenv(name); v != "" {
 		return v
@@ -159,17 +166,22 @@ func envOr(name, def string) string {
 	return def
 }
 
-// checkFlags checks the flags that take one of a few values.
-func checkFlags(joinCreds, network string, maxUnavailable int) (bootstrap.Mode, error) {
+// checkFlags checks the flags that take one of a few values, and returns
+// the join credentials' mode and the canonical --hybrid-cluster-cidr.
+func checkFlags(joinCreds, network, hybridCIDR string, maxUnavailable int) (bootstrap.Mode, string, error) {
 	joinMode, err := bootstrap.ParseMode(joinCreds)
 	if err != nil {
-		return "", fmt.Errorf("--join-credentials: %w", err)
+		return "", "", fmt.Errorf("--join-credentials: %w", err)
 	}
 	if _, err := configure.ParseNetwork(network); err != nil {
-		return "", fmt.Errorf("--network: %w", err)
+		return "", "", fmt.Errorf("--network: %w", err)
+	}
+	hybrid, err := configure.ParseHybridClusterCIDR(hybridCIDR)
+	if err != nil {
+		return "", "", fmt.Errorf("--hybrid-cluster-cidr: %w", err)
 	}
 	if maxUnavailable < 1 {
-		return "", fmt.Errorf("--max-unavailable %d: want 1 or more (upgrades that restart services would never start)", maxUnavailable)
+		return "", "", fmt.Errorf("--max-unavailable %d: want 1 or more (upgrades that restart services would never start)", maxUnavailable)
 	}
-	return joinMode, nil
+	return joinMode, hybrid, nil
 }
