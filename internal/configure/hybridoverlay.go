@@ -77,7 +77,7 @@ func (c *Configurer) hybridOverlayFacts(node *corev1.Node) (plan.NetworkFacts, e
 	if s := nodeSubnet(plan.NetworkOVNHybrid, node); s != "" {
 		subnet, err := parseHybridSubnet(s, cluster)
 		if err != nil {
-			return plan.NetworkFacts{}, fmt.Errorf("Node %s: annotation %s: %w", node.Name, plan.HybridOverlaySubnetAnnotation, err)
+			return plan.NetworkFacts{}, fmt.Errorf("annotation %s of Node %s: %w", plan.HybridOverlaySubnetAnnotation, node.Name, err)
 		}
 		facts.PodCIDR = subnet.String()
 	}

@@ -86,7 +86,7 @@ func TestHybridOverlayRefused(t *testing.T) {
 	}{
 		"no program":        {func(c *Configurer) { c.Payload = &payload.Manifest{} }, nil, "needs hybrid-overlay-node.exe, which the payload does not have"},
 		"no cluster CIDR":   {func(c *Configurer) { c.HybridClusterCIDR = "" }, nil, "needs --hybrid-cluster-cidr"},
-		"subnet outside":    {func(*Configurer) {}, windowsNode("10.244.1.0/24"), "Node win-1: annotation k8s.ovn.org/hybrid-overlay-node-subnet: subnet 10.244.1.0/24 is not inside --hybrid-cluster-cidr 10.132.0.0/14"},
+		"subnet outside":    {func(*Configurer) {}, windowsNode("10.244.1.0/24"), "annotation k8s.ovn.org/hybrid-overlay-node-subnet of Node win-1: subnet 10.244.1.0/24 is not inside --hybrid-cluster-cidr 10.132.0.0/14"},
 		"subnet not a CIDR": {func(*Configurer) {}, windowsNode("10.132.1.0"), `"10.132.1.0" is not an IPv4 subnet`},
 	} {
 		c := hybridConfigurer()

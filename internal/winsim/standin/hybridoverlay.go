@@ -158,7 +158,7 @@ func ensureBaseNetwork(log *logger, hns *simhns.Store) error {
 		Subnets: []simhns.Subnet{{AddressPrefix: hybridOverlayBaseSubnet, GatewayAddress: hybridOverlayBaseGateway}},
 	})
 	if err != nil {
-		return fmt.Errorf("Unable to create the base overlay network, error: %v", err)
+		return fmt.Errorf("unable to create the base overlay network, error: %v", err)
 	}
 	return nil
 }
