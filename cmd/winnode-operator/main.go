@@ -65,6 +65,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		allowAddrs     = fs.String("allow-addresses", "", inventory.AllowAddressesHelp)
 		network        = fs.String("network", configure.NetworkAuto, configure.NetworkHelp)
 		platformFlag   = fs.String("platform", string(platform.Auto), platform.Help)
+		hybridCIDR     = fs.String("hybrid-cluster-cidr", "", configure.HybridClusterCIDRHelp)
 		joinCreds      = fs.String("join-credentials", string(bootstrap.ModeAuto), "the kubelets' join credentials: auto (a bootstrap token when the API server accepts one, else a token of a ServiceAccount in the operator namespace), bootstrap-token or service-account")
 	)
 	zapOpts := zap.Options{}
@@ -72,7 +73,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	joinMode, plat, err := checkFlags(*joinCreds, *network, *platformFlag, *maxUnavailable)
+	joinMode, plat, hybridClusterCIDR, err := checkFlags(*joinCreds, *network, *platformFlag, *hybridCIDR, *maxUnavailable)
 	if err != nil {
 		return err
 	}
@@ -121,16 +122,17 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return fmt.Errorf("creating the manager: %w", err)
 	}
 	if err := controller.Setup(mgr, controller.Options{
-		Namespace:       *namespace,
-		PayloadDir:      *payloadDir,
-		MaxConcurrent:   *maxConcurrent,
-		MaxUnavailable:  *maxUnavailable,
-		Version:         version,
-		CSRPolicy:       csrPolicy,
-		JoinCredentials: joinMode,
-		Addresses:       inventory.AddressPolicy{Allowed: allowed},
-		Network:         *network,
-		Platform:        plat,
+		Namespace:         *namespace,
+		PayloadDir:        *payloadDir,
+		MaxConcurrent:     *maxConcurrent,
+		MaxUnavailable:    *maxUnavailable,
+		Version:           version,
+		CSRPolicy:         csrPolicy,
+		JoinCredentials:   joinMode,
+		Addresses:         inventory.AddressPolicy{Allowed: allowed},
+		Network:           *network,
+		Platform:          plat,
+		HybridClusterCIDR: hybridClusterCIDR,
 	}); err != nil {
 		return err
 	}
@@ -167,21 +169,27 @@ func envOr(name, def string) string {
 	return def
 }
 
-// checkFlags checks the flags that take one of a few values.
-func checkFlags(joinCreds, network, platformFlag string, maxUnavailable int) (bootstrap.Mode, platform.Platform, error) {
+// checkFlags checks the flags that take one of a few values, and returns
+// the join credentials' mode, the platform and the canonical
+// --hybrid-cluster-cidr.
+func checkFlags(joinCreds, network, platformFlag, hybridCIDR string, maxUnavailable int) (bootstrap.Mode, platform.Platform, string, error) {
 	joinMode, err := bootstrap.ParseMode(joinCreds)
 	if err != nil {
-		return "", "", fmt.Errorf("--join-credentials: %w", err)
+		return "", "", "", fmt.Errorf("--join-credentials: %w", err)
 	}
 	if _, err := configure.ParseNetwork(network); err != nil {
-		return "", "", fmt.Errorf("--network: %w", err)
+		return "", "", "", fmt.Errorf("--network: %w", err)
 	}
 	plat, err := platform.Parse(platformFlag)
 	if err != nil {
-		return "", "", fmt.Errorf("--platform: %w", err)
+		return "", "", "", fmt.Errorf("--platform: %w", err)
+	}
+	hybrid, err := configure.ParseHybridClusterCIDR(hybridCIDR)
+	if err != nil {
+		return "", "", "", fmt.Errorf("--hybrid-cluster-cidr: %w", err)
 	}
 	if maxUnavailable < 1 {
-		return "", "", fmt.Errorf("--max-unavailable %d: want 1 or more (upgrades that restart services would never start)", maxUnavailable)
+		return "", "", "", fmt.Errorf("--max-unavailable %d: want 1 or more (upgrades that restart services would never start)", maxUnavailable)
 	}
-	return joinMode, plat, nil
+	return joinMode, plat, hybrid, nil
 }

@@ -183,3 +183,13 @@ func TestOperatorServesProbesMetricsAndLeads(t *testing.T) {
 	})
 	stop()
 }
+
+func TestHybridClusterCIDRFlagIsChecked(t *testing.T) {
+	err := run(context.Background(), []string{"--hybrid-cluster-cidr", "10.132.0.0", "--version"}, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "--hybrid-cluster-cidr") {
+		t.Errorf("a --hybrid-cluster-cidr that is no CIDR: %v; want an error naming the flag", err)
+	}
+	if err := run(context.Background(), []string{"--network", "ovn-hybrid", "--hybrid-cluster-cidr", "10.132.0.0/14", "--version"}, io.Discard); err != nil {
+		t.Errorf("valid ovn-hybrid flags: %v", err)
+	}
+}

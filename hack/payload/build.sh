@@ -7,6 +7,8 @@
 #   host-local.exe                        hack/payload/cni/go.mod
 #   flanneld.exe                          github.com/flannel-io/flannel, version pinned by hack/payload/flannel/go.mod
 #   winnode-agent.exe                     this repository's ./cmd/winnode-agent
+#   hybrid-overlay-node.exe               an INPUT FILE, only when given (below): the module proxy
+#                                         refuses github.com/ovn-org/ovn-kubernetes/go-controller
 #
 # Usage: hack/payload/build.sh [OUTPUT-DIR]
 #   OUTPUT-DIR defaults to $WINNODE_PAYLOAD_DIR, else <repo>/payload.
@@ -14,6 +16,11 @@
 #   internal/payload, then loaded back the way the operator loads it).
 #   WINNODE_VERSION, if set, is the agent's version in the manifest (default:
 #   `git describe --tags --always --dirty`, or "dev" outside a git work tree).
+#   HYBRID_OVERLAY_NODE, if set, is the path of a hybrid-overlay-node.exe
+#   (OVN-Kubernetes' hybrid overlay node program for Windows, built
+#   elsewhere) to include, for --network ovn-hybrid; the manifest records its
+#   SHA-256 and HYBRID_OVERLAY_NODE_VERSION (default "input"). Without it the
+#   payload has no hybrid-overlay-node.exe and ovn-hybrid is refused.
 #
 # The upstream programs are kept in a cache outside the work tree,
 # ${WINNODE_CACHE:-~/.cache/winnode}/payload/k8s-<version>-cni-<version>-r<recipe>/,
@@ -121,6 +128,28 @@ done
 place flanneld.exe "$flannel_cache/flanneld.exe"
 place winnode-agent.exe "$agent_tmp/winnode-agent.exe"
 
+# hybrid-overlay-node.exe: an input file, checked to be a Windows program
+# (the "MZ" of a PE image) and copied as given.
+hybrid=()
+if [ -n "${HYBRID_OVERLAY_NODE:-}" ]; then
+	if [ ! -f "$HYBRID_OVERLAY_NODE" ] || [ ! -r "$HYBRID_OVERLAY_NODE" ]; then
+		say "ERROR: HYBRID_OVERLAY_NODE=$HYBRID_OVERLAY_NODE is not a readable file"
+		exit 1
+	fi
+	if [ "$(head -c 2 "$HYBRID_OVERLAY_NODE")" != "MZ" ]; then
+		say "ERROR: HYBRID_OVERLAY_NODE=$HYBRID_OVERLAY_NODE is not a Windows program (no PE \"MZ\" header)"
+		exit 1
+	fi
+	hybrid_version=${HYBRID_OVERLAY_NODE_VERSION:-input}
+	place hybrid-overlay-node.exe "$HYBRID_OVERLAY_NODE"
+	hybrid=(hybrid-overlay-node.exe 'C:\k\hybrid-overlay-node.exe' "$hybrid_version")
+	say "hybrid-overlay-node.exe: input file $HYBRID_OVERLAY_NODE, version $hybrid_version"
+elif [ -e "$out/hybrid-overlay-node.exe" ]; then
+	# Not asked for this time: not left behind either.
+	rm -f "$out/hybrid-overlay-node.exe" "$out/hybrid-overlay-node.exe.zst"
+	say "hybrid-overlay-node.exe: removed from $out (HYBRID_OVERLAY_NODE not set; --network ovn-hybrid will be refused)"
+fi
+
 # Where each file goes on the host (docs/install.md explains the layout).
 (cd "$root" && go run ./hack/payload/manifest "$out" \
 	kubelet.exe 'C:\k\kubelet.exe' "$k8s_version" \
@@ -129,6 +158,7 @@ place winnode-agent.exe "$agent_tmp/winnode-agent.exe"
 	win-overlay.exe 'C:\k\cni\bin\win-overlay.exe' "$cni_version" \
 	host-local.exe 'C:\k\cni\bin\host-local.exe' "$cni_version" \
 	flanneld.exe 'C:\k\flanneld.exe' "$flannel_version" \
-	winnode-agent.exe 'C:\k\winnode-agent.exe' "$agent_version")
-say "payload ready: kubernetes $k8s_version, CNI plugins $cni_version, flannel $flannel_version, agent $agent_version"
+	winnode-agent.exe 'C:\k\winnode-agent.exe' "$agent_version" \
+	"${hybrid[@]}")
+say "payload ready: kubernetes $k8s_version, CNI plugins $cni_version, flannel $flannel_version, agent $agent_version${hybrid_version:+, hybrid-overlay-node $hybrid_version (input file)}"
 echo "$out"

@@ -58,6 +58,8 @@ type hostFlags struct {
 	network         string
 	// platform is --platform (add and upgrade only).
 	platform string
+	// hybridClusterCIDR is --hybrid-cluster-cidr (add and upgrade only).
+	hybridClusterCIDR string
 	// hostKey is --host-key (add only): the SHA256 fingerprint the host
 	// key must have from the first connection on.
 	hostKey string
@@ -217,19 +219,23 @@ func runAddE(s Streams, hf *hostFlags, payloadDir *string, upgrade bool) func(*c
 		if _, err := platform.Parse(hf.platform); err != nil {
 			return UsageErrorf("--platform: %v", err)
 		}
+		if hf.hybridClusterCIDR, err = configure.ParseHybridClusterCIDR(hf.hybridClusterCIDR); err != nil {
+			return UsageErrorf("--hybrid-cluster-cidr: %v", err)
+		}
 		ctx, cancel := context.WithTimeout(cmd.Context(), hf.timeout)
 		defer cancel()
 		return runAdd(ctx, s, *hf, h, payloadOrDefault(*payloadDir), upgrade)
 	}
 }
 
-// addJoinCredentialsFlag adds --join-credentials, --network and --platform
-// (add, upgrade).
+// addJoinCredentialsFlag adds --join-credentials, --network, --platform and
+// --hybrid-cluster-cidr (add, upgrade).
 func addJoinCredentialsFlag(cmd *cobra.Command, hf *hostFlags) {
 	cmd.Flags().StringVar(&hf.joinCredentials, "join-credentials", string(bootstrap.ModeAuto),
 		"the kubelet's join credentials: auto (a bootstrap token when the API server accepts one, else a ServiceAccount token), bootstrap-token or service-account (docs/credentials.md)")
 	cmd.Flags().StringVar(&hf.network, "network", configure.NetworkAuto, configure.NetworkHelp+" (docs/networking.md)")
 	cmd.Flags().StringVar(&hf.platform, "platform", string(platform.Auto), platform.Help+" (docs/openshift.md)")
+	cmd.Flags().StringVar(&hf.hybridClusterCIDR, "hybrid-cluster-cidr", "", configure.HybridClusterCIDRHelp)
 }
 
 // addPayloadFlag adds --payload-dir. Its default is resolved when the
@@ -288,23 +294,24 @@ func runAdd(ctx context.Context, s Streams, hf hostFlags, h inventory.Host, payl
 	}
 	steps := newStepPrinter(s.Out, view.IsTerminal(s.Out), time.Now())
 	cfg := &configure.Configurer{
-		Kube:            sess.kube,
-		Signer:          sess.signer,
-		PayloadDir:      payloadDir,
-		Payload:         manifest,
-		Version:         Version,
-		Event:           steps.event,
-		Progress:        steps.progress,
-		JoinCredentials: bootstrap.Mode(hf.joinCredentials),
-		JoinNamespace:   joinNamespace,
-		Addresses:       addresses,
-		Network:         hf.network,
-		ServiceCIDR:     policy.ServiceCIDRs[0].String(),
-		Platform:        plat,
-		PlatformReason:  platReason,
-		OpenShift:       osReader,
-		AfterStep:       func(_ *winnodev1.WindowsInstance, step string) { steps.begin(step) },
-		Log:             logrTo(s.Err, hf.verbose),
+		Kube:              sess.kube,
+		Signer:            sess.signer,
+		PayloadDir:        payloadDir,
+		Payload:           manifest,
+		Version:           Version,
+		Event:             steps.event,
+		Progress:          steps.progress,
+		JoinCredentials:   bootstrap.Mode(hf.joinCredentials),
+		JoinNamespace:     joinNamespace,
+		Addresses:         addresses,
+		Network:           hf.network,
+		ServiceCIDR:       policy.ServiceCIDRs[0].String(),
+		Platform:          plat,
+		PlatformReason:    platReason,
+		OpenShift:         osReader,
+		AfterStep:         func(_ *winnodev1.WindowsInstance, step string) { steps.begin(step) },
+		Log:               logrTo(s.Err, hf.verbose),
+		HybridClusterCIDR: hf.hybridClusterCIDR,
 		// Not a status: the pinned host key, kept where nodes cannot write.
 		Persist: persistPin(sess.kube, inst.Status.NodeName),
 	}

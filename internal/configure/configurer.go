@@ -142,6 +142,9 @@ type Configurer struct {
 	// ServiceCIDR is the cluster's Service range, for the pod network's
 	// NAT exceptions and routes (the operator's --service-cidr).
 	ServiceCIDR string
+	// HybridClusterCIDR is the hybrid overlay's cluster network
+	// (--hybrid-cluster-cidr), which ovn-hybrid needs: hybridoverlay.go.
+	HybridClusterCIDR string
 	// Detector answers ModeAuto; share one per process so the API server is
 	// probed once. Nil: a Detector of this Configurer's own.
 	Detector *bootstrap.Detector

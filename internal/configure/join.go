@@ -34,7 +34,7 @@ func (c *Configurer) join(ctx context.Context, inst *winnodev1.WindowsInstance) 
 		// The Node got its pod subnet: render the plan again with the
 		// node's CNI configuration and kube-proxy (configure.go runs the
 		// host steps again from step plan).
-		c.Log.Info("node subnet assigned; configuring the pod network", "instance", inst.Name, "podCIDR", node.Spec.PodCIDR)
+		c.Log.Info("node subnet assigned; configuring the pod network", "instance", inst.Name, "subnet", nodeSubnet(inst.Status.Network, node))
 		return Result{RequeueAfter: time.Millisecond}, c.step(ctx, inst, StepPlan)
 	}
 	if !NodeReady(node) && !node.Spec.Unschedulable {

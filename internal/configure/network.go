@@ -34,7 +34,7 @@ func ParseNetwork(s string) (string, error) {
 }
 
 // NetworkHelp is --network's help, for the operator and winnodectl.
-const NetworkHelp = "the pod network of Windows nodes: auto (flannel when the cluster runs it, else external), flannel (winnode runs flanneld and kube-proxy on flannel's VXLAN overlay), ovn-hybrid (OVN-Kubernetes hybrid overlay) or external (the cluster's own Windows CNI DaemonSets; winnode installs the kubelet only)"
+const NetworkHelp = "the pod network of Windows nodes: auto (ovn-hybrid when the cluster runs OVN-Kubernetes, flannel when it runs flannel, else external), flannel (winnode runs flanneld and kube-proxy on flannel's VXLAN overlay), ovn-hybrid (winnode runs hybrid-overlay-node and kube-proxy on OVN-Kubernetes' hybrid overlay; needs --hybrid-cluster-cidr) or external (the cluster's own Windows CNI DaemonSets; winnode installs the kubelet only)"
 
 // EventReasonNetworkMode is the Normal event that says which pod network
 // mode a host's plan uses, and why.
@@ -61,23 +61,24 @@ func (c *Configurer) networkFacts(ctx context.Context, node *corev1.Node) (plan.
 	if mode == "" {
 		mode = NetworkAuto
 	}
-	flannel, where, err := c.flannelNetConf(ctx)
-	if err != nil {
-		return plan.NetworkFacts{}, "", err
-	}
 	why := "--network " + mode
-	switch {
-	case mode == NetworkAuto && flannel != nil:
-		mode, why = plan.NetworkFlannel, "the cluster runs flannel (ConfigMap "+where+")"
-	case mode == NetworkAuto:
-		mode, why = plan.NetworkExternal, "no flannel ConfigMap (kube-flannel/kube-flannel-cfg) found: the cluster's own Windows CNI DaemonSets are expected to set up pod networking and kube-proxy"
+	if mode == NetworkAuto {
+		var err error
+		if mode, why, err = c.decideNetwork(ctx); err != nil {
+			return plan.NetworkFacts{}, "", err
+		}
 	}
 	switch mode {
 	case plan.NetworkExternal:
 		return plan.NetworkFacts{Mode: mode}, why, nil
 	case plan.NetworkOVNHybrid:
-		return plan.NetworkFacts{}, "", c.ovnHybridUnsupported()
+		facts, err := c.hybridOverlayFacts(node)
+		return facts, why, err
 	case plan.NetworkFlannel:
+		flannel, where, err := c.flannelNetConf(ctx)
+		if err != nil {
+			return plan.NetworkFacts{}, "", err
+		}
 		if flannel == nil {
 			return plan.NetworkFacts{}, "", errors.New("--network flannel, but there is no flannel ConfigMap (kube-flannel-cfg in namespace kube-flannel or kube-system): install flannel, or choose another --network")
 		}
@@ -93,12 +94,25 @@ func (c *Configurer) networkFacts(ctx context.Context, node *corev1.Node) (plan.
 	return plan.NetworkFacts{}, "", fmt.Errorf("--network %q is not one of auto, flannel, ovn-hybrid, external", mode)
 }
 
-// ovnHybridUnsupported says what ovn-hybrid lacks here.
-func (c *Configurer) ovnHybridUnsupported() error {
-	if _, ok := c.Payload.Lookup("hybrid-overlay-node.exe"); !ok {
-		return errors.New("--network ovn-hybrid needs hybrid-overlay-node.exe, which the payload does not have (it cannot be built from the Go module proxy: give it to the payload build as an input file, docs/networking.md)")
+// decideNetwork is --network auto: ovn-hybrid when the cluster runs
+// OVN-Kubernetes, else flannel when it runs flannel, else external; and
+// why.
+func (c *Configurer) decideNetwork(ctx context.Context) (string, string, error) {
+	ovnNode, err := c.ovnKubernetesNode(ctx)
+	if err != nil {
+		return "", "", err
 	}
-	return errors.New("--network ovn-hybrid is not supported by this winnode version yet: use flannel or external")
+	if ovnNode != "" {
+		return plan.NetworkOVNHybrid, "the cluster runs OVN-Kubernetes (Node " + ovnNode + " has its annotation " + ovnNodeSubnetsAnnotation + ")", nil
+	}
+	flannel, where, err := c.flannelNetConf(ctx)
+	if err != nil {
+		return "", "", err
+	}
+	if flannel != nil {
+		return plan.NetworkFlannel, "the cluster runs flannel (ConfigMap " + where + ")", nil
+	}
+	return plan.NetworkExternal, "no OVN-Kubernetes Node annotation (" + ovnNodeSubnetsAnnotation + ") and no flannel ConfigMap (kube-flannel/kube-flannel-cfg) found: the cluster's own Windows CNI DaemonSets are expected to set up pod networking and kube-proxy", nil
 }
 
 // flannelConf is the part of flannel's net-conf.json winnode reads.
@@ -173,10 +187,30 @@ func (c *Configurer) recordNetwork(inst *winnodev1.WindowsInstance, n plan.Netwo
 	inst.Status.Network, inst.Status.PodCIDR = n.Mode, n.PodCIDR
 }
 
+// nodeSubnet is the pod subnet the Node has in the host's network mode
+// (flannel: spec.podCIDR; ovn-hybrid: the hybrid overlay's annotation);
+// "" in other modes or while it has none.
+func nodeSubnet(mode string, node *corev1.Node) string {
+	var s string
+	switch {
+	case node == nil:
+	case mode == plan.NetworkFlannel:
+		s = node.Spec.PodCIDR
+	case mode == plan.NetworkOVNHybrid:
+		s = node.Annotations[plan.HybridOverlaySubnetAnnotation]
+	}
+	// In the form status.podCIDR records it, so that an annotation written
+	// as 10.132.2.7/24 is not "new" on every look.
+	if p, err := netip.ParsePrefix(s); err == nil {
+		return p.Masked().String()
+	}
+	return s
+}
+
 // subnetArrived says whether the Node has a pod subnet that the host's
 // network configuration does not have yet: the plan must be rendered again
 // (join.go).
 func subnetArrived(inst *winnodev1.WindowsInstance, node *corev1.Node) bool {
-	return inst.Status.Network == plan.NetworkFlannel && node != nil &&
-		node.Spec.PodCIDR != "" && node.Spec.PodCIDR != inst.Status.PodCIDR
+	s := nodeSubnet(inst.Status.Network, node)
+	return s != "" && s != inst.Status.PodCIDR
 }

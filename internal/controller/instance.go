@@ -93,6 +93,8 @@ type InstanceReconciler struct {
 	Platform       platform.Platform
 	PlatformReason string
 	OpenShift      client.Reader
+	// HybridClusterCIDR is handed to each Configurer (ovn-hybrid).
+	HybridClusterCIDR string
 	// Tune adjusts each Configurer (timeouts, test hooks).
 	Tune func(*configure.Configurer)
 
@@ -274,15 +276,16 @@ func (r *InstanceReconciler) configurer(ctx context.Context, inst *winnodev1.Win
 		Version:    r.Version,
 		Rollout:    r.rollout,
 
-		JoinCredentials: r.JoinCredentials,
-		JoinNamespace:   r.JoinNamespace,
-		Detector:        r.Detector,
-		Addresses:       r.Addresses,
-		Network:         r.Network,
-		ServiceCIDR:     r.ServiceCIDR,
-		Platform:        r.Platform,
-		PlatformReason:  r.PlatformReason,
-		OpenShift:       r.OpenShift,
+		JoinCredentials:   r.JoinCredentials,
+		JoinNamespace:     r.JoinNamespace,
+		Detector:          r.Detector,
+		Addresses:         r.Addresses,
+		Network:           r.Network,
+		ServiceCIDR:       r.ServiceCIDR,
+		Platform:          r.Platform,
+		PlatformReason:    r.PlatformReason,
+		OpenShift:         r.OpenShift,
+		HybridClusterCIDR: r.HybridClusterCIDR,
 		Persist: func(ctx context.Context, inst *winnodev1.WindowsInstance) error {
 			return r.Client.Status().Update(ctx, inst)
 		},

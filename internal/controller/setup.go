@@ -90,6 +90,9 @@ type Options struct {
 	// where cluster facts come from. Setup resolves auto once, from the API
 	// server's discovery, and logs which and why.
 	Platform platform.Platform
+	// HybridClusterCIDR is the hybrid overlay's cluster network
+	// (--hybrid-cluster-cidr), for ovn-hybrid.
+	HybridClusterCIDR string
 	// TuneInstance, when set, adjusts each instance Configurer (tests:
 	// shorter timeouts).
 	TuneInstance func(*configure.Configurer)
@@ -255,6 +258,7 @@ func SetupInstanceReconciler(mgr ctrl.Manager, opts Options, deps Deps) error {
 		JoinNamespace:           opts.Namespace,
 		Addresses:               opts.Addresses,
 		Network:                 opts.Network,
+		HybridClusterCIDR:       opts.HybridClusterCIDR,
 		ServiceCIDR:             opts.CSRPolicy.ServiceCIDRs[0].String(),
 		Detector:                deps.Detector,
 		Platform:                deps.Platform,

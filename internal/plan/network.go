@@ -15,7 +15,9 @@ const (
 	// configuration and runs kube-proxy on the overlay.
 	NetworkFlannel = "flannel"
 	// NetworkOVNHybrid: OVN-Kubernetes' hybrid overlay (OpenShift), as the
-	// Windows Machine Config Operator sets it up.
+	// Windows Machine Config Operator sets it up: winnode runs
+	// hybrid-overlay-node, writes the win-overlay CNI configuration on its
+	// network and runs kube-proxy on it (hybridoverlay.go).
 	NetworkOVNHybrid = "ovn-hybrid"
 	// NetworkExternal: the cluster's own Windows CNI DaemonSets (HostProcess
 	// Calico, Antrea, flannel) own pod networking and kube-proxy; winnode
@@ -48,29 +50,38 @@ type NetworkFacts struct {
 	// and kube-proxy's --cluster-cidr).
 	ClusterCIDR string
 	ServiceCIDR string
-	// PodCIDR is this node's pod subnet (flannel: the Node's spec.podCIDR).
+	// PodCIDR is this node's pod subnet (flannel: the Node's spec.podCIDR;
+	// ovn-hybrid: its annotation k8s.ovn.org/hybrid-overlay-node-subnet).
 	// Empty until the Node has one: the plan then has no CNI configuration
 	// and no kube-proxy, and the node stays NotReady until it is rendered
 	// again with the subnet.
 	PodCIDR string
-	// Flannel's VXLAN backend, as the cluster's net-conf.json says: the HNS
-	// network flanneld creates, its VXLAN identifier and UDP port.
+	// NetworkName is the HNS network the overlay program creates and the
+	// pods attach to (flannel: the backend's, vxlan0 by default;
+	// ovn-hybrid: HybridOverlayNetwork).
 	NetworkName string
-	VNI         int
-	Port        int
+	// Flannel's VXLAN backend, as the cluster's net-conf.json says: its
+	// VXLAN identifier and UDP port.
+	VNI  int
+	Port int
 }
 
 // networkFiles are the generated files of the pod network.
 func (in RenderInput) networkFiles() ([]GeneratedFile, error) {
 	n := in.Network
-	if n.Mode != NetworkFlannel {
+	var files []GeneratedFile
+	switch n.Mode {
+	case NetworkFlannel:
+		netConf, err := flannelNetConf(n)
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, GeneratedFile{HostPath: FlannelNetConfPath, Content: netConf})
+	case NetworkOVNHybrid:
+		// hybrid-overlay-node takes its settings from flags and the Node.
+	default:
 		return nil, nil
 	}
-	netConf, err := flannelNetConf(n)
-	if err != nil {
-		return nil, err
-	}
-	files := []GeneratedFile{{HostPath: FlannelNetConfPath, Content: netConf}}
 	if n.PodCIDR != "" {
 		conf, err := winOverlayConf(n, in.Cluster)
 		if err != nil {
@@ -105,7 +116,12 @@ func flannelNetConf(n NetworkFacts) ([]byte, error) {
 // winOverlayConf is the CNI configuration of the win-overlay plugin on the
 // node's subnet (containernetworking/plugins, plugins/main/windows/
 // win-overlay), with the policies Kubernetes' Windows networking guide and
-// flannel's Windows CNI template give an overlay node.
+// flannel's Windows CNI template give an overlay node; on the hybrid
+// overlay the same, as the Windows Machine Config Operator's CNI template
+// (openshift/windows-machine-config-operator, win-overlay on
+// OVNKubernetesHybridOverlayNetwork with host-local IPAM over the node's
+// hybrid subnet, OutBoundNAT exceptions and the encapsulated route to
+// Services).
 func winOverlayConf(n NetworkFacts, c ClusterFacts) ([]byte, error) {
 	subnet, err := netip.ParsePrefix(n.PodCIDR)
 	if err != nil {
@@ -120,12 +136,9 @@ func winOverlayConf(n NetworkFacts, c ClusterFacts) ([]byte, error) {
 		"cniVersion": "0.2.0",
 		// win-overlay attaches pods to the HNS network of this name, the
 		// one flanneld created.
-		"name": n.NetworkName,
-		"type": "win-overlay",
-		// flannel's Windows CNI template: the MAC prefix of endpoints on
-		// a flannel VXLAN network.
-		"endpointMacPrefix": "0E-2A",
-		"capabilities":      map[string]bool{"portMappings": true, "dns": true},
+		"name":         n.NetworkName,
+		"type":         "win-overlay",
+		"capabilities": map[string]bool{"portMappings": true, "dns": true},
 		"dns": map[string]any{
 			"Nameservers": nonNil(c.ClusterDNS),
 			"Search":      []string{"svc." + domain},
@@ -150,6 +163,12 @@ func winOverlayConf(n NetworkFacts, c ClusterFacts) ([]byte, error) {
 			// guide).
 			{"name": "EndpointPolicy", "value": map[string]any{"Type": "ROUTE", "DestinationPrefix": n.ServiceCIDR, "NeedEncap": true}},
 		},
+	}
+	if n.Mode == NetworkFlannel {
+		// flannel's Windows CNI template: the MAC prefix of endpoints on
+		// a flannel VXLAN network (the hybrid overlay's HNS network picks
+		// its endpoints' MACs itself).
+		conf["endpointMacPrefix"] = "0E-2A"
 	}
 	return marshalConf(conf)
 }
@@ -202,7 +221,7 @@ func (n NetworkFacts) check() error {
 		}
 	case NetworkExternal:
 	case NetworkOVNHybrid:
-		errs = append(errs, errors.New("network mode ovn-hybrid is not rendered by this winnode version"))
+		errs = append(errs, n.checkHybridOverlay()...)
 	default:
 		errs = append(errs, fmt.Errorf("network mode %q is not one of flannel, ovn-hybrid, external", n.Mode))
 	}

@@ -111,13 +111,13 @@ func TestNetworkFactsRefused(t *testing.T) {
 		mutate func(*NetworkFacts)
 		want   string
 	}{
-		"no mode":         {func(n *NetworkFacts) { n.Mode = "" }, "is not one of flannel"},
-		"linux VNI":       {func(n *NetworkFacts) { n.VNI, n.Port = 1, 8472 }, "VNI 1 and port 8472 do not work on Windows"},
-		"bad cluster":     {func(n *NetworkFacts) { n.ClusterCIDR = "10.244.0.0" }, "cluster CIDR"},
-		"IPv6 pod CIDR":   {func(n *NetworkFacts) { n.PodCIDR = "fd00::/64" }, "not an IPv4 subnet"},
-		"tiny pod CIDR":   {func(n *NetworkFacts) { n.PodCIDR = "10.244.3.0/30" }, "not an IPv4 subnet"},
-		"no network name": {func(n *NetworkFacts) { n.NetworkName = "" }, "no VXLAN network name"},
-		"ovn-hybrid":      {func(n *NetworkFacts) { n.Mode = NetworkOVNHybrid }, "ovn-hybrid"},
+		"no mode":                   {func(n *NetworkFacts) { n.Mode = "" }, "is not one of flannel"},
+		"linux VNI":                 {func(n *NetworkFacts) { n.VNI, n.Port = 1, 8472 }, "VNI 1 and port 8472 do not work on Windows"},
+		"bad cluster":               {func(n *NetworkFacts) { n.ClusterCIDR = "10.244.0.0" }, "cluster CIDR"},
+		"IPv6 pod CIDR":             {func(n *NetworkFacts) { n.PodCIDR = "fd00::/64" }, "not an IPv4 subnet"},
+		"tiny pod CIDR":             {func(n *NetworkFacts) { n.PodCIDR = "10.244.3.0/30" }, "not an IPv4 subnet"},
+		"no network name":           {func(n *NetworkFacts) { n.NetworkName = "" }, "no VXLAN network name"},
+		"ovn-hybrid, flannel facts": {func(n *NetworkFacts) { n.Mode = NetworkOVNHybrid }, "ovn-hybrid: the network is OVNKubernetesHybridOverlayNetwork"},
 	} {
 		in := renderInput()
 		tc.mutate(&in.Network)

@@ -243,8 +243,11 @@ func (in RenderInput) directories() []Directory {
 		{Path: KubeletStateDir},
 		{Path: KubeletLogDir, Logs: true},
 	}
-	if in.Network.Mode == NetworkFlannel {
+	switch in.Network.Mode {
+	case NetworkFlannel:
 		dirs = append(dirs, Directory{Path: FlannelDir}, Directory{Path: FlanneldLogDir, Logs: true})
+	case NetworkOVNHybrid:
+		dirs = append(dirs, Directory{Path: HybridOverlayLogDir, Logs: true})
 	}
 	if in.runsKubeProxy() {
 		dirs = append(dirs, Directory{Path: KubeProxyLogDir, Logs: true})
@@ -259,7 +262,7 @@ func (in RenderInput) runsKubeProxy() bool {
 	switch in.Network.Mode {
 	case NetworkExternal:
 		return false
-	case NetworkFlannel:
+	case NetworkFlannel, NetworkOVNHybrid:
 		return in.Network.PodCIDR != ""
 	}
 	return true
@@ -297,11 +300,15 @@ var serviceRecovery = Recovery{
 }
 
 // services are the kubelet, and what the network mode runs beside it
-// (flanneld, kube-proxy), each started after what it needs.
+// (flanneld or hybrid-overlay-node, kube-proxy), each started after what
+// it needs.
 func (in RenderInput) services() []Service {
 	services := []Service{in.kubeletService()}
-	if in.Network.Mode == NetworkFlannel {
+	switch in.Network.Mode {
+	case NetworkFlannel:
 		services = append(services, in.flanneldService())
+	case NetworkOVNHybrid:
+		services = append(services, in.hybridOverlayService())
 	}
 	if in.runsKubeProxy() {
 		services = append(services, in.kubeProxyService())
@@ -355,7 +362,8 @@ func (in RenderInput) kubeletService() Service {
 
 // kubeProxyService runs kube-proxy in kernelspace mode, on the overlay
 // network when there is one, after the kubelet (whose kubeconfig it reads)
-// and flanneld (whose network it programs).
+// and the program that creates that network (flanneld or
+// hybrid-overlay-node).
 func (in RenderInput) kubeProxyService() Service {
 	proxy, _ := in.Payload.Lookup(PayloadKubeProxy)
 	args := []string{
@@ -365,7 +373,7 @@ func (in RenderInput) kubeProxyService() Service {
 		"--proxy-mode=kernelspace",
 	}
 	deps := []string{KubeletService}
-	if n := in.Network; n.Mode == NetworkFlannel {
+	if n := in.Network; n.Mode == NetworkFlannel || n.Mode == NetworkOVNHybrid {
 		_, sourceVIP, _ := SubnetAddresses(netip.MustParsePrefix(n.PodCIDR))
 		// Kubernetes' "Networking on Windows" guide for overlay networks:
 		// the HNS network kube-proxy programs, the source VIP Service
@@ -377,7 +385,11 @@ func (in RenderInput) kubeProxyService() Service {
 			"--cluster-cidr="+n.ClusterCIDR,
 			"--enable-dsr=false",
 		)
-		deps = append(deps, FlanneldService)
+		if n.Mode == NetworkFlannel {
+			deps = append(deps, FlanneldService)
+		} else {
+			deps = append(deps, HybridOverlayService)
+		}
 	}
 	args = append(args, "--logtostderr=false", `--log-file=`+KubeProxyLogDir+`\kube-proxy.log`, "--v=2")
 	return Service{
@@ -475,8 +487,11 @@ func (in RenderInput) check() error {
 		errs = append(errs, err)
 	}
 	required := []string{PayloadAgent, PayloadKubelet, PayloadKubeProxy}
-	if in.Network.Mode == NetworkFlannel {
+	switch in.Network.Mode {
+	case NetworkFlannel:
 		required = append(required, PayloadFlanneld)
+	case NetworkOVNHybrid:
+		required = append(required, PayloadHybridOverlay)
 	}
 	if in.Payload == nil {
 		errs = append(errs, errors.New("no payload manifest"))

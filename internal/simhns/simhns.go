@@ -50,6 +50,10 @@ type Network struct {
 	// VNI and Port are an Overlay network's VXLAN identifier and UDP port.
 	VNI  int `json:"vni,omitempty"`
 	Port int `json:"port,omitempty"`
+	// DRMacAddress is an Overlay network's distributed router MAC, which
+	// HNS assigns when it creates the network (its DrMacAddress network
+	// policy, which hybrid-overlay-node reads and publishes on its Node).
+	DRMacAddress string `json:"drMacAddress,omitempty"`
 }
 
 // Subnet is a network's address prefix and gateway.
@@ -123,6 +127,9 @@ func (s *Store) CreateNetwork(n Network) (Network, error) {
 			return nil
 		}
 		n.ID = networkID(n.Name, len(*have))
+		if n.Type == TypeOverlay {
+			n.DRMacAddress = drMAC(n.ID)
+		}
 		*have = append(*have, n)
 		out = n
 		return nil
@@ -177,6 +184,17 @@ func networkID(name string, n int) string {
 		h = (h ^ uint32(b)) * 16777619
 	}
 	return fmt.Sprintf("%08X-0000-4000-8000-%012X", h, n+1)
+}
+
+// drMAC is an Overlay network's distributed router MAC: in the Hyper-V
+// range (00-15-5D) that HNS allocates from, in HNS's notation, derived
+// from the network's ID.
+func drMAC(id string) string {
+	var h uint32 = 2166136261
+	for _, b := range []byte(id) {
+		h = (h ^ uint32(b)) * 16777619
+	}
+	return fmt.Sprintf("00-15-5D-%02X-%02X-%02X", byte(h>>16), byte(h>>8), byte(h))
 }
 
 // locked runs fn on the store's networks under an exclusive file lock

@@ -5,6 +5,7 @@ package simhns
 import (
 	"errors"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -20,9 +21,12 @@ func TestNetworks(t *testing.T) {
 	if err != nil || created.ID == "" {
 		t.Fatalf("CreateNetwork: %+v, %v", created, err)
 	}
+	if !regexp.MustCompile(`^00-15-5D-[0-9A-F]{2}-[0-9A-F]{2}-[0-9A-F]{2}$`).MatchString(created.DRMacAddress) {
+		t.Errorf("an Overlay network's distributed router MAC %q is not a Hyper-V MAC in HNS's notation", created.DRMacAddress)
+	}
 	// A restarted flanneld creates it again: the same network.
 	again, err := s.CreateNetwork(n)
-	if err != nil || again.ID != created.ID {
+	if err != nil || again.ID != created.ID || again.DRMacAddress != created.DRMacAddress {
 		t.Errorf("creating the same network again: %+v, %v; want %s", again, err, created.ID)
 	}
 	got, err := s.Network("VXLAN0")

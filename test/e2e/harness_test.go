@@ -255,7 +255,7 @@ func (w *world) newHostOf(t testing.TB, authorize bool, hostname, build string) 
 // simulated service control manager kept of its output, and the logs the
 // services write themselves), for a failed test.
 func logServiceLogs(t testing.TB, h *winsim.Host) {
-	for _, dir := range []string{`C:\ProgramData\winsim\logs`, `C:\var\log\kubelet`, `C:\var\log\kube-proxy`, `C:\var\log\flanneld`} {
+	for _, dir := range []string{`C:\ProgramData\winsim\logs`, `C:\var\log\kubelet`, `C:\var\log\kube-proxy`, `C:\var\log\flanneld`, `C:\var\log\hybrid-overlay`} {
 		local, err := h.Path(dir)
 		if err != nil {
 			continue
@@ -326,8 +326,10 @@ type operatorOptions struct {
 	payload    *payload.Manifest
 	// maxUnavailable is --max-unavailable (0: the default, 1).
 	maxUnavailable int
-	// network is --network ("": auto).
-	network string
+	// network is --network ("": auto), hybridClusterCIDR
+	// --hybrid-cluster-cidr.
+	network           string
+	hybridClusterCIDR string
 }
 
 // startOperator runs the operator until the test ends or op.stop.
@@ -349,14 +351,15 @@ func (w *world) startOperator(t testing.TB, o operatorOptions) *operator {
 		payloadDir, manifest = o.payloadDir, o.payload
 	}
 	err = controller.Setup(mgr, controller.Options{
-		Namespace:      Namespace,
-		PayloadDir:     payloadDir,
-		Payload:        manifest,
-		MaxConcurrent:  10,
-		MaxUnavailable: o.maxUnavailable,
-		Version:        cmp.Or(o.version, operatorVersion),
-		RetryMax:       5 * time.Second,
-		Network:        o.network,
+		Namespace:         Namespace,
+		PayloadDir:        payloadDir,
+		Payload:           manifest,
+		MaxConcurrent:     10,
+		MaxUnavailable:    o.maxUnavailable,
+		Version:           cmp.Or(o.version, operatorVersion),
+		RetryMax:          5 * time.Second,
+		Network:           o.network,
+		HybridClusterCIDR: o.hybridClusterCIDR,
 		// The simulated hosts have loopback addresses (127.0.0.10 and up).
 		Addresses: inventory.AddressPolicy{Allowed: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}},
 		TuneInstance: func(c *configure.Configurer) {

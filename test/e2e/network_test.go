@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -21,7 +22,9 @@ import (
 	"github.com/winnode/winnode/config"
 	"github.com/winnode/winnode/internal/plan"
 	"github.com/winnode/winnode/internal/simhns"
+	"github.com/winnode/winnode/internal/testenv"
 	"github.com/winnode/winnode/internal/winsim"
+	"github.com/winnode/winnode/internal/winsim/simpayload"
 )
 
 // The message the kubelet posts while containerd has no pod network.
@@ -257,8 +260,9 @@ func playClusterCNI(t *testing.T, h *winsim.Host, name, subnet string) {
 	}
 }
 
-// ovn-hybrid needs hybrid-overlay-node.exe, which the payload cannot have
-// here: refused, saying what is missing, and nothing installed.
+// ovn-hybrid needs hybrid-overlay-node.exe, which a payload built without
+// it as an input file lacks: refused, saying what is missing, and nothing
+// installed.
 func TestOVNHybridRefusedWithoutItsProgram(t *testing.T) {
 	w := getWorld(t)
 	h := w.newHost(t)
@@ -275,6 +279,87 @@ func TestOVNHybridRefusedWithoutItsProgram(t *testing.T) {
 	})
 	if _, err := h.SCM().Get(context.Background(), plan.KubeletService); err == nil {
 		t.Error("a kubelet was installed although the network mode was refused")
+	}
+}
+
+// In an OVN-Kubernetes cluster with the hybrid overlay (its cluster-side
+// controller played by testenv's simulated one), with a payload that has
+// hybrid-overlay-node.exe: the node is NotReady until hybrid-overlay-node
+// created its network on the subnet the controller gave the Node and
+// winnode wrote the CNI configuration for it; then pods run there with
+// addresses of that subnet, from the real host-local plugin.
+func TestOVNHybridNetwork(t *testing.T) {
+	w := getWorld(t)
+	const hybridCIDR = "10.132.0.0/14"
+	logs := newTestWriter(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	if err := testenv.StartHybridOverlayMaster(ctx, w.env.Config, hybridCIDR, logs); err != nil {
+		t.Fatal(err)
+	}
+	hostLocal, err := testenv.HostLocal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	manifest, err := simpayload.Build(dir, simpayload.Options{AgentBinary: w.agent, StandinBinary: w.standin, HostLocalBinary: hostLocal, HybridOverlay: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := w.newHost(t)
+	sawNotReady := w.watchNetworkNotReady(t, h)
+	w.startOperator(t, operatorOptions{network: plan.NetworkOVNHybrid, hybridClusterCIDR: hybridCIDR, payloadDir: dir, payload: manifest})
+	w.instanceFor(t, "ovn-hybrid-net", h)
+	inst := w.waitReady(t, "ovn-hybrid-net", 3*time.Minute)
+	if !sawNotReady() {
+		t.Error("the node was never NotReady for want of a pod network: was it Ready before winnode set up the network?")
+	}
+	node, err := w.kube.CoreV1().Nodes().Get(context.Background(), inst.Status.NodeName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	subnet, err := netip.ParsePrefix(node.Annotations[plan.HybridOverlaySubnetAnnotation])
+	if err != nil || !netip.MustParsePrefix(hybridCIDR).Contains(subnet.Addr()) {
+		t.Fatalf("Node %s's hybrid subnet %q (%v), want one of %s", node.Name, node.Annotations[plan.HybridOverlaySubnetAnnotation], err, hybridCIDR)
+	}
+	if inst.Status.Network != plan.NetworkOVNHybrid || inst.Status.PodCIDR != subnet.String() {
+		t.Errorf("status network %q podCIDR %q, want ovn-hybrid and the Node's hybrid subnet %s", inst.Status.Network, inst.Status.PodCIDR, subnet)
+	}
+	w.waitEvents(t, metav1.NamespaceDefault, "ovn-hybrid-net", "NetworkMode")
+	checkHybridOverlayHost(t, h, node, subnet)
+	t.Run("pods run with addresses of the node's hybrid subnet", func(t *testing.T) { w.checkWebServerPods(t, subnet) })
+}
+
+// checkHybridOverlayHost: hybrid-overlay-node's HNS networks, its
+// annotation on the Node, winnode's CNI configuration, kube-proxy on the
+// hybrid overlay after hybrid-overlay-node.
+func checkHybridOverlayHost(t *testing.T, h *winsim.Host, node *corev1.Node, subnet netip.Prefix) {
+	t.Helper()
+	n, err := h.HNS().Network(plan.HybridOverlayNetwork)
+	if err != nil || n.Type != simhns.TypeOverlay || len(n.Subnets) != 1 || n.Subnets[0].AddressPrefix != subnet.String() || n.VNI != 4097 {
+		t.Errorf("HNS network %s: %+v, %v; want an Overlay network on %s, VNI 4097", plan.HybridOverlayNetwork, n, err, subnet)
+	}
+	if _, err := h.HNS().Network("BaseOVNKubernetesHybridOverlayNetwork"); err != nil {
+		t.Errorf("the base network: %v", err)
+	}
+	if mac := node.Annotations[plan.HybridOverlayDRMACAnnotation]; mac == "" || mac != n.DRMacAddress {
+		t.Errorf("Node annotation %s = %q, want the network's distributed router MAC %q", plan.HybridOverlayDRMACAnnotation, mac, n.DRMacAddress)
+	}
+	conf, _ := h.Path(plan.CNIConfPath)
+	data, err := os.ReadFile(conf)
+	if err != nil || !bytes.Contains(data, []byte(`"subnet": "`+subnet.String()+`"`)) || !bytes.Contains(data, []byte(`"name": "OVNKubernetesHybridOverlayNetwork"`)) {
+		t.Errorf("%s: %v\n%s", plan.CNIConfPath, err, data)
+	}
+	_, vip, _ := plan.SubnetAddresses(subnet)
+	proxy, err := h.SCM().Get(context.Background(), plan.KubeProxyService)
+	if err != nil || !strings.Contains(proxy.Config.BinaryPathName, "--source-vip="+vip.String()) ||
+		!strings.Contains(proxy.Config.BinaryPathName, "--network-name=OVNKubernetesHybridOverlayNetwork") ||
+		!slices.Contains(proxy.Config.Dependencies, plan.HybridOverlayService) {
+		t.Errorf("kube-proxy: %v %s after %v", err, proxy.Config.BinaryPathName, proxy.Config.Dependencies)
+	}
+	ho, err := h.SCM().Get(context.Background(), plan.HybridOverlayService)
+	if err != nil || !strings.Contains(ho.Config.BinaryPathName, "--node "+node.Name) || !slices.Contains(ho.Config.Dependencies, plan.KubeletService) {
+		t.Errorf("hybrid-overlay-node: %v %s after %v", err, ho.Config.BinaryPathName, ho.Config.Dependencies)
 	}
 }
 

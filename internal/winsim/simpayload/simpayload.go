@@ -25,9 +25,12 @@ const (
 	KubeletHostPath   = `C:\k\kubelet.exe`
 	KubeProxyHostPath = `C:\k\kube-proxy.exe`
 	FlanneldHostPath  = `C:\k\flanneld.exe`
-	HostLocalHostPath = `C:\k\cni\bin\host-local.exe`
-	PaddingHostPath   = `C:\k\payload-padding.bin`
-	PaddingName       = "payload-padding.bin"
+	// HybridOverlayHostPath is where hybrid-overlay-node.exe goes, as the
+	// Windows Machine Config Operator installs it.
+	HybridOverlayHostPath = `C:\k\hybrid-overlay-node.exe`
+	HostLocalHostPath     = `C:\k\cni\bin\host-local.exe`
+	PaddingHostPath       = `C:\k\payload-padding.bin`
+	PaddingName           = "payload-padding.bin"
 	// CarriedHostDir is where the files of Options.Carry are placed.
 	CarriedHostDir = `C:\k\carried`
 	// CarriedPrefix starts the manifest names of the carried files.
@@ -46,6 +49,11 @@ type Options struct {
 	// Windows build: the stand-in containerd runs it to give pods their
 	// addresses. Without it pods get none and stay Pending.
 	HostLocalBinary string
+	// HybridOverlay adds the stand-in as hybrid-overlay-node.exe, as the
+	// real payload has it only when its build was given the program as an
+	// input file (hack/payload, HYBRID_OVERLAY_NODE): without it,
+	// --network ovn-hybrid is refused.
+	HybridOverlay bool
 	// Version is recorded as the stand-ins' version (default "simulated").
 	Version string
 	// AgentVersion is recorded as the agent's version: what the agent build
@@ -92,6 +100,10 @@ func Build(dir string, o Options) (*payload.Manifest, error) {
 		{Name: "flanneld.exe", HostPath: FlanneldHostPath, Version: o.Version},
 	}
 	sources := []string{o.AgentBinary, o.StandinBinary, o.StandinBinary, o.StandinBinary}
+	if o.HybridOverlay {
+		files = append(files, payload.File{Name: "hybrid-overlay-node.exe", HostPath: HybridOverlayHostPath, Version: o.Version})
+		sources = append(sources, o.StandinBinary)
+	}
 	if o.HostLocalBinary != "" {
 		files = append(files, payload.File{Name: "host-local.exe", HostPath: HostLocalHostPath, Version: o.Version})
 		sources = append(sources, o.HostLocalBinary)

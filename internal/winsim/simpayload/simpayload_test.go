@@ -44,6 +44,17 @@ func TestBuildWritesALoadablePayload(t *testing.T) {
 	if _, ok := m.Lookup(PaddingName); ok {
 		t.Error("padding without PaddingBytes")
 	}
+	if _, ok := m.Lookup("hybrid-overlay-node.exe"); ok {
+		t.Error("hybrid-overlay-node.exe without HybridOverlay: the real payload has it only when given as an input file")
+	}
+	o.HybridOverlay = true
+	m, err = Build(t.TempDir(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f, ok := m.Lookup("hybrid-overlay-node.exe"); !ok || f.HostPath != HybridOverlayHostPath {
+		t.Errorf("with HybridOverlay: %+v, want hybrid-overlay-node.exe at %s", f, HybridOverlayHostPath)
+	}
 }
 
 func TestPaddingSizeAndSeed(t *testing.T) {

@@ -1,6 +1,6 @@
 // Package standin holds the simulated Windows programs that run on winsim
-// hosts in place of kubelet.exe, kube-proxy.exe, containerd.exe and
-// flanneld.exe. One Linux binary (cmd/winsim-standin) carries them all and
+// hosts in place of kubelet.exe, kube-proxy.exe, containerd.exe,
+// flanneld.exe and hybrid-overlay-node.exe. One Linux binary (cmd/winsim-standin) carries them all and
 // picks one by the
 // name it was started under. Each validates its flags as the real program
 // does and says in its log that it is simulated.
@@ -28,6 +28,8 @@ const (
 	KubeProxy  = "kube-proxy"
 	Containerd = "containerd"
 	Flanneld   = "flanneld"
+	// HybridOverlayNode is OVN-Kubernetes' hybrid-overlay-node.
+	HybridOverlayNode = "hybrid-overlay-node"
 )
 
 // ProgramName is the stand-in program that argv0 names: its base name
@@ -55,8 +57,10 @@ func Main(argv0 string, args []string) int {
 		return runContainerd(ctx, args)
 	case Flanneld:
 		return runFlanneld(ctx, args)
+	case HybridOverlayNode:
+		return runHybridOverlayNode(ctx, args)
 	default:
-		fmt.Fprintf(os.Stderr, "winsim-standin: started as %q; this simulated program answers only to %s.exe, %s.exe, %s.exe or %s.exe (copy or link it under one of those names)\n", argv0, Kubelet, KubeProxy, Containerd, Flanneld)
+		fmt.Fprintf(os.Stderr, "winsim-standin: started as %q; this simulated program answers only to %s.exe, %s.exe, %s.exe, %s.exe or %s.exe (copy or link it under one of those names)\n", argv0, Kubelet, KubeProxy, Containerd, Flanneld, HybridOverlayNode)
 		return 1
 	}
 }

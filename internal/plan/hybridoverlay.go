@@ -1,0 +1,82 @@
+package plan
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+)
+
+// OVN-Kubernetes' hybrid overlay on a Windows node (ovn-hybrid), as the
+// Windows Machine Config Operator installs it
+// (openshift/windows-machine-config-operator, pkg/windows/windows.go):
+// hybrid-overlay-node.exe in C:\k, service hybrid-overlay-node after the
+// kubelet, its log in C:\var\log\hybrid-overlay.
+const (
+	PayloadHybridOverlay          = "hybrid-overlay-node.exe"
+	HybridOverlayService          = "hybrid-overlay-node"
+	HybridOverlayLogDir           = `C:\var\log\hybrid-overlay`
+	HybridOverlayLogFile          = HybridOverlayLogDir + `\hybrid-overlay.log`
+	HybridOverlayNetwork          = "OVNKubernetesHybridOverlayNetwork"
+	HybridOverlaySubnetAnnotation = "k8s.ovn.org/hybrid-overlay-node-subnet"
+	// HybridOverlayDRMACAnnotation is what hybrid-overlay-node sets on its
+	// Node once its network exists: the MAC of the network's distributed
+	// router (ovn-kubernetes, go-controller/hybrid-overlay/pkg/types).
+	HybridOverlayDRMACAnnotation = "k8s.ovn.org/hybrid-overlay-distributed-router-gateway-mac"
+)
+
+// hybridOverlayService runs hybrid-overlay-node with the node's own
+// credentials (the kubeconfig the kubelet writes after its TLS bootstrap),
+// after the kubelet, with the flags the Windows Machine Config Operator
+// gives it. Unlike flanneld it answers the service control manager itself
+// (--windows-service; ovn-kubernetes, hybrid-overlay/pkg/windows/service),
+// so it runs without the agent's run-service. It waits for its Node's
+// hybrid subnet, creates the HNS network HybridOverlayNetwork on it and
+// annotates the Node with the network's gateway MAC.
+func (in RenderInput) hybridOverlayService() Service {
+	ho, _ := in.Payload.Lookup(PayloadHybridOverlay)
+	return Service{
+		Name:        HybridOverlayService,
+		DisplayName: "OVN-Kubernetes hybrid overlay (hybrid-overlay-node)",
+		Binary:      ho.HostPath,
+		// The flags of go-controller/hybrid-overlay/cmd/hybrid-overlay-node
+		// (--node, --windows-service) and of go-controller/pkg/config
+		// (--k8s-kubeconfig, --logfile).
+		Args: []string{
+			"--node", NodeName(in.Host.Info.Hostname),
+			"--k8s-kubeconfig", KubeconfigPath,
+			"--windows-service",
+			"--logfile", HybridOverlayLogFile,
+		},
+		Dependencies: []string{KubeletService},
+		StartType:    StartAuto,
+		Recovery:     serviceRecovery,
+	}
+}
+
+// checkHybridOverlay refuses ovn-hybrid facts the plan cannot be made
+// from: the hybrid cluster network and the Service range must be CIDRs, and
+// the node's hybrid subnet (once known) an IPv4 subnet inside the hybrid
+// cluster network with room for the gateway, the source VIP and pods.
+func (n NetworkFacts) checkHybridOverlay() []error {
+	var errs []error
+	cluster, err := netip.ParsePrefix(n.ClusterCIDR)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("ovn-hybrid: hybrid cluster CIDR %q is not a CIDR", n.ClusterCIDR))
+	}
+	if _, err := netip.ParsePrefix(n.ServiceCIDR); err != nil {
+		errs = append(errs, fmt.Errorf("ovn-hybrid: Service CIDR %q is not a CIDR", n.ServiceCIDR))
+	}
+	if n.PodCIDR != "" {
+		p, err := netip.ParsePrefix(n.PodCIDR)
+		switch {
+		case err != nil || !p.Addr().Is4() || p.Bits() > 29:
+			errs = append(errs, fmt.Errorf("ovn-hybrid: node subnet %q is not an IPv4 subnet of at least 8 addresses", n.PodCIDR))
+		case cluster.IsValid() && (!cluster.Contains(p.Addr()) || p.Bits() < cluster.Bits()):
+			errs = append(errs, fmt.Errorf("ovn-hybrid: node subnet %s is not inside the hybrid cluster CIDR %s", p, cluster))
+		}
+	}
+	if n.NetworkName != HybridOverlayNetwork {
+		errs = append(errs, errors.New("ovn-hybrid: the network is "+HybridOverlayNetwork+", the name hybrid-overlay-node gives it"))
+	}
+	return errs
+}

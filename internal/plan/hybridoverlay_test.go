@@ -1,0 +1,141 @@
+package plan
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/winnode/winnode/internal/payload"
+)
+
+// hybridInput is renderInput in ovn-hybrid mode: the payload has
+// hybrid-overlay-node.exe (given to the payload build as an input file),
+// the node has its hybrid subnet.
+func hybridInput() RenderInput {
+	in := renderInput()
+	in.Payload.Files = append(in.Payload.Files[:3:3],
+		payload.File{Name: PayloadHybridOverlay, HostPath: `C:\k\hybrid-overlay-node.exe`, SHA256: strings.Repeat("f", 64), Size: 500, Version: "input"})
+	in.Network = NetworkFacts{
+		Mode: NetworkOVNHybrid, ClusterCIDR: "10.132.0.0/14", ServiceCIDR: "172.30.0.0/16",
+		PodCIDR: "10.132.2.0/24", NetworkName: HybridOverlayNetwork,
+	}
+	return in
+}
+
+// The ovn-hybrid plan and its CNI configuration are golden files.
+func TestHybridOverlayGolden(t *testing.T) {
+	r, err := Render(hybridInput())
+	if err != nil {
+		t.Fatalf("Render: %v", err)
+	}
+	for golden, got := range map[string][]byte{
+		"cni-ovn-hybrid.golden.conf":    findGenerated(t, r, CNIConfPath),
+		"render-ovn-hybrid.golden.json": r.JSON,
+	} {
+		file := filepath.Join("testdata", golden)
+		if *update {
+			if err := os.WriteFile(file, got, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatalf("reading %s (run with -update to create it): %v", file, err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s differs (rerun with -update if intended):\n%s", file, got)
+		}
+	}
+	if _, err := Decode(r.JSON); err != nil {
+		t.Errorf("the agent's Decode refuses the ovn-hybrid plan: %v", err)
+	}
+}
+
+func TestHybridOverlayServices(t *testing.T) {
+	r, err := Render(hybridInput())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if names := serviceNames(r.Plan); !slices.Equal(names, []string{KubeletService, HybridOverlayService, KubeProxyService}) {
+		t.Errorf("services %v", names)
+	}
+	ho := findService(t, r.Plan, HybridOverlayService)
+	wantArgs := []string{"--node", "win-abc123", "--k8s-kubeconfig", KubeconfigPath, "--windows-service", "--logfile", `C:\var\log\hybrid-overlay\hybrid-overlay.log`}
+	if ho.Binary != `C:\k\hybrid-overlay-node.exe` || !slices.Equal(ho.Args, wantArgs) {
+		t.Errorf("hybrid-overlay-node: %s %v, want %v", ho.Binary, ho.Args, wantArgs)
+	}
+	proxy := findService(t, r.Plan, KubeProxyService)
+	for _, want := range []string{"--network-name=OVNKubernetesHybridOverlayNetwork", "--source-vip=10.132.2.2", "--cluster-cidr=10.132.0.0/14"} {
+		if !slices.Contains(proxy.Args, want) {
+			t.Errorf("kube-proxy lacks %s: %v", want, proxy.Args)
+		}
+	}
+	if !slices.Equal(ho.Dependencies, []string{KubeletService}) || !slices.Equal(proxy.Dependencies, []string{KubeletService, HybridOverlayService}) {
+		t.Errorf("start order: hybrid-overlay-node after %v, kube-proxy after %v", ho.Dependencies, proxy.Dependencies)
+	}
+	conf := string(findGenerated(t, r, CNIConfPath))
+	for _, want := range []string{`"name": "OVNKubernetesHybridOverlayNetwork"`, `"subnet": "10.132.2.0/24"`, `"rangeStart": "10.132.2.3"`, `"10.132.0.0/14"`, `"DestinationPrefix": "172.30.0.0/16"`} {
+		if !strings.Contains(conf, want) {
+			t.Errorf("the CNI configuration lacks %s:\n%s", want, conf)
+		}
+	}
+	if strings.Contains(conf, "endpointMacPrefix") {
+		t.Errorf("flannel's endpoint MAC prefix on the hybrid overlay:\n%s", conf)
+	}
+	var dirs []string
+	for _, d := range r.Plan.Directories {
+		dirs = append(dirs, d.Path)
+	}
+	if !slices.Contains(dirs, HybridOverlayLogDir) || slices.Contains(dirs, FlannelDir) {
+		t.Errorf("directories %v", dirs)
+	}
+}
+
+// Until the hybrid overlay controller gave the Node its subnet, the plan
+// runs hybrid-overlay-node (which waits for it) but has no CNI
+// configuration and no kube-proxy.
+func TestHybridOverlayBeforeTheSubnet(t *testing.T) {
+	in := hybridInput()
+	in.Network.PodCIDR = ""
+	r, err := Render(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range r.Generated {
+		if g.HostPath == CNIConfPath || g.HostPath == FlannelNetConfPath {
+			t.Errorf("generated %s without the node's subnet", g.HostPath)
+		}
+	}
+	if names := serviceNames(r.Plan); !slices.Equal(names, []string{KubeletService, HybridOverlayService}) {
+		t.Errorf("services %v, want the kubelet and hybrid-overlay-node", names)
+	}
+}
+
+func TestHybridOverlayFactsRefused(t *testing.T) {
+	for name, tc := range map[string]struct {
+		mutate func(*NetworkFacts)
+		want   string
+	}{
+		"bad cluster CIDR":     {func(n *NetworkFacts) { n.ClusterCIDR = "10.132.0.0" }, `hybrid cluster CIDR "10.132.0.0" is not a CIDR`},
+		"bad Service CIDR":     {func(n *NetworkFacts) { n.ServiceCIDR = "" }, "Service CIDR"},
+		"subnet outside":       {func(n *NetworkFacts) { n.PodCIDR = "10.244.2.0/24" }, "not inside the hybrid cluster CIDR 10.132.0.0/14"},
+		"subnet wider":         {func(n *NetworkFacts) { n.ClusterCIDR, n.PodCIDR = "10.132.0.0/24", "10.132.0.0/23" }, "not inside"},
+		"tiny subnet":          {func(n *NetworkFacts) { n.PodCIDR = "10.132.2.0/30" }, "not an IPv4 subnet"},
+		"IPv6 subnet":          {func(n *NetworkFacts) { n.PodCIDR = "fd00::/64" }, "not an IPv4 subnet"},
+		"another network name": {func(n *NetworkFacts) { n.NetworkName = "vxlan0" }, HybridOverlayNetwork},
+	} {
+		in := hybridInput()
+		tc.mutate(&in.Network)
+		if _, err := Render(in); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error with %q", name, err, tc.want)
+		}
+	}
+	in := hybridInput()
+	in.Payload.Files = in.Payload.Files[:3]
+	if _, err := Render(in); err == nil || !strings.Contains(err.Error(), "the payload has no hybrid-overlay-node.exe") {
+		t.Errorf("ovn-hybrid without hybrid-overlay-node.exe in the payload: %v", err)
+	}
+}
