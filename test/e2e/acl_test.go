@@ -47,7 +47,10 @@ func TestLocalUserCannotTamperWithWinnodeFolders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.RemoveAll(local); err != nil {
+	// The administrator moves bob's folder aside to inspect it (moved, not
+	// deleted: the simulator tells a re-created C:\k from bob's by its
+	// inode, which a deleted folder would free for reuse).
+	if err := os.Rename(local, local+".bob"); err != nil {
 		t.Fatal(err)
 	}
 	inst := w.waitReady(t, "tampered", 3*time.Minute)
