@@ -252,6 +252,13 @@ type WindowsInstanceStatus struct {
 	// ServiceAccount is deleted (which revokes its tokens).
 	// +optional
 	JoinServiceAccount string `json:"joinServiceAccount,omitempty"`
+	// AgentSecured records that the agent in C:\k was put there by its
+	// first run from the SSH user's profile folder, after it secured
+	// winnode's folders: only then does the operator run the agent from
+	// C:\k, which a local user of the host may otherwise have created and
+	// filled. Written by the operator alone (docs/trust.md).
+	// +optional
+	AgentSecured bool `json:"agentSecured,omitempty"`
 	// NodeUID is the UID of the Node this instance's host registered. Only
 	// that Node is labelled, cordoned, drained or deleted for this instance;
 	// a Node of the same name with another UID is not this host's.

@@ -77,6 +77,23 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		},
 	})
 
+	var installTo string
+	installCmd := &cobra.Command{
+		Use:   "install --to PATH",
+		Short: "Secure winnode's folders, copy this program to PATH in them, and print host facts as info does (the first run, from a folder only administrators write)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			withAgent(func(a *agent.Agent) (any, *plan.Result, error) {
+				info, err := a.InstallSelf(ctx, installTo)
+				return info, nil, err
+			})
+			return nil
+		},
+	}
+	installCmd.Flags().StringVar(&installTo, "to", "", `where the agent is kept: C:\k\winnode-agent.exe`)
+	installCmd.MarkFlagRequired("to")
+	root.AddCommand(installCmd)
+
 	var planFile string
 	applyCmd := &cobra.Command{
 		Use:   "apply --plan FILE",

@@ -81,9 +81,12 @@ func newSimHost(t *testing.T) *simHost {
 	})
 	client := fixture.Dial(t, h, key)
 	s := &simHost{t: t, host: h, ssh: client, scm: h.SCM()}
-	s.put(agentPath, readFile(t, testenv.Binary(t, "cmd/winnode-agent")))
+	s.put(agentPath, readFile(t, s.agentBinary()))
 	return s
 }
+
+// agentBinary is the agent built for the simulator (Linux).
+func (s *simHost) agentBinary() string { return testenv.Binary(s.t, "cmd/winnode-agent") }
 
 func readFile(t *testing.T, path string) []byte {
 	t.Helper()
@@ -130,6 +133,13 @@ func (s *simHost) stage(contents map[string][]byte) {
 // the exit status.
 func (s *simHost) agent(args ...string) ([]byte, int) {
 	s.t.Helper()
+	return s.run(agentPath, args...)
+}
+
+// run runs program with args over SSH; it returns stdout and the exit
+// status.
+func (s *simHost) run(program string, args ...string) ([]byte, int) {
+	s.t.Helper()
 	sess, err := s.ssh.NewSession()
 	if err != nil {
 		s.t.Fatal(err)
@@ -137,7 +147,7 @@ func (s *simHost) agent(args ...string) ([]byte, int) {
 	defer sess.Close()
 	var stdout, stderr bytes.Buffer
 	sess.Stdout, sess.Stderr = &stdout, &stderr
-	cmdline := wincmd.Join(append([]string{agentPath}, args...)...)
+	cmdline := wincmd.Join(append([]string{program}, args...)...)
 	err = sess.Run(cmdline)
 	code := 0
 	var exit *ssh.ExitError

@@ -108,31 +108,51 @@ func (c *Configurer) removeFromHost(ctx context.Context, inst *winnodev1.Windows
 		return
 	}
 	defer cl.Close()
-	agentPath := `C:\k\winnode-agent.exe`
-	if f, err := c.agentFile(); err == nil {
-		agentPath = f.HostPath
-	}
-	rctx, cancel := context.WithTimeout(ctx, c.agentTimeout())
-	defer cancel()
-	var res plan.Result
-	err = cl.RunAgent(rctx, agentPath, []string{"remove"}, nil, &res)
+	err = c.runRemove(ctx, inst, cl)
 	var notFound *host.ProgramNotFoundError
 	switch {
 	case err == nil:
-		// The agent keeps its own program (a running program cannot delete
-		// itself on Windows); it has exited now.
-		if err := cl.RemoveFile(rctx, agentPath); err != nil {
-			c.Log.Info("could not delete the agent from the host", "instance", inst.Name, "error", err.Error())
-		}
-		if dir, err := winpath.Parse(agentPath); err == nil {
-			_ = cl.RemoveEmptyDir(rctx, dir.Dir().String())
-		}
 		c.event(inst, corev1.EventTypeNormal, "Removed", "removed winnode's services and files from host %s (logs kept)", inst.Spec.Address)
 	case errors.As(err, &notFound):
 		// Never configured, or already removed.
 	default:
 		leave(err)
 	}
+}
+
+// runRemove runs `winnode-agent.exe remove` from C:\k where the agent
+// secured it (status.agentSecured), and otherwise from the SSH user's
+// profile folder as on first contact (agent_install.go): C:\k may then be
+// a local user's, and so may what it holds. The agent keeps its running
+// program (Windows cannot delete it), so that copy is deleted afterwards.
+func (c *Configurer) runRemove(ctx context.Context, inst *winnodev1.WindowsInstance, cl *host.Client) error {
+	agent, payloadErr := c.agentFile()
+	remove := func(path string) error {
+		ctx, cancel := context.WithTimeout(ctx, c.agentTimeout())
+		defer cancel()
+		var res plan.Result
+		return cl.RunAgent(ctx, path, []string{"remove"}, nil, &res)
+	}
+	if !inst.Status.AgentSecured {
+		if payloadErr != nil {
+			return payloadErr
+		}
+		return c.withAgentInProfile(ctx, inst, cl, agent, remove)
+	}
+	path := plan.KDir + `\` + plan.PayloadAgent // where payloads put it
+	if payloadErr == nil {
+		path = agent.HostPath
+	}
+	if err := remove(path); err != nil {
+		return err
+	}
+	if err := cl.RemoveFile(ctx, path); err != nil {
+		c.Log.Info("could not delete the agent from the host", "instance", inst.Name, "error", err.Error())
+	}
+	if dir, err := winpath.Parse(path); err == nil {
+		_ = cl.RemoveEmptyDir(ctx, dir.Dir().String())
+	}
+	return nil
 }
 
 // deleteNode deletes the Node this instance registered: the one with the

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,22 +28,14 @@ func (c *Configurer) agentFile() (payload.File, error) {
 
 // facts learns the host: `winnode-agent.exe info`, after putting the agent
 // on the host when it is missing (first contact) or not the payload's
-// (installed then reports true). It records the host's names and addresses
+// (installed then reports true; see agentInfo). It records the host's names and addresses
 // in the status, and refuses a host without a running container runtime.
 func (c *Configurer) facts(ctx context.Context, inst *winnodev1.WindowsInstance, cl *host.Client) (info *plan.Info, installed bool, err error) {
 	agent, err := c.agentFile()
 	if err != nil {
 		return nil, false, stepErr(StepInfo, winnodev1.ReasonSyncFailed, err)
 	}
-	info, err = c.runInfo(ctx, cl, agent.HostPath)
-	var notFound *host.ProgramNotFoundError
-	if errors.As(err, &notFound) || (err == nil && agentOutdated(info, agent)) {
-		if err := c.installAgent(ctx, inst, cl, agent); err != nil {
-			return nil, false, err
-		}
-		installed = true
-		info, err = c.runInfo(ctx, cl, agent.HostPath)
-	}
+	info, installed, err = c.agentInfo(ctx, inst, cl, agent)
 	if err != nil {
 		return nil, false, stepErr(StepInfo, reasonOf(err, winnodev1.ReasonApplyFailed), fmt.Errorf("learning the host's facts: %w", err))
 	}
@@ -100,29 +91,6 @@ func agentOutdated(info *plan.Info, agent payload.File) bool {
 		}
 	}
 	return info.AgentVersion != agent.Version
-}
-
-// installAgent copies the payload's agent to its place on the host. The
-// agent is not running (it runs only while the operator runs it).
-func (c *Configurer) installAgent(ctx context.Context, inst *winnodev1.WindowsInstance, cl *host.Client, agent payload.File) error {
-	ctx, cancel := context.WithTimeout(ctx, c.syncTimeout())
-	defer cancel()
-	var progress func(host.Progress)
-	if c.Progress != nil {
-		progress = func(p host.Progress) { c.Progress(inst, p) }
-	}
-	n, err := cl.Install(ctx, host.LocalFile{
-		LocalPath: filepath.Join(c.PayloadDir, agent.Name),
-		HostPath:  agent.HostPath,
-		SHA256:    agent.SHA256,
-		Size:      agent.Size,
-	}, progress)
-	c.countUpload(n)
-	if err != nil {
-		return stepErr(StepInfo, reasonOf(err, winnodev1.ReasonSyncFailed), fmt.Errorf("installing the agent %s: %w", agent.HostPath, err))
-	}
-	c.Log.Info("installed the agent on the host", "instance", inst.Name, "path", agent.HostPath, "bytes", n)
-	return nil
 }
 
 func (c *Configurer) countUpload(n int64) {

@@ -65,3 +65,25 @@ func (c *Client) sftpError(op string, p winpath.Path, err error) error {
 	}
 	return fmt.Errorf("host %s: %s %s: %w", c.address, op, p, err)
 }
+
+// HomeDir is the SSH user's home folder on the host, where its SFTP
+// sessions start: on Windows OpenSSH, the user's profile folder
+// (C:\Users\<user>), which only that user, SYSTEM and Administrators may
+// write.
+func (c *Client) HomeDir(ctx context.Context) (winpath.Path, error) {
+	client, err := c.sftpClient()
+	if err != nil {
+		return winpath.Path{}, err
+	}
+	stop := context.AfterFunc(ctx, func() { c.dropSFTP(client) })
+	defer stop()
+	wd, err := client.Getwd()
+	if err != nil {
+		return winpath.Path{}, c.sftpError("realpath", winpath.Path{}, err)
+	}
+	p, err := winpath.Parse(wd)
+	if err != nil || len(p.Parts) == 0 {
+		return winpath.Path{}, fmt.Errorf("host %s: its SFTP server names the SSH user's home folder %q, not a folder path (want /C:/Users/<user>)", c.address, wd)
+	}
+	return p, nil
+}

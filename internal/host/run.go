@@ -104,6 +104,13 @@ func commandLine(args []string) (string, error) {
 	return wincmd.Join(args...), nil
 }
 
+// CheckArgs says whether Run accepts args, without running anything: for
+// a caller that must know before it uploads what it will run.
+func CheckArgs(args ...string) error {
+	_, err := commandLine(args)
+	return err
+}
+
 func safeArgRune(r rune) bool {
 	switch {
 	case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':

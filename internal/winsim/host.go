@@ -121,6 +121,8 @@ type Host struct {
 	link      linkShaper
 	serveDone sync.WaitGroup
 	counters  hostCounters
+	// unsafeExecs: programs run from where local users can write (execaudit.go).
+	unsafeExecs []UnsafeExec
 }
 
 var netbiosName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]{0,14}$`)
@@ -184,6 +186,9 @@ func New(opts Options) (*Host, error) {
 	h.scmSock = socketPath(stateDir)
 	if h.security, err = acl.Open(filepath.Join(stateDir, "security.json"), h.root); err != nil {
 		return nil, err
+	}
+	if err := h.security.Set(h.Profile(), "", profileDACL); err != nil {
+		return nil, fmt.Errorf("simulated host %s: the profile folder's ACL: %w", h.id.Hostname, err)
 	}
 	mgr, err := scm.NewManager(scm.ManagerOptions{
 		Security:  h.security,
@@ -513,6 +518,16 @@ func (h *Host) SCM() *simscm.Client { return simscm.Dial(h.scmSock) }
 // (the nth such user, numbered from 1): what the user may do to files is
 // decided by their ACLs, as on Windows. See package acl.
 func (h *Host) LocalUser(name string, n int) *acl.User { return h.security.User(name, n) }
+
+// profileDACL is what Windows gives a user's profile folder when it
+// creates it at first logon: SYSTEM, Administrators and the user (here an
+// administrator) full control, nothing inherited from C:\Users ("User
+// profile folder permissions", as icacls shows C:\Users\<name>).
+const profileDACL = "D:P(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)"
+
+// Profile is the SSH user's profile folder, C:\Users\<user>: the home
+// folder of its SSH sessions and SFTP, writable only by administrators.
+func (h *Host) Profile() string { return `C:\Users\` + h.opts.User }
 
 // Security is the host's store of owners and ACLs.
 func (h *Host) Security() *acl.Store { return h.security }

@@ -285,13 +285,14 @@ func (s *session) kill() {
 // exec runs one program as cmd.exe /c would and returns its exit code.
 func (s *session) exec(cmdline string) int {
 	h := s.host
-	home, _ := winpath.Parse(`C:\Users\` + h.opts.User)
+	home, _ := winpath.Parse(h.Profile())
 	cmd, err := winexec.Command(h.execHost(), home, cmdline, s.env)
 	if err != nil {
 		h.log.Info("simulated host: exec refused", "command", firstWord(cmdline), "err", err)
 		fmt.Fprintf(s.ch.Stderr(), "%s\r\n", err)
 		return 1
 	}
+	h.auditExec(home, cmdline)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		fmt.Fprintf(s.ch.Stderr(), "simulated host: %v\r\n", err)

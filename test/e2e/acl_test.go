@@ -18,7 +18,10 @@ import (
 // instance fails naming the folder, and no service is started. Once the
 // folder is deleted (what the error says to do) the host becomes Ready,
 // and bob can then neither replace kubelet.exe, nor write in C:\k, nor read
-// the node's credentials.
+// the node's credentials. The winnode-agent.exe bob planted is never run:
+// the agent's first run is from the administrator's profile folder, and
+// nothing runs from where bob could write (checkNoUnsafeExecs, for every
+// host of every test).
 func TestLocalUserCannotTamperWithWinnodeFolders(t *testing.T) {
 	w := getWorld(t)
 	h := w.newHost(t)
@@ -27,6 +30,11 @@ func TestLocalUserCannotTamperWithWinnodeFolders(t *testing.T) {
 		t.Fatalf("bob creates C:\\k (Windows' default ACL of C:\\ allows it): %v", err)
 	}
 	if err := bob.WriteFile(`C:\k\version.dll`, []byte("planted")); err != nil {
+		t.Fatal(err)
+	}
+	// bob's own "agent": a program (a Linux one, as every program on a
+	// simulated host) that leaves a mark beside itself if anyone runs it.
+	if err := bob.WriteFile(`C:\k\winnode-agent.exe`, []byte("#!/bin/sh\necho ran > \"$0.ran\"\n")); err != nil {
 		t.Fatal(err)
 	}
 	if err := bob.Mkdir(`C:\Program Files\winnode`); !errors.Is(err, acl.ErrAccessDenied) {
@@ -41,6 +49,9 @@ func TestLocalUserCannotTamperWithWinnodeFolders(t *testing.T) {
 	})
 	if _, err := h.Services().Get("kubelet"); err == nil {
 		t.Errorf("the kubelet service exists although C:\\k is untrusted")
+	}
+	if hostFileExists(t, h, `C:\k\winnode-agent.exe.ran`) {
+		t.Errorf("the operator ran the winnode-agent.exe bob planted in C:\\k")
 	}
 
 	local, err := h.Path(`C:\k`)

@@ -248,7 +248,18 @@ func (w *world) newHostOf(t testing.TB, authorize bool, hostname, build string) 
 			logServiceLogs(t, h)
 		}
 	})
+	t.Cleanup(func() { checkNoUnsafeExecs(t, h) })
 	return h
+}
+
+// checkNoUnsafeExecs fails the test if winnode ran a program as the host's
+// administrator from where a local user who is not one could have written
+// (issue 11: C:\k before the agent secured it, say).
+func checkNoUnsafeExecs(t testing.TB, h *winsim.Host) {
+	t.Helper()
+	for _, e := range h.UnsafeExecs() {
+		t.Errorf("host %s: ran %s as Administrator although %s", h.Hostname(), e.Program, e.Why)
+	}
 }
 
 // logServiceLogs shows the end of each service's log on a host (what the

@@ -23,12 +23,14 @@ var ErrAccessDenied = errors.New("Access is denied.")
 // drive"; C:\ProgramData: Users may create files and folders, CREATOR OWNER
 // gets full control of them; C:\Program Files and C:\Windows: only
 // TrustedInstaller, SYSTEM and Administrators write, Users read and
-// execute). Hex masks: 0x1301bf is Modify, 0x1200a9 read & execute, 0x6 is
+// execute; C:\Users: Users and Everyone read and execute, nothing more).
+// Hex masks: 0x1301bf is Modify, 0x1200a9 read & execute, 0x6 is
 // "create files / create folders" (WD,AD).
 var Defaults = map[string]Entry{
 	`C:\`:              {Owner: TrustedInstaller, DACL: "D:PAI(A;OICI;FA;;;BA)(A;OICI;FA;;;SY)(A;OICI;0x1200a9;;;BU)(A;OICIIO;0x1301bf;;;AU)(A;;LC;;;AU)"},
 	`C:\ProgramData`:   {Owner: System, DACL: "D:P(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)(A;OICIIO;FA;;;CO)(A;OICI;0x1200a9;;;BU)(A;CI;0x6;;;BU)"},
 	`C:\Program Files`: {Owner: TrustedInstaller, DACL: "D:P(A;CI;FA;;;" + TrustedInstaller + ")(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)(A;OICI;0x1200a9;;;BU)"},
+	`C:\Users`:         {Owner: System, DACL: "D:PAI(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)(A;OICI;0x1200a9;;;BU)(A;OICI;0x1200a9;;;WD)"},
 	`C:\Windows`:       {Owner: TrustedInstaller, DACL: "D:P(A;CI;FA;;;" + TrustedInstaller + ")(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)(A;OICI;0x1200a9;;;BU)"},
 }
 
