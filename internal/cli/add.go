@@ -170,7 +170,9 @@ duration:
   connect      SSH with --ssh-key; the host key is trusted on first use and
                kept in ConfigMap kube-system/winnode-host-keys, then checked
   info         winnode-agent.exe info: names, addresses, OS build, and the
-               container runtime (containerd must be installed and running)
+               container runtime (containerd must be installed and running);
+               on a new host, the agent first runs from the SSH user's
+               profile folder and installs itself into a secured C:\k
   credentials  join credentials for this host's kubelet: a bootstrap token,
                or a ServiceAccount token where the API server does not
                accept bootstrap tokens (--join-credentials)

@@ -132,6 +132,10 @@ func usePin(ctx context.Context, kube kubernetes.Interface, inst *winnodev1.Wind
 		// A --host-key of another fingerprint replaces this pin (the
 		// engine drops a pin whose fingerprint is not the expected one).
 		inst.Status.HostKey, inst.Status.HostKeyFingerprint = key, ssh.FingerprintSHA256(pk)
+		// Pins are kept only once the agent secured the host (persistPin):
+		// the agent in its C:\k may be run. A --host-key of another
+		// fingerprint drops the pin, and this with it.
+		inst.Status.AgentSecured = true
 		return nil
 	}
 	if inst.Spec.HostKeyFingerprint == "" && configuredByWinnode(node) {
@@ -149,14 +153,15 @@ func configuredByWinnode(node *corev1.Node) bool {
 }
 
 // persistPin is add's Configurer.Persist: it keeps the host key as soon as
-// it is pinned and the node name known, so that an add that fails later
-// still checks the key next time. loadedFor is the node whose pin add
+// it is pinned, the node name known and the agent has secured the host
+// (status.agentSecured, which a loaded pin stands for: usePin), so that an
+// add that fails later still checks the key next time. loadedFor is the node whose pin add
 // loaded (""): only that pin may be replaced (--host-key naming a new
 // fingerprint). A host whose node name is another's is never pinned.
 func persistPin(kube kubernetes.Interface, loadedFor string) func(context.Context, *winnodev1.WindowsInstance) error {
 	return func(ctx context.Context, inst *winnodev1.WindowsInstance) error {
 		node, key := inst.Status.NodeName, strings.TrimSpace(inst.Status.HostKey)
-		if node == "" || key == "" || meta.IsStatusConditionTrue(inst.Status.Conditions, winnodev1.ConditionNodeNameConflict) {
+		if node == "" || key == "" || !inst.Status.AgentSecured || meta.IsStatusConditionTrue(inst.Status.Conditions, winnodev1.ConditionNodeNameConflict) {
 			return nil
 		}
 		return savePin(ctx, kube, node, key, node == loadedFor)

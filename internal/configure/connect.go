@@ -110,6 +110,9 @@ func (c *Configurer) connect(ctx context.Context, inst *winnodev1.WindowsInstanc
 	if inst.Status.HostKey == "" {
 		inst.Status.HostKey = cl.HostKey()
 		inst.Status.HostKeyFingerprint = cl.HostKeyFingerprint()
+		// A host not known before (or reinstalled): what its C:\k holds is
+		// unknown until the agent's first run secures it (agent_install.go).
+		inst.Status.AgentSecured = false
 		how := "on first use"
 		if inst.Spec.HostKeyFingerprint != "" {
 			how = "as spec.hostKeyFingerprint names it"
