@@ -10,7 +10,8 @@
 # 3. builds winnode-agent.exe and the Windows test binaries of internal/agent
 #    (real services in Wine's service manager) and internal/wincmd (Windows
 #    command-line quoting), and runs them under Wine;
-# 4. runs `winnode-agent.exe info` under Wine and checks its JSON.
+# 4. runs `winnode-agent.exe info` under Wine and checks its JSON, and
+#    `winnode-agent.exe install` from a profile folder (the first run).
 #
 # Environment: WINE_TEST_DIR (default ~/.cache/winnode/wine) keeps the Wine
 # prefix between runs (creating one takes ~20 s). The script stops the Wine
@@ -74,6 +75,23 @@ else
 	echo "wine: winnode-agent.exe info failed:"; cat "$out/info.err"
 	failed=$((failed + 1))
 fi
+
+# The first run on a host (docs/trust.md): from a profile folder, install
+# secures winnode's folders and copies the agent into C:\k.
+echo "wine: winnode-agent.exe install"
+profile="$WINEPREFIX/drive_c/users/winnode-test"
+mkdir -p "$profile"
+cp "$out/winnode-agent.exe" "$profile/winnode-agent.exe"
+copy="$WINEPREFIX/drive_c/k/wine-install-check.exe"
+rm -f "$copy"
+if timeout 120 "$wine" 'C:\users\winnode-test\winnode-agent.exe' install --to 'C:\k\wine-install-check.exe' 2>"$out/install.err" | "$out/jsoncheck" &&
+	cmp -s "$out/winnode-agent.exe" "$copy"; then
+	passed=$((passed + 1))
+else
+	echo "wine: winnode-agent.exe install failed (or did not copy the agent):"; cat "$out/install.err"
+	failed=$((failed + 1))
+fi
+rm -rf "$profile" "$copy"
 
 echo "wine: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
