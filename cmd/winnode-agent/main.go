@@ -77,22 +77,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		},
 	})
 
-	var installTo string
-	installCmd := &cobra.Command{
-		Use:   "install --to PATH",
-		Short: "Secure winnode's folders, copy this program to PATH in them, and print host facts as info does (the first run, from a folder only administrators write)",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			withAgent(func(a *agent.Agent) (any, *plan.Result, error) {
-				info, err := a.InstallSelf(ctx, installTo)
-				return info, nil, err
-			})
-			return nil
-		},
-	}
-	installCmd.Flags().StringVar(&installTo, "to", "", `where the agent is kept: C:\k\winnode-agent.exe`)
-	installCmd.MarkFlagRequired("to")
-	root.AddCommand(installCmd)
+	root.AddCommand(installCommand(ctx, withAgent))
 
 	var planFile string
 	applyCmd := &cobra.Command{
@@ -140,6 +125,27 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return agent.Fail(stdout, plan.Errorf(plan.ErrUsage, "%v (run winnode-agent --help)", err), nil)
 	}
 	return code
+}
+
+// installCommand is `winnode-agent install --to PATH`: the agent's first
+// run on a host, from a folder only administrators write (Agent.InstallSelf).
+func installCommand(ctx context.Context, withAgent func(func(a *agent.Agent) (any, *plan.Result, error))) *cobra.Command {
+	var to string
+	cmd := &cobra.Command{
+		Use:   "install --to PATH",
+		Short: "Secure winnode's folders, copy this program to PATH in them, and print host facts as info does (the first run, from a folder only administrators write)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			withAgent(func(a *agent.Agent) (any, *plan.Result, error) {
+				info, err := a.InstallSelf(ctx, to)
+				return info, nil, err
+			})
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&to, "to", "", `where the agent is kept: C:\k\winnode-agent.exe`)
+	cmd.MarkFlagRequired("to")
+	return cmd
 }
 
 // versionCommand is `winnode-agent version`: the agent's and the plan

@@ -40,7 +40,7 @@ func TestLocalUserCannotTamperWithWinnodeFolders(t *testing.T) {
 	if err := bob.Mkdir(`C:\Program Files\winnode`); !errors.Is(err, acl.ErrAccessDenied) {
 		t.Errorf("bob creates C:\\Program Files\\winnode: %v, want %v", err, acl.ErrAccessDenied)
 	}
-	w.startOperator(t, operatorOptions{})
+	op := w.startOperator(t, operatorOptions{})
 	w.instanceFor(t, "tampered", h)
 	eventually(t, 3*time.Minute, "the instance to fail on the untrusted folder", func() (bool, string) {
 		inst := w.get(t, "tampered")
@@ -82,4 +82,20 @@ func TestLocalUserCannotTamperWithWinnodeFolders(t *testing.T) {
 			denied("reads "+p, err)
 		}
 	}
+	if !inst.Status.AgentSecured || hostFileExists(t, h, h.Profile()+`\winnode-agent.exe`) {
+		t.Errorf("status.agentSecured %v; the agent's copy in the profile folder still there: %v", inst.Status.AgentSecured, hostFileExists(t, h, h.Profile()+`\winnode-agent.exe`))
+	}
+
+	// Someone deletes the agent: its first run is repeated, from the
+	// profile folder, and the host stays Ready.
+	op.stop()
+	agentFile, _ := h.Path(`C:\k\winnode-agent.exe`)
+	if err := os.Remove(agentFile); err != nil {
+		t.Fatal(err)
+	}
+	w.startOperator(t, operatorOptions{})
+	eventually(t, 3*time.Minute, "the agent back in C:\\k", func() (bool, string) {
+		return hostFileExists(t, h, `C:\k\winnode-agent.exe`), ""
+	})
+	w.waitReady(t, "tampered", 3*time.Minute)
 }
