@@ -55,6 +55,7 @@ func (c *Configurer) clusterFacts(ctx context.Context) (*bootstrap.ClusterInfo, 
 	facts := plan.ClusterFacts{
 		Server: f.Server, CAData: f.CAData, ClusterDNS: f.ClusterDNS, ClusterDomain: f.ClusterDomain,
 		KubeletCAData: f.KubeletCA, CloudProvider: f.CloudProvider, CloudConfig: f.CloudConfig,
+		PlatformClusterID: f.ClusterID,
 	}
 	return ci, facts, describeOpenShift(p, why, f), nil
 }
@@ -68,10 +69,10 @@ func describeOpenShift(p platform.Platform, why string, f *openshift.Facts) stri
 	if len(f.CloudConfig) > 0 {
 		cloud += " with its cloud config"
 	}
-	return fmt.Sprintf("platform %s (%s): kubelet settings (%s, cluster DNS %s) from MachineConfig %s; kubelet CA from ControllerConfig %s; API server %s from Infrastructure %s; its CA from %s; Service network %s, cluster network %s from Network %s",
+	return fmt.Sprintf("platform %s (%s): kubelet settings (%s, cluster DNS %s) from MachineConfig %s; kubelet CA from ControllerConfig %s; API server %s from Infrastructure %s; its CA from %s; Service network %s, cluster network %s from Network %s; cluster ID from ClusterVersion %s",
 		p, why, cloud, strings.Join(f.ClusterDNS, ","), f.MachineConfig, openshift.ControllerConfigName,
 		f.Server, openshift.InfrastructureName, f.CASource,
-		strings.Join(f.ServiceNetwork, ","), strings.Join(f.ClusterNetwork, ","), openshift.NetworkName)
+		strings.Join(f.ServiceNetwork, ","), strings.Join(f.ClusterNetwork, ","), openshift.NetworkName, openshift.ClusterVersionName)
 }
 
 // platform resolves c.Platform: auto asks the API server's discovery.

@@ -236,11 +236,12 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 // newest rendered worker MachineConfig (listed, and watched with the
 // ControllerConfig so that a new one reaches the hosts at once), the kubelet
 // CA, the API server's internal URL, the networks, and the API server's CA
-// where the rendered config has no kubeconfig. Discovery (--platform=auto)
-// needs no permission.
+// where the rendered config has no kubeconfig, and the cluster's ID
+// (ClusterVersion version). Discovery (--platform=auto) needs no permission.
 // +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=machineconfigs,verbs=get;list;watch
 // +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=controllerconfigs,verbs=get;list;watch
 // +kubebuilder:rbac:groups=config.openshift.io,resources=infrastructures;networks,verbs=get
+// +kubebuilder:rbac:groups=config.openshift.io,resources=clusterversions,resourceNames=version,verbs=get
 // +kubebuilder:rbac:groups="",namespace=kube-system,resources=configmaps,resourceNames=kube-root-ca.crt,verbs=get
 
 // SetupInstanceReconciler registers the instance reconciler (instance.go).

@@ -14,7 +14,8 @@
 //   - the API server URL for kubelets from Infrastructure cluster
 //     (status.apiServerInternalURI, the api-int address);
 //   - the cluster and Service networks from Network cluster
-//     (config.openshift.io/v1) (objects.go).
+//     (config.openshift.io/v1);
+//   - the cluster's ID from ClusterVersion version (objects.go).
 //
 // It reads only; the operator's RBAC grants exactly these reads.
 package openshift
@@ -59,11 +60,15 @@ type Facts struct {
 	// ServiceNetwork and ClusterNetwork are the Network config's ranges.
 	ServiceNetwork []string
 	ClusterNetwork []string
+	// ClusterID is ClusterVersion's spec.clusterID: the cluster's identity,
+	// which outlives rotations of its CA bundle.
+	ClusterID string
 }
 
 // Names of the cluster-wide objects read.
 const (
 	ControllerConfigName = "machine-config-controller"
+	ClusterVersionName   = "version"
 	InfrastructureName   = "cluster"
 	NetworkName          = "cluster"
 )
@@ -89,6 +94,9 @@ func Load(ctx context.Context, r client.Reader) (*Facts, error) {
 		return nil, err
 	}
 	if f.ServiceNetwork, f.ClusterNetwork, err = networks(ctx, r); err != nil {
+		return nil, err
+	}
+	if f.ClusterID, err = clusterID(ctx, r); err != nil {
 		return nil, err
 	}
 	if len(f.CAData) == 0 {

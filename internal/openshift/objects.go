@@ -54,6 +54,20 @@ func apiServerInternalURL(ctx context.Context, r client.Reader) (string, error) 
 	return s, nil
 }
 
+// clusterID is ClusterVersion version's spec.clusterID, which the
+// installer sets once and every OpenShift component (telemetry, the
+// console) uses as the cluster's identity.
+func clusterID(ctx context.Context, r client.Reader) (string, error) {
+	var cv configv1.ClusterVersion
+	if err := r.Get(ctx, client.ObjectKey{Name: ClusterVersionName}, &cv); err != nil {
+		return "", fmt.Errorf("reading ClusterVersion %s (config.openshift.io/v1) for the cluster's ID: %w", ClusterVersionName, err)
+	}
+	if cv.Spec.ClusterID == "" {
+		return "", fmt.Errorf("ClusterVersion %s has no spec.clusterID", ClusterVersionName)
+	}
+	return string(cv.Spec.ClusterID), nil
+}
+
 // networks are Network cluster's Service and cluster networks: its status
 // (what the network operator deployed), else its spec.
 func networks(ctx context.Context, r client.Reader) (service, cluster []string, err error) {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	configv1 "github.com/openshift/api/config/v1"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -88,6 +89,13 @@ func TestFactsFromSeededObjects(t *testing.T) {
 	}
 	if f.CloudProvider != "" || f.CloudConfig != nil {
 		t.Errorf("platform None, yet cloud provider %q, cloud config %q", f.CloudProvider, f.CloudConfig)
+	}
+	var cv configv1.ClusterVersion
+	if err := r.Get(ctx, client.ObjectKey{Name: openshift.ClusterVersionName}, &cv); err != nil {
+		t.Fatal(err)
+	}
+	if f.ClusterID == "" || f.ClusterID != string(cv.Spec.ClusterID) {
+		t.Errorf("cluster ID %q, want ClusterVersion's spec.clusterID %q", f.ClusterID, cv.Spec.ClusterID)
 	}
 	var mc mcfgv1.MachineConfig
 	if err := r.Get(ctx, client.ObjectKey{Name: f.MachineConfig}, &mc); err != nil {

@@ -86,6 +86,22 @@ type ClusterFacts struct {
 	// CloudConfigPath), as the cluster's Linux kubelets have them.
 	CloudProvider string
 	CloudConfig   []byte
+	// PlatformClusterID is the cluster's own identity where the platform
+	// keeps one (OpenShift: ClusterVersion's spec.clusterID): the plan's
+	// cluster ID is then derived from it alone, so that rotating the API
+	// server's CA bundle or moving its URL does not look like another
+	// cluster (which would drop every kubelet's credentials).
+	PlatformClusterID string
+}
+
+// ID is the plan's cluster ID for these facts: from PlatformClusterID when
+// the platform has one, else from the API server's URL and CA (ClusterID).
+func (c ClusterFacts) ID() string {
+	if c.PlatformClusterID != "" {
+		h := sha256.Sum256([]byte("platform\x00" + c.PlatformClusterID))
+		return hex.EncodeToString(h[:])[:16]
+	}
+	return ClusterID(c.Server, c.CAData)
 }
 
 // ClusterID names a cluster by its API server address and CA: a host
@@ -174,7 +190,7 @@ func Render(in RenderInput) (*Rendered, error) {
 		StagingDir:    DefaultStagingDir,
 		Directories:   in.directories(),
 		HostServices:  []string{ContainerdService},
-		Cluster:       ClusterID(in.Cluster.Server, in.Cluster.CAData),
+		Cluster:       in.Cluster.ID(),
 		// What the kubelet writes once joined: only valid in this cluster.
 		ClusterCredentials: []string{KubeconfigPath, KubeletCertDir},
 		Files:              in.files(generated),

@@ -247,6 +247,24 @@ func TestRenderRefusesIncompleteInput(t *testing.T) {
 	}
 }
 
+// A platform's own cluster ID decides alone: the same cluster with a new
+// CA bundle or URL keeps its ID, another cluster gets another.
+func TestClusterIDFromPlatform(t *testing.T) {
+	one := ClusterFacts{Server: "https://api-int.a:6443", CAData: []byte("ca-one"), PlatformClusterID: "6c7f2f8e-0d1e-4c8b-9a55-3e1d2b7a9c10"}
+	rotated := one
+	rotated.Server, rotated.CAData = "https://api-int.b:6443", []byte("ca-one\nca-two")
+	if one.ID() != rotated.ID() {
+		t.Errorf("a rotated CA or moved URL changed the platform cluster's ID: %s, %s", one.ID(), rotated.ID())
+	}
+	other := one
+	other.PlatformClusterID = "0f1e2d3c-0000-4000-8000-000000000000"
+	withoutPlatform := one
+	withoutPlatform.PlatformClusterID = ""
+	if other.ID() == one.ID() || withoutPlatform.ID() != ClusterID(one.Server, one.CAData) || withoutPlatform.ID() == one.ID() {
+		t.Errorf("IDs: %s, other cluster %s, without a platform ID %s", one.ID(), other.ID(), withoutPlatform.ID())
+	}
+}
+
 func TestClusterIDNamesServerAndCA(t *testing.T) {
 	a := ClusterID("https://10.0.0.1:6443", []byte("ca-one"))
 	if a != ClusterID("https://10.0.0.1:6443", []byte("ca-one")) {
