@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -36,17 +37,38 @@ func (w *world) watchNetworkNotReady(t *testing.T, h *winsim.Host) func() bool {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	seen := make(chan struct{})
+	notReady := func(n *corev1.Node) bool {
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionFalse && strings.Contains(c.Message, networkNotReady) {
+				return true
+			}
+		}
+		return false
+	}
+	// A watch, not polling: the kubelet may be NotReady for less time than
+	// any poll interval, and a watch sees every status it posts.
 	go func() {
+		rv := ""
 		for ctx.Err() == nil {
-			if n, err := w.kube.CoreV1().Nodes().Get(ctx, strings.ToLower(h.Hostname()), metav1.GetOptions{}); err == nil {
-				for _, c := range n.Status.Conditions {
-					if c.Type == corev1.NodeReady && c.Status == corev1.ConditionFalse && strings.Contains(c.Message, networkNotReady) {
-						close(seen)
-						return
-					}
+			wi, err := w.kube.CoreV1().Nodes().Watch(ctx, metav1.ListOptions{
+				FieldSelector: "metadata.name=" + strings.ToLower(h.Hostname()), ResourceVersion: rv})
+			if err != nil {
+				time.Sleep(100 * time.Millisecond)
+				continue
+			}
+			for ev := range wi.ResultChan() {
+				n, ok := ev.Object.(*corev1.Node)
+				if ev.Type == watch.Error || !ok {
+					rv = "" // expired: start again from the current state
+					continue
+				}
+				rv = n.ResourceVersion
+				if notReady(n) {
+					wi.Stop()
+					close(seen)
+					return
 				}
 			}
-			time.Sleep(100 * time.Millisecond)
 		}
 	}()
 	return func() bool {

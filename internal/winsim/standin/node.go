@@ -109,7 +109,11 @@ func (k *kubelet) labels() map[string]string {
 }
 
 // registerNode creates the Node, retrying until the API server takes it;
-// an existing Node gets the kubelet's labels brought up to date.
+// an existing Node gets the kubelet's labels brought up to date. The Node
+// is created with the kubelet's status, its Ready condition included, as
+// the kubelet's initialNode does (pkg/kubelet/kubelet_node_status.go calls
+// setNodeStatus before registering): a node whose network is not ready is
+// NotReady from its first version.
 func (k *kubelet) registerNode(ctx context.Context) error {
 	node := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
@@ -119,7 +123,8 @@ func (k *kubelet) registerNode(ctx context.Context) error {
 				"volumes.kubernetes.io/controller-managed-attach-detach": "true",
 			},
 		},
-		Spec: corev1.NodeSpec{Taints: k.taints, ProviderID: k.config.ProviderID},
+		Spec:   corev1.NodeSpec{Taints: k.taints, ProviderID: k.config.ProviderID},
+		Status: k.status(corev1.NodeStatus{}),
 	}
 	for {
 		_, err := k.client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
