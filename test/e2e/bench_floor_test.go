@@ -14,6 +14,7 @@ import (
 	"github.com/pkg/sftp"
 	"golang.org/x/crypto/ssh"
 
+	"github.com/winnode/winnode/internal/plan"
 	"github.com/winnode/winnode/internal/winsim"
 )
 
@@ -24,8 +25,9 @@ const floorDir = `C:\bench-floor`
 // files pushed over SFTP to every host at once by a bare client
 // (golang.org/x/crypto/ssh and github.com/pkg/sftp, with the same
 // concurrent writes winnode's sync uses) with no winnode logic: no agent,
-// no hashing, no plan, no Node. Files of the same content are sent once,
-// as winnode's sync stages them by hash. It returns the time until the last host has
+// no hashing, no plan, no Node. It sends the bytes winnode sends: each
+// content once (winnode's sync stages by hash), compressed where the
+// payload has a compressed copy. It returns the time until the last host has
 // every file, and removes them afterwards.
 func pushFloor(b *testing.B, w *world, p *benchPayload, hosts []*winsim.Host) time.Duration {
 	b.Helper()
@@ -76,8 +78,14 @@ func pushTo(w *world, p *benchPayload, h *winsim.Host) error {
 			continue // winnode's sync sends each content once too
 		}
 		sent[f.SHA256] = true
-		if err := pushFile(sc, filepath.Join(p.dir, f.Name), remote+"/"+f.Name); err != nil {
-			return fmt.Errorf("%s: %s: %w", h.Hostname(), f.Name, err)
+		// The bytes winnode's sync sends: a file's compressed copy where
+		// the payload has one (except the agent, which goes as it is).
+		name := f.Name
+		if enc := f.EncodedName(); enc != "" && f.Name != plan.PayloadAgent {
+			name = enc
+		}
+		if err := pushFile(sc, filepath.Join(p.dir, name), remote+"/"+name); err != nil {
+			return fmt.Errorf("%s: %s: %w", h.Hostname(), name, err)
 		}
 	}
 	return nil
