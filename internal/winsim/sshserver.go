@@ -8,8 +8,10 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/pkg/sftp"
@@ -286,25 +288,11 @@ func (s *session) kill() {
 func (s *session) exec(cmdline string) int {
 	h := s.host
 	home, _ := winpath.Parse(h.Profile())
-	cmd, err := winexec.Command(h.execHost(), home, cmdline, s.env)
+	cmd, stdin, err := s.start(home, cmdline)
 	if err != nil {
-		h.log.Info("simulated host: exec refused", "command", firstWord(cmdline), "err", err)
-		fmt.Fprintf(s.ch.Stderr(), "%s\r\n", err)
 		return 1
 	}
 	h.auditExec(home, cmdline)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		fmt.Fprintf(s.ch.Stderr(), "simulated host: %v\r\n", err)
-		return 1
-	}
-	cmd.Stdout = s.ch
-	cmd.Stderr = s.ch.Stderr()
-	cmd.WaitDelay = 2 * time.Second
-	if err := cmd.Start(); err != nil {
-		fmt.Fprintf(s.ch.Stderr(), "simulated host: starting %s: %v\r\n", firstWord(cmdline), err)
-		return 1
-	}
 	s.mu.Lock()
 	s.proc = cmd.Process
 	s.exe, _ = os.Stat(cmd.Path)
@@ -328,6 +316,45 @@ func (s *session) exec(cmdline string) int {
 		code = 1
 	}
 	return code
+}
+
+// start starts cmdline's program with the session's input and output, or
+// writes why it cannot to the session's stderr.
+//
+// Linux refuses to run a file that some process holds open for writing
+// (ETXTBSY). The simulator's own SFTP server writes uploaded programs, and
+// a process this one forks meanwhile (another host's program) inherits
+// that descriptor until its exec closes it (golang.org/issue/22315), so a
+// program uploaded a moment ago can be refused although its upload was
+// closed. Windows has no such window; the start is tried again briefly.
+func (s *session) start(cwd winpath.Path, cmdline string) (*exec.Cmd, io.WriteCloser, error) {
+	h := s.host
+	for attempt := 0; ; attempt++ {
+		cmd, err := winexec.Command(h.execHost(), cwd, cmdline, s.env)
+		if err != nil {
+			h.log.Info("simulated host: exec refused", "command", firstWord(cmdline), "err", err)
+			fmt.Fprintf(s.ch.Stderr(), "%s\r\n", err)
+			return nil, nil, err
+		}
+		stdin, err := cmd.StdinPipe()
+		if err != nil {
+			fmt.Fprintf(s.ch.Stderr(), "simulated host: %v\r\n", err)
+			return nil, nil, err
+		}
+		cmd.Stdout = s.ch
+		cmd.Stderr = s.ch.Stderr()
+		cmd.WaitDelay = 2 * time.Second
+		err = cmd.Start()
+		if err == nil {
+			return cmd, stdin, nil
+		}
+		stdin.Close()
+		if !errors.Is(err, syscall.ETXTBSY) || attempt >= 40 {
+			fmt.Fprintf(s.ch.Stderr(), "simulated host: starting %s: %v\r\n", firstWord(cmdline), err)
+			return nil, nil, err
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
 }
 
 func firstWord(cmdline string) string {
