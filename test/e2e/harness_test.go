@@ -30,6 +30,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -412,11 +413,23 @@ func (w *world) startOperator(t testing.TB, o operatorOptions) *operator {
 }
 
 // waitStarted waits until the operator's caches are filled, as they are
-// in an operator that was already running.
+// in an operator that was already running. The controllers create their
+// informers only once the manager runs them, so the cache alone may look
+// synced before they exist: the informers of what the instance controller
+// watches are asked for here (the same ones, shared) and waited for.
 func (op *operator) waitStarted(t testing.TB) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	for _, obj := range []client.Object{&winnodev1.WindowsInstance{}, &corev1.Node{}, &corev1.Secret{}} {
+		inf, err := op.mgr.GetCache().GetInformer(ctx, obj)
+		if err != nil {
+			t.Fatalf("the operator's informer of %T: %v", obj, err)
+		}
+		if !toolscache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+			t.Fatalf("the operator's informer of %T did not fill within a minute", obj)
+		}
+	}
 	if !op.mgr.GetCache().WaitForCacheSync(ctx) {
 		t.Fatal("the operator's caches did not fill within a minute")
 	}
