@@ -225,20 +225,7 @@ func (w *capiWorld) startOperator(t *testing.T) {
 	if err := Setup(mgr, operatorNamespace); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("manager: %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Errorf("the manager did not stop within 30s")
-		}
-	})
+	fixture.RunManager(t, mgr)
 }
 
 // cluster creates a Cluster API Cluster.

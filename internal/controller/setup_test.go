@@ -28,6 +28,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
+	"github.com/winnode/winnode/internal/fixture"
 	"github.com/winnode/winnode/internal/payload"
 	"github.com/winnode/winnode/internal/sshkey"
 	"github.com/winnode/winnode/internal/testenv"
@@ -102,20 +103,7 @@ func (w *world) startManagerAs(t *testing.T, cfg *rest.Config, register func(mgr
 	if err := register(mgr); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("manager: %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Errorf("the manager did not stop within 30s")
-		}
-	})
+	ctx := fixture.RunManager(t, mgr)
 	syncCtx, syncCancel := context.WithTimeout(ctx, 30*time.Second)
 	defer syncCancel()
 	if !mgr.GetCache().WaitForCacheSync(syncCtx) {
