@@ -29,27 +29,27 @@ import (
 // agentInfo runs `info`, installing the agent first as above when it is
 // not known to be secured, missing, or not the payload's.
 func (c *Configurer) agentInfo(ctx context.Context, inst *winnodev1.WindowsInstance, cl *host.Client, agent payload.File) (*plan.Info, bool, error) {
-	if !inst.Status.AgentSecured {
-		info, err := c.firstRun(ctx, inst, cl, agent)
-		return info, err == nil, err
-	}
-	info, err := c.runInfo(ctx, cl, agent.HostPath)
-	var notFound *host.ProgramNotFoundError
-	switch {
-	case errors.As(err, &notFound):
-		// Gone (deleted by hand, say): whoever made C:\k again is unknown.
-		inst.Status.AgentSecured = false
-		info, err = c.firstRun(ctx, inst, cl, agent)
-		return info, err == nil, err
-	case err == nil && agentOutdated(info, agent):
-		// C:\k is secured: only administrators can write there.
-		if err := c.installAgent(ctx, inst, cl, agent); err != nil {
-			return nil, false, err
+	if inst.Status.AgentSecured {
+		info, err := c.runInfo(ctx, cl, agent.HostPath)
+		var notFound *host.ProgramNotFoundError
+		switch {
+		case errors.As(err, &notFound):
+			// Gone (deleted by hand, say): whoever made C:\k again is
+			// unknown, so the first run is repeated.
+			inst.Status.AgentSecured = false
+		case err == nil && agentOutdated(info, agent):
+			// C:\k is secured: only administrators can write there.
+			if err := c.upload(ctx, inst, cl, agent, agent.HostPath); err != nil {
+				return nil, false, err
+			}
+			info, err = c.runInfo(ctx, cl, agent.HostPath)
+			return info, true, err
+		default:
+			return info, false, err
 		}
-		info, err = c.runInfo(ctx, cl, agent.HostPath)
-		return info, true, err
 	}
-	return info, false, err
+	info, err := c.firstRun(ctx, inst, cl, agent)
+	return info, err == nil, err
 }
 
 // firstRun uploads the agent to the profile folder, runs `install` there
@@ -90,13 +90,6 @@ func (c *Configurer) withAgentInProfile(ctx context.Context, inst *winnodev1.Win
 		}
 	}()
 	return do(path)
-}
-
-// installAgent replaces the agent in C:\k (already secured) with the
-// payload's. The agent is not running (it runs only while the operator
-// runs it).
-func (c *Configurer) installAgent(ctx context.Context, inst *winnodev1.WindowsInstance, cl *host.Client, agent payload.File) error {
-	return c.upload(ctx, inst, cl, agent, agent.HostPath)
 }
 
 // upload copies the payload's agent to path on the host.

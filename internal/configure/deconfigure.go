@@ -74,7 +74,6 @@ func (c *Configurer) Deconfigure(ctx context.Context, inst *winnodev1.WindowsIns
 		return Result{}, err
 	}
 	inst.Status.HostKey, inst.Status.HostKeyFingerprint = "", ""
-	inst.Status.AgentSecured = false
 	c.event(inst, corev1.EventTypeNormal, "Deconfigured", "host %s deconfigured and Node %s deleted", inst.Spec.Address, orString(nodeName(inst), "(none)"))
 	return Result{}, c.save(ctx, inst)
 }
