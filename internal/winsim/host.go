@@ -171,7 +171,7 @@ func New(opts Options) (*Host, error) {
 		return nil, err
 	}
 	h.log = opts.Logger.With("simulatedHost", h.id.Hostname)
-	for _, dir := range []string{`C:\Windows\System32`, `C:\Users\` + opts.User, `C:\ProgramData\ssh`, ServiceLogDir, `C:\Program Files`} {
+	for _, dir := range []string{`C:\Windows\System32`, h.Profile(), `C:\ProgramData\ssh`, ServiceLogDir, `C:\Program Files`} {
 		p, err := winpath.ResolveString(h.root, dir)
 		if err == nil {
 			err = os.MkdirAll(p, 0o755)

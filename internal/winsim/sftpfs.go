@@ -260,7 +260,7 @@ func (f *hostFS) Filelist(r *sftp.Request) (sftp.ListerAt, error) {
 func (f *hostFS) RealPath(p string) (string, error) {
 	s := strings.ReplaceAll(p, `\`, "/")
 	if s == "" || s == "." || !strings.Contains(s, ":") && !strings.HasPrefix(s, "/") {
-		s = "/C:/Users/" + f.host.opts.User + "/" + s
+		s = winpathSFTP(f.host.Profile()) + "/" + s
 	}
 	if strings.Trim(s, "/") == "" {
 		return "/", nil

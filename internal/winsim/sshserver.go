@@ -416,7 +416,7 @@ func (h *Host) killSessions() {
 // sftp serves the SFTP subsystem over the host's filesystem.
 func (s *session) sftp() int {
 	fs := &hostFS{host: s.host}
-	home := winpathSFTP(`C:\Users\` + s.host.opts.User)
+	home := winpathSFTP(s.host.Profile())
 	srv := sftp.NewRequestServer(s.ch, sftp.Handlers{FileGet: fs, FilePut: fs, FileCmd: fs, FileList: fs},
 		sftp.WithStartDirectory(home))
 	err := srv.Serve()
