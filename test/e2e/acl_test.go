@@ -82,8 +82,8 @@ func TestLocalUserCannotTamperWithWinnodeFolders(t *testing.T) {
 			denied("reads "+p, err)
 		}
 	}
-	if !inst.Status.AgentSecured || hostFileExists(t, h, h.Profile()+`\winnode-agent.exe`) {
-		t.Errorf("status.agentSecured %v; the agent's copy in the profile folder still there: %v", inst.Status.AgentSecured, hostFileExists(t, h, h.Profile()+`\winnode-agent.exe`))
+	if left := hostFileExists(t, h, h.Profile()+`\winnode-agent.exe`); !inst.Status.AgentSecured || left {
+		t.Errorf("status.agentSecured %v; the agent's copy in the profile folder still there: %v", inst.Status.AgentSecured, left)
 	}
 
 	// Someone deletes the agent: its first run is repeated, from the

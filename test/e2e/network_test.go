@@ -16,6 +16,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -45,30 +47,19 @@ func (w *world) watchNetworkNotReady(t *testing.T, h *winsim.Host) func() bool {
 		}
 		return false
 	}
-	// A watch, not polling: the kubelet may be NotReady for less time than
-	// any poll interval, and a watch sees every status it posts.
+	// A watch (client-go's, which lists again when its watch expires), not
+	// polling: the kubelet may be NotReady for less time than any poll
+	// interval, and a watch sees every status it posts.
+	name := strings.ToLower(h.Hostname())
+	lw := cache.NewFilteredListWatchFromClient(w.kube.CoreV1().RESTClient(), "nodes", "",
+		func(o *metav1.ListOptions) { o.FieldSelector = "metadata.name=" + name })
 	go func() {
-		rv := ""
-		for ctx.Err() == nil {
-			wi, err := w.kube.CoreV1().Nodes().Watch(ctx, metav1.ListOptions{
-				FieldSelector: "metadata.name=" + strings.ToLower(h.Hostname()), ResourceVersion: rv})
-			if err != nil {
-				time.Sleep(100 * time.Millisecond)
-				continue
-			}
-			for ev := range wi.ResultChan() {
-				n, ok := ev.Object.(*corev1.Node)
-				if ev.Type == watch.Error || !ok {
-					rv = "" // expired: start again from the current state
-					continue
-				}
-				rv = n.ResourceVersion
-				if notReady(n) {
-					wi.Stop()
-					close(seen)
-					return
-				}
-			}
+		_, err := watchtools.UntilWithSync(ctx, lw, &corev1.Node{}, nil, func(ev watch.Event) (bool, error) {
+			n, ok := ev.Object.(*corev1.Node)
+			return ok && notReady(n), nil
+		})
+		if err == nil {
+			close(seen)
 		}
 	}()
 	return func() bool {
