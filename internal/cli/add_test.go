@@ -117,7 +117,9 @@ func TestAddThenRemove(t *testing.T) {
 		t.Errorf("ssh to the added node: exit %d, stdout %q, stderr %q", r.code, r.out, r.err)
 	}
 
-	// Again: the host is configured; nothing is uploaded or applied.
+	// Again: the host is configured; nothing is uploaded or applied (the
+	// agent, kept secured in C:\k since its first run, is not sent again).
+	before := h.Counters()
 	r = run(t, "", "add", h.IP(), "--port", port, "--ssh-key", keyFile, "--allow-addresses", simHosts, "--kubeconfig", kc, "--payload-dir", payloadDir, "--timeout", "5m")
 	if r.code != ExitOK {
 		t.Fatalf("add again: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.out, r.err)
@@ -126,6 +128,9 @@ func TestAddThenRemove(t *testing.T) {
 		if strings.Contains(r.out, step) {
 			t.Errorf("add on a configured host did %s:\n%s", step, r.out)
 		}
+	}
+	if in := h.Counters().Sub(before).BytesIn; in > 1<<20 {
+		t.Errorf("add on a configured host sent it %d bytes", in)
 	}
 
 	// upgrade to another payload: only what changed moves, the node is

@@ -127,10 +127,16 @@ func TestStatusAgainstCluster(t *testing.T) {
 }
 
 // simHost starts one simulated host that accepts the returned key, with the
-// stand-in containerd installed.
+// stand-in containerd installed. The test fails if anything was run there
+// as Administrator from where a local user could write (issue 11).
 func simHost(t *testing.T) (*winsim.Host, ssh.Signer, []byte) {
 	t.Helper()
 	h, key := fixture.SimHost(t, winsim.Options{StandinBinary: testenv.Binary(t, "cmd/winsim-standin")})
+	t.Cleanup(func() {
+		for _, e := range h.UnsafeExecs() {
+			t.Errorf("host %s: ran %s as Administrator although %s", h.Hostname(), e.Program, e.Why)
+		}
+	})
 	return h, key.Signer, key.PEM
 }
 

@@ -14,11 +14,12 @@ import (
 // SYSTEM and Administrators, a profile folder, or C:\Program Files.
 func TestUserExposure(t *testing.T) {
 	s := newStore(t)
-	for _, d := range []string{`k`, `secured`, `Users\Administrator`, `Program Files\tool`} {
-		if err := os.MkdirAll(filepath.Join(s.root, filepath.FromSlash(strings.ReplaceAll(d, `\`, "/"))), 0o755); err != nil {
+	for _, d := range []string{"k", "secured", "Users/Administrator", "Program Files/tool"} {
+		dir := filepath.Join(s.root, filepath.FromSlash(d))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(s.root, filepath.FromSlash(strings.ReplaceAll(d, `\`, "/")), "a.exe"), nil, 0o755); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, "a.exe"), nil, 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
