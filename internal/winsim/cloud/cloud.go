@@ -1,0 +1,174 @@
+// Package cloud is a simulated infrastructure provider: an HTTP API that
+// boots one simulated Windows host (internal/winsim) per instance, runs the
+// instance's user data at boot as a cloud's launch agent does, and powers
+// the host off when the instance is deleted. The test world's Machine API
+// program (hack/tools/openshift/machineapi, the machine-api-operator's real
+// controllers with a "winsim" actuator) is its client, as a cloud
+// provider's actuator is a client of its cloud's API.
+//
+// The API (JSON, all on loopback):
+//
+//	PUT    /instances/{name}  {"userData":"<base64>"}  → 200 Instance (idempotent:
+//	                          an existing instance is returned as it is)
+//	GET    /instances/{name}  → 200 Instance, 404 when there is none
+//	DELETE /instances/{name}  → 200 once the host is powered off and gone,
+//	                          404 when there was none
+//
+// Errors are non-2xx answers with a text body.
+package cloud
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+
+	"github.com/winnode/winnode/internal/winsim"
+)
+
+// Instance is one simulated cloud instance, as the API reports it.
+type Instance struct {
+	Name string `json:"name"`
+	// ID is the cloud's own identifier ("i-" and 17 hex digits, as EC2's).
+	ID string `json:"id"`
+	// ProviderID is what a kubelet on the instance registers as its Node's
+	// spec.providerID: "winsim:///" and ID.
+	ProviderID string `json:"providerID"`
+	// Address is the host's IPv4 address (its SSH port is 22).
+	Address  string `json:"address"`
+	Hostname string `json:"hostname"`
+	State    string `json:"state"`
+}
+
+// ProviderIDPrefix starts every instance's provider ID.
+const ProviderIDPrefix = "winsim:///"
+
+// Options configure a Cloud.
+type Options struct {
+	// NewHost creates (without starting) the simulated host of a new
+	// instance; the caller chooses its state folder, stand-ins and logger.
+	// The cloud runs the user data on it, then starts it.
+	NewHost func(name string) (*winsim.Host, error)
+	// Logger receives the cloud's log lines. Default slog.Default().
+	Logger *slog.Logger
+}
+
+// Cloud is the simulated provider's state: its instances and their hosts.
+type Cloud struct {
+	opts Options
+	log  *slog.Logger
+
+	mu        sync.Mutex
+	instances map[string]*entry
+}
+
+type entry struct {
+	inst Instance
+	host *winsim.Host
+}
+
+// New is a cloud with no instances.
+func New(opts Options) *Cloud {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	return &Cloud{opts: opts, log: opts.Logger.With("simulated", "cloud"), instances: map[string]*entry{}}
+}
+
+// Create boots the instance name with userData, or returns the existing
+// instance of that name as it is.
+func (c *Cloud) Create(name string, userData []byte) (Instance, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.instances[name]; ok {
+		return e.inst, nil
+	}
+	h, err := c.opts.NewHost(name)
+	if err != nil {
+		return Instance{}, fmt.Errorf("instance %s: creating its host: %w", name, err)
+	}
+	if err := h.RunUserData(userData); err != nil {
+		_ = h.Close()
+		return Instance{}, fmt.Errorf("instance %s: %w", name, err)
+	}
+	if err := h.Start(); err != nil {
+		_ = h.Close()
+		return Instance{}, fmt.Errorf("instance %s: booting its host: %w", name, err)
+	}
+	id := newID()
+	inst := Instance{Name: name, ID: id, ProviderID: ProviderIDPrefix + id, Address: h.IP(), Hostname: h.Hostname(), State: "running"}
+	c.instances[name] = &entry{inst: inst, host: h}
+	c.log.Info("simulated cloud: instance running", "instance", name, "id", id, "address", inst.Address, "hostname", inst.Hostname)
+	return inst, nil
+}
+
+// Get reports the instance name; false when there is none.
+func (c *Cloud) Get(name string) (Instance, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.instances[name]
+	if !ok {
+		return Instance{}, false
+	}
+	return e.inst, true
+}
+
+// Delete powers the instance's host off and forgets it; false when there
+// was no such instance.
+func (c *Cloud) Delete(name string) (bool, error) {
+	c.mu.Lock()
+	e, ok := c.instances[name]
+	delete(c.instances, name)
+	c.mu.Unlock()
+	if !ok {
+		return false, nil
+	}
+	c.log.Info("simulated cloud: powering instance off", "instance", name, "id", e.inst.ID)
+	if err := e.host.Close(); err != nil {
+		return true, fmt.Errorf("instance %s: powering its host off: %w", name, err)
+	}
+	return true, nil
+}
+
+// Host is the simulated host of instance name (nil when there is none),
+// for tests to look inside.
+func (c *Cloud) Host(name string) *winsim.Host {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.instances[name]; ok {
+		return e.host
+	}
+	return nil
+}
+
+// Names are the instances' names, sorted.
+func (c *Cloud) Names() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	names := make([]string, 0, len(c.instances))
+	for n := range c.instances {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Close powers every instance off.
+func (c *Cloud) Close() error {
+	var first error
+	for _, n := range c.Names() {
+		if _, err := c.Delete(n); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// newID is an EC2-style instance ID.
+func newID() string {
+	b := make([]byte, 9)
+	_, _ = rand.Read(b)
+	return "i-" + hex.EncodeToString(b)[:17]
+}

@@ -1,0 +1,162 @@
+package cloud_test
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/winnode/winnode/internal/bootstrap"
+	"github.com/winnode/winnode/internal/winsim"
+	"github.com/winnode/winnode/internal/winsim/cloud"
+)
+
+func newCloud(t *testing.T) (*cloud.Cloud, string) {
+	t.Helper()
+	c := cloud.New(cloud.Options{
+		NewHost: func(name string) (*winsim.Host, error) {
+			return winsim.New(winsim.Options{StateDir: t.TempDir(), Logger: slog.New(slog.DiscardHandler)})
+		},
+		Logger: slog.New(slog.DiscardHandler),
+	})
+	url, stop, err := c.Serve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = stop(); _ = c.Close() })
+	return c, url
+}
+
+func call(t *testing.T, method, url string, body any) (int, string) {
+	t.Helper()
+	var r io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		r = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, url, r)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(out)
+}
+
+func userData(t *testing.T) ([]byte, ssh.Signer) {
+	t.Helper()
+	_, priv, _ := ed25519.GenerateKey(rand.Reader)
+	signer, err := ssh.NewSignerFromKey(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := bootstrap.UserData(signer.PublicKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data, signer
+}
+
+// An instance booted with winnode's user data accepts the operator's key,
+// has C:\k owned by Administrators, and is gone once deleted.
+func TestInstanceLifecycle(t *testing.T) {
+	c, url := newCloud(t)
+	data, signer := userData(t)
+
+	code, body := call(t, "PUT", url+"/instances/win-a", map[string][]byte{"userData": data})
+	if code != 200 {
+		t.Fatalf("PUT: %d %s", code, body)
+	}
+	var inst cloud.Instance
+	if err := json.Unmarshal([]byte(body), &inst); err != nil {
+		t.Fatal(err)
+	}
+	if inst.Name != "win-a" || inst.ProviderID != cloud.ProviderIDPrefix+inst.ID || inst.State != "running" || inst.Address == "" {
+		t.Fatalf("instance: %+v", inst)
+	}
+	h := c.Host("win-a")
+	keys, err := os.ReadFile(mustPath(t, h, winsim.AuthorizedKeysPath))
+	if err != nil || strings.TrimSpace(string(keys)) != bootstrap.AuthorizedKey(signer.PublicKey()) {
+		t.Fatalf("administrators_authorized_keys = %q (%v), want the user data's key", keys, err)
+	}
+	owner, dacl, err := h.Security().Get(`C:\k`)
+	if err != nil || owner != "S-1-5-32-544" || dacl != "D:P(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)" {
+		t.Fatalf(`C:\k: owner %q DACL %q (%v)`, owner, dacl, err)
+	}
+
+	// Idempotent: the same instance again, user data unchanged.
+	other, _ := userData(t)
+	code, body2 := call(t, "PUT", url+"/instances/win-a", map[string][]byte{"userData": other})
+	if code != 200 || body2 != body {
+		t.Fatalf("second PUT: %d %s, want the same instance", code, body2)
+	}
+	if code, _ := call(t, "GET", url+"/instances/win-a", nil); code != 200 {
+		t.Fatalf("GET: %d", code)
+	}
+	if code, _ := call(t, "DELETE", url+"/instances/win-a", nil); code != 200 {
+		t.Fatalf("DELETE: %d", code)
+	}
+	if h.Up() {
+		t.Error("the host still runs after its instance was deleted")
+	}
+	for _, m := range []string{"GET", "DELETE"} {
+		if code, _ := call(t, m, url+"/instances/win-a", nil); code != 404 {
+			t.Errorf("%s after delete: %d, want 404", m, code)
+		}
+	}
+}
+
+func mustPath(t *testing.T, h *winsim.Host, p string) string {
+	t.Helper()
+	local, err := h.Path(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return local
+}
+
+// User data that is not a <powershell> script runs nothing: the host boots
+// without the operator's key, as on a real cloud.
+func TestUserDataWithoutScriptRunsNothing(t *testing.T) {
+	c, url := newCloud(t)
+	if code, body := call(t, "PUT", url+"/instances/plain", map[string][]byte{"userData": []byte("#cloud-config\n")}); code != 200 {
+		t.Fatalf("PUT: %d %s", code, body)
+	}
+	if _, err := os.Stat(mustPath(t, c.Host("plain"), winsim.AuthorizedKeysPath)); !os.IsNotExist(err) {
+		t.Errorf("administrators_authorized_keys exists (%v); nothing should have written it", err)
+	}
+}
+
+// Bad requests are refused with a message naming the input; nothing boots.
+func TestBadRequests(t *testing.T) {
+	c, url := newCloud(t)
+	for _, tc := range []struct {
+		name, path string
+		body       any
+		want       string
+	}{
+		{"bad name", "/instances/Bad_Name", map[string][]byte{"userData": nil}, "not an instance name"},
+		{"unknown field", "/instances/x", map[string]string{"script": "e30="}, "not {\"userData\": base64}"},
+		{"too much user data", "/instances/y", map[string][]byte{"userData": make([]byte, 20000)}, "over the limit"},
+		{"bad key", "/instances/z", map[string][]byte{"userData": []byte("<powershell>\nSet-Content -Path $authorizedKeys -Value 'ssh-ed25519 !!!'\n</powershell>")}, "administrators' key"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, body := call(t, "PUT", url+tc.path, tc.body)
+			if code < 400 || !strings.Contains(body, tc.want) {
+				t.Errorf("%d %q, want an error containing %q", code, body, tc.want)
+			}
+		})
+	}
+	if n := c.Names(); len(n) != 0 {
+		t.Errorf("instances %v after bad requests, want none", n)
+	}
+}
