@@ -260,9 +260,11 @@ func TestDefaultManifests(t *testing.T) {
 func TestOpenShiftOverlay(t *testing.T) {
 	objs := build(t, "openshift")
 	base := build(t, "default")
-	if len(objs) != len(base)+6 {
-		t.Errorf("the overlay has %d objects, want the base's %d plus SCC, its Role and RoleBinding, ServiceMonitor, Prometheus' Role and RoleBinding", len(objs), len(base))
+	if len(objs) != len(base)+8 {
+		t.Errorf("the overlay has %d objects, want the base's %d plus SCC, its Role and RoleBinding, ServiceMonitor, Prometheus' Role and RoleBinding, the Machine API source's Role and RoleBinding", len(objs), len(base))
 	}
+	find(t, objs, "Role", "openshift-machine-api", "winnode-operator")
+	find(t, objs, "RoleBinding", "openshift-machine-api", "winnode-operator")
 	ns := find(t, objs, "Namespace", "", namespace)
 	if ns.GetLabels()["openshift.io/cluster-monitoring"] != "true" {
 		t.Errorf("namespace not labelled for cluster monitoring: %v", ns.GetLabels())
@@ -419,6 +421,11 @@ func TestOpenShiftServerSideDryRun(t *testing.T) {
 	installStandInCRD(t, c, "monitoring.coreos.com", "ServiceMonitor", "servicemonitors", apiextensionsv1.NamespaceScoped, serviceMonitorSchema())
 	objs := build(t, "openshift")
 	applyNamespace(t, c, objs)
+	// Every OpenShift cluster has the Machine API's namespace.
+	mapi := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "openshift-machine-api"}}
+	if err := c.Create(context.Background(), mapi); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
 	dryRunAll(t, c, objs)
 
 	// The stand-ins do refuse what the real APIs refuse.
@@ -804,7 +811,9 @@ func TestGeneratedRBACIsGranted(t *testing.T) {
 	dir := filepath.Join(repoRoot(t), "config/rbac")
 	generated := rbacPermissions(t, filepath.Join(dir, "role.yaml"))
 	granted := map[string]bool{}
-	for _, f := range []string{"cluster_role.yaml", "roles.yaml"} {
+	// config/openshift adds the Machine API source's Role, in a namespace
+	// only OpenShift has.
+	for _, f := range []string{"cluster_role.yaml", "roles.yaml", "../openshift/machine_api_rbac.yaml"} {
 		for p := range rbacPermissions(t, filepath.Join(dir, f)) {
 			granted[p] = true
 		}

@@ -96,6 +96,15 @@ type WindowsInstanceSpec struct {
 	// +kubebuilder:validation:Pattern=`^SHA256:[A-Za-z0-9+/]{43}$`
 	// +optional
 	HostKeyFingerprint string `json:"hostKeyFingerprint,omitempty"`
+	// ProviderID, when set, is what the host's kubelet registers as its
+	// Node's spec.providerID: the cloud's ID of the machine, as a Machine's
+	// spec.providerID carries it ("aws:///us-east-1a/i-0123...", say), so
+	// that the Machine API links the Node to its Machine. The Machine
+	// source sets it; a Node's providerID cannot change once registered.
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:Pattern=`^[A-Za-z][A-Za-z0-9+.-]*://[!-~]*$`
+	// +optional
+	ProviderID string `json:"providerID,omitempty"`
 }
 
 // Phase is where a WindowsInstance is in its life.

@@ -28,7 +28,7 @@ func (c *Configurer) render(ctx context.Context, inst *winnodev1.WindowsInstance
 	}
 	r, err := plan.Render(plan.RenderInput{
 		Cluster:         cr.cluster,
-		Host:            plan.HostFacts{Info: info, Address: inst.Spec.Address},
+		Host:            plan.HostFacts{Info: info, Address: inst.Spec.Address, ProviderID: inst.Spec.ProviderID},
 		Payload:         c.Payload,
 		Network:         network,
 		OperatorVersion: c.Version,

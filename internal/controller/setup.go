@@ -13,6 +13,8 @@
 //   - upgrade.go: waking upgrades that wait for their turn in the rollout
 //     (the rollout itself: configure.Rollout);
 //   - metrics.go, events.go: what they report;
+//   - the OpenShift Machine API source (Windows Machines → WindowsInstances)
+//     lives in internal/machineapi; Setup adds it on OpenShift;
 //   - the Cluster API bootstrap provider (WinnodeConfig → bootstrap-data
 //     Secret) lives in internal/capibootstrap; Setup adds it when the
 //     cluster serves Cluster API;
@@ -34,6 +36,7 @@ import (
 	"github.com/winnode/winnode/internal/configure"
 	"github.com/winnode/winnode/internal/csrapproval"
 	"github.com/winnode/winnode/internal/inventory"
+	"github.com/winnode/winnode/internal/machineapi"
 	"github.com/winnode/winnode/internal/openshift"
 	"github.com/winnode/winnode/internal/payload"
 	"github.com/winnode/winnode/internal/platform"
@@ -206,6 +209,14 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	}
 	if err := SetupInstanceReconciler(mgr, opts, deps); err != nil {
 		return fmt.Errorf("setting up the instance reconciler: %w", err)
+	}
+	// On OpenShift, where the cluster serves the Machine API.
+	if deps.Platform == platform.OpenShift {
+		if err := machineapi.Setup(mgr, machineapi.Options{
+			OperatorNamespace: opts.Namespace, UserDataSecret: UserDataSecret, UserDataKey: UserDataKey,
+		}); err != nil {
+			return fmt.Errorf("setting up the Machine API source: %w", err)
+		}
 	}
 	// On only where the cluster serves cluster.x-k8s.io and
 	// bootstrap.winnode.io; elsewhere it logs why and adds nothing.

@@ -88,6 +88,11 @@ func applyGeneratedRBAC(t *testing.T, w *world, user string) {
 				role.Namespace = w.namespace
 			}
 			role.Name = user
+			// openshift-machine-api's Role: that namespace exists on OpenShift only.
+			ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: role.Namespace}}
+			if _, err := w.kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+				t.Fatal(err)
+			}
 			if _, err := w.kube.RbacV1().Roles(role.Namespace).Create(ctx, &role, metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
@@ -96,10 +101,10 @@ func applyGeneratedRBAC(t *testing.T, w *world, user string) {
 			if _, err := w.kube.RbacV1().RoleBindings(role.Namespace).Create(ctx, rb, metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			ns := role.Namespace
+			roleNS := role.Namespace
 			t.Cleanup(func() {
-				_ = w.kube.RbacV1().RoleBindings(ns).Delete(context.Background(), user, metav1.DeleteOptions{})
-				_ = w.kube.RbacV1().Roles(ns).Delete(context.Background(), user, metav1.DeleteOptions{})
+				_ = w.kube.RbacV1().RoleBindings(roleNS).Delete(context.Background(), user, metav1.DeleteOptions{})
+				_ = w.kube.RbacV1().Roles(roleNS).Delete(context.Background(), user, metav1.DeleteOptions{})
 			})
 		}
 	}

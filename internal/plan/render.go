@@ -134,6 +134,9 @@ type HostFacts struct {
 	// Address is the WindowsInstance's spec.address; when it is one of the
 	// host's IPv4 addresses the kubelet uses it as its node IP.
 	Address string
+	// ProviderID is the WindowsInstance's spec.providerID: the Node's
+	// spec.providerID, registered by the kubelet ("": none).
+	ProviderID string
 }
 
 // NodeName is the name the host's kubelet registers: its hostname,
@@ -224,6 +227,7 @@ func (in RenderInput) generatedFiles() ([]GeneratedFile, error) {
 		ClientCAFile:  clientCA,
 		ClusterDNS:    in.Cluster.ClusterDNS,
 		ClusterDomain: in.Cluster.ClusterDomain,
+		ProviderID:    in.Host.ProviderID,
 	})
 	if err != nil {
 		return nil, err

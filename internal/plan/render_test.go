@@ -313,3 +313,25 @@ func TestRenderKubeletCAAndCloud(t *testing.T) {
 		t.Errorf("a built-in cloud provider: got %v", err)
 	}
 }
+
+// A Machine's provider ID reaches the kubelet's configuration, so the Node
+// registers with it and the Machine API links Node and Machine; without
+// one the configuration has none.
+func TestRenderProviderID(t *testing.T) {
+	in := renderInput()
+	in.Host.ProviderID = "aws:///us-east-1a/i-0123456789abcdef0"
+	r, err := Render(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kc := string(findGenerated(t, r, KubeletConfigPath)); !strings.Contains(kc, "providerID: aws:///us-east-1a/i-0123456789abcdef0\n") {
+		t.Errorf("kubelet configuration lacks the provider ID:\n%s", kc)
+	}
+	base, err := Render(renderInput())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kc := string(findGenerated(t, base, KubeletConfigPath)); strings.Contains(kc, "providerID") {
+		t.Errorf("kubelet configuration without a provider ID names one:\n%s", kc)
+	}
+}

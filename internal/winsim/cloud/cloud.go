@@ -51,6 +51,9 @@ type Options struct {
 	// instance; the caller chooses its state folder, stand-ins and logger.
 	// The cloud runs the user data on it, then starts it.
 	NewHost func(name string) (*winsim.Host, error)
+	// PowerOff, when set, is called with an instance's host just before
+	// the host is powered off (tests look at what was left on it).
+	PowerOff func(name string, h *winsim.Host)
 	// Logger receives the cloud's log lines. Default slog.Default().
 	Logger *slog.Logger
 }
@@ -126,6 +129,9 @@ func (c *Cloud) Delete(name string) (bool, error) {
 		return false, nil
 	}
 	c.log.Info("simulated cloud: powering instance off", "instance", name, "id", e.inst.ID)
+	if c.opts.PowerOff != nil {
+		c.opts.PowerOff(name, e.host)
+	}
 	if err := e.host.Close(); err != nil {
 		return true, fmt.Errorf("instance %s: powering its host off: %w", name, err)
 	}
