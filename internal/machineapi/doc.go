@@ -9,6 +9,8 @@
 //   - machine.go: one Machine → its WindowsInstance (address from the
 //     Machine's InternalIP, the kubelet's provider ID from its
 //     spec.providerID);
+//   - replace.go: after a key rotation, a Machine whose host refuses the
+//     new key is deleted for its MachineSet to replace, one at a time;
 //   - hook.go: the pre-terminate lifecycle hook that holds the Machine's
 //     termination until its host is deconfigured;
 //   - userdata.go: Secret windows-user-data kept in openshift-machine-api,

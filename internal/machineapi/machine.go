@@ -43,6 +43,8 @@ const (
 //     WindowsInstance of the Machine's name (source kind Machine) for that
 //     address, with the Machine's spec.providerID for the kubelet;
 //   - a changed InternalIP or provider ID → the instance's spec updated;
+//   - a Machine whose host refuses the operator's rotated key → deleted,
+//     one at a time, for its MachineSet to replace (replace.go);
 //   - a Machine being deleted → its instance deleted (deconfigured through
 //     its finalizer: drained, services removed, Node deleted); once the
 //     instance is gone, the hook is removed and the Machine API terminates
@@ -89,7 +91,10 @@ func (r *MachineReconciler) Reconcile(ctx context.Context, req reconcile.Request
 	if err := r.addHook(ctx, &m); err != nil {
 		return reconcile.Result{}, err
 	}
-	return reconcile.Result{}, r.ensureInstance(ctx, &m, inst, address)
+	if err := r.ensureInstance(ctx, &m, inst, address); err != nil {
+		return reconcile.Result{}, err
+	}
+	return r.replaceIfKeyRefused(ctx, &m, inst)
 }
 
 // internalIP is the Machine's first InternalIP address ("" when none).

@@ -27,7 +27,7 @@ const Namespace = "openshift-machine-api"
 
 // What the source needs, in openshift-machine-api only
 // (config/openshift/machine_api_rbac.yaml grants it, with the reasons).
-// +kubebuilder:rbac:groups=machine.openshift.io,namespace=openshift-machine-api,resources=machines,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=machine.openshift.io,namespace=openshift-machine-api,resources=machines,verbs=get;list;watch;patch;delete
 // +kubebuilder:rbac:groups="",namespace=openshift-machine-api,resources=secrets,verbs=create
 // +kubebuilder:rbac:groups="",namespace=openshift-machine-api,resources=secrets,resourceNames=windows-user-data,verbs=get;update
 
