@@ -22,6 +22,10 @@ step "control plane (built from source once, then cached)"
 export WINNODE_K8S_BIN
 WINNODE_K8S_BIN=$(bash hack/tools/build-control-plane.sh | tail -n1)
 
+step "Machine API controllers for the openshift flavor (built from source once, then cached)"
+export WINNODE_MACHINE_API_BIN
+WINNODE_MACHINE_API_BIN=$(bash hack/tools/build-machine-api.sh | tail -n1)
+
 step "OpenSSH clients for the simulator's tests"
 bash hack/install-openssh-client.sh
 

@@ -61,6 +61,9 @@ const (
 	MCONamespace          = "openshift-machine-config-operator"
 	NodeBootstrapper      = "node-bootstrapper"
 	NodeBootstrapperToken = "node-bootstrapper-token"
+	// InfrastructureName is Infrastructure cluster's infrastructureName,
+	// the cluster ID that Machines are labelled with.
+	InfrastructureName = "winnode-testenv"
 )
 
 // openShiftCRDDir is the folder of OpenShift's CRDs.
@@ -142,7 +145,7 @@ func (o *OpenShift) seedConfig(ctx context.Context, host string) error {
 		return err
 	}
 	infra.Status = configv1.InfrastructureStatus{
-		InfrastructureName: "winnode-testenv", Platform: configv1.NonePlatformType,
+		InfrastructureName: InfrastructureName, Platform: configv1.NonePlatformType,
 		PlatformStatus: &configv1.PlatformStatus{Type: configv1.NonePlatformType},
 		APIServerURL:   host, APIServerInternalURL: o.InternalURL,
 		ControlPlaneTopology:   configv1.HighlyAvailableTopologyMode,

@@ -68,6 +68,11 @@ type Options struct {
 	// and no flannel (OVN-Kubernetes' place), OpenShift's CRDs and the
 	// objects an OpenShift 4 cluster has (Env.OpenShift).
 	OpenShift bool
+	// MachineAPICloudURL, with OpenShift, runs the OpenShift Machine API's
+	// real controllers (MachineSet, nodelink, Machine, drain) on namespace
+	// openshift-machine-api, their winsim provider's instances in the
+	// simulated cloud whose HTTP API is at this URL (machineapi.go).
+	MachineAPICloudURL string
 }
 
 // Env is a running control plane.
@@ -123,6 +128,13 @@ func start(ctx context.Context, opts Options) (_ *Env, err error) {
 	}
 	if opts.OpenShift {
 		opts.NoBootstrapTokenAuth, opts.NoFlannel = true, true
+	}
+	if opts.MachineAPICloudURL != "" {
+		// Found, or built, before the start-up's clock starts: a first
+		// build of the Machine API's controllers takes minutes.
+		if _, err := machineAPIBinary(); err != nil {
+			return nil, err
+		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
 	defer cancel()
@@ -185,6 +197,11 @@ func start(ctx context.Context, opts Options) (_ *Env, err error) {
 	if opts.OpenShift {
 		if err := e.seedOpenShift(ctx); err != nil {
 			return nil, fmt.Errorf("seeding the openshift flavor: %w", err)
+		}
+	}
+	if opts.MachineAPICloudURL != "" {
+		if err := e.startMachineAPI(ctx, opts); err != nil {
+			return nil, fmt.Errorf("starting the Machine API: %w", err)
 		}
 	}
 	return e, nil

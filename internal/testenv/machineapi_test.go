@@ -1,0 +1,379 @@
+package testenv
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// testCloud is the simulated cloud's HTTP API reduced to its bookkeeping:
+// instances by name, each with the next address from 127.0.0.200, and the
+// user data and deletions it was sent. It boots nothing.
+type testCloud struct {
+	mu        sync.Mutex
+	instances map[string]testInstance
+	userData  map[string][]byte
+	deleted   []string
+	next      int
+}
+
+type testInstance struct {
+	Name       string `json:"name"`
+	ID         string `json:"id"`
+	ProviderID string `json:"providerID"`
+	Address    string `json:"address"`
+	Hostname   string `json:"hostname"`
+	State      string `json:"state"`
+}
+
+func (c *testCloud) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	name, ok := strings.CutPrefix(r.URL.Path, "/instances/")
+	if !ok || name == "" || strings.Contains(name, "/") {
+		http.Error(w, "no such path", http.StatusNotFound)
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	inst, exists := c.instances[name]
+	switch r.Method {
+	case http.MethodPut:
+		if !exists {
+			var req struct {
+				UserData string `json:"userData"`
+			}
+			err := json.NewDecoder(r.Body).Decode(&req)
+			data, err2 := base64.StdEncoding.DecodeString(req.UserData)
+			if err != nil || err2 != nil || len(data) == 0 {
+				http.Error(w, "userData: want base64 of the user data", http.StatusBadRequest)
+				return
+			}
+			id := fmt.Sprintf("i-%04d", c.next)
+			inst = testInstance{Name: name, ID: id, ProviderID: "winsim:///" + id,
+				Address: fmt.Sprintf("127.0.0.%d", 200+c.next), Hostname: fmt.Sprintf("WIN-TEST%07d", c.next), State: "running"}
+			c.next++
+			c.instances[name], c.userData[name] = inst, data
+		}
+	case http.MethodGet:
+	case http.MethodDelete:
+		if exists {
+			delete(c.instances, name)
+			c.deleted = append(c.deleted, name)
+		}
+	default:
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	if !exists && r.Method != http.MethodPut {
+		http.Error(w, "no instance "+name, http.StatusNotFound)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(inst)
+}
+
+func (c *testCloud) deletions() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.deleted...)
+}
+
+// machineAPIWorld starts the openshift flavor with the Machine API's
+// controllers on a testCloud, for this test alone (the cloud lives as long
+// as the control plane), and returns a client that knows Machines.
+func machineAPIWorld(t *testing.T) (*Env, *testCloud, client.WithWatch) {
+	t.Helper()
+	cloud := &testCloud{instances: map[string]testInstance{}, userData: map[string][]byte{}}
+	srv := httptest.NewServer(cloud)
+	t.Cleanup(srv.Close)
+	env, err := Start(context.Background(), Options{OpenShift: true, MachineAPICloudURL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("control plane logs:\n%s", env.Logs(60))
+		}
+		_ = env.Stop()
+	})
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := machinev1beta1.Install(s); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.NewWithWatch(env.Config, client.Options{Scheme: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env, cloud, c
+}
+
+// machinesOf lists the MachineSet's Machines (by controller reference).
+func machinesOf(ctx context.Context, c client.Client, ms string) ([]machinev1beta1.Machine, error) {
+	var list machinev1beta1.MachineList
+	if err := c.List(ctx, &list, client.InNamespace(MachineAPINamespace)); err != nil {
+		return nil, err
+	}
+	var own []machinev1beta1.Machine
+	for _, m := range list.Items {
+		if ref := metav1.GetControllerOf(&m); ref != nil && ref.Kind == "MachineSet" && ref.Name == ms {
+			own = append(own, m)
+		}
+	}
+	return own, nil
+}
+
+func phase(m *machinev1beta1.Machine) string {
+	if m.Status.Phase == nil {
+		return ""
+	}
+	return *m.Status.Phase
+}
+
+func internalIP(m *machinev1beta1.Machine) string {
+	for _, a := range m.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP {
+			return a.Address
+		}
+	}
+	return ""
+}
+
+// phaseLog records each Machine's phases in the order the API server
+// stored them, from a watch: what the Machine controller went through,
+// which polling could miss.
+type phaseLog struct {
+	mu     sync.Mutex
+	phases map[string][]string
+}
+
+func watchPhases(t *testing.T, ctx context.Context, c client.WithWatch) *phaseLog {
+	t.Helper()
+	w, err := c.Watch(ctx, &machinev1beta1.MachineList{}, client.InNamespace(MachineAPINamespace))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &phaseLog{phases: map[string][]string{}}
+	go func() {
+		for ev := range w.ResultChan() {
+			m, ok := ev.Object.(*machinev1beta1.Machine)
+			if !ok {
+				continue
+			}
+			l.mu.Lock()
+			seen := l.phases[m.Name]
+			if p := phase(m); p != "" && (len(seen) == 0 || seen[len(seen)-1] != p) {
+				l.phases[m.Name] = append(seen, p)
+			}
+			l.mu.Unlock()
+		}
+	}()
+	t.Cleanup(w.Stop)
+	return l
+}
+
+func (l *phaseLog) of(name string) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.phases[name], " → ")
+}
+
+// poll waits for cond, reporting what it last saw when it gives up.
+func poll(t *testing.T, ctx context.Context, what string, cond func(ctx context.Context) (bool, string, error)) {
+	t.Helper()
+	start, last := time.Now(), ""
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 90*time.Second, true, func(ctx context.Context) (bool, error) {
+		ok, seen, err := cond(ctx)
+		last = seen
+		return ok, err
+	})
+	if err != nil {
+		t.Fatalf("waiting for %s: %v; last seen: %s", what, err, last)
+	}
+	t.Logf("%s after %s", what, time.Since(start).Round(100*time.Millisecond))
+}
+
+// The OpenShift Machine API's own controllers run in the test world: the
+// MachineSet controller creates Machines, the Machine controller has the
+// winsim provider create their instances in the simulated cloud and
+// provisions them, nodelink links a Node that appears with an instance's
+// provider ID, and scaling down deletes Machines (the one without a Node
+// first, MAO's Random delete policy), their instances, and, for a linked
+// Machine, its Node (after the drain controller's drain).
+func TestMachineAPIControllers(t *testing.T) {
+	_, cloud, c := machineAPIWorld(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+
+	userData := []byte("<powershell>simulated user data</powershell>")
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "windows-user-data", Namespace: MachineAPINamespace},
+		Data: map[string][]byte{"userData": userData}}
+	if err := c.Create(ctx, secret); err != nil {
+		t.Fatal(err)
+	}
+	phases := watchPhases(t, ctx, c)
+	ms := WinsimMachineSet("winsim-worker", secret.Name, 2, map[string]string{"machine.openshift.io/os-id": "Windows"})
+	if err := c.Create(ctx, ms); err != nil {
+		t.Fatal(err)
+	}
+
+	var machines []machinev1beta1.Machine
+	poll(t, ctx, "two Machines Provisioned", func(ctx context.Context) (bool, string, error) {
+		var err error
+		if machines, err = machinesOf(ctx, c, ms.Name); err != nil {
+			return false, "", err
+		}
+		var seen []string
+		done := len(machines) == 2
+		for i := range machines {
+			m := &machines[i]
+			seen = append(seen, fmt.Sprintf("%s phase=%q providerID=%v ip=%q", m.Name, phase(m), m.Spec.ProviderID, internalIP(m)))
+			done = done && phase(m) == machinev1beta1.PhaseProvisioned && m.Spec.ProviderID != nil && internalIP(m) != ""
+		}
+		return done, strings.Join(seen, "; "), nil
+	})
+	for _, m := range machines {
+		cloud.mu.Lock()
+		inst, got := cloud.instances[m.Name], string(cloud.userData[m.Name])
+		cloud.mu.Unlock()
+		if *m.Spec.ProviderID != inst.ProviderID || internalIP(&m) != inst.Address || m.Annotations["machine.openshift.io/instance-state"] != "running" {
+			t.Errorf("Machine %s: providerID %s, address %s, annotations %v; the cloud's instance is %+v", m.Name, *m.Spec.ProviderID, internalIP(&m), m.Annotations, inst)
+		}
+		if got != string(userData) {
+			t.Errorf("instance %s booted with user data %q, want the Secret's %q", m.Name, got, userData)
+		}
+	}
+
+	linked, unlinked := machines[0], machines[1]
+	node := linkNode(t, ctx, c, &linked)
+	scaleDown(t, ctx, c, cloud, ms, 1, unlinked.Name)
+	scaleDown(t, ctx, c, cloud, ms, 0, linked.Name)
+	poll(t, ctx, "the deleted Machine's Node deleted", func(ctx context.Context) (bool, string, error) {
+		err := c.Get(ctx, client.ObjectKeyFromObject(node), &corev1.Node{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err), client.IgnoreNotFound(err)
+	})
+	invalidProviderSpec(t, ctx, c, cloud)
+	for name, want := range map[string]string{
+		linked.Name:   "Provisioning → Provisioned → Running → Deleting",
+		unlinked.Name: "Provisioning → Provisioned → Deleting",
+	} {
+		if got := phases.of(name); got != want {
+			t.Errorf("Machine %s went through phases %s, want %s", name, got, want)
+		}
+	}
+}
+
+// linkNode creates a Node as a kubelet on m's instance would (its provider
+// ID and InternalIP) and waits for nodelink to set m's nodeRef and the
+// Machine controller to move it to Running.
+func linkNode(t *testing.T, ctx context.Context, c client.Client, m *machinev1beta1.Machine) *corev1.Node {
+	t.Helper()
+	// Named as the kubelet names it: the host name, lower-cased.
+	var hostname string
+	for _, a := range m.Status.Addresses {
+		if a.Type == corev1.NodeHostName {
+			hostname = strings.ToLower(a.Address)
+		}
+	}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: hostname},
+		Spec: corev1.NodeSpec{ProviderID: *m.Spec.ProviderID}}
+	if err := c.Create(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	// A patch: the node controllers write the new Node at once.
+	patch := client.MergeFrom(node.DeepCopy())
+	node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: internalIP(m)}}
+	if err := c.Status().Patch(ctx, node, patch); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, ctx, "Machine "+m.Name+" linked to Node "+node.Name+" and Running", func(ctx context.Context) (bool, string, error) {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(m), m); err != nil {
+			return false, "", err
+		}
+		seen := fmt.Sprintf("phase=%q nodeRef=%v", phase(m), m.Status.NodeRef)
+		return m.Status.NodeRef != nil && m.Status.NodeRef.Name == node.Name && phase(m) == machinev1beta1.PhaseRunning, seen, nil
+	})
+	return node
+}
+
+// invalidProviderSpec: a Machine whose providerSpec is another provider's
+// is an invalid configuration (machine.InvalidMachineConfiguration), which
+// the Machine controller turns into phase Failed, as for a real provider,
+// and no instance is created.
+func invalidProviderSpec(t *testing.T, ctx context.Context, c client.Client, cloud *testCloud) {
+	t.Helper()
+	m := &machinev1beta1.Machine{
+		ObjectMeta: metav1.ObjectMeta{Name: "winsim-misconfigured", Namespace: MachineAPINamespace,
+			Labels: map[string]string{machinev1beta1.MachineClusterIDLabel: InfrastructureName}},
+		Spec: machinev1beta1.MachineSpec{ProviderSpec: machinev1beta1.ProviderSpec{Value: &runtime.RawExtension{
+			Raw: []byte(`{"apiVersion":"machine.openshift.io/v1beta1","kind":"AWSMachineProviderConfig","userDataSecret":{"name":"windows-user-data"}}`)}}},
+	}
+	if err := c.Create(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, ctx, "Machine "+m.Name+" Failed as an invalid configuration", func(ctx context.Context) (bool, string, error) {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(m), m); err != nil {
+			return false, "", err
+		}
+		var reason, message string
+		if m.Status.ErrorReason != nil && m.Status.ErrorMessage != nil {
+			reason, message = string(*m.Status.ErrorReason), *m.Status.ErrorMessage
+		}
+		seen := fmt.Sprintf("phase=%q errorReason=%q errorMessage=%q", phase(m), reason, message)
+		return phase(m) == machinev1beta1.PhaseFailed && reason == string(machinev1beta1.InvalidConfigurationMachineError) &&
+			strings.Contains(message, m.Name), seen, nil
+	})
+	cloud.mu.Lock()
+	defer cloud.mu.Unlock()
+	if _, ok := cloud.instances[m.Name]; ok {
+		t.Errorf("an instance was created for misconfigured Machine %s", m.Name)
+	}
+}
+
+// scaleDown sets the MachineSet's replicas and waits until Machine gone is
+// deleted (its finalizer released) and its instance was deleted in the cloud.
+func scaleDown(t *testing.T, ctx context.Context, c client.Client, cloud *testCloud, ms *machinev1beta1.MachineSet, replicas int32, gone string) {
+	t.Helper()
+	patch := client.MergeFrom(ms.DeepCopy())
+	ms.Spec.Replicas = &replicas
+	if err := c.Patch(ctx, ms, patch); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, ctx, fmt.Sprintf("scaled to %d: Machine %s and its instance deleted", replicas, gone), func(ctx context.Context) (bool, string, error) {
+		machines, err := machinesOf(ctx, c, ms.Name)
+		if err != nil {
+			return false, "", err
+		}
+		var names []string
+		for _, m := range machines {
+			names = append(names, fmt.Sprintf("%s(%s)", m.Name, phase(&m)))
+		}
+		seen := fmt.Sprintf("machines %v, cloud deletions %v", names, cloud.deletions())
+		if len(machines) != int(replicas) || !strings.Contains(" "+strings.Join(cloud.deletions(), " ")+" ", " "+gone+" ") {
+			return false, seen, nil
+		}
+		for _, m := range machines {
+			if m.Name == gone {
+				return false, seen, nil
+			}
+		}
+		return true, seen, nil
+	})
+}
