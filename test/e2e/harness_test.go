@@ -21,6 +21,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"golang.org/x/crypto/ssh"
+	machinev1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -126,7 +127,15 @@ func getWorld(t testing.TB) *world {
 // getWorldOf is getWorld on the given kind of API server.
 func getWorldOf(t testing.TB, kind apiServerKind) *world {
 	t.Helper()
-	env := testenv.GetWith(t, testenv.Options{NoBootstrapTokenAuth: kind == kindServiceAccount, OpenShift: kind == kindOpenShift})
+	opts := testenv.Options{NoBootstrapTokenAuth: kind == kindServiceAccount, OpenShift: kind == kindOpenShift}
+	if kind == kindOpenShift {
+		url, err := machineAPICloud()
+		if err != nil {
+			t.Fatalf("the Machine API's simulated cloud: %v", err)
+		}
+		opts.MachineAPICloudURL = url
+	}
+	env := testenv.GetWith(t, opts)
 	shared.Lock()
 	defer shared.Unlock()
 	if shared.worlds == nil {
@@ -148,6 +157,9 @@ func newWorld(t testing.TB, env *testenv.Env, kind apiServerKind) (*world, error
 		return nil, err
 	}
 	if err := winnodev1.AddToScheme(w.scheme); err != nil {
+		return nil, err
+	}
+	if err := machinev1.Install(w.scheme); err != nil {
 		return nil, err
 	}
 	var err error
