@@ -3,15 +3,12 @@ package e2e
 import (
 	"fmt"
 	"log/slog"
-	"net/netip"
 	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/winnode/winnode/internal/plan"
-	"github.com/winnode/winnode/internal/simhns"
 	"github.com/winnode/winnode/internal/testenv"
 	"github.com/winnode/winnode/internal/winsim"
 	"github.com/winnode/winnode/internal/winsim/cloud"
@@ -72,26 +69,7 @@ func newCloudHost(name string) (*winsim.Host, error) {
 	if err != nil {
 		return nil, err
 	}
-	return h, playCNI(h, fmt.Sprintf("10.245.%d.0/24", hostSubnet.Add(1)))
-}
-
-// playCNI does what the cluster's Windows CNI DaemonSet does on a host:
-// its HNS network and its CNI configuration.
-func playCNI(h *winsim.Host, subnet string) error {
-	const name = "OVNKubernetesHybridOverlayNetwork"
-	gateway := netip.MustParsePrefix(subnet).Addr().Next().String()
-	if _, err := h.HNS().CreateNetwork(simhns.Network{Name: name, Type: simhns.TypeL2Bridge,
-		Subnets: []simhns.Subnet{{AddressPrefix: subnet, GatewayAddress: gateway}}}); err != nil {
-		return err
-	}
-	conf, err := h.Path(plan.CNIConfDir + `\10-` + name + `.conflist`)
-	if err == nil {
-		err = os.MkdirAll(filepath.Dir(conf), 0o755)
-	}
-	if err == nil {
-		err = os.WriteFile(conf, []byte(`{"cniVersion":"0.3.1","name":"`+name+`","plugins":[{"type":"ovn-k8s-cni-overlay"}]}`), 0o644)
-	}
-	return err
+	return h, h.SimulateClusterCNI("OVNKubernetesHybridOverlayNetwork", fmt.Sprintf("10.245.%d.0/24", hostSubnet.Add(1)))
 }
 
 // recordPowerOff notes whether the kubelet service still existed on a host

@@ -258,17 +258,10 @@ func TestExternalNetwork(t *testing.T) {
 }
 
 // playClusterCNI does on a host what a cluster's own Windows CNI DaemonSet
-// does (--network external): it creates its HNS network and writes its
-// CNI configuration.
+// does (--network external): winsim's SimulateClusterCNI.
 func playClusterCNI(t *testing.T, h *winsim.Host, name, subnet string) {
 	t.Helper()
-	gateway := netip.MustParsePrefix(subnet).Addr().Next().String()
-	if _, err := h.HNS().CreateNetwork(simhns.Network{Name: name, Type: simhns.TypeL2Bridge,
-		Subnets: []simhns.Subnet{{AddressPrefix: subnet, GatewayAddress: gateway}}}); err != nil {
-		t.Fatal(err)
-	}
-	conf, _ := h.Path(plan.CNIConfDir + `\10-` + name + `.conflist`)
-	if err := os.WriteFile(conf, []byte(`{"cniVersion":"0.3.1","name":"`+name+`","plugins":[{"type":"`+name+`"}]}`), 0o644); err != nil {
+	if err := h.SimulateClusterCNI(name, subnet); err != nil {
 		t.Fatal(err)
 	}
 }
