@@ -35,9 +35,11 @@ import (
 	"github.com/winnode/winnode/internal/cli/view"
 	"github.com/winnode/winnode/internal/controller"
 	"github.com/winnode/winnode/internal/host"
+	"github.com/winnode/winnode/internal/machineapi"
 	"github.com/winnode/winnode/internal/sshkey"
 	"github.com/winnode/winnode/internal/testenv"
 	"github.com/winnode/winnode/internal/winsim"
+	"github.com/winnode/winnode/internal/winsim/cloud"
 	"github.com/winnode/winnode/internal/winsim/simpayload"
 )
 
@@ -58,7 +60,14 @@ type demoOptions struct {
 	// bootstrapTokenAuth false starts the API server as OpenShift's runs:
 	// hosts then join with ServiceAccount tokens (docs/credentials.md).
 	bootstrapTokenAuth bool
+	// flavor is plain or openshift (openshift.go); machines is the
+	// openshift flavor's MachineSet replicas.
+	flavor   string
+	machines int
 }
+
+// want is how many Ready Windows nodes the demo waits for.
+func (o demoOptions) want() int { return o.hosts + o.machines }
 
 func NewCommand(s cli.Streams) *cobra.Command {
 	var o demoOptions
@@ -79,6 +88,15 @@ progress until all are Ready nodes, prints the nodes, the kubeconfig and what
 to try next, and runs until SIGINT (Ctrl-C) or SIGTERM. It then stops
 everything it started.
 
+With --flavor openshift the control plane is configured as an OpenShift 4
+cluster is (no bootstrap tokens; OpenShift's CRDs and configuration
+objects), the OpenShift Machine API's real controllers (MachineSet,
+Machine, node link) run beside it with a provider that boots SIMULATED
+hosts on a simulated cloud, and the demo creates a Windows MachineSet of
+--machines replicas in openshift-machine-api instead of listing hosts
+(--hosts adds listed hosts beside them; default none). Scale the MachineSet
+with kubectl to add and remove Windows nodes.
+
 While it runs, type a command and Enter: reboot HOST (a simulated host
 reboots: its node goes NotReady and comes back), hosts, help, quit.
 
@@ -97,11 +115,14 @@ running so that you can look).`,
   winnodectl demo --hosts 4 --windows-build 2019,2022
 
   # For scripts and CI: stop once every host is a Ready node
-  winnodectl demo --exit-when-ready`,
+  winnodectl demo --exit-when-ready
+
+  # OpenShift: a Windows MachineSet of two Machines, scaled with kubectl
+  winnodectl demo --flavor openshift --machines 2`,
 		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if o.hosts < 1 || o.hosts > 100 {
-				return cli.UsageErrorf("--hosts %d: give 1 to 100 simulated hosts", o.hosts)
+			if err := o.checkFlavor(cmd.Flags().Changed("hosts"), cmd.Flags().Changed("machines")); err != nil {
+				return err
 			}
 			builds, err := parseBuilds(o.windowsBuild)
 			if err != nil {
@@ -122,7 +143,34 @@ running so that you can look).`,
 	f.BoolVar(&o.exitWhenReady, "exit-when-ready", false, "stop everything and exit once every host is a Ready node (for scripts and CI)")
 	f.DurationVar(&o.readyTimeout, "ready-timeout", 10*time.Minute, "how long the hosts may take to become Ready nodes")
 	f.BoolVar(&o.bootstrapTokenAuth, "bootstrap-token-auth", true, "start kube-apiserver with bootstrap-token authentication; false starts it as OpenShift's runs, and the hosts join with ServiceAccount tokens")
+	f.StringVar(&o.flavor, "flavor", flavorPlain, "plain (a kubeadm-style cluster, hosts listed in windows-instances) or openshift (an OpenShift-configured cluster with the Machine API and a Windows MachineSet)")
+	f.IntVar(&o.machines, "machines", 2, "with --flavor openshift: replicas of the Windows MachineSet")
 	return cmd
+}
+
+// checkFlavor checks the flags that depend on --flavor, and gives the
+// openshift flavor no listed hosts unless --hosts says otherwise.
+func (o *demoOptions) checkFlavor(hostsSet, machinesSet bool) error {
+	switch o.flavor {
+	case flavorPlain:
+		if machinesSet {
+			return cli.UsageErrorf("--machines is for --flavor openshift; the plain flavor lists --hosts")
+		}
+		o.machines = 0
+		if o.hosts < 1 || o.hosts > 100 {
+			return cli.UsageErrorf("--hosts %d: give 1 to 100 simulated hosts", o.hosts)
+		}
+	case flavorOpenShift:
+		if !hostsSet {
+			o.hosts = 0
+		}
+		if o.machines < 0 || o.machines > 20 || o.hosts < 0 || o.hosts > 100 || o.want() == 0 {
+			return cli.UsageErrorf("--machines %d, --hosts %d: give 0 to 20 Machines and 0 to 100 listed hosts, at least one in all", o.machines, o.hosts)
+		}
+	default:
+		return cli.UsageErrorf("--flavor %q: give plain or openshift", o.flavor)
+	}
+	return nil
 }
 
 // demo is one run of `winnodectl demo`: what it started, to stop it all.
@@ -140,6 +188,11 @@ type demo struct {
 	fleet      *winsim.Fleet
 	client     client.Client
 	operator   *runningOperator
+	// The openshift flavor's simulated cloud (openshift.go), and a client
+	// that knows the Machine API's types.
+	cloud      *cloud.Cloud
+	stopCloud  func() error
+	mapiClient client.Client
 
 	mu      sync.Mutex
 	uploads map[string]uploadReport // instance name → last upload report
@@ -196,26 +249,19 @@ func runDemo(ctx context.Context, s cli.Streams, o demoOptions) (err error) {
 }
 
 // setUp starts the control plane, the simulated hosts and the operator,
-// and lists the hosts in the ConfigMap.
+// and lists the hosts in the ConfigMap or creates the MachineSet.
 func (d *demo) setUp(ctx context.Context) error {
-	out := d.s.Out
-	fmt.Fprintf(out, `winnode demo: everything runs on this machine.
-  - a real Kubernetes control plane: etcd, kube-apiserver, kube-controller-manager, kube-scheduler
-  - %s (winsim): Linux processes that answer SSH
-    and SFTP as Windows OpenSSH does; the kubelet on them is a stand-in that
-    joins the real API server. No Windows runs here.
-  - the winnode operator, in this process
-`, hostCount(d.o.hosts, "SIMULATED Windows Server "+strings.Join(d.o.builds, "/")+" host"))
-
+	d.printBanner()
 	if err := d.makeWorkdir(); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "Work folder: %s (operator.log, winsim.log)\n\n", d.workdir)
+	fmt.Fprintf(d.s.Out, "Work folder: %s (operator.log, winsim.log)\n\n", d.workdir)
 	logFile, err := os.OpenFile(filepath.Join(d.workdir, "winsim.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return fmt.Errorf("opening the simulated hosts' log: %w", err)
 	}
 	d.logFile = logFile
+	logger := slog.New(slog.NewTextHandler(d.logFile, nil))
 
 	payloadDir, standinBin, err := d.buildPayload()
 	if err != nil {
@@ -224,48 +270,18 @@ func (d *demo) setUp(ctx context.Context) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-
-	d.say("starting the control plane (the first run builds it from source: several minutes)")
-	if d.env, err = testenv.Start(ctx, testenv.Options{NoBootstrapTokenAuth: !d.o.bootstrapTokenAuth}); err != nil {
-		return fmt.Errorf("starting the control plane: %w", err)
-	}
-	if err := d.writeKubeconfig(); err != nil {
-		return err
-	}
-	d.say("control plane up at %s; kubeconfig %s", d.env.Host, d.kubeconfig)
-	if d.client, err = cli.NewClient(d.env.Config); err != nil {
-		return err
-	}
-
-	// Each demo has a new cluster: hosts kept from an earlier run would
-	// still hold that cluster's kubelet credentials, so they start afresh.
 	hostsDir := filepath.Join(d.workdir, "hosts")
-	if _, err := os.Stat(hostsDir); err == nil {
-		d.say("removing the simulated hosts of an earlier run from %s (they belonged to its cluster)", hostsDir)
-		if err := os.RemoveAll(hostsDir); err != nil {
-			return fmt.Errorf("removing the earlier simulated hosts in %s: %w", hostsDir, err)
-		}
-	}
-	d.say("starting %s", hostCount(d.o.hosts, "simulated Windows host"))
-	logger := slog.New(slog.NewTextHandler(d.logFile, nil))
-	if d.fleet, err = winsim.StartFleet(d.o.hosts, winsim.Options{
-		StateDir: hostsDir, Builds: d.o.builds,
-		StandinBinary: standinBin, Logger: logger,
-		// Down for longer than the node monitor's grace period (20s), as a
-		// real reboot is, so that the node is seen to go NotReady.
-		BootDelay: rebootDowntime,
-	}); err != nil {
+	if err := d.startControlPlane(ctx, hostsDir, standinBin, logger); err != nil {
 		return err
 	}
-	for _, h := range d.fleet.Hosts {
-		d.say("  simulated host %s at %s, host key %s", h.Hostname(), h.Addr(), h.Fingerprint())
+	if err := d.startHosts(hostsDir, standinBin, logger); err != nil {
+		return err
 	}
-
 	signer, pemKey, err := newDemoKey()
 	if err != nil {
 		return err
 	}
-	for _, h := range d.fleet.Hosts {
+	for _, h := range d.hosts() {
 		if err := h.AuthorizeKey(signer.PublicKey()); err != nil {
 			return err
 		}
@@ -284,7 +300,94 @@ func (d *demo) setUp(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	return d.listHosts(ctx)
+	if d.o.hosts > 0 {
+		if err := d.listHosts(ctx); err != nil {
+			return err
+		}
+	}
+	if d.o.machines > 0 {
+		return d.createMachineSet(ctx)
+	}
+	return nil
+}
+
+// printBanner says what runs where.
+func (d *demo) printBanner() {
+	what := hostCount(d.o.hosts, "SIMULATED Windows Server "+strings.Join(d.o.builds, "/")+" host")
+	if d.o.flavor == flavorOpenShift {
+		what = hostCount(d.o.machines, "SIMULATED Windows Machine") + " of a MachineSet, booted by the OpenShift Machine API's\n    real controllers on a simulated cloud, and " + hostCount(d.o.hosts, "listed host")
+	}
+	cluster := "a real Kubernetes control plane"
+	if d.o.flavor == flavorOpenShift {
+		cluster += ", configured as an OpenShift 4 cluster (no OpenShift runs here)"
+	}
+	fmt.Fprintf(d.s.Out, `winnode demo: everything runs on this machine.
+  - %s: etcd, kube-apiserver, kube-controller-manager, kube-scheduler
+  - %s (winsim): Linux processes that answer SSH
+    and SFTP as Windows OpenSSH does; the kubelet on them is a stand-in that
+    joins the real API server. No Windows runs here.
+  - the winnode operator, in this process
+`, cluster, what)
+}
+
+// startControlPlane starts the control plane (the openshift flavor's, with
+// the Machine API and its simulated cloud, when asked) and writes the
+// kubeconfig.
+func (d *demo) startControlPlane(ctx context.Context, hostsDir, standinBin string, logger *slog.Logger) error {
+	opts := testenv.Options{NoBootstrapTokenAuth: !d.o.bootstrapTokenAuth}
+	if d.o.flavor == flavorOpenShift {
+		url, err := d.startCloud(hostsDir, standinBin, logger)
+		if err != nil {
+			return err
+		}
+		opts = testenv.Options{OpenShift: true, MachineAPICloudURL: url}
+	}
+	d.say("starting the control plane (the first run builds it from source: several minutes)")
+	var err error
+	if d.env, err = testenv.Start(ctx, opts); err != nil {
+		return fmt.Errorf("starting the control plane: %w", err)
+	}
+	if err := d.writeKubeconfig(); err != nil {
+		return err
+	}
+	d.say("control plane up at %s; kubeconfig %s", d.env.Host, d.kubeconfig)
+	if d.client, err = cli.NewClient(d.env.Config); err != nil {
+		return err
+	}
+	if d.o.flavor == flavorOpenShift {
+		d.mapiClient, err = newMachineAPIClient(d)
+	}
+	return err
+}
+
+// startHosts starts the listed hosts, after removing an earlier run's.
+func (d *demo) startHosts(hostsDir, standinBin string, logger *slog.Logger) error {
+	// Each demo has a new cluster: hosts kept from an earlier run would
+	// still hold that cluster's kubelet credentials, so they start afresh.
+	if _, err := os.Stat(hostsDir); err == nil {
+		d.say("removing the simulated hosts of an earlier run from %s (they belonged to its cluster)", hostsDir)
+		if err := os.RemoveAll(hostsDir); err != nil {
+			return fmt.Errorf("removing the earlier simulated hosts in %s: %w", hostsDir, err)
+		}
+	}
+	if d.o.hosts == 0 {
+		return nil
+	}
+	d.say("starting %s", hostCount(d.o.hosts, "simulated Windows host"))
+	var err error
+	if d.fleet, err = winsim.StartFleet(d.o.hosts, winsim.Options{
+		StateDir: hostsDir, Builds: d.o.builds,
+		StandinBinary: standinBin, Logger: logger,
+		// Down for longer than the node monitor's grace period (20s), as a
+		// real reboot is, so that the node is seen to go NotReady.
+		BootDelay: rebootDowntime,
+	}); err != nil {
+		return err
+	}
+	for _, h := range d.fleet.Hosts {
+		d.say("  simulated host %s at %s, host key %s", h.Hostname(), h.Addr(), h.Fingerprint())
+	}
+	return nil
 }
 
 // buildPayload builds the simulated hosts' programs (Linux builds of the
@@ -518,7 +621,7 @@ func (d *demo) waitReady(ctx context.Context) (bool, error) {
 		default:
 			failures = 0
 			disp.Show(time.Now(), hosts)
-			if allReady(hosts, d.o.hosts) {
+			if allReady(hosts, d.o.want()) {
 				return true, nil
 			}
 		}
@@ -560,17 +663,17 @@ func (d *demo) windowsNodes(ctx context.Context) ([]view.NodeRow, error) {
 func (d *demo) printReady(ctx context.Context) {
 	out := d.s.Out
 	took := time.Since(d.start).Round(100 * time.Millisecond)
-	if d.o.hosts == 1 {
+	if d.o.want() == 1 {
 		fmt.Fprintf(out, "\nThe simulated Windows host is a Ready node, %s after the start.\n\n", took)
 	} else {
-		fmt.Fprintf(out, "\nAll %d simulated Windows hosts are Ready nodes, %s after the start.\n\n", d.o.hosts, took)
+		fmt.Fprintf(out, "\nAll %d simulated Windows hosts are Ready nodes, %s after the start.\n\n", d.o.want(), took)
 	}
 	if rows, err := d.windowsNodes(ctx); err != nil {
 		fmt.Fprintf(out, "(listing the nodes failed: %v)\n", err)
 	} else {
 		_ = view.WriteNodeTable(out, rows, time.Now())
 	}
-	first := d.fleet.Hosts[0]
+	first := d.hosts()[0]
 	self, _ := os.Executable()
 	if self == "" || strings.Contains(self, "go-build") {
 		self = "go run ./cmd/winnodectl"
@@ -585,12 +688,9 @@ Try, in another terminal:
   kubectl get nodes -o wide
   %[2]s status
   %[2]s ssh %[3]s -- "C:\Program Files\containerd\containerd.exe" --version
-
-%[7]s
-  # Take a host out: its node is drained and deleted, the host cleaned.
-  kubectl -n %[4]s patch configmap %[5]s --type json -p '[{"op":"remove","path":"/data/%[6]s"}]'
-
-`, d.kubeconfig, self, strings.ToLower(first.Hostname()), controller.DefaultNamespace, instancesConfigMap, first.IP(), d.sampleLines())
+%[4]s
+%[5]s
+`, d.kubeconfig, self, strings.ToLower(first.Hostname()), d.sampleLines(), d.changeLines())
 	if d.o.exitWhenReady {
 		return
 	}
@@ -602,6 +702,25 @@ Try, in another terminal:
 `, first.IP())
 	}
 	fmt.Fprintln(out, "\nThe demo runs until Ctrl-C (SIGINT) or SIGTERM; changes to the hosts show below.")
+}
+
+// changeLines are the "try" lines that add and remove nodes.
+func (d *demo) changeLines() string {
+	var lines string
+	if d.fleet != nil {
+		lines += fmt.Sprintf(`  # Take a host out: its node is drained and deleted, the host cleaned.
+  kubectl -n %s patch configmap %s --type json -p '[{"op":"remove","path":"/data/%s"}]'
+`, controller.DefaultNamespace, instancesConfigMap, d.fleet.Hosts[0].IP())
+	}
+	if d.o.flavor == flavorOpenShift {
+		lines += fmt.Sprintf(`  # The Machine API's view: each Machine Running, linked to its Node.
+  kubectl -n %[1]s get machines -o wide
+  # More Windows nodes, or fewer: a removed Machine's host is cleaned
+  # before the Machine API powers it off.
+  kubectl -n %[1]s scale machineset %[2]s --replicas %[3]d
+`, machineapi.Namespace, demoMachineSet, d.o.machines+1)
+	}
+	return lines
 }
 
 // sampleFile is the web server sample the demo writes into its workdir, for
@@ -690,7 +809,7 @@ func (d *demo) readCommands(ctx context.Context, in io.Reader, quit func()) {
 			quit()
 			return
 		case "hosts":
-			for i, h := range d.fleet.Hosts {
+			for i, h := range d.hosts() {
 				fmt.Fprintf(d.s.Out, "  %d  %s  %s  host key %s\n", i+1, h.Hostname(), h.Addr(), h.Fingerprint())
 			}
 		case "reboot":
@@ -724,7 +843,7 @@ func (d *demo) readCommands(ctx context.Context, in io.Reader, quit func()) {
 }
 
 func (d *demo) findHost(name string) *winsim.Host {
-	for i, h := range d.fleet.Hosts {
+	for i, h := range d.hosts() {
 		if name == strconv.Itoa(i+1) || strings.EqualFold(name, h.Hostname()) || name == h.IP() || name == h.Addr() {
 			return h
 		}
@@ -739,6 +858,12 @@ func (d *demo) stop() error {
 	var errs []error
 	if d.operator != nil {
 		errs = append(errs, d.operator.stop())
+	}
+	if d.stopCloud != nil {
+		errs = append(errs, d.stopCloud())
+	}
+	if d.cloud != nil {
+		errs = append(errs, d.cloud.Close())
 	}
 	if d.fleet != nil {
 		errs = append(errs, d.fleet.Close())

@@ -431,3 +431,47 @@ func TestParseBuilds(t *testing.T) {
 		}
 	}
 }
+
+// TestDemoOpenShiftFlavor runs `winnodectl demo --flavor openshift
+// --machines 1 --exit-when-ready` in process: the MachineSet's Machine
+// becomes a Ready node through the Machine API's real controllers, and the
+// "try" lines say how to scale it.
+func TestDemoOpenShiftFlavor(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a control plane of its own with the Machine API")
+	}
+	work := t.TempDir()
+	r := run(t, "", "demo", "--flavor", "openshift", "--machines", "1", "--exit-when-ready", "--ready-timeout", "5m", "--workdir", work)
+	if r.code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.out, r.err)
+	}
+	for _, want := range []string{
+		"configured as an OpenShift 4 cluster",
+		"created MachineSet openshift-machine-api/winnode-demo-windows with 1 Windows Machine",
+		"The simulated Windows host is a Ready node",
+		"kubectl -n openshift-machine-api scale machineset winnode-demo-windows --replicas 2",
+		"Stopped.",
+	} {
+		if !strings.Contains(r.out, want) {
+			t.Errorf("the demo's output lacks %q:\n%s", want, r.out)
+		}
+	}
+	if strings.Contains(r.out, "patch configmap") {
+		t.Errorf("the demo offers to edit a ConfigMap that lists no host:\n%s", r.out)
+	}
+}
+
+// --flavor and --machines go together; bad values are usage errors.
+func TestDemoFlavorFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"--machines", "2"},
+		{"--flavor", "rancher"},
+		{"--flavor", "openshift", "--machines", "0"},
+		{"--flavor", "openshift", "--machines", "21"},
+	} {
+		r := run(t, "", append([]string{"demo"}, args...)...)
+		if r.code != cli.ExitUsage || r.out != "" {
+			t.Errorf("demo %v: exit %d, stdout %q, stderr %q; want a usage error", args, r.code, r.out, r.err)
+		}
+	}
+}

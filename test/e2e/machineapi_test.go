@@ -13,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -23,11 +22,6 @@ import (
 	"github.com/winnode/winnode/internal/machineapi"
 	"github.com/winnode/winnode/internal/testenv"
 )
-
-// winsimProviderSpec is the providerSpec of the test world's "winsim"
-// actuator: user data from Secret windows-user-data, as a Windows
-// MachineSet on AWS, Azure or vSphere names it.
-const winsimProviderSpec = `{"apiVersion":"machine.winsim.winnode.io/v1","kind":"WinsimMachineProviderSpec","userDataSecret":{"name":"windows-user-data"}}`
 
 // machineSetLabel selects a MachineSet's Machines, as OpenShift's do.
 const machineSetLabel = "machine.openshift.io/cluster-api-machineset"
@@ -125,9 +119,11 @@ func (w *world) waitUserDataCopy(t *testing.T) {
 	})
 }
 
-// machineTemplate is the spec every Machine of these tests has.
+// machineSpec is the spec of every Machine of these tests: the test
+// world's winsim provider, user data from Secret windows-user-data, as a
+// Windows MachineSet on AWS, Azure or vSphere names it.
 func machineSpec() machinev1.MachineSpec {
-	return machinev1.MachineSpec{ProviderSpec: machinev1.ProviderSpec{Value: &runtime.RawExtension{Raw: []byte(winsimProviderSpec)}}}
+	return machinev1.MachineSpec{ProviderSpec: machinev1.ProviderSpec{Value: testenv.WinsimProviderSpec("windows-user-data")}}
 }
 
 // createMachine creates a lone Machine (no MachineSet) with labels, deleted
@@ -147,19 +143,7 @@ func (w *world) createMachine(t *testing.T, name string, labels map[string]strin
 // 0 and deleted when the test ends.
 func (w *world) createMachineSet(t *testing.T, name string) *machinev1.MachineSet {
 	t.Helper()
-	labels := map[string]string{machineSetLabel: name, machinev1.MachineClusterIDLabel: testenv.InfrastructureName}
-	tmpl := map[string]string{machineapi.LabelOSID: "Windows"}
-	for k, v := range labels {
-		tmpl[k] = v
-	}
-	ms := &machinev1.MachineSet{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: machineapi.Namespace, Labels: labels},
-		Spec: machinev1.MachineSetSpec{
-			Replicas: ptr.To[int32](0),
-			Selector: metav1.LabelSelector{MatchLabels: labels},
-			Template: machinev1.MachineTemplateSpec{ObjectMeta: machinev1.ObjectMeta{Labels: tmpl}, Spec: machineSpec()},
-		},
-	}
+	ms := testenv.WinsimMachineSet(name, "windows-user-data", 0, map[string]string{machineapi.LabelOSID: "Windows"})
 	if err := w.client.Create(context.Background(), ms); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,126 @@
+//go:build linux
+
+package demo
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+
+	machinev1 "github.com/openshift/api/machine/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/winnode/winnode/internal/cli"
+	"github.com/winnode/winnode/internal/controller"
+	"github.com/winnode/winnode/internal/machineapi"
+	"github.com/winnode/winnode/internal/testenv"
+	"github.com/winnode/winnode/internal/winsim"
+	"github.com/winnode/winnode/internal/winsim/cloud"
+)
+
+// The openshift flavor (--flavor openshift): the test world's openshift
+// flavor of the control plane (no bootstrap tokens, OpenShift's CRDs and
+// configuration objects), the OpenShift Machine API's real controllers
+// (MachineSet, Machine, node link), their "winsim" provider booting
+// simulated hosts on a simulated cloud served by this process, and one
+// Windows MachineSet of --machines replicas that the operator configures.
+
+// Flavors of the demo.
+const (
+	flavorPlain     = "plain"
+	flavorOpenShift = "openshift"
+)
+
+// demoMachineSet is the Windows MachineSet the openshift flavor creates.
+const demoMachineSet = "winnode-demo-windows"
+
+// ovnNetwork is the HNS network OVN-Kubernetes' Windows node programs make,
+// which the simulated cluster CNI makes in their place.
+const ovnNetwork = "OVNKubernetesHybridOverlayNetwork"
+
+// startCloud serves the simulated cloud the Machine API's winsim provider
+// provisions on; each instance's host keeps its state under hostsDir.
+func (d *demo) startCloud(hostsDir, standinBin string, logger *slog.Logger) (string, error) {
+	var subnet atomic.Int32
+	d.cloud = cloud.New(cloud.Options{
+		NewHost: func(name string) (*winsim.Host, error) {
+			h, err := winsim.New(winsim.Options{
+				StateDir: filepath.Join(hostsDir, name), StandinBinary: standinBin,
+				Logger: logger.With("machine", name), BootDelay: rebootDowntime,
+			})
+			if err != nil {
+				return nil, err
+			}
+			// The cluster's own Windows CNI (OVN-Kubernetes on OpenShift)
+			// does not run here: simulated, as its DaemonSet would.
+			return h, h.SimulateClusterCNI(ovnNetwork, fmt.Sprintf("10.245.%d.0/24", subnet.Add(1)))
+		},
+		Logger: logger,
+	})
+	url, stop, err := d.cloud.Serve()
+	if err != nil {
+		return "", err
+	}
+	d.stopCloud = stop
+	return url, nil
+}
+
+// createMachineSet creates the Windows MachineSet, once the operator has
+// copied windows-user-data to openshift-machine-api (a Machine created
+// before would find no user data and fail).
+func (d *demo) createMachineSet(ctx context.Context) error {
+	if err := d.waitUserDataCopy(ctx); err != nil {
+		return err
+	}
+	ms := testenv.WinsimMachineSet(demoMachineSet, controller.UserDataSecret, int32(d.o.machines), map[string]string{machineapi.LabelOSID: "Windows"})
+	if err := d.mapiClient.Create(ctx, ms); err != nil {
+		return fmt.Errorf("creating MachineSet %s/%s: %w", machineapi.Namespace, demoMachineSet, err)
+	}
+	d.say("created MachineSet %s/%s with %s; the Machine API provisions them, the operator configures them\n",
+		machineapi.Namespace, demoMachineSet, hostCount(d.o.machines, "Windows Machine"))
+	return nil
+}
+
+// waitUserDataCopy waits for the operator's copy of windows-user-data in
+// openshift-machine-api.
+func (d *demo) waitUserDataCopy(ctx context.Context) error {
+	key := client.ObjectKey{Namespace: machineapi.Namespace, Name: controller.UserDataSecret}
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		err := d.client.Get(ctx, key, &corev1.Secret{})
+		return err == nil, client.IgnoreNotFound(err)
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for Secret %s (the operator's copy of the user data, for the MachineSet): %w", key, err)
+	}
+	return nil
+}
+
+// newMachineAPIClient is a client that knows the Machine API's types.
+func newMachineAPIClient(d *demo) (client.Client, error) {
+	s := cli.Scheme()
+	if err := machinev1.Install(s); err != nil {
+		return nil, err
+	}
+	return client.New(d.env.Config, client.Options{Scheme: s})
+}
+
+// hosts are every simulated host: the listed ones, then the Machines'.
+func (d *demo) hosts() []*winsim.Host {
+	var all []*winsim.Host
+	if d.fleet != nil {
+		all = append(all, d.fleet.Hosts...)
+	}
+	if d.cloud != nil {
+		for _, n := range d.cloud.Names() {
+			if h := d.cloud.Host(n); h != nil {
+				all = append(all, h)
+			}
+		}
+	}
+	return all
+}
