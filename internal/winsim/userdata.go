@@ -1,10 +1,13 @@
 package winsim
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
+	"strings"
 
 	"golang.org/x/crypto/ssh"
 
@@ -13,33 +16,47 @@ import (
 )
 
 // RunUserData runs a machine's user data as a cloud's launch agent does at
-// boot (simulated). EC2Launch, cloudbase-init and Azure's custom data run
-// the PowerShell between <powershell> and </powershell> ("Run commands when
-// you launch an EC2 instance with user data input",
-// https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/user-data.html);
-// anything else is not a script to them, and nothing runs.
+// first boot (simulated); call it before Start. Two forms are scripts:
+//
+//   - PowerShell between <powershell> and </powershell>, which EC2Launch,
+//     cloudbase-init and Azure's custom data run ("Run commands when you
+//     launch an EC2 instance with user data input",
+//     https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/user-data.html);
+//   - PowerShell whose first line is #ps1_sysnative (or #ps1_x86), which
+//     cloudbase-init runs (its documentation's "Userdata" page), as Cluster
+//     API's Windows images use it.
+//
+// Anything else is not a script to them, and nothing runs.
 //
 // The simulator runs no PowerShell. It carries out the steps of winnode's
-// own user data (internal/bootstrap.UserData) that change what winnode
-// meets on the host, each recognised by its statement:
+// own scripts (internal/bootstrap.UserData, internal/capibootstrap's
+// bootstrap data) that change what winnode or Cluster API meet on the
+// host, each recognised by its statement:
 //
 //   - `Set-Content -Path $authorizedKeys -Value '<key>'`: the key replaces
 //     C:\ProgramData\ssh\administrators_authorized_keys;
 //   - `$kDir = 'C:\k'` with its icacls lines: C:\k created, owned by
-//     Administrators, SYSTEM and Administrators only.
+//     Administrators, SYSTEM and Administrators only;
+//   - `$computerName = '<name>'` with Rename-Computer and exit 1003: the
+//     host is renamed (cloudbase-init reboots on exit code 1003 and runs the
+//     script again, which then finds the name in place: simulated as one
+//     boot under the new name);
+//   - `$sentinel = '<path>'`: the file written with "success" (Cluster
+//     API's bootstrap-success sentinel).
 //
 // Other statements (OpenSSH's capability, firewall rules, sshd_config) are
-// what winsim's hosts already have. User data with neither statement
-// changes nothing, as a script of other statements would change nothing
-// winnode relies on; a key that does not parse fails the script, as
-// $ErrorActionPreference = 'Stop' makes the real one stop.
+// what winsim's hosts already have. A key or name that does not parse
+// fails the script, as $ErrorActionPreference = 'Stop' makes the real one
+// stop.
 func (h *Host) RunUserData(data []byte) error {
-	m := powershellRe.FindSubmatch(data)
-	if m == nil {
-		h.log.Warn("simulated launch agent: the user data has no <powershell> script; nothing runs")
+	script, agent := userDataScript(data)
+	if script == nil {
+		h.log.Warn("simulated launch agent: the user data is not a script (no <powershell> tags, no #ps1_sysnative line); nothing runs")
 		return nil
 	}
-	script := m[1]
+	if h.Up() {
+		return fmt.Errorf("simulated host %s: user data runs at boot, before the host is up", h.id.Hostname)
+	}
 	if k := authorizedKeyStatementRe.FindSubmatch(script); k != nil {
 		if err := h.replaceAuthorizedKeys(k[1]); err != nil {
 			return err
@@ -50,15 +67,67 @@ func (h *Host) RunUserData(data []byte) error {
 			return err
 		}
 	}
-	h.log.Info("simulated launch agent: ran the user data's <powershell> script")
+	if n := computerNameStatementRe.FindSubmatch(script); n != nil {
+		if err := h.rename(string(n[1])); err != nil {
+			return err
+		}
+	}
+	if p := sentinelStatementRe.FindSubmatch(script); p != nil {
+		if err := h.writeSentinel(string(p[1])); err != nil {
+			return err
+		}
+	}
+	h.log.Info("simulated launch agent: ran the user data's script", "agent", agent)
 	return nil
+}
+
+// userDataScript is the script in data and the launch agent that runs that
+// form (nil when data is no script).
+func userDataScript(data []byte) ([]byte, string) {
+	if m := powershellRe.FindSubmatch(data); m != nil {
+		return m[1], "EC2Launch/cloudbase-init <powershell>"
+	}
+	first, rest, _ := bytes.Cut(data, []byte("\n"))
+	switch strings.TrimSpace(string(first)) {
+	case "#ps1_sysnative", "#ps1_x86":
+		return rest, "cloudbase-init #ps1_sysnative"
+	}
+	return nil, ""
 }
 
 var (
 	powershellRe             = regexp.MustCompile(`(?s)<powershell>(.*?)</powershell>`)
 	authorizedKeyStatementRe = regexp.MustCompile(`(?m)^Set-Content -Path \$authorizedKeys -Value '([^'\r\n]*)'`)
 	kDirStatementRe          = regexp.MustCompile(`(?m)^\$kDir = 'C:\\k'\r?$`)
+	computerNameStatementRe  = regexp.MustCompile(`(?m)^\$computerName = '([^'\r\n]*)'`)
+	sentinelStatementRe      = regexp.MustCompile(`(?m)^\$sentinel = '([^'\r\n]*)'`)
 )
+
+// rename gives the host, not yet booted, a new computer name.
+func (h *Host) rename(name string) error {
+	if !netbiosName.MatchString(name) {
+		return fmt.Errorf("simulated host %s: user data: Rename-Computer -NewName %q: not a valid computer name (1-15 letters, digits or hyphens)", h.id.Hostname, name)
+	}
+	if strings.EqualFold(name, h.id.Hostname) {
+		return nil
+	}
+	h.log.Info("simulated launch agent: Rename-Computer, then a reboot (exit 1003) under the new name", "newName", name)
+	h.id.Hostname = name
+	h.log = h.opts.Logger.With("simulatedHost", name)
+	return h.saveIdentity()
+}
+
+// writeSentinel writes a file the script leaves to say it succeeded.
+func (h *Host) writeSentinel(path string) error {
+	p, err := h.Path(path)
+	if err != nil {
+		return fmt.Errorf("simulated host %s: user data: sentinel %q: %w", h.id.Hostname, path, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(p, []byte("success\r\n"), 0o644)
+}
 
 // replaceAuthorizedKeys writes line as the only administrators' key.
 func (h *Host) replaceAuthorizedKeys(line []byte) error {

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/winnode/winnode/internal/bootstrap"
+	"github.com/winnode/winnode/internal/capibootstrap"
 	"github.com/winnode/winnode/internal/winsim"
 	"github.com/winnode/winnode/internal/winsim/cloud"
 )
@@ -158,5 +159,37 @@ func TestBadRequests(t *testing.T) {
 	}
 	if n := c.Names(); len(n) != 0 {
 		t.Errorf("instances %v after bad requests, want none", n)
+	}
+}
+
+// Cluster API bootstrap data (cloudbase-init's #ps1_sysnative form) names
+// the host, authorizes the key and leaves Cluster API's sentinel; the
+// instance reports the new name.
+func TestClusterAPIBootstrapData(t *testing.T) {
+	c, url := newCloud(t)
+	_, signer := userData(t)
+	data, err := capibootstrap.BootstrapData(capibootstrap.DataInput{
+		Namespace: "capi", Machine: "windows-md-0-5f7c9d8b4-x2vzq", ComputerName: "windows-gyok56", PublicKey: signer.PublicKey()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, body := call(t, "PUT", url+"/instances/windows-md-0-5f7c9d8b4-x2vzq", map[string][]byte{"userData": data})
+	if code != 200 {
+		t.Fatalf("PUT: %d %s", code, body)
+	}
+	var inst cloud.Instance
+	if err := json.Unmarshal([]byte(body), &inst); err != nil {
+		t.Fatal(err)
+	}
+	h := c.Host(inst.Name)
+	if inst.Hostname != "windows-gyok56" || h.Hostname() != "windows-gyok56" {
+		t.Errorf("instance hostname %q, host %q; want the bootstrap data's computer name", inst.Hostname, h.Hostname())
+	}
+	keys, err := os.ReadFile(mustPath(t, h, winsim.AuthorizedKeysPath))
+	if err != nil || strings.TrimSpace(string(keys)) != bootstrap.AuthorizedKey(signer.PublicKey()) {
+		t.Errorf("administrators_authorized_keys = %q (%v), want the bootstrap data's key", keys, err)
+	}
+	if got, err := os.ReadFile(mustPath(t, h, `C:\run\cluster-api\bootstrap-success.complete`)); err != nil || strings.TrimSpace(string(got)) != "success" {
+		t.Errorf("Cluster API's sentinel: %q, %v", got, err)
 	}
 }
