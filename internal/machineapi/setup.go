@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
+	"github.com/winnode/winnode/internal/machinesource"
 )
 
 // Namespace is where OpenShift's Machine API keeps Machines and MachineSets
@@ -101,7 +102,8 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 // setupMachines watches Machines (their cache) and WindowsInstances of
 // Machines (a deleted instance lets its Machine's termination go on).
 func setupMachines(mgr ctrl.Manager, machines cache.Cache, recorder events.EventRecorder) error {
-	r := &MachineReconciler{Client: mgr.GetClient(), Machines: machines, APIReader: mgr.GetAPIReader(), Recorder: recorder}
+	r := &MachineReconciler{Client: mgr.GetClient(), Machines: machines, Recorder: recorder,
+		Instances: &machinesource.Instances{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder}}
 	ofMachine := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		l := o.GetLabels()
 		return l[winnodev1.LabelSourceKind] == string(winnodev1.SourceMachine) && l[winnodev1.LabelSourceNamespace] == Namespace

@@ -1,0 +1,183 @@
+// Package machinesource is what the operator's Machine sources share: the
+// OpenShift Machine API's (internal/machineapi) and Cluster API's
+// (internal/capisource). Each decides which of its Machines are Windows
+// Machines winnode configures, when one is provisioned, and what its
+// address, provider ID and hook are; this package keeps the one
+// WindowsInstance of such a Machine (source kind Machine) in step with it:
+// created once the Machine is provisioned, updated when its address or
+// provider ID changes, deleted — and so deconfigured through its finalizer
+// — when the Machine is deleted.
+package machinesource
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
+	"github.com/winnode/winnode/internal/inventory"
+)
+
+// AnnotationUsername on a Machine names the Windows administrator account
+// the operator logs in as (default DefaultUsername).
+const AnnotationUsername = "winnode.io/username"
+
+// DefaultUsername is the administrator of most Windows images.
+const DefaultUsername = "Administrator"
+
+// Instances keeps the WindowsInstances of Machines.
+type Instances struct {
+	// Client writes WindowsInstances and reads them (the manager's cache).
+	Client client.Client
+	// APIReader reads past the cache before an instance is created.
+	APIReader client.Reader
+	Recorder  events.EventRecorder
+}
+
+// Machine is one Machine as the sources see it.
+type Machine struct {
+	// Object is the Machine, for events.
+	Object client.Object
+	// Instance is the name of its WindowsInstance.
+	Instance string
+	// Address is its InternalIP; ProviderID its spec.providerID.
+	Address, ProviderID string
+}
+
+// source is the SourceRef of Machine m.
+func (m Machine) source() winnodev1.SourceRef {
+	return winnodev1.SourceRef{Kind: winnodev1.SourceMachine, Namespace: m.Object.GetNamespace(), Name: m.Object.GetName()}
+}
+
+// Labels select the instance of Machine namespace/name.
+func Labels(namespace, name string) map[string]string {
+	return map[string]string{
+		winnodev1.LabelSourceKind:      string(winnodev1.SourceMachine),
+		winnodev1.LabelSourceNamespace: namespace,
+		winnodev1.LabelSourceName:      name,
+	}
+}
+
+// Of is instance name's WindowsInstance when it is Machine key's; nil
+// when there is none, or it belongs to something else.
+func (s *Instances) Of(ctx context.Context, name string, key types.NamespacedName) (*winnodev1.WindowsInstance, error) {
+	var wi winnodev1.WindowsInstance
+	err := s.Client.Get(ctx, types.NamespacedName{Name: name}, &wi)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading WindowsInstance %s: %w", name, err)
+	}
+	for k, v := range Labels(key.Namespace, key.Name) {
+		if wi.Labels[k] != v {
+			return nil, nil
+		}
+	}
+	return &wi, nil
+}
+
+// Delete deletes inst, the instance of a Machine that is being deleted or
+// is gone (machine nil); its finalizer deconfigures the host first.
+func (s *Instances) Delete(ctx context.Context, machine client.Object, inst *winnodev1.WindowsInstance) error {
+	if !inst.DeletionTimestamp.IsZero() {
+		return nil // being deconfigured; its deletion brings the Machine back
+	}
+	if err := s.Client.Delete(ctx, inst); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	ctrl.LoggerFrom(ctx).Info("Machine deleted; deconfiguring its host", "instance", inst.Name)
+	if machine != nil {
+		s.Recorder.Eventf(machine, inst, corev1.EventTypeNormal, "InstanceDeleted", "Delete",
+			"Machine %s is being deleted: WindowsInstance %s is being deconfigured; the Machine's termination waits for it", machine.GetName(), inst.Name)
+	}
+	return nil
+}
+
+// Ensure creates Machine m's instance, or updates its spec.
+func (s *Instances) Ensure(ctx context.Context, m Machine, inst *winnodev1.WindowsInstance) error {
+	want := s.desired(m)
+	if inst == nil {
+		return s.create(ctx, m, want)
+	}
+	if !inst.DeletionTimestamp.IsZero() {
+		return nil // deleted by hand: its deletion brings us back to create it afresh
+	}
+	got := inst.Spec
+	if got.Address == want.Address && got.Username == want.Username && got.ProviderID == want.ProviderID && got.Port == want.Port {
+		return nil
+	}
+	patch := client.MergeFrom(inst.DeepCopy())
+	inst.Spec.Address, inst.Spec.Username, inst.Spec.ProviderID, inst.Spec.Port = want.Address, want.Username, want.ProviderID, want.Port
+	if err := s.Client.Patch(ctx, inst, patch); err != nil {
+		return fmt.Errorf("updating WindowsInstance %s of Machine %s: %w", inst.Name, m.Object.GetName(), err)
+	}
+	return nil
+}
+
+// desired is the spec of Machine m's instance.
+func (s *Instances) desired(m Machine) winnodev1.WindowsInstanceSpec {
+	user := m.Object.GetAnnotations()[AnnotationUsername]
+	if user == "" {
+		user = DefaultUsername
+	}
+	return winnodev1.WindowsInstanceSpec{Address: m.Address, Username: user, Port: 22, ProviderID: m.ProviderID, Source: m.source()}
+}
+
+// create creates the instance, unless its name or its address is another
+// source's.
+func (s *Instances) create(ctx context.Context, m Machine, spec winnodev1.WindowsInstanceSpec) error {
+	name := m.Object.GetName()
+	conflict, err := s.conflict(ctx, m.Instance, name, spec.Address)
+	if err != nil {
+		return err
+	}
+	if conflict != "" {
+		s.Recorder.Eventf(m.Object, nil, corev1.EventTypeWarning, "InstanceConflict", "Create", "%s", conflict)
+		return nil
+	}
+	wi := &winnodev1.WindowsInstance{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:   m.Instance,
+			Labels: Labels(m.Object.GetNamespace(), name),
+			// Set at creation, so no deletion can ever skip deconfiguration.
+			Finalizers: []string{winnodev1.Finalizer},
+		},
+		Spec: spec,
+	}
+	if err := s.Client.Create(ctx, wi); err != nil {
+		return fmt.Errorf("creating WindowsInstance %s for Machine %s: %w", wi.Name, name, err)
+	}
+	ctrl.LoggerFrom(ctx).Info("created WindowsInstance", "instance", wi.Name, "address", spec.Address, "providerID", spec.ProviderID)
+	s.Recorder.Eventf(m.Object, wi, corev1.EventTypeNormal, "InstanceCreated", "Create",
+		"Machine %s is provisioned at %s: created WindowsInstance %s", name, spec.Address, wi.Name)
+	return nil
+}
+
+// conflict says why no instance may be created for Machine machine at
+// address ("" when one may), asking the API server rather than the cache:
+// an instance created a moment ago must count.
+func (s *Instances) conflict(ctx context.Context, instance, machine, address string) (string, error) {
+	var all winnodev1.WindowsInstanceList
+	if err := s.APIReader.List(ctx, &all); err != nil {
+		return "", fmt.Errorf("listing WindowsInstances before creating %s: %w", instance, err)
+	}
+	want, _ := inventory.NormalizeAddress(address)
+	for i := range all.Items {
+		wi := &all.Items[i]
+		if wi.Name == instance {
+			return fmt.Sprintf("WindowsInstance %s exists and belongs to another source (%s); delete it to configure Machine %s", instance, wi.Spec.Source.Kind, machine), nil
+		}
+		if got, err := inventory.NormalizeAddress(wi.Spec.Address); err == nil && got == want {
+			return fmt.Sprintf("host %s of Machine %s is already managed by WindowsInstance %s (source %s); delete that instance to configure the Machine", address, machine, wi.Name, wi.Spec.Source.Kind), nil
+		}
+	}
+	return "", nil
+}
