@@ -686,6 +686,8 @@ func TestRBACGrantsWhatTheOperatorNeedsAndNoMore(t *testing.T) {
 		{verb: "patch", group: "bootstrap.winnode.io", resource: "winnodeconfigs", subresource: "status", namespace: "capi-clusters"},
 		{verb: "update", group: "bootstrap.winnode.io", resource: "winnodeconfigs", subresource: "finalizers", namespace: "capi-clusters"},
 		{verb: "get", group: "cluster.x-k8s.io", resource: "machines", namespace: "capi-clusters"},
+		{verb: "watch", group: "cluster.x-k8s.io", resource: "machines"},
+		{verb: "patch", group: "cluster.x-k8s.io", resource: "machines", namespace: "capi-clusters"},
 		{verb: "watch", group: "cluster.x-k8s.io", resource: "clusters"},
 		{verb: "create", resource: "secrets", namespace: "capi-clusters"},
 		{verb: "create", group: "events.k8s.io", resource: "events", namespace: "capi-clusters"},
@@ -739,9 +741,10 @@ func TestRBACGrantsWhatTheOperatorNeedsAndNoMore(t *testing.T) {
 		{verb: "patch", resource: "secrets", namespace: "capi-clusters"},
 		{verb: "delete", resource: "secrets", namespace: "capi-clusters"},
 		{verb: "patch", resource: "secrets", namespace: namespace, name: "cloud-private-key"},
-		// Machines and templates are Cluster API's, WinnodeConfigs are created by it.
-		{verb: "list", group: "cluster.x-k8s.io", resource: "machines"},
+		// Machines and templates are Cluster API's (winnode patches only its
+		// hook annotation), WinnodeConfigs are created by it.
 		{verb: "update", group: "cluster.x-k8s.io", resource: "machines", namespace: "capi-clusters"},
+		{verb: "delete", group: "cluster.x-k8s.io", resource: "machines", namespace: "capi-clusters"},
 		{verb: "create", group: "bootstrap.winnode.io", resource: "winnodeconfigs", namespace: "capi-clusters"},
 		{verb: "update", group: "bootstrap.winnode.io", resource: "winnodeconfigs", namespace: "capi-clusters"},
 		{verb: "get", group: "bootstrap.winnode.io", resource: "winnodeconfigtemplates", namespace: "capi-clusters"},

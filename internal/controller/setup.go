@@ -16,8 +16,9 @@
 //   - the OpenShift Machine API source (Windows Machines → WindowsInstances)
 //     lives in internal/machineapi; Setup adds it on OpenShift;
 //   - the Cluster API bootstrap provider (WinnodeConfig → bootstrap-data
-//     Secret) lives in internal/capibootstrap; Setup adds it when the
-//     cluster serves Cluster API;
+//     Secret) lives in internal/capibootstrap, its Machine source (Machines
+//     it bootstraps → WindowsInstances) in internal/capisource; Setup adds
+//     both when the cluster serves Cluster API;
 //   - setup.go (this file): Setup wires every controller into a manager.
 package controller
 
@@ -33,6 +34,7 @@ import (
 
 	"github.com/winnode/winnode/internal/bootstrap"
 	"github.com/winnode/winnode/internal/capibootstrap"
+	"github.com/winnode/winnode/internal/capisource"
 	"github.com/winnode/winnode/internal/configure"
 	"github.com/winnode/winnode/internal/csrapproval"
 	"github.com/winnode/winnode/internal/inventory"
@@ -222,6 +224,10 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	// bootstrap.winnode.io; elsewhere it logs why and adds nothing.
 	if err := capibootstrap.Setup(mgr, opts.Namespace); err != nil {
 		return fmt.Errorf("setting up the Cluster API bootstrap provider: %w", err)
+	}
+	// Its Machines become WindowsInstances where it is on.
+	if err := capisource.Setup(mgr); err != nil {
+		return fmt.Errorf("setting up the Cluster API Machine source: %w", err)
 	}
 	return registerInstanceCollector(mgr.GetClient())
 }
