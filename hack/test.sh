@@ -26,6 +26,10 @@ step "Machine API controllers for the openshift flavor (built from source once, 
 export WINNODE_MACHINE_API_BIN
 WINNODE_MACHINE_API_BIN=$(bash hack/tools/build-machine-api.sh | tail -n1)
 
+step "Cluster API controllers and CRDs for the capi flavor (built from source once, then cached)"
+export WINNODE_CAPI_WORLD_BIN
+WINNODE_CAPI_WORLD_BIN=$(bash hack/tools/build-capi-world.sh | tail -n1)
+
 step "OpenSSH clients for the simulator's tests"
 bash hack/install-openssh-client.sh
 

@@ -73,6 +73,12 @@ type Options struct {
 	// openshift-machine-api, their winsim provider's instances in the
 	// simulated cloud whose HTTP API is at this URL (machineapi.go).
 	MachineAPICloudURL string
+	// ClusterAPICloudURL is the capi flavor: Cluster API's CRDs and real
+	// core controllers (Cluster, Machine, MachineSet, MachineDeployment)
+	// with the simulated winsim infrastructure and control-plane
+	// providers, their instances in the simulated cloud whose HTTP API is
+	// at this URL (capi.go).
+	ClusterAPICloudURL string
 }
 
 // Env is a running control plane.
@@ -133,6 +139,12 @@ func start(ctx context.Context, opts Options) (_ *Env, err error) {
 		// Found, or built, before the start-up's clock starts: a first
 		// build of the Machine API's controllers takes minutes.
 		if _, err := machineAPIBinary(); err != nil {
+			return nil, err
+		}
+	}
+	if opts.ClusterAPICloudURL != "" {
+		// Likewise for Cluster API's controllers.
+		if _, err := capiWorldBinary(); err != nil {
 			return nil, err
 		}
 	}
@@ -204,6 +216,11 @@ func start(ctx context.Context, opts Options) (_ *Env, err error) {
 			return nil, fmt.Errorf("starting the Machine API: %w", err)
 		}
 	}
+	if opts.ClusterAPICloudURL != "" {
+		if err := e.startClusterAPI(ctx, opts); err != nil {
+			return nil, fmt.Errorf("starting Cluster API: %w", err)
+		}
+	}
 	return e, nil
 }
 
@@ -220,6 +237,13 @@ func (e *Env) installCRDs(opts Options) error {
 	}
 	if opts.OpenShift {
 		dir, err := openShiftCRDDir()
+		if err != nil {
+			return err
+		}
+		crds = append(crds, dir)
+	}
+	if opts.ClusterAPICloudURL != "" {
+		dir, err := capiCRDDir()
 		if err != nil {
 			return err
 		}

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Builds winsim-capi-world, Cluster API's real core controllers (Cluster,
+# Machine, MachineSet, MachineDeployment and the ClusterCache, from
+# sigs.k8s.io/cluster-api at the version hack/tools/capi/go.mod pins) with
+# the simulated winsim infrastructure and control-plane providers, from
+# hack/tools/capi/capiworld, and gathers the CRDs that program needs: Cluster
+# API's core CRDs (core/config/crd/bases of the same module, from the Go
+# module cache, fetched through the module proxy) and the winsim providers'
+# (hack/tools/capi/config/crd). The test world's capi flavor runs it
+# (internal/testenv capi.go).
+#
+# Output: bin/capi/<cluster-api version>/winsim-capi-world and, beside it,
+# crds/*.yaml. Both are also kept in a cache outside the work tree
+# (${WINNODE_CACHE:-~/.cache/winnode}/capi/world-<version>-<hash>), keyed by
+# a hash of the program's sources, the provider CRDs and the module's go.mod
+# and go.sum, so a changed program is rebuilt and an unchanged one copied.
+# Prints the binary's path on the last line of stdout.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+mod="$here/capi"
+
+say() { echo "build-capi-world: $*" >&2; }
+
+# shellcheck source=../lib/gomod.sh
+source "$root/hack/lib/gomod.sh"
+
+capi_version=$(modversion "$mod" sigs.k8s.io/cluster-api)
+# What the output is made of: the program's Go files, the provider CRDs and
+# the module's requirements, in a fixed order.
+sources_hash=$(cd "$mod" && find capiworld config/crd \( -name '*.go' ! -name '*_test.go' -o -name '*.yaml' \) | LC_ALL=C sort |
+	xargs sha256sum go.mod go.sum | sha256sum | cut -c1-12)
+name=winsim-capi-world
+out="$root/bin/capi/$capi_version"
+cache="${WINNODE_CACHE:-$HOME/.cache/winnode}/capi/world-$capi_version-$sources_hash"
+mkdir -p "$out" "$cache"
+
+# One build at a time: test packages started side by side may all ask.
+exec 9>"$cache/.lock"
+flock 9
+
+if [ ! -x "$cache/$name" ]; then
+	say "building ./capiworld against sigs.k8s.io/cluster-api $capi_version (first time: minutes on 2 cores)"
+	start=$SECONDS
+	(cd "$mod" && CGO_ENABLED=0 go build -o "$cache/$name.tmp" ./capiworld)
+	mv "$cache/$name.tmp" "$cache/$name"
+	say "built in $((SECONDS - start))s"
+fi
+if [ ! -f "$cache/crds/.complete" ]; then
+	# The module as go.mod pins it, downloaded if the module cache lacks it.
+	dir=$(cd "$mod" && go mod download -json sigs.k8s.io/cluster-api | tr -d '\n\t' |
+		grep -o '"Dir": *"[^"]*"' | sed 's/.*: *"//; s/"$//')
+	[ -d "$dir/core/config/crd/bases" ] || { say "no core/config/crd/bases in sigs.k8s.io/cluster-api@$capi_version ($dir)"; exit 1; }
+	rm -rf "$cache/crds" && mkdir -p "$cache/crds"
+	cp "$dir"/core/config/crd/bases/*.yaml "$mod"/config/crd/*.yaml "$cache/crds/"
+	chmod u+w "$cache/crds"/*.yaml
+	touch "$cache/crds/.complete"
+fi
+# The work tree's copies are replaced when they differ from the cache's: the
+# sources may have changed since they were copied.
+if ! cmp -s "$cache/$name" "$out/$name"; then
+	say "copying from cache $cache"
+	cp "$cache/$name" "$out/$name.tmp"
+	mv "$out/$name.tmp" "$out/$name"
+fi
+if ! diff -rq "$cache/crds" "$out/crds" >/dev/null 2>&1; then
+	rm -rf "$out/crds.tmp" && cp -r "$cache/crds" "$out/crds.tmp"
+	rm -rf "$out/crds" && mv "$out/crds.tmp" "$out/crds"
+fi
+say "${out#$root/}/$name and crds/ (sigs.k8s.io/cluster-api $capi_version, sources $sources_hash)"
+echo "$out/$name"

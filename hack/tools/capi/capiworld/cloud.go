@@ -1,0 +1,116 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Instance is a simulated cloud's virtual machine, as the cloud's HTTP API
+// (internal/winsim/cloud in the winnode module) returns it.
+type Instance struct {
+	Name       string `json:"name"`
+	ID         string `json:"id"`
+	ProviderID string `json:"providerID"`
+	Address    string `json:"address"`
+	Hostname   string `json:"hostname"`
+	State      string `json:"state"`
+}
+
+// createRequest is the body of PUT /instances/{name}.
+type createRequest struct {
+	UserData string `json:"userData"` // base64 of the bytes
+}
+
+// errNoInstance is the cloud's 404: no instance of that name (never created,
+// or powered off and gone).
+var errNoInstance = errors.New("no such instance")
+
+// Cloud is a client of the simulated cloud's HTTP API.
+type Cloud struct {
+	base string
+	http *http.Client
+}
+
+// NewCloud returns a client of the simulated cloud at base
+// (http://127.0.0.1:PORT).
+func NewCloud(base string) (*Cloud, error) {
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("cloud URL %q is not an http(s) URL", base)
+	}
+	// A bound on every call, so that a hung cloud fails a reconcile (which is
+	// then retried) instead of blocking a controller worker for ever.
+	return &Cloud{base: strings.TrimRight(base, "/"), http: &http.Client{Timeout: 30 * time.Second}}, nil
+}
+
+// Create creates the instance name that boots with userData. The cloud
+// returns an existing instance of that name as it is, so a repeated Create
+// (after a crash between the call and the Machine's update) creates nothing.
+func (c *Cloud) Create(ctx context.Context, name string, userData []byte) (*Instance, error) {
+	body, err := json.Marshal(createRequest{UserData: base64.StdEncoding.EncodeToString(userData)})
+	if err != nil {
+		return nil, err
+	}
+	return c.do(ctx, http.MethodPut, name, body)
+}
+
+// Get returns the instance name, or errNoInstance.
+func (c *Cloud) Get(ctx context.Context, name string) (*Instance, error) {
+	return c.do(ctx, http.MethodGet, name, nil)
+}
+
+// Delete powers off and removes the instance name; the cloud answers once it
+// is gone. One that does not exist is gone already: no error.
+func (c *Cloud) Delete(ctx context.Context, name string) error {
+	_, err := c.do(ctx, http.MethodDelete, name, nil)
+	if errors.Is(err, errNoInstance) {
+		return nil
+	}
+	return err
+}
+
+// do sends one request about instance name and decodes the Instance of a 2xx
+// answer; a 404 is errNoInstance, any other status an error with the cloud's
+// text.
+func (c *Cloud) do(ctx context.Context, method, name string, body []byte) (*Instance, error) {
+	target := c.base + "/instances/" + url.PathEscape(name)
+	req, err := http.NewRequestWithContext(ctx, method, target, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("simulated cloud: %s %s: %w", method, target, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return nil, fmt.Errorf("simulated cloud: %s %s: reading the answer: %w", method, target, err)
+	}
+	switch {
+	case resp.StatusCode == http.StatusNotFound:
+		return nil, fmt.Errorf("simulated cloud: %s %s: %w", method, target, errNoInstance)
+	case resp.StatusCode < 200 || resp.StatusCode > 299:
+		return nil, fmt.Errorf("simulated cloud: %s %s: %s: %s", method, target, resp.Status, strings.TrimSpace(string(data)))
+	}
+	if method == http.MethodDelete {
+		return nil, nil
+	}
+	var inst Instance
+	if err := json.Unmarshal(data, &inst); err != nil {
+		return nil, fmt.Errorf("simulated cloud: %s %s: the answer is not an instance: %w", method, target, err)
+	}
+	return &inst, nil
+}
