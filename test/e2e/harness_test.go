@@ -20,8 +20,8 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"golang.org/x/crypto/ssh"
 	machinev1 "github.com/openshift/api/machine/v1beta1"
+	"golang.org/x/crypto/ssh"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,11 +33,13 @@ import (
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	bootstrapv1 "github.com/winnode/winnode/api/bootstrap/v1alpha1"
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/bootstrap"
 	"github.com/winnode/winnode/internal/configure"
@@ -79,12 +81,16 @@ const (
 	// authentication, OpenShift's CRDs and configuration objects, no
 	// kube-public/cluster-info; hosts join with ServiceAccount tokens.
 	kindOpenShift apiServerKind = "openshift"
+	// kindCAPI: the bootstrap-token API server with the capi flavor of the
+	// test world (testenv Options.ClusterAPICloudURL): Cluster API's real
+	// core controllers and simulated providers beside it.
+	kindCAPI apiServerKind = "capi"
 )
 
 // serviceAccountJoin says whether hosts of this world join with
 // ServiceAccount tokens (its API server does not authenticate bootstrap
 // tokens).
-func (w *world) serviceAccountJoin() bool { return w.kind != kindBootstrapToken }
+func (w *world) serviceAccountJoin() bool { return w.kind != kindBootstrapToken && w.kind != kindCAPI }
 
 // eachAPIServer runs a scenario on both kinds of API server, as subtests
 // named after the kind.
@@ -128,12 +134,19 @@ func getWorld(t testing.TB) *world {
 func getWorldOf(t testing.TB, kind apiServerKind) *world {
 	t.Helper()
 	opts := testenv.Options{NoBootstrapTokenAuth: kind == kindServiceAccount, OpenShift: kind == kindOpenShift}
-	if kind == kindOpenShift {
-		url, err := machineAPICloud()
+	switch kind {
+	case kindOpenShift:
+		url, err := mapiCloud.serve()
 		if err != nil {
 			t.Fatalf("the Machine API's simulated cloud: %v", err)
 		}
 		opts.MachineAPICloudURL = url
+	case kindCAPI:
+		url, err := capiCloud.serve()
+		if err != nil {
+			t.Fatalf("Cluster API's simulated cloud: %v", err)
+		}
+		opts.ClusterAPICloudURL = url
 	}
 	env := testenv.GetWith(t, opts)
 	shared.Lock()
@@ -160,6 +173,12 @@ func newWorld(t testing.TB, env *testenv.Env, kind apiServerKind) (*world, error
 		return nil, err
 	}
 	if err := machinev1.Install(w.scheme); err != nil {
+		return nil, err
+	}
+	if err := clusterv1.AddToScheme(w.scheme); err != nil {
+		return nil, err
+	}
+	if err := bootstrapv1.AddToScheme(w.scheme); err != nil {
 		return nil, err
 	}
 	var err error

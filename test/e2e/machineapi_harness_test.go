@@ -14,46 +14,59 @@ import (
 	"github.com/winnode/winnode/internal/winsim/cloud"
 )
 
-// The openshift world's Machine API (testenv Options.MachineAPICloudURL):
-// the machine-api-operator's real MachineSet, Machine and node link
-// controllers run beside the control plane, and their "winsim" actuator
-// provisions Machines on this simulated cloud, served by the test process
-// so that tests can look into the hosts it boots. One per test process,
-// since the control plane that uses it is shared.
-var mapiCloud struct {
+// simCloud is a simulated cloud that a world's Machine controllers
+// provision on: the OpenShift Machine API's (testenv
+// Options.MachineAPICloudURL) or Cluster API's (Options.ClusterAPICloudURL).
+// The test process serves it, so that tests can look into the hosts it
+// boots. One per kind of world and test process, since the control plane
+// that uses it is shared.
+type simCloud struct {
 	once sync.Once
 	c    *cloud.Cloud
 	url  string
 	err  error
-	// powerOffs records, per instance, whether its host still ran the
-	// kubelet when it was powered off.
-	mu        sync.Mutex
+	// cni, when set, is the pod network the cluster's own Windows CNI
+	// (played here) sets up on each host at boot.
+	cni string
+
+	mu sync.Mutex
+	// powerOffs records, per instance, whether its host still had the
+	// kubelet service when it was powered off.
 	powerOffs map[string]bool
 	unsafe    []string
 }
 
-// hostSubnet numbers the pod subnets the cluster's CNI hands the cloud's hosts.
+var (
+	// mapiCloud serves the openshift world, whose pod network is the
+	// cluster's own (OVN-Kubernetes' place, played here).
+	mapiCloud = &simCloud{cni: "OVNKubernetesHybridOverlayNetwork"}
+	// capiCloud serves the capi world, which runs flannel as winnode sets
+	// it up.
+	capiCloud = &simCloud{}
+)
+
+// hostSubnet numbers the pod subnets the cluster's CNI hands the hosts.
 var hostSubnet atomic.Int32
 
-// machineAPICloud starts the simulated cloud once and returns its URL.
-func machineAPICloud() (string, error) {
-	mapiCloud.once.Do(func() {
-		mapiCloud.powerOffs = map[string]bool{}
-		mapiCloud.c = cloud.New(cloud.Options{
-			NewHost:  newCloudHost,
-			PowerOff: recordPowerOff,
+// serve starts the cloud once and returns its URL.
+func (sc *simCloud) serve() (string, error) {
+	sc.once.Do(func() {
+		sc.powerOffs = map[string]bool{}
+		sc.c = cloud.New(cloud.Options{
+			NewHost:  sc.newHost,
+			PowerOff: sc.recordPowerOff,
 			Logger:   slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		})
-		mapiCloud.url, _, mapiCloud.err = mapiCloud.c.Serve()
+		sc.url, _, sc.err = sc.c.Serve()
 	})
-	return mapiCloud.url, mapiCloud.err
+	return sc.url, sc.err
 }
 
-// newCloudHost is a Machine's simulated host: containerd installed, as in
-// a Windows image made for Kubernetes, and the cluster's own CNI (OVN-
-// Kubernetes' place on OpenShift, played here) already done, so that the
-// node turns Ready once winnode has configured it.
-func newCloudHost(name string) (*winsim.Host, error) {
+// newHost is a Machine's simulated host: containerd installed, as in a
+// Windows image made for Kubernetes, and the cluster's own CNI done when
+// the world has one, so that the node turns Ready once winnode has
+// configured it.
+func (sc *simCloud) newHost(name string) (*winsim.Host, error) {
 	standin, err := testenv.BuildBinary("cmd/winsim-standin")
 	if err != nil {
 		return nil, err
@@ -66,46 +79,47 @@ func newCloudHost(name string) (*winsim.Host, error) {
 		StateDir: dir, StandinBinary: standin, BootDelay: 500 * time.Millisecond,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})).With("machine", name),
 	})
-	if err != nil {
-		return nil, err
+	if err != nil || sc.cni == "" {
+		return h, err
 	}
-	return h, h.SimulateClusterCNI("OVNKubernetesHybridOverlayNetwork", fmt.Sprintf("10.245.%d.0/24", hostSubnet.Add(1)))
+	return h, h.SimulateClusterCNI(sc.cni, fmt.Sprintf("10.245.%d.0/24", hostSubnet.Add(1)))
 }
 
 // recordPowerOff notes whether the kubelet service still existed on a host
-// when its instance was powered off: winnode's pre-terminate hook must
-// hold the termination until the host is deconfigured.
-func recordPowerOff(name string, h *winsim.Host) {
+// when its instance was powered off (winnode's pre-terminate hook must
+// hold the termination until the host is deconfigured), and what winnode
+// ran there from where a local user could have written (issue 11).
+func (sc *simCloud) recordPowerOff(name string, h *winsim.Host) {
 	_, err := h.Services().Get(plan.KubeletService)
-	mapiCloud.mu.Lock()
-	defer mapiCloud.mu.Unlock()
-	mapiCloud.powerOffs[name] = err == nil
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	sc.powerOffs[name] = err == nil
 	for _, e := range h.UnsafeExecs() {
-		mapiCloud.unsafe = append(mapiCloud.unsafe, fmt.Sprintf("Machine %s: ran %s as Administrator although %s", name, e.Program, e.Why))
+		sc.unsafe = append(sc.unsafe, fmt.Sprintf("Machine %s: ran %s as Administrator although %s", name, e.Program, e.Why))
 	}
 }
 
-// cloudUnsafeExecs are the programs winnode ran, on any host of the cloud
-// so far, from where a local user could have written (issue 11).
-func cloudUnsafeExecs() []string {
+// kubeletAtPowerOff reports whether instance name's host was powered off
+// (first value) and whether its kubelet service was still there then.
+func (sc *simCloud) kubeletAtPowerOff(name string) (off, kubelet bool) {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	kubelet, off = sc.powerOffs[name]
+	return off, kubelet
+}
+
+// unsafeExecs are the programs winnode ran, on any host of the cloud so
+// far, from where a local user could have written (issue 11).
+func (sc *simCloud) unsafeExecs() []string {
 	out := []string{}
-	for _, n := range mapiCloud.c.Names() {
-		if h := mapiCloud.c.Host(n); h != nil {
+	for _, n := range sc.c.Names() {
+		if h := sc.c.Host(n); h != nil {
 			for _, e := range h.UnsafeExecs() {
 				out = append(out, fmt.Sprintf("Machine %s: ran %s as Administrator although %s", n, e.Program, e.Why))
 			}
 		}
 	}
-	mapiCloud.mu.Lock()
-	defer mapiCloud.mu.Unlock()
-	return append(out, mapiCloud.unsafe...)
-}
-
-// kubeletAtPowerOff reports whether instance name's host was powered off
-// (first value) and whether its kubelet service was still there then.
-func kubeletAtPowerOff(name string) (off, kubelet bool) {
-	mapiCloud.mu.Lock()
-	defer mapiCloud.mu.Unlock()
-	kubelet, off = mapiCloud.powerOffs[name]
-	return off, kubelet
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	return append(out, sc.unsafe...)
 }

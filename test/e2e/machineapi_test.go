@@ -96,7 +96,7 @@ func TestOpenShiftMachineSet(t *testing.T) {
 	if got := tokens.added(); len(got) > 0 {
 		t.Errorf("bootstrap-token Secrets were created (%v); OpenShift's API server does not accept them", got)
 	}
-	for _, e := range cloudUnsafeExecs() {
+	for _, e := range mapiCloud.unsafeExecs() {
 		t.Error(e)
 	}
 }
@@ -267,7 +267,7 @@ func (w *world) checkMachineGone(t *testing.T, name string, deconfigured bool) {
 		err = w.client.Get(context.Background(), client.ObjectKey{Name: name}, &winnodev1.WindowsInstance{})
 		return apierrors.IsNotFound(err), fmt.Sprintf("instance: %v", err)
 	})
-	off, kubelet := kubeletAtPowerOff(name)
+	off, kubelet := mapiCloud.kubeletAtPowerOff(name)
 	if !off {
 		t.Errorf("Machine %s is gone and the cloud never powered its host off", name)
 	}
