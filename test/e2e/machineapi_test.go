@@ -52,6 +52,14 @@ func TestOpenShiftMachineSet(t *testing.T) {
 		}
 	}})
 	w.waitUserDataCopy(t)
+	// A Machine whose name an administrator's instance already has.
+	manual := &winnodev1.WindowsInstance{ObjectMeta: metav1.ObjectMeta{Name: "e2e-taken"},
+		Spec: winnodev1.WindowsInstanceSpec{Address: "127.0.0.250", Username: "Administrator", Source: winnodev1.SourceRef{Kind: winnodev1.SourceManual}}}
+	if err := w.client.Create(context.Background(), manual); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.forget(manual.Name) })
+	w.createMachine(t, "e2e-taken", map[string]string{machineapi.LabelOSID: "Windows"})
 	linux := w.createMachine(t, "e2e-linux", map[string]string{})
 	ignored := w.createMachine(t, "e2e-ignored", map[string]string{machineapi.LabelOSID: "Windows", machineapi.LabelIgnore: "true"})
 
@@ -93,6 +101,7 @@ func TestOpenShiftMachineSet(t *testing.T) {
 	for _, m := range []*machinev1.Machine{linux, ignored} {
 		w.checkMachineLeftAlone(t, m.Name)
 	}
+	w.checkNameConflict(t, manual.Name)
 	if got := tokens.added(); len(got) > 0 {
 		t.Errorf("bootstrap-token Secrets were created (%v); OpenShift's API server does not accept them", got)
 	}
@@ -331,4 +340,23 @@ func (w *world) rotateKey(t *testing.T) {
 			t.Errorf("putting the world's key back: %v", err)
 		}
 	})
+}
+
+// checkNameConflict checks that a Windows Machine whose name an
+// administrator's WindowsInstance has got a Warning event saying so, and
+// that the instance was left as it was.
+func (w *world) checkNameConflict(t *testing.T, name string) {
+	t.Helper()
+	eventually(t, time.Minute, "event InstanceConflict on Machine "+name, func() (bool, string) {
+		for _, msg := range w.eventMessages(t, machineapi.Namespace, name, "InstanceConflict") {
+			if strings.Contains(msg, "WindowsInstance "+name+" exists and belongs to another source (Manual)") {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprint(w.eventReasons(t, machineapi.Namespace, name))
+	})
+	inst := w.get(t, name)
+	if inst.Spec.Source.Kind != winnodev1.SourceManual || inst.Spec.Address != "127.0.0.250" || inst.Labels[winnodev1.LabelSourceKind] != "" {
+		t.Errorf("the administrator's instance %s was changed: %+v, labels %v", name, inst.Spec, inst.Labels)
+	}
 }
