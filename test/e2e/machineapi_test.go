@@ -43,6 +43,7 @@ const machineSetLabel = "machine.openshift.io/cluster-api-machineset"
 func TestOpenShiftMachineSet(t *testing.T) {
 	w := getWorldOf(t, kindOpenShift)
 	tokens := w.watchBootstrapTokenSecrets(t)
+	pr := w.recordPhases(t)
 	// A slow host: removing winnode from a Machine's host takes seconds,
 	// while the Machine API drains a Node without pods at once. Without
 	// winnode's pre-terminate hook, the VM would be powered off meanwhile.
@@ -81,6 +82,18 @@ func TestOpenShiftMachineSet(t *testing.T) {
 			w.checkMachineGone(t, m.Name, true)
 		}
 	}
+
+	// A newer rendered worker config reaches the Machine's host through the
+	// ordinary upgrade.
+	last := after[0].Name
+	plan0 := planVersion(w.get(t, last))
+	mc, err := w.env.OpenShift.RenderWorker(context.Background(), testenv.RenderedWorkerOptions{ClusterDNS: "10.96.0.12"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = w.env.OpenShift.DeleteRenderedWorker(context.Background(), mc) })
+	w.waitPlanChanged(t, pr, last, plan0)
+	checkKubeletDNS(t, mapiCloud.c.Host(last), "10.96.0.12")
 
 	// A key rotation: the last Machine's host only knows the old key; it is
 	// replaced by one booted from the new user data.
