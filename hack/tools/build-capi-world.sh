@@ -12,8 +12,10 @@
 # Output: bin/capi/<cluster-api version>/winsim-capi-world and, beside it,
 # crds/*.yaml. Both are also kept in a cache outside the work tree
 # (${WINNODE_CACHE:-~/.cache/winnode}/capi/world-<version>-<hash>), keyed by
-# a hash of the program's sources, the provider CRDs and the module's go.mod
-# and go.sum, so a changed program is rebuilt and an unchanged one copied.
+# a hash of the program's sources, the provider CRDs, the module's go.mod and
+# go.sum and the simulated cloud's client it shares with the Machine API
+# program (hack/tools/winsimcloud), so a changed program is rebuilt and an
+# unchanged one copied.
 # Prints the binary's path on the last line of stdout.
 set -euo pipefail
 
@@ -25,28 +27,18 @@ say() { echo "build-capi-world: $*" >&2; }
 
 # shellcheck source=../lib/gomod.sh
 source "$root/hack/lib/gomod.sh"
+# shellcheck source=../lib/buildtool.sh
+source "$root/hack/lib/buildtool.sh"
 
 capi_version=$(modversion "$mod" sigs.k8s.io/cluster-api)
-# What the output is made of: the program's Go files, the provider CRDs and
-# the module's requirements, in a fixed order.
-sources_hash=$(cd "$mod" && find capiworld config/crd \( -name '*.go' ! -name '*_test.go' -o -name '*.yaml' \) | LC_ALL=C sort |
-	xargs sha256sum go.mod go.sum | sha256sum | cut -c1-12)
+sources_hash=$(tool_sources_hash "$mod" capiworld config/crd)
 name=winsim-capi-world
 out="$root/bin/capi/$capi_version"
 cache="${WINNODE_CACHE:-$HOME/.cache/winnode}/capi/world-$capi_version-$sources_hash"
-mkdir -p "$out" "$cache"
+build_tool_program "$mod" ./capiworld "$name" "$cache" "$out" "sigs.k8s.io/cluster-api $capi_version"
 
-# One build at a time: test packages started side by side may all ask.
-exec 9>"$cache/.lock"
-flock 9
-
-if [ ! -x "$cache/$name" ]; then
-	say "building ./capiworld against sigs.k8s.io/cluster-api $capi_version (first time: minutes on 2 cores)"
-	start=$SECONDS
-	(cd "$mod" && CGO_ENABLED=0 go build -o "$cache/$name.tmp" ./capiworld)
-	mv "$cache/$name.tmp" "$cache/$name"
-	say "built in $((SECONDS - start))s"
-fi
+# The CRDs are gathered under the cache's lock, which build_tool_program
+# left held.
 if [ ! -f "$cache/crds/.complete" ]; then
 	# The module as go.mod pins it, downloaded if the module cache lacks it.
 	dir=$(cd "$mod" && go mod download -json sigs.k8s.io/cluster-api | tr -d '\n\t' |
@@ -58,12 +50,7 @@ if [ ! -f "$cache/crds/.complete" ]; then
 	touch "$cache/crds/.complete"
 fi
 # The work tree's copies are replaced when they differ from the cache's: the
-# sources may have changed since they were copied.
-if ! cmp -s "$cache/$name" "$out/$name"; then
-	say "copying from cache $cache"
-	cp "$cache/$name" "$out/$name.tmp"
-	mv "$out/$name.tmp" "$out/$name"
-fi
+# provider CRDs may have changed since they were copied.
 if ! diff -rq "$cache/crds" "$out/crds" >/dev/null 2>&1; then
 	rm -rf "$out/crds.tmp" && cp -r "$cache/crds" "$out/crds.tmp"
 	rm -rf "$out/crds" && mv "$out/crds.tmp" "$out/crds"

@@ -55,23 +55,34 @@ func controlPlaneBinDir() (string, error) {
 			return dir, nil
 		}
 	}
-	root, err := RepoRoot()
+	dir, err := runScript("hack/tools/build-control-plane.sh", "building the control plane")
 	if err != nil {
 		return "", err
 	}
-	cmd := exec.Command("bash", filepath.Join(root, "hack/tools/build-control-plane.sh"))
-	cmd.Dir = root
-	cmd.Stderr = os.Stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("building the control plane with hack/tools/build-control-plane.sh: %w", err)
-	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	dir := lines[len(lines)-1]
 	if !hasAll(dir) {
 		return "", fmt.Errorf("hack/tools/build-control-plane.sh printed %q, which lacks %v", dir, controlPlaneBinaries)
 	}
 	return dir, nil
+}
+
+// runScript runs script, a bash script of the source tree, from the tree's
+// root, its log on stderr, and returns the last line of its output: the
+// build scripts print what they made there. doing says what the script
+// does, for an error.
+func runScript(script, doing string) (string, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	cmd := exec.Command("bash", filepath.Join(root, script))
+	cmd.Dir = root
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("%s with %s: %w", doing, script, err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	return lines[len(lines)-1], nil
 }
 
 func hasAll(dir string) bool {

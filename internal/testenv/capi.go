@@ -4,10 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -67,40 +65,12 @@ const (
 	WinsimControlPlaneKind    = "WinsimControlPlane"
 )
 
-// capiWorldBin is the program's path once found, so that each environment
-// after the first skips the build script.
-var capiWorldBin struct {
-	sync.Mutex
-	path string
-}
+// capiWorld is the winsim-capi-world program.
+var capiWorld = &toolProgram{env: EnvCAPIWorldBin, script: "hack/tools/build-capi-world.sh", what: "Cluster API's controllers"}
 
-// capiWorldBinary is the winsim-capi-world program: EnvCAPIWorldBin, or
-// what hack/tools/build-capi-world.sh builds (minutes the first time, then
-// copied from its cache).
-func capiWorldBinary() (string, error) {
-	if bin := os.Getenv(EnvCAPIWorldBin); bin != "" {
-		return bin, nil
-	}
-	capiWorldBin.Lock()
-	defer capiWorldBin.Unlock()
-	if capiWorldBin.path != "" {
-		return capiWorldBin.path, nil
-	}
-	root, err := RepoRoot()
-	if err != nil {
-		return "", err
-	}
-	cmd := exec.Command("bash", filepath.Join(root, "hack/tools/build-capi-world.sh"))
-	cmd.Dir = root
-	cmd.Stderr = os.Stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("building Cluster API's controllers with hack/tools/build-capi-world.sh: %w", err)
-	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	capiWorldBin.path = lines[len(lines)-1]
-	return capiWorldBin.path, nil
-}
+// capiWorldBinary is the winsim-capi-world program's path: EnvCAPIWorldBin,
+// or what hack/tools/build-capi-world.sh builds.
+func capiWorldBinary() (string, error) { return capiWorld.binary() }
 
 // capiCRDDir is the folder of Cluster API's and the winsim providers' CRDs.
 func capiCRDDir() (string, error) {
@@ -129,29 +99,9 @@ var capiControllers = []string{
 // providers with the admin kubeconfig, and waits until each controller's
 // workers run (its caches synced).
 func (e *Env) startClusterAPI(ctx context.Context, opts Options) error {
-	bin, err := capiWorldBinary()
-	if err != nil {
-		return err
-	}
-	p, err := startProcess(e.Dir, "capi-world", bin,
+	return e.startToolProgram(ctx, capiWorld, "capi-world", capiControllers,
 		"--kubeconfig="+e.KubeconfigPath,
 		"--cloud-url="+opts.ClusterAPICloudURL)
-	if err != nil {
-		return err
-	}
-	e.procs = append(e.procs, p)
-	return waitFor(ctx, p, "Cluster API's controllers ("+strings.Join(capiControllers, ", ")+")", func(context.Context) (bool, error) {
-		data, err := os.ReadFile(p.logPath)
-		if err != nil {
-			return false, nil
-		}
-		for _, c := range capiControllers {
-			if !strings.Contains(string(data), `"Starting workers" controller="`+c+`"`) {
-				return false, nil
-			}
-		}
-		return true, nil
-	})
 }
 
 // CAPIScheme knows the built-in types, Cluster API's v1beta2 types and

@@ -3,10 +3,8 @@ package testenv
 import (
 	"context"
 	"fmt"
-	"net/http/httptest"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,35 +18,6 @@ import (
 
 	bootstrapv1 "github.com/winnode/winnode/api/bootstrap/v1alpha1"
 )
-
-// clusterAPIWorld starts the capi flavor with Cluster API's controllers on
-// a testCloud, for this test alone (the cloud lives as long as the control
-// plane), and returns a client that knows Cluster API's types.
-func clusterAPIWorld(t *testing.T) (*Env, *testCloud, client.WithWatch) {
-	t.Helper()
-	cloud := &testCloud{instances: map[string]testInstance{}, userData: map[string][]byte{}}
-	srv := httptest.NewServer(cloud)
-	t.Cleanup(srv.Close)
-	env, err := Start(context.Background(), Options{ClusterAPICloudURL: srv.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("control plane logs:\n%s", env.Logs(80))
-		}
-		_ = env.Stop()
-	})
-	s, err := CAPIScheme()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.NewWithWatch(env.Config, client.Options{Scheme: s})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return env, cloud, c
-}
 
 // capiMachinesOf lists the MachineDeployment's Machines (by Cluster API's
 // deployment-name label), sorted by name.
@@ -70,45 +39,6 @@ func capiAddress(m *clusterv1.Machine, typ clusterv1.MachineAddressType) string 
 	return ""
 }
 
-// capiPhaseLog records each Machine's phases in the order the API server
-// stored them, from a watch: what the Machine controller went through,
-// which polling could miss.
-type capiPhaseLog struct {
-	mu     sync.Mutex
-	phases map[string][]string
-}
-
-func watchCAPIPhases(t *testing.T, ctx context.Context, c client.WithWatch) *capiPhaseLog {
-	t.Helper()
-	w, err := c.Watch(ctx, &clusterv1.MachineList{}, client.InNamespace(CAPINamespace))
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := &capiPhaseLog{phases: map[string][]string{}}
-	go func() {
-		for ev := range w.ResultChan() {
-			m, ok := ev.Object.(*clusterv1.Machine)
-			if !ok {
-				continue
-			}
-			l.mu.Lock()
-			seen := l.phases[m.Name]
-			if p := m.Status.Phase; p != "" && (len(seen) == 0 || seen[len(seen)-1] != p) {
-				l.phases[m.Name] = append(seen, p)
-			}
-			l.mu.Unlock()
-		}
-	}()
-	t.Cleanup(w.Stop)
-	return l
-}
-
-func (l *capiPhaseLog) of(name string) string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Join(l.phases[name], " → ")
-}
-
 // Cluster API's own controllers run in the test world: with a Cluster whose
 // infrastructure and control plane are the winsim providers', a
 // MachineDeployment of 2 gets a MachineSet and 2 Machines, the WinsimMachine
@@ -119,7 +49,11 @@ func (l *capiPhaseLog) of(name string) string {
 // the Machine without a Node first, then the one with a Node (drained, its
 // Node deleted), each with its WinsimMachine and its instance.
 func TestCAPIControllers(t *testing.T) {
-	env, cloud, c := clusterAPIWorld(t)
+	s, err := CAPIScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, cloud, c := cloudWorld(t, s, func(cloudURL string) Options { return Options{ClusterAPICloudURL: cloudURL} })
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 
@@ -135,7 +69,7 @@ func TestCAPIControllers(t *testing.T) {
 	if err := c.Create(ctx, secret); err != nil {
 		t.Fatal(err)
 	}
-	phases := watchCAPIPhases(t, ctx, c)
+	phases := watchPhases(t, ctx, c, &clusterv1.MachineList{}, CAPINamespace, func(m *clusterv1.Machine) string { return m.Status.Phase })
 	md, template := WinsimMachineDeployment(cluster.Name, "windows", 2, clusterv1.Bootstrap{DataSecretName: ptr.To(secret.Name)})
 	for _, obj := range []client.Object{template, md} {
 		if err := c.Create(ctx, obj); err != nil {

@@ -4,12 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
-	"sync"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
@@ -85,40 +79,12 @@ func WinsimMachineSet(name, userDataSecret string, replicas int32, labels map[st
 	}
 }
 
-// machineAPIBin is the program's path once found, so that each environment
-// after the first skips the build script.
-var machineAPIBin struct {
-	sync.Mutex
-	path string
-}
+// machineAPI is the winsim-machine-api program.
+var machineAPI = &toolProgram{env: EnvMachineAPIBin, script: "hack/tools/build-machine-api.sh", what: "the Machine API's controllers"}
 
-// machineAPIBinary is the winsim-machine-api program: EnvMachineAPIBin, or
-// what hack/tools/build-machine-api.sh builds (minutes the first time, then
-// copied from its cache).
-func machineAPIBinary() (string, error) {
-	if bin := os.Getenv(EnvMachineAPIBin); bin != "" {
-		return bin, nil
-	}
-	machineAPIBin.Lock()
-	defer machineAPIBin.Unlock()
-	if machineAPIBin.path != "" {
-		return machineAPIBin.path, nil
-	}
-	root, err := RepoRoot()
-	if err != nil {
-		return "", err
-	}
-	cmd := exec.Command("bash", filepath.Join(root, "hack/tools/build-machine-api.sh"))
-	cmd.Dir = root
-	cmd.Stderr = os.Stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("building the Machine API's controllers with hack/tools/build-machine-api.sh: %w", err)
-	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	machineAPIBin.path = lines[len(lines)-1]
-	return machineAPIBin.path, nil
-}
+// machineAPIBinary is the winsim-machine-api program's path:
+// EnvMachineAPIBin, or what hack/tools/build-machine-api.sh builds.
+func machineAPIBinary() (string, error) { return machineAPI.binary() }
 
 // machineAPIControllers are the controllers the program runs, by the names
 // controller-runtime logs them under when their workers start.
@@ -135,28 +101,8 @@ func (e *Env) startMachineAPI(ctx context.Context, opts Options) error {
 	if err := createOrGet(ctx, e.OpenShift.client, ns); err != nil {
 		return err
 	}
-	bin, err := machineAPIBinary()
-	if err != nil {
-		return err
-	}
-	p, err := startProcess(e.Dir, "machine-api", bin,
+	return e.startToolProgram(ctx, machineAPI, "machine-api", machineAPIControllers,
 		"--kubeconfig="+e.KubeconfigPath,
 		"--cloud-url="+opts.MachineAPICloudURL,
 		"--namespace="+MachineAPINamespace)
-	if err != nil {
-		return err
-	}
-	e.procs = append(e.procs, p)
-	return waitFor(ctx, p, "the Machine API's controllers ("+strings.Join(machineAPIControllers, ", ")+")", func(context.Context) (bool, error) {
-		data, err := os.ReadFile(p.logPath)
-		if err != nil {
-			return false, nil
-		}
-		for _, c := range machineAPIControllers {
-			if !strings.Contains(string(data), `"Starting workers" controller="`+c+`"`) {
-				return false, nil
-			}
-		}
-		return true, nil
-	})
 }

@@ -2,13 +2,8 @@ package testenv
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,100 +12,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// testCloud is the simulated cloud's HTTP API reduced to its bookkeeping:
-// instances by name, each with the next address from 127.0.0.200, and the
-// user data and deletions it was sent. It boots nothing.
-type testCloud struct {
-	mu        sync.Mutex
-	instances map[string]testInstance
-	userData  map[string][]byte
-	deleted   []string
-	next      int
-}
-
-type testInstance struct {
-	Name       string `json:"name"`
-	ID         string `json:"id"`
-	ProviderID string `json:"providerID"`
-	Address    string `json:"address"`
-	Hostname   string `json:"hostname"`
-	State      string `json:"state"`
-}
-
-func (c *testCloud) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	name, ok := strings.CutPrefix(r.URL.Path, "/instances/")
-	if !ok || name == "" || strings.Contains(name, "/") {
-		http.Error(w, "no such path", http.StatusNotFound)
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	inst, exists := c.instances[name]
-	switch r.Method {
-	case http.MethodPut:
-		if !exists {
-			var req struct {
-				UserData string `json:"userData"`
-			}
-			err := json.NewDecoder(r.Body).Decode(&req)
-			data, err2 := base64.StdEncoding.DecodeString(req.UserData)
-			if err != nil || err2 != nil || len(data) == 0 {
-				http.Error(w, "userData: want base64 of the user data", http.StatusBadRequest)
-				return
-			}
-			id := fmt.Sprintf("i-%04d", c.next)
-			inst = testInstance{Name: name, ID: id, ProviderID: "winsim:///" + id,
-				Address: fmt.Sprintf("127.0.0.%d", 200+c.next), Hostname: fmt.Sprintf("WIN-TEST%07d", c.next), State: "running"}
-			c.next++
-			c.instances[name], c.userData[name] = inst, data
-		}
-	case http.MethodGet:
-	case http.MethodDelete:
-		if exists {
-			delete(c.instances, name)
-			c.deleted = append(c.deleted, name)
-		}
-	default:
-		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
-		return
-	}
-	if !exists && r.Method != http.MethodPut {
-		http.Error(w, "no instance "+name, http.StatusNotFound)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(inst)
-}
-
-func (c *testCloud) deletions() []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return append([]string(nil), c.deleted...)
-}
-
-// machineAPIWorld starts the openshift flavor with the Machine API's
-// controllers on a testCloud, for this test alone (the cloud lives as long
-// as the control plane), and returns a client that knows Machines.
-func machineAPIWorld(t *testing.T) (*Env, *testCloud, client.WithWatch) {
+// machineAPIScheme knows the built-in types and the Machine API's.
+func machineAPIScheme(t *testing.T) *runtime.Scheme {
 	t.Helper()
-	cloud := &testCloud{instances: map[string]testInstance{}, userData: map[string][]byte{}}
-	srv := httptest.NewServer(cloud)
-	t.Cleanup(srv.Close)
-	env, err := Start(context.Background(), Options{OpenShift: true, MachineAPICloudURL: srv.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("control plane logs:\n%s", env.Logs(60))
-		}
-		_ = env.Stop()
-	})
 	s := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {
 		t.Fatal(err)
@@ -118,11 +26,7 @@ func machineAPIWorld(t *testing.T) (*Env, *testCloud, client.WithWatch) {
 	if err := machinev1beta1.Install(s); err != nil {
 		t.Fatal(err)
 	}
-	c, err := client.NewWithWatch(env.Config, client.Options{Scheme: s})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return env, cloud, c
+	return s
 }
 
 // machinesOf lists the MachineSet's Machines (by controller reference).
@@ -156,60 +60,6 @@ func internalIP(m *machinev1beta1.Machine) string {
 	return ""
 }
 
-// phaseLog records each Machine's phases in the order the API server
-// stored them, from a watch: what the Machine controller went through,
-// which polling could miss.
-type phaseLog struct {
-	mu     sync.Mutex
-	phases map[string][]string
-}
-
-func watchPhases(t *testing.T, ctx context.Context, c client.WithWatch) *phaseLog {
-	t.Helper()
-	w, err := c.Watch(ctx, &machinev1beta1.MachineList{}, client.InNamespace(MachineAPINamespace))
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := &phaseLog{phases: map[string][]string{}}
-	go func() {
-		for ev := range w.ResultChan() {
-			m, ok := ev.Object.(*machinev1beta1.Machine)
-			if !ok {
-				continue
-			}
-			l.mu.Lock()
-			seen := l.phases[m.Name]
-			if p := phase(m); p != "" && (len(seen) == 0 || seen[len(seen)-1] != p) {
-				l.phases[m.Name] = append(seen, p)
-			}
-			l.mu.Unlock()
-		}
-	}()
-	t.Cleanup(w.Stop)
-	return l
-}
-
-func (l *phaseLog) of(name string) string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Join(l.phases[name], " → ")
-}
-
-// poll waits for cond, reporting what it last saw when it gives up.
-func poll(t *testing.T, ctx context.Context, what string, cond func(ctx context.Context) (bool, string, error)) {
-	t.Helper()
-	start, last := time.Now(), ""
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 90*time.Second, true, func(ctx context.Context) (bool, error) {
-		ok, seen, err := cond(ctx)
-		last = seen
-		return ok, err
-	})
-	if err != nil {
-		t.Fatalf("waiting for %s: %v; last seen: %s", what, err, last)
-	}
-	t.Logf("%s after %s", what, time.Since(start).Round(100*time.Millisecond))
-}
-
 // The OpenShift Machine API's own controllers run in the test world: the
 // MachineSet controller creates Machines, the Machine controller has the
 // winsim provider create their instances in the simulated cloud and
@@ -218,7 +68,9 @@ func poll(t *testing.T, ctx context.Context, what string, cond func(ctx context.
 // first, MAO's Random delete policy), their instances, and, for a linked
 // Machine, its Node (after the drain controller's drain).
 func TestMachineAPIControllers(t *testing.T) {
-	_, cloud, c := machineAPIWorld(t)
+	_, cloud, c := cloudWorld(t, machineAPIScheme(t), func(cloudURL string) Options {
+		return Options{OpenShift: true, MachineAPICloudURL: cloudURL}
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 
@@ -228,7 +80,7 @@ func TestMachineAPIControllers(t *testing.T) {
 	if err := c.Create(ctx, secret); err != nil {
 		t.Fatal(err)
 	}
-	phases := watchPhases(t, ctx, c)
+	phases := watchPhases(t, ctx, c, &machinev1beta1.MachineList{}, MachineAPINamespace, phase)
 	ms := WinsimMachineSet("winsim-worker", secret.Name, 2, map[string]string{"machine.openshift.io/os-id": "Windows"})
 	if err := c.Create(ctx, ms); err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ module github.com/winnode/winnode/hack/tools/capi
 go 1.26.0
 
 require (
+	github.com/winnode/winnode/hack/tools/winsimcloud v0.0.0-00010101000000-000000000000
 	k8s.io/api v0.36.3
 	k8s.io/apiextensions-apiserver v0.36.3
 	k8s.io/apimachinery v0.36.3
@@ -109,3 +110,7 @@ require (
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect
 	sigs.k8s.io/yaml v1.6.0 // indirect
 )
+
+// The simulated cloud's client, shared with the other test-world program's
+// module, from this work tree: it is published nowhere.
+replace github.com/winnode/winnode/hack/tools/winsimcloud => ../winsimcloud

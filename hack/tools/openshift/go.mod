@@ -13,6 +13,7 @@ require (
 	github.com/openshift/api v0.0.0-20260213204242-d34f11c515b3
 	github.com/openshift/library-go v0.0.0-20251107090138-0de9712313a5
 	github.com/openshift/machine-api-operator v0.2.1-0.20260226113419-88465550a74b
+	github.com/winnode/winnode/hack/tools/winsimcloud v0.0.0-00010101000000-000000000000
 	k8s.io/api v0.34.1
 	k8s.io/apimachinery v0.34.1
 	k8s.io/apiserver v0.34.1
@@ -102,3 +103,7 @@ require (
 	sigs.k8s.io/structured-merge-diff/v6 v6.3.0 // indirect
 	sigs.k8s.io/yaml v1.6.0 // indirect
 )
+
+// The simulated cloud's client, shared with the other test-world program's
+// module, from this work tree: it is published nowhere.
+replace github.com/winnode/winnode/hack/tools/winsimcloud => ../winsimcloud

@@ -19,6 +19,8 @@ import (
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util"
+
+	"github.com/winnode/winnode/hack/tools/winsimcloud"
 )
 
 // machineFinalizer holds a WinsimMachine until its instance is deleted from
@@ -45,11 +47,11 @@ const (
 // Machine. Deleting the WinsimMachine deletes the instance.
 type machineReconciler struct {
 	client   client.Client
-	cloud    *Cloud
+	cloud    *winsimcloud.Client
 	recorder record.EventRecorder
 }
 
-func addMachineController(mgr manager.Manager, cloud *Cloud) error {
+func addMachineController(mgr manager.Manager, cloud *winsimcloud.Client) error {
 	r := &machineReconciler{client: mgr.GetClient(), cloud: cloud, recorder: mgr.GetEventRecorderFor("winsimmachine-controller")}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("winsimmachine").

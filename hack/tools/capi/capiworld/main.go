@@ -33,6 +33,8 @@ import (
 	"sigs.k8s.io/cluster-api/controllers/remote"
 	"sigs.k8s.io/cluster-api/core/setup"
 	"sigs.k8s.io/cluster-api/feature"
+
+	"github.com/winnode/winnode/hack/tools/winsimcloud"
 )
 
 // controllerName is the program's user agent and the name its informers
@@ -82,7 +84,7 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	cloud, err := NewCloud(o.cloudURL)
+	cloud, err := winsimcloud.New(o.cloudURL)
 	if err != nil {
 		return err
 	}

@@ -18,6 +18,8 @@ import (
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util"
+
+	"github.com/winnode/winnode/hack/tools/winsimcloud"
 )
 
 // The winsim providers' kinds (CRDs in hack/tools/capi/config/crd). Their
@@ -45,7 +47,7 @@ const (
 // providers. apiEndpoint is the API server's URL, the control plane
 // endpoint that WinsimCluster reports; workloadKubeconfig is what
 // WinsimControlPlane writes into the <cluster>-kubeconfig Secret.
-func addWinsimProviders(mgr manager.Manager, cloud *Cloud, apiEndpoint string, workloadKubeconfig []byte) error {
+func addWinsimProviders(mgr manager.Manager, cloud *winsimcloud.Client, apiEndpoint string, workloadKubeconfig []byte) error {
 	endpoint, err := parseEndpoint(apiEndpoint)
 	if err != nil {
 		return err

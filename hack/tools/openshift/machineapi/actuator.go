@@ -13,21 +13,24 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/winnode/winnode/hack/tools/winsimcloud"
 )
 
 // Actuator is the "winsim" cloud provider of the Machine API: the generic
 // Machine controller of github.com/openshift/machine-api-operator calls it
 // to create, inspect and delete a Machine's instance, which lives in the
-// simulated cloud (Cloud). It writes what it learns onto the Machine as
-// OpenShift's real providers (AWS, Azure, vSphere) do: spec.providerID,
-// status.addresses, the instance-state annotation and status.providerStatus.
+// simulated cloud (winsimcloud.Client). It writes what it learns onto the
+// Machine as OpenShift's real providers (AWS, Azure, vSphere) do:
+// spec.providerID, status.addresses, the instance-state annotation and
+// status.providerStatus.
 type Actuator struct {
 	// client writes Machines (through the manager's cache for reads).
 	client client.Client
 	// reader reads the user-data Secret from the API server, so that the
 	// program caches no Secrets of the namespace.
 	reader   client.Reader
-	cloud    *Cloud
+	cloud    *winsimcloud.Client
 	recorder record.EventRecorder
 }
 
@@ -69,7 +72,7 @@ func (a *Actuator) Create(ctx context.Context, m *machinev1.Machine) error {
 func (a *Actuator) Exists(ctx context.Context, m *machinev1.Machine) (bool, error) {
 	_, err := a.cloud.Get(ctx, m.Name)
 	switch {
-	case errors.Is(err, errNoInstance):
+	case errors.Is(err, winsimcloud.ErrNoInstance):
 		logf(m, "no instance")
 		return false, nil
 	case err != nil:
@@ -122,7 +125,7 @@ func (a *Actuator) userData(ctx context.Context, m *machinev1.Machine, spec *Pro
 // one of the status subresource, each from what the Machine was before, so
 // only what the actuator changed is sent (and the generic controller's
 // later status patch starts from the result).
-func (a *Actuator) record(ctx context.Context, m *machinev1.Machine, inst *Instance) error {
+func (a *Actuator) record(ctx context.Context, m *machinev1.Machine, inst *winsimcloud.Instance) error {
 	before := m.DeepCopy()
 	providerID := inst.ProviderID
 	m.Spec.ProviderID = &providerID
@@ -184,7 +187,7 @@ func patchIfChanged(ctx context.Context, m *machinev1.Machine, patch client.Patc
 // and state, under the field names AWS and vSphere use (instanceId,
 // instanceState), which the generic controller sets to Unknown when the
 // Machine fails.
-func providerStatus(inst *Instance) (*runtime.RawExtension, error) {
+func providerStatus(inst *winsimcloud.Instance) (*runtime.RawExtension, error) {
 	data, err := json.Marshal(ProviderStatus{
 		APIVersion: ProviderAPIVersion, Kind: ProviderStatusKind,
 		InstanceID: inst.ID, InstanceState: inst.State,

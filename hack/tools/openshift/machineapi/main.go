@@ -3,7 +3,8 @@
 // this module pins, against the test world's API server: the MachineSet
 // controller, the node link controller, and the generic Machine controller
 // (with its drain controller) driving the "winsim" provider (Actuator), whose
-// instances live in a simulated cloud (Cloud) that the test process serves.
+// instances live in a simulated cloud (winsimcloud.Client) that the test
+// process serves.
 //
 // It is how winnode's tests see Machines created, provisioned, linked to
 // Nodes and deleted by the real Machine API rather than by a stand-in; it
@@ -33,6 +34,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/winnode/winnode/hack/tools/winsimcloud"
 )
 
 // options are the program's flags.
@@ -95,7 +98,7 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	cloud, err := NewCloud(o.cloudURL)
+	cloud, err := winsimcloud.New(o.cloudURL)
 	if err != nil {
 		return err
 	}
@@ -129,7 +132,7 @@ func run(args []string) error {
 // machine.AddWithActuator, which adds the Machine controller and the drain
 // controller (cmd/vsphere), with the winsim Actuator in the vSphere one's
 // place.
-func addControllers(mgr manager.Manager, opts manager.Options, cloud *Cloud) error {
+func addControllers(mgr manager.Manager, opts manager.Options, cloud *winsimcloud.Client) error {
 	for _, install := range []func(*runtime.Scheme) error{configv1.Install, machinev1.Install} {
 		if err := install(mgr.GetScheme()); err != nil {
 			return err

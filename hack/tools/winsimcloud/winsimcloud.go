@@ -1,4 +1,11 @@
-package main
+// Package winsimcloud is a client of the simulated cloud's HTTP API
+// (internal/winsim/cloud in the winnode module, whose package comment
+// documents it): create, get and delete instances by name. The test world's
+// Machine API program (hack/tools/openshift/machineapi) and Cluster API
+// program (hack/tools/capi/capiworld) drive their instances with it. It is
+// a module of its own, on the standard library alone, so that both programs'
+// modules can require it whatever Kubernetes release each pins.
+package winsimcloud
 
 import (
 	"bytes"
@@ -30,32 +37,32 @@ type createRequest struct {
 	UserData string `json:"userData"` // base64 of the bytes
 }
 
-// errNoInstance is the cloud's 404: no instance of that name (never created,
+// ErrNoInstance is the cloud's 404: no instance of that name (never created,
 // or powered off and gone).
-var errNoInstance = errors.New("no such instance")
+var ErrNoInstance = errors.New("no such instance")
 
-// Cloud is a client of the simulated cloud's HTTP API.
-type Cloud struct {
+// Client is a client of the simulated cloud's HTTP API.
+type Client struct {
 	base string
 	http *http.Client
 }
 
-// NewCloud returns a client of the simulated cloud at base
+// New returns a client of the simulated cloud at base
 // (http://127.0.0.1:PORT).
-func NewCloud(base string) (*Cloud, error) {
+func New(base string) (*Client, error) {
 	u, err := url.Parse(base)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("cloud URL %q is not an http(s) URL", base)
 	}
 	// A bound on every call, so that a hung cloud fails a reconcile (which is
 	// then retried) instead of blocking a controller worker for ever.
-	return &Cloud{base: strings.TrimRight(base, "/"), http: &http.Client{Timeout: 30 * time.Second}}, nil
+	return &Client{base: strings.TrimRight(base, "/"), http: &http.Client{Timeout: 30 * time.Second}}, nil
 }
 
 // Create creates the instance name that boots with userData. The cloud
 // returns an existing instance of that name as it is, so a repeated Create
 // (after a crash between the call and the Machine's update) creates nothing.
-func (c *Cloud) Create(ctx context.Context, name string, userData []byte) (*Instance, error) {
+func (c *Client) Create(ctx context.Context, name string, userData []byte) (*Instance, error) {
 	body, err := json.Marshal(createRequest{UserData: base64.StdEncoding.EncodeToString(userData)})
 	if err != nil {
 		return nil, err
@@ -63,25 +70,25 @@ func (c *Cloud) Create(ctx context.Context, name string, userData []byte) (*Inst
 	return c.do(ctx, http.MethodPut, name, body)
 }
 
-// Get returns the instance name, or errNoInstance.
-func (c *Cloud) Get(ctx context.Context, name string) (*Instance, error) {
+// Get returns the instance name, or ErrNoInstance.
+func (c *Client) Get(ctx context.Context, name string) (*Instance, error) {
 	return c.do(ctx, http.MethodGet, name, nil)
 }
 
 // Delete powers off and removes the instance name; the cloud answers once it
 // is gone. One that does not exist is gone already: no error.
-func (c *Cloud) Delete(ctx context.Context, name string) error {
+func (c *Client) Delete(ctx context.Context, name string) error {
 	_, err := c.do(ctx, http.MethodDelete, name, nil)
-	if errors.Is(err, errNoInstance) {
+	if errors.Is(err, ErrNoInstance) {
 		return nil
 	}
 	return err
 }
 
 // do sends one request about instance name and decodes the Instance of a 2xx
-// answer; a 404 is errNoInstance, any other status an error with the cloud's
+// answer; a 404 is ErrNoInstance, any other status an error with the cloud's
 // text.
-func (c *Cloud) do(ctx context.Context, method, name string, body []byte) (*Instance, error) {
+func (c *Client) do(ctx context.Context, method, name string, body []byte) (*Instance, error) {
 	target := c.base + "/instances/" + url.PathEscape(name)
 	req, err := http.NewRequestWithContext(ctx, method, target, bytes.NewReader(body))
 	if err != nil {
@@ -101,7 +108,7 @@ func (c *Cloud) do(ctx context.Context, method, name string, body []byte) (*Inst
 	}
 	switch {
 	case resp.StatusCode == http.StatusNotFound:
-		return nil, fmt.Errorf("simulated cloud: %s %s: %w", method, target, errNoInstance)
+		return nil, fmt.Errorf("simulated cloud: %s %s: %w", method, target, ErrNoInstance)
 	case resp.StatusCode < 200 || resp.StatusCode > 299:
 		return nil, fmt.Errorf("simulated cloud: %s %s: %s: %s", method, target, resp.Status, strings.TrimSpace(string(data)))
 	}
