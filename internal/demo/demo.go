@@ -88,6 +88,12 @@ progress until all are Ready nodes, prints the nodes, the kubeconfig and what
 to try next, and runs until SIGINT (Ctrl-C) or SIGTERM. It then stops
 everything it started.
 
+With --flavor capi, Cluster API's real core controllers run beside the
+control plane, with a simulated infrastructure provider (Winsim* kinds)
+whose hosts run their bootstrap data as cloudbase-init would, and the demo
+creates a Cluster and a MachineDeployment of --machines Windows Machines
+bootstrapped by winnode's WinnodeConfigTemplate in namespace capi-windows.
+
 With --flavor openshift the control plane is configured as an OpenShift 4
 cluster is (no bootstrap tokens; OpenShift's CRDs and configuration
 objects), the OpenShift Machine API's real controllers (MachineSet,
@@ -118,7 +124,10 @@ running so that you can look).`,
   winnodectl demo --exit-when-ready
 
   # OpenShift: a Windows MachineSet of two Machines, scaled with kubectl
-  winnodectl demo --flavor openshift --machines 2`,
+  winnodectl demo --flavor openshift --machines 2
+
+  # Cluster API: a Windows MachineDeployment of two Machines
+  winnodectl demo --flavor capi --machines 2`,
 		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.checkFlavor(cmd.Flags().Changed("hosts"), cmd.Flags().Changed("machines")); err != nil {
@@ -143,8 +152,8 @@ running so that you can look).`,
 	f.BoolVar(&o.exitWhenReady, "exit-when-ready", false, "stop everything and exit once every host is a Ready node (for scripts and CI)")
 	f.DurationVar(&o.readyTimeout, "ready-timeout", 10*time.Minute, "how long the hosts may take to become Ready nodes")
 	f.BoolVar(&o.bootstrapTokenAuth, "bootstrap-token-auth", true, "start kube-apiserver with bootstrap-token authentication; false starts it as OpenShift's runs, and the hosts join with ServiceAccount tokens")
-	f.StringVar(&o.flavor, "flavor", flavorPlain, "plain (a kubeadm-style cluster, hosts listed in windows-instances) or openshift (an OpenShift-configured cluster with the Machine API and a Windows MachineSet)")
-	f.IntVar(&o.machines, "machines", 2, "with --flavor openshift: replicas of the Windows MachineSet")
+	f.StringVar(&o.flavor, "flavor", flavorPlain, "plain (a kubeadm-style cluster, hosts listed in windows-instances), openshift (an OpenShift-configured cluster with the Machine API and a Windows MachineSet) or capi (Cluster API with a Windows MachineDeployment)")
+	f.IntVar(&o.machines, "machines", 2, "with --flavor openshift or capi: replicas of the Windows MachineSet or MachineDeployment")
 	return cmd
 }
 
@@ -154,13 +163,13 @@ func (o *demoOptions) checkFlavor(hostsSet, machinesSet bool) error {
 	switch o.flavor {
 	case flavorPlain:
 		if machinesSet {
-			return cli.UsageErrorf("--machines is for --flavor openshift; the plain flavor lists --hosts")
+			return cli.UsageErrorf("--machines is for --flavor openshift or capi; the plain flavor lists --hosts")
 		}
 		o.machines = 0
 		if o.hosts < 1 || o.hosts > 100 {
 			return cli.UsageErrorf("--hosts %d: give 1 to 100 simulated hosts", o.hosts)
 		}
-	case flavorOpenShift:
+	case flavorOpenShift, flavorCAPI:
 		if !hostsSet {
 			o.hosts = 0
 		}
@@ -168,7 +177,7 @@ func (o *demoOptions) checkFlavor(hostsSet, machinesSet bool) error {
 			return cli.UsageErrorf("--machines %d, --hosts %d: give 0 to 20 Machines and 0 to 100 listed hosts, at least one in all", o.machines, o.hosts)
 		}
 	default:
-		return cli.UsageErrorf("--flavor %q: give plain or openshift", o.flavor)
+		return cli.UsageErrorf("--flavor %q: give plain, openshift or capi", o.flavor)
 	}
 	return nil
 }
@@ -305,7 +314,10 @@ func (d *demo) setUp(ctx context.Context) error {
 			return err
 		}
 	}
-	if d.o.machines > 0 {
+	switch {
+	case d.o.flavor == flavorCAPI:
+		return d.createMachineDeployment(ctx)
+	case d.o.machines > 0:
 		return d.createMachineSet(ctx)
 	}
 	return nil
@@ -314,8 +326,14 @@ func (d *demo) setUp(ctx context.Context) error {
 // printBanner says what runs where.
 func (d *demo) printBanner() {
 	what := hostCount(d.o.hosts, "SIMULATED Windows Server "+strings.Join(d.o.builds, "/")+" host")
-	if d.o.flavor == flavorOpenShift {
-		what = hostCount(d.o.machines, "SIMULATED Windows Machine") + " of a MachineSet, booted by the OpenShift Machine API's\n    real controllers on a simulated cloud, and " + hostCount(d.o.hosts, "listed host")
+	switch d.o.flavor {
+	case flavorOpenShift:
+		what = hostCount(d.o.machines, "SIMULATED Windows Machine") + " of a MachineSet, booted by the OpenShift Machine API's\n    real controllers on a simulated cloud"
+	case flavorCAPI:
+		what = hostCount(d.o.machines, "SIMULATED Windows Machine") + " of a MachineDeployment, booted by Cluster API's real\n    controllers and a simulated infrastructure provider"
+	}
+	if d.o.flavor != flavorPlain && d.o.hosts > 0 {
+		what += ", and " + hostCount(d.o.hosts, "listed host")
 	}
 	cluster := "a real Kubernetes control plane"
 	if d.o.flavor == flavorOpenShift {
@@ -335,12 +353,19 @@ func (d *demo) printBanner() {
 // kubeconfig.
 func (d *demo) startControlPlane(ctx context.Context, hostsDir, standinBin string, logger *slog.Logger) error {
 	opts := testenv.Options{NoBootstrapTokenAuth: !d.o.bootstrapTokenAuth}
-	if d.o.flavor == flavorOpenShift {
-		url, err := d.startCloud(hostsDir, standinBin, logger)
+	switch d.o.flavor {
+	case flavorOpenShift:
+		url, err := d.startCloud(hostsDir, standinBin, ovnNetwork, logger)
 		if err != nil {
 			return err
 		}
 		opts = testenv.Options{OpenShift: true, MachineAPICloudURL: url}
+	case flavorCAPI:
+		url, err := d.startCloud(hostsDir, standinBin, "", logger)
+		if err != nil {
+			return err
+		}
+		opts.ClusterAPICloudURL = url
 	}
 	d.say("starting the control plane (the first run builds it from source: several minutes)")
 	var err error
@@ -354,8 +379,11 @@ func (d *demo) startControlPlane(ctx context.Context, hostsDir, standinBin strin
 	if d.client, err = cli.NewClient(d.env.Config); err != nil {
 		return err
 	}
-	if d.o.flavor == flavorOpenShift {
+	switch d.o.flavor {
+	case flavorOpenShift:
 		d.mapiClient, err = newMachineAPIClient(d)
+	case flavorCAPI:
+		d.mapiClient, err = newCAPIClient(d)
 	}
 	return err
 }
@@ -711,6 +739,9 @@ func (d *demo) changeLines() string {
 		lines += fmt.Sprintf(`  # Take a host out: its node is drained and deleted, the host cleaned.
   kubectl -n %s patch configmap %s --type json -p '[{"op":"remove","path":"/data/%s"}]'
 `, controller.DefaultNamespace, instancesConfigMap, d.fleet.Hosts[0].IP())
+	}
+	if d.o.flavor == flavorCAPI {
+		lines += capiChangeLines(d.o.machines)
 	}
 	if d.o.flavor == flavorOpenShift {
 		lines += fmt.Sprintf(`  # The Machine API's view: each Machine Running, linked to its Node.

@@ -14,7 +14,9 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
@@ -63,6 +65,10 @@ func startOperator(ctx context.Context, o operatorOptions) (*runningOperator, er
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		LeaderElection:         false,
+		// controller-runtime refuses a controller name a process used
+		// before, even in a stopped manager; the demo's tests run several
+		// demos in one process.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	if err != nil {
 		logFile.Close()

@@ -475,3 +475,28 @@ func TestDemoFlavorFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestDemoCAPIFlavor runs `winnodectl demo --flavor capi --machines 1
+// --exit-when-ready` in process: the MachineDeployment's Machine becomes a
+// Ready node through Cluster API's real controllers and winnode's
+// bootstrap provider, and the "try" lines say how to scale it.
+func TestDemoCAPIFlavor(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a control plane of its own with Cluster API")
+	}
+	r := run(t, "", "demo", "--flavor", "capi", "--machines", "1", "--exit-when-ready", "--ready-timeout", "5m", "--workdir", t.TempDir())
+	if r.code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.out, r.err)
+	}
+	for _, want := range []string{
+		"of a MachineDeployment, booted by Cluster API's real",
+		"created MachineDeployment capi-windows/windows-workers-md-0 with 1 Windows Machine bootstrapped by WinnodeConfigTemplate windows-workers",
+		"The simulated Windows host is a Ready node",
+		"kubectl -n capi-windows scale machinedeployment windows-workers-md-0 --replicas 2",
+		"Stopped.",
+	} {
+		if !strings.Contains(r.out, want) {
+			t.Errorf("the demo's output lacks %q:\n%s", want, r.out)
+		}
+	}
+}

@@ -43,9 +43,12 @@ const demoMachineSet = "winnode-demo-windows"
 // which the simulated cluster CNI makes in their place.
 const ovnNetwork = "OVNKubernetesHybridOverlayNetwork"
 
-// startCloud serves the simulated cloud the Machine API's winsim provider
-// provisions on; each instance's host keeps its state under hostsDir.
-func (d *demo) startCloud(hostsDir, standinBin string, logger *slog.Logger) (string, error) {
+// startCloud serves the simulated cloud that the Machine controllers'
+// winsim provider provisions on; each instance's host keeps its state under
+// hostsDir. cni, when set, is the pod network the cluster's own Windows
+// CNI would set up on each host (OVN-Kubernetes' on OpenShift): it does
+// not run here, so it is simulated at boot, as its DaemonSet would do.
+func (d *demo) startCloud(hostsDir, standinBin, cni string, logger *slog.Logger) (string, error) {
 	var subnet atomic.Int32
 	d.cloud = cloud.New(cloud.Options{
 		NewHost: func(name string) (*winsim.Host, error) {
@@ -53,12 +56,10 @@ func (d *demo) startCloud(hostsDir, standinBin string, logger *slog.Logger) (str
 				StateDir: filepath.Join(hostsDir, name), StandinBinary: standinBin,
 				Logger: logger.With("machine", name), BootDelay: rebootDowntime,
 			})
-			if err != nil {
-				return nil, err
+			if err != nil || cni == "" {
+				return h, err
 			}
-			// The cluster's own Windows CNI (OVN-Kubernetes on OpenShift)
-			// does not run here: simulated, as its DaemonSet would.
-			return h, h.SimulateClusterCNI(ovnNetwork, fmt.Sprintf("10.245.%d.0/24", subnet.Add(1)))
+			return h, h.SimulateClusterCNI(cni, fmt.Sprintf("10.245.%d.0/24", subnet.Add(1)))
 		},
 		Logger: logger,
 	})
