@@ -49,6 +49,8 @@ WINNODE_PAYLOAD_DIR=$(bash hack/payload/build.sh | tail -n1)
 
 step "go test (unit, integration, end to end)"
 go test -count=1 -p 2 -timeout 25m ./...
+# The test world's cloud client, a module of its own (hack/tools/winsimcloud).
+(cd hack/tools/winsimcloud && go test -count=1 ./...)
 
 step "Wine tier"
 bash hack/wine/test.sh
