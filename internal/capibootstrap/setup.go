@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -19,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	bootstrapv1 "github.com/winnode/winnode/api/bootstrap/v1alpha1"
+	"github.com/winnode/winnode/internal/platform"
 	"github.com/winnode/winnode/internal/sshkey"
 )
 
@@ -44,23 +44,7 @@ var required = []schema.GroupVersionResource{
 // Available reports whether the API server serves every required API, and
 // if not, which one is missing (a sentence for the log).
 func Available(d discovery.DiscoveryInterface) (bool, string, error) {
-	for _, gvr := range required {
-		list, err := d.ServerResourcesForGroupVersion(gvr.GroupVersion().String())
-		if apierrors.IsNotFound(err) {
-			return false, fmt.Sprintf("the API server does not serve %s", gvr.GroupVersion()), nil
-		}
-		if err != nil {
-			return false, "", fmt.Errorf("asking the API server for %s: %w", gvr.GroupVersion(), err)
-		}
-		found := false
-		for _, r := range list.APIResources {
-			found = found || r.Name == gvr.Resource
-		}
-		if !found {
-			return false, fmt.Sprintf("the API server serves %s without %s", gvr.GroupVersion(), gvr.Resource), nil
-		}
-	}
-	return true, "", nil
+	return platform.Serves(d, required...)
 }
 
 // Setup adds the bootstrap provider to mgr when the cluster serves Cluster

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	machinev1 "github.com/openshift/api/machine/v1beta1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/tools/events"
@@ -20,6 +19,7 @@ import (
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/machinesource"
+	"github.com/winnode/winnode/internal/platform"
 )
 
 // Namespace is where OpenShift's Machine API keeps Machines and MachineSets
@@ -44,20 +44,7 @@ type Options struct {
 // Available reports whether the API server serves the Machine API's
 // Machines, and if not, why (a sentence for the log).
 func Available(d discovery.DiscoveryInterface) (bool, string, error) {
-	gv := machinev1.GroupVersion.String()
-	list, err := d.ServerResourcesForGroupVersion(gv)
-	if apierrors.IsNotFound(err) {
-		return false, "the API server does not serve " + gv, nil
-	}
-	if err != nil {
-		return false, "", fmt.Errorf("asking the API server for %s: %w", gv, err)
-	}
-	for _, r := range list.APIResources {
-		if r.Name == "machines" {
-			return true, "", nil
-		}
-	}
-	return false, "the API server serves " + gv + " without machines", nil
+	return platform.Serves(d, machinev1.GroupVersion.WithResource("machines"))
 }
 
 // Setup adds the Machine source to mgr when the cluster serves the Machine

@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"slices"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 )
 
@@ -57,4 +59,25 @@ func Resolve(d discovery.ServerGroupsInterface, p Platform) (Platform, string, e
 		return OpenShift, "the API group " + ConfigGroup + " is served (discovery): an OpenShift cluster", nil
 	}
 	return Kubernetes, "the API group " + ConfigGroup + " is not served (discovery): not an OpenShift cluster", nil
+}
+
+// Serves reports whether the API server serves every resource given, and
+// if not, which one is missing (a sentence for the log). The operator's
+// optional parts (the Machine sources, the Cluster API bootstrap provider)
+// turn on only where their APIs are.
+func Serves(d discovery.DiscoveryInterface, resources ...schema.GroupVersionResource) (bool, string, error) {
+	for _, gvr := range resources {
+		gv := gvr.GroupVersion().String()
+		list, err := d.ServerResourcesForGroupVersion(gv)
+		if apierrors.IsNotFound(err) {
+			return false, "the API server does not serve " + gv, nil
+		}
+		if err != nil {
+			return false, "", fmt.Errorf("asking the API server for %s: %w", gv, err)
+		}
+		if !slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Name == gvr.Resource }) {
+			return false, "the API server serves " + gv + " without " + gvr.Resource, nil
+		}
+	}
+	return true, "", nil
 }
