@@ -33,9 +33,9 @@ import (
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=create
 // +kubebuilder:rbac:groups="";events.k8s.io,resources=events,verbs=create;patch
 
-// required are the APIs the provider needs: Cluster API's Machines and
+// Required are the APIs the provider needs: Cluster API's Machines and
 // Clusters at the contract's version, and winnode's WinnodeConfigs.
-var required = []schema.GroupVersionResource{
+var Required = []schema.GroupVersionResource{
 	clusterv1.GroupVersion.WithResource("machines"),
 	clusterv1.GroupVersion.WithResource("clusters"),
 	bootstrapv1.GroupVersion.WithResource("winnodeconfigs"),
@@ -44,7 +44,7 @@ var required = []schema.GroupVersionResource{
 // Available reports whether the API server serves every required API, and
 // if not, which one is missing (a sentence for the log).
 func Available(d discovery.DiscoveryInterface) (bool, string, error) {
-	return platform.Serves(d, required...)
+	return platform.Serves(d, Required...)
 }
 
 // Setup adds the bootstrap provider to mgr when the cluster serves Cluster
@@ -55,11 +55,7 @@ func Available(d discovery.DiscoveryInterface) (bool, string, error) {
 // Secret the manager's cache must cover.
 func Setup(mgr ctrl.Manager, namespace string) error {
 	log := mgr.GetLogger().WithName("capi-bootstrap")
-	d, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
-	if err != nil {
-		return fmt.Errorf("building a discovery client: %w", err)
-	}
-	ok, why, err := Available(d)
+	ok, why, err := platform.ServesAt(mgr.GetConfig(), Required...)
 	if err != nil {
 		return err
 	}
@@ -87,7 +83,7 @@ func Setup(mgr ctrl.Manager, namespace string) error {
 		Client: mgr.GetClient(), Cache: all, Reader: mgr.GetAPIReader(), KeyReader: mgr.GetClient(),
 		Namespace: namespace, Recorder: mgr.GetEventRecorder("winnode-capi-bootstrap"),
 	}
-	log.Info("Cluster API bootstrap provider on", "apis", fmt.Sprint(required))
+	log.Info("Cluster API bootstrap provider on", "apis", fmt.Sprint(Required))
 	return r.setupWithManager(mgr, all)
 }
 

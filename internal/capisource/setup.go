@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/discovery"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -19,6 +18,7 @@ import (
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/capibootstrap"
 	"github.com/winnode/winnode/internal/machinesource"
+	"github.com/winnode/winnode/internal/platform"
 )
 
 // What the source needs (config/rbac/cluster_role.yaml grants it, with the
@@ -32,11 +32,7 @@ import (
 // cover the operator namespace only, so the source keeps a cache of
 // Machines in every namespace.
 func Setup(mgr ctrl.Manager) error {
-	d, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
-	if err != nil {
-		return fmt.Errorf("building a discovery client: %w", err)
-	}
-	ok, _, err := capibootstrap.Available(d)
+	ok, _, err := platform.ServesAt(mgr.GetConfig(), capibootstrap.Required...)
 	if err != nil || !ok {
 		return err
 	}

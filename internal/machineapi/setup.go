@@ -6,7 +6,6 @@ import (
 
 	machinev1 "github.com/openshift/api/machine/v1beta1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -41,11 +40,8 @@ type Options struct {
 	UserDataSecret, UserDataKey string
 }
 
-// Available reports whether the API server serves the Machine API's
-// Machines, and if not, why (a sentence for the log).
-func Available(d discovery.DiscoveryInterface) (bool, string, error) {
-	return platform.Serves(d, machinev1.GroupVersion.WithResource("machines"))
-}
+// machines is what the source needs the API server to serve.
+var machines = machinev1.GroupVersion.WithResource("machines")
 
 // Setup adds the Machine source to mgr when the cluster serves the Machine
 // API; otherwise it logs why not and adds nothing. The manager's own cache
@@ -53,11 +49,7 @@ func Available(d discovery.DiscoveryInterface) (bool, string, error) {
 // source keeps a cache of its own for openshift-machine-api's Machines.
 func Setup(mgr ctrl.Manager, opts Options) error {
 	log := mgr.GetLogger().WithName("machine-api")
-	d, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
-	if err != nil {
-		return fmt.Errorf("building a discovery client: %w", err)
-	}
-	ok, why, err := Available(d)
+	ok, why, err := platform.ServesAt(mgr.GetConfig(), machines)
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
 )
 
 // Platform is a value of --platform.
@@ -80,4 +81,14 @@ func Serves(d discovery.DiscoveryInterface, resources ...schema.GroupVersionReso
 		}
 	}
 	return true, "", nil
+}
+
+// ServesAt is Serves, asked of the API server of cfg (a discovery client
+// of its own, since the managers' clients cache and discovery does not).
+func ServesAt(cfg *rest.Config, resources ...schema.GroupVersionResource) (bool, string, error) {
+	d, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return false, "", fmt.Errorf("building a discovery client: %w", err)
+	}
+	return Serves(d, resources...)
 }
