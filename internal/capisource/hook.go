@@ -19,8 +19,10 @@ const hookAnnotation = clusterv1.PreTerminateDeleteHookAnnotationPrefix + "/winn
 // hookOwner is the annotation's value: who removes the hook.
 const hookOwner = "winnode-operator"
 
-// setHook puts (on) or takes off winnode's hook on m.
-func (r *MachineReconciler) setHook(ctx context.Context, m *clusterv1.Machine, on bool) error {
+// SetHook puts winnode's hook on m (before its instance exists) or takes it
+// off (once the instance is gone).
+func (r *MachineReconciler) SetHook(ctx context.Context, obj client.Object, on bool) error {
+	m := obj.(*clusterv1.Machine)
 	if _, has := m.Annotations[hookAnnotation]; has == on {
 		return nil
 	}

@@ -3,7 +3,7 @@ package capisource
 import (
 	"context"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -40,40 +40,33 @@ type MachineReconciler struct {
 // WindowsInstances are cluster-scoped, Machines are not.
 func InstanceName(namespace, name string) string { return namespace + "." + name }
 
-// Reconcile brings one Machine's instance in line with the Machine.
+// Reconcile brings one Machine's instance in line with the Machine
+// (machinesource.Instances.Reconcile).
 func (r *MachineReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	_, _, err := r.Instances.Reconcile(ctx, r, req.NamespacedName)
+	return reconcile.Result{}, err
+}
+
+// Get reads a Machine from the source's cache.
+func (r *MachineReconciler) Get(ctx context.Context, key types.NamespacedName) (client.Object, error) {
 	var m clusterv1.Machine
-	err := r.Machines.Get(ctx, req.NamespacedName, &m)
-	if err != nil && !apierrors.IsNotFound(err) {
-		return reconcile.Result{}, err
+	return &m, r.Machines.Get(ctx, key, &m)
+}
+
+// InstanceName is <namespace>.<machine> (InstanceName).
+func (r *MachineReconciler) InstanceName(key types.NamespacedName) string {
+	return InstanceName(key.Namespace, key.Name)
+}
+
+// Provisioned says whether winnode bootstraps the Machine and its
+// infrastructure is provisioned, with an InternalIP and a provider ID.
+func (r *MachineReconciler) Provisioned(obj client.Object) (machinesource.Machine, bool) {
+	m := obj.(*clusterv1.Machine)
+	address := internalIP(m)
+	if !bootstrappedByWinnode(m) || address == "" || !ptr.Deref(m.Status.Initialization.InfrastructureProvisioned, false) || m.Spec.ProviderID == "" {
+		return machinesource.Machine{}, false
 	}
-	inst, ierr := r.Instances.Of(ctx, InstanceName(req.Namespace, req.Name), req.NamespacedName)
-	if ierr != nil {
-		return reconcile.Result{}, ierr
-	}
-	switch {
-	case apierrors.IsNotFound(err):
-		if inst != nil { // gone before its hook let it
-			return reconcile.Result{}, r.Instances.Delete(ctx, nil, inst)
-		}
-		return reconcile.Result{}, nil
-	case !m.DeletionTimestamp.IsZero():
-		if inst == nil {
-			return reconcile.Result{}, r.setHook(ctx, &m, false)
-		}
-		return reconcile.Result{}, r.Instances.Delete(ctx, &m, inst)
-	case !bootstrappedByWinnode(&m):
-		return reconcile.Result{}, nil
-	}
-	address := internalIP(&m)
-	if address == "" || !ptr.Deref(m.Status.Initialization.InfrastructureProvisioned, false) || m.Spec.ProviderID == "" {
-		return reconcile.Result{}, nil // its next status change brings it back
-	}
-	if err := r.setHook(ctx, &m, true); err != nil {
-		return reconcile.Result{}, err
-	}
-	src := machinesource.Machine{Object: &m, Instance: InstanceName(m.Namespace, m.Name), Address: address, ProviderID: m.Spec.ProviderID}
-	return reconcile.Result{}, r.Instances.Ensure(ctx, src, inst)
+	return machinesource.Machine{Address: address, ProviderID: m.Spec.ProviderID}, true
 }
 
 // bootstrappedByWinnode reports whether m's bootstrap config is a

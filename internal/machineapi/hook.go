@@ -22,28 +22,21 @@ func hasHook(m *machinev1.Machine) bool {
 	return slices.ContainsFunc(m.Spec.LifecycleHooks.PreTerminate, func(h machinev1.LifecycleHook) bool { return h.Name == hook.Name })
 }
 
-// addHook puts winnode's hook on m, before its instance exists.
-func (r *MachineReconciler) addHook(ctx context.Context, m *machinev1.Machine) error {
-	if hasHook(m) {
+// SetHook puts winnode's hook on m (before its instance exists) or takes it
+// off (once the instance is gone).
+func (r *MachineReconciler) SetHook(ctx context.Context, obj client.Object, on bool) error {
+	m := obj.(*machinev1.Machine)
+	if hasHook(m) == on {
 		return nil
 	}
 	patch := client.MergeFromWithOptions(m.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	m.Spec.LifecycleHooks.PreTerminate = append(m.Spec.LifecycleHooks.PreTerminate, hook)
-	if err := r.Client.Patch(ctx, m, patch); err != nil {
-		return fmt.Errorf("adding the pre-terminate hook %s to Machine %s: %w", hook.Name, m.Name, err)
+	if on {
+		m.Spec.LifecycleHooks.PreTerminate = append(m.Spec.LifecycleHooks.PreTerminate, hook)
+	} else {
+		m.Spec.LifecycleHooks.PreTerminate = slices.DeleteFunc(m.Spec.LifecycleHooks.PreTerminate, func(h machinev1.LifecycleHook) bool { return h.Name == hook.Name })
 	}
-	return nil
-}
-
-// removeHook takes winnode's hook off m, once its instance is gone.
-func (r *MachineReconciler) removeHook(ctx context.Context, m *machinev1.Machine) error {
-	if !hasHook(m) {
-		return nil
-	}
-	patch := client.MergeFromWithOptions(m.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	m.Spec.LifecycleHooks.PreTerminate = slices.DeleteFunc(m.Spec.LifecycleHooks.PreTerminate, func(h machinev1.LifecycleHook) bool { return h.Name == hook.Name })
 	if err := r.Client.Patch(ctx, m, patch); err != nil {
-		return client.IgnoreNotFound(fmt.Errorf("removing the pre-terminate hook %s from Machine %s: %w", hook.Name, m.Name, err))
+		return client.IgnoreNotFound(fmt.Errorf("setting the pre-terminate hook %s of Machine %s (%t): %w", hook.Name, m.Name, on, err))
 	}
 	return nil
 }

@@ -5,7 +5,7 @@ import (
 
 	machinev1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -52,47 +52,41 @@ type MachineReconciler struct {
 	Recorder  events.EventRecorder
 }
 
-// Reconcile brings one Machine's instance in line with the Machine.
+// Reconcile brings one Machine's instance in line with the Machine
+// (machinesource.Instances.Reconcile), then replaces the Machine if its
+// host refuses the rotated key.
 func (r *MachineReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	var m machinev1.Machine
-	err := r.Machines.Get(ctx, req.NamespacedName, &m)
-	if err != nil && !apierrors.IsNotFound(err) {
+	m, inst, err := r.Instances.Reconcile(ctx, r, req.NamespacedName)
+	if err != nil || m == nil {
 		return reconcile.Result{}, err
 	}
-	// An OpenShift Machine's instance has the Machine's name.
-	inst, ierr := r.Instances.Of(ctx, req.Name, req.NamespacedName)
-	if ierr != nil {
-		return reconcile.Result{}, ierr
+	return r.replaceIfKeyRefused(ctx, m.(*machinev1.Machine), inst)
+}
+
+// Get reads a Machine of openshift-machine-api from the source's cache.
+func (r *MachineReconciler) Get(ctx context.Context, key types.NamespacedName) (client.Object, error) {
+	var m machinev1.Machine
+	return &m, r.Machines.Get(ctx, key, &m)
+}
+
+// InstanceName is the Machine's name: its namespace is always
+// openshift-machine-api.
+func (r *MachineReconciler) InstanceName(key types.NamespacedName) string { return key.Name }
+
+// Provisioned says whether winnode configures the Machine (labelled
+// Windows, not ignored) and it is Provisioned or Running with an
+// InternalIP.
+func (r *MachineReconciler) Provisioned(obj client.Object) (machinesource.Machine, bool) {
+	m := obj.(*machinev1.Machine)
+	if m.Labels[LabelOSID] != "Windows" || m.Labels[LabelIgnore] == "true" {
+		return machinesource.Machine{}, false
 	}
-	switch {
-	case apierrors.IsNotFound(err):
-		// Gone before its hook let it (the hook removed by hand, or the
-		// Machine went while the operator was not running).
-		if inst != nil {
-			return reconcile.Result{}, r.Instances.Delete(ctx, nil, inst)
-		}
-		return reconcile.Result{}, nil
-	case !m.DeletionTimestamp.IsZero():
-		if inst == nil {
-			return reconcile.Result{}, r.removeHook(ctx, &m)
-		}
-		return reconcile.Result{}, r.Instances.Delete(ctx, &m, inst)
-	case m.Labels[LabelOSID] != "Windows" || m.Labels[LabelIgnore] == "true":
-		return reconcile.Result{}, nil
-	}
-	address := internalIP(&m)
+	address := internalIP(m)
 	phase := ptr.Deref(m.Status.Phase, "")
 	if address == "" || (phase != machinev1.PhaseProvisioned && phase != machinev1.PhaseRunning) {
-		return reconcile.Result{}, nil // its next status change brings it back
+		return machinesource.Machine{}, false
 	}
-	if err := r.addHook(ctx, &m); err != nil {
-		return reconcile.Result{}, err
-	}
-	src := machinesource.Machine{Object: &m, Instance: m.Name, Address: address, ProviderID: ptr.Deref(m.Spec.ProviderID, "")}
-	if err := r.Instances.Ensure(ctx, src, inst); err != nil {
-		return reconcile.Result{}, err
-	}
-	return r.replaceIfKeyRefused(ctx, &m, inst)
+	return machinesource.Machine{Address: address, ProviderID: ptr.Deref(m.Spec.ProviderID, "")}, true
 }
 
 // internalIP is the Machine's first InternalIP address ("" when none).

@@ -43,9 +43,9 @@ type Instances struct {
 
 // Machine is one Machine as the sources see it.
 type Machine struct {
-	// Object is the Machine, for events.
-	Object client.Object
-	// Instance is the name of its WindowsInstance.
+	// Object is the Machine, for events, and Instance the name of its
+	// WindowsInstance (Reconcile sets both).
+	Object   client.Object
 	Instance string
 	// Address is its InternalIP; ProviderID its spec.providerID.
 	Address, ProviderID string
@@ -65,9 +65,9 @@ func Labels(namespace, name string) map[string]string {
 	}
 }
 
-// Of is instance name's WindowsInstance when it is Machine key's; nil
+// of is instance name's WindowsInstance when it is Machine key's; nil
 // when there is none, or it belongs to something else.
-func (s *Instances) Of(ctx context.Context, name string, key types.NamespacedName) (*winnodev1.WindowsInstance, error) {
+func (s *Instances) of(ctx context.Context, name string, key types.NamespacedName) (*winnodev1.WindowsInstance, error) {
 	var wi winnodev1.WindowsInstance
 	err := s.Client.Get(ctx, types.NamespacedName{Name: name}, &wi)
 	if apierrors.IsNotFound(err) {
@@ -84,9 +84,9 @@ func (s *Instances) Of(ctx context.Context, name string, key types.NamespacedNam
 	return &wi, nil
 }
 
-// Delete deletes inst, the instance of a Machine that is being deleted or
+// delete deletes inst, the instance of a Machine that is being deleted or
 // is gone (machine nil); its finalizer deconfigures the host first.
-func (s *Instances) Delete(ctx context.Context, machine client.Object, inst *winnodev1.WindowsInstance) error {
+func (s *Instances) delete(ctx context.Context, machine client.Object, inst *winnodev1.WindowsInstance) error {
 	if !inst.DeletionTimestamp.IsZero() {
 		return nil // being deconfigured; its deletion brings the Machine back
 	}
@@ -101,8 +101,8 @@ func (s *Instances) Delete(ctx context.Context, machine client.Object, inst *win
 	return nil
 }
 
-// Ensure creates Machine m's instance, or updates its spec.
-func (s *Instances) Ensure(ctx context.Context, m Machine, inst *winnodev1.WindowsInstance) error {
+// ensure creates Machine m's instance, or updates its spec.
+func (s *Instances) ensure(ctx context.Context, m Machine, inst *winnodev1.WindowsInstance) error {
 	want := s.desired(m)
 	if inst == nil {
 		return s.create(ctx, m, want)
