@@ -17,10 +17,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
-// UserDataReconciler keeps a dup of the operator's user data Secret in
+// UserDataReconciler keeps a copy of the operator's user data Secret in
 // openshift-machine-api, where a MachineSet's providerSpec can reference it
 // (userDataSecret: windows-user-data): a Machine reads its user data from
-// its own namespace. The dup follows the original (a rotated key reaches
+// its own namespace. The copy follows the original (a rotated key reaches
 // Machines created from then on); it carries the original's annotations
 // (the key fingerprint among them) and is never deleted by winnode, since
 // MachineSets may reference it.

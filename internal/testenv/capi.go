@@ -68,16 +68,12 @@ const (
 // capiWorld is the winsim-capi-world program.
 var capiWorld = &toolProgram{env: EnvCAPIWorldBin, script: "hack/tools/build-capi-world.sh", what: "Cluster API's controllers"}
 
-// capiWorldBinary is the winsim-capi-world program's path: EnvCAPIWorldBin,
-// or what hack/tools/build-capi-world.sh builds.
-func capiWorldBinary() (string, error) { return capiWorld.binary() }
-
 // capiCRDDir is the folder of Cluster API's and the winsim providers' CRDs.
 func capiCRDDir() (string, error) {
 	if dir := os.Getenv(EnvCAPICRDs); dir != "" {
 		return dir, nil
 	}
-	bin, err := capiWorldBinary()
+	bin, err := capiWorld.binary()
 	if err != nil {
 		return "", err
 	}

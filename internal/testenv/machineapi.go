@@ -82,9 +82,6 @@ func WinsimMachineSet(name, userDataSecret string, replicas int32, labels map[st
 // machineAPI is the winsim-machine-api program.
 var machineAPI = &toolProgram{env: EnvMachineAPIBin, script: "hack/tools/build-machine-api.sh", what: "the Machine API's controllers"}
 
-// machineAPIBinary is the winsim-machine-api program's path:
-// EnvMachineAPIBin, or what hack/tools/build-machine-api.sh builds.
-func machineAPIBinary() (string, error) { return machineAPI.binary() }
 
 // machineAPIControllers are the controllers the program runs, by the names
 // controller-runtime logs them under when their workers start.

@@ -138,13 +138,13 @@ func start(ctx context.Context, opts Options) (_ *Env, err error) {
 	if opts.MachineAPICloudURL != "" {
 		// Found, or built, before the start-up's clock starts: a first
 		// build of the Machine API's controllers takes minutes.
-		if _, err := machineAPIBinary(); err != nil {
+		if _, err := machineAPI.binary(); err != nil {
 			return nil, err
 		}
 	}
 	if opts.ClusterAPICloudURL != "" {
 		// Likewise for Cluster API's controllers.
-		if _, err := capiWorldBinary(); err != nil {
+		if _, err := capiWorld.binary(); err != nil {
 			return nil, err
 		}
 	}
