@@ -296,6 +296,14 @@ func (k *kubelet) run(ctx context.Context) error {
 		return err
 	}
 	k.config = cfg
+	// The kubelet answers the service control manager once its flags and
+	// configuration are loaded (cmd/kubelet/app/server.go: run calls
+	// initForOS, which calls service.InitService).
+	if k.flags.windowsService {
+		if err := answerServiceManager(ctx, k.log, "kubelet"); err != nil {
+			return fmt.Errorf("failed OS init: %w", err)
+		}
+	}
 	// --register-with-taints wins over the configuration's
 	// registerWithTaints, as flags win over the file in the kubelet.
 	if k.taints, err = parseTaints(k.flags.registerWithTaints); err != nil {

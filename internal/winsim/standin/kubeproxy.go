@@ -49,6 +49,14 @@ func runKubeProxy(ctx context.Context, args []string) int {
 		return 1
 	}
 	log.verbose = verbosity
+	// kube-proxy answers the service control manager before it reads its
+	// configuration (cmd/kube-proxy/app/server.go: initForOS, then Complete).
+	if windowsService {
+		if err := answerServiceManager(ctx, log, "kube-proxy"); err != nil {
+			fmt.Fprintf(os.Stderr, "Error: failed os init: %v\n", err)
+			return 1
+		}
+	}
 	if logFile != "" {
 		if err := log.toFile(logFile); err != nil {
 			fmt.Fprintf(os.Stderr, "kube-proxy: %v\n", err)
