@@ -17,20 +17,25 @@
 //
 //	services/N.cmd     a service's binary and arguments, NUL-separated
 //	services/N.cases   the cases that run it, one a line
-//	configs/KIND/N     a generated file (KIND: kubelet, kube-proxy, cni)
-//	configs/KIND/N.cases
+//	configs/KIND/N.EXT a generated file (KIND: kubelet, kube-proxy, cni)
+//	configs/KIND/N.EXT.cases
+//	programs.tsv       each payload program: host path, payload file, version
 //	negative/kubelet-logtostderr.cmd  a rendered kubelet command line with
 //	                   --logtostderr=false put back (the check must fail)
 //
-// It only renders: nothing is run, nothing is changed.
+// It only renders: nothing is run, nothing is changed. `contract split`
+// turns what `winnode-agent run-service --dry-run` prints into the
+// program and arguments it would run, NUL-separated.
 package main
 
 import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -43,18 +48,36 @@ import (
 )
 
 func main() {
-	if len(os.Args) != 3 {
-		fmt.Fprintln(os.Stderr, "usage: contract PAYLOAD-DIR OUT-DIR")
+	var err error
+	switch {
+	case len(os.Args) == 2 && os.Args[1] == "split":
+		err = split(os.Stdin, os.Stdout)
+	case len(os.Args) == 3:
+		var m *payload.Manifest
+		if m, err = payload.Load(os.Args[1]); err == nil {
+			err = write(m, os.Args[2], filepath.Join("internal", "ignition", "testdata"))
+		}
+	default:
+		fmt.Fprintln(os.Stderr, "usage: contract PAYLOAD-DIR OUT-DIR | contract split < run-service-dry-run.json")
 		os.Exit(2)
-	}
-	m, err := payload.Load(os.Args[1])
-	if err == nil {
-		err = write(m, os.Args[2], filepath.Join("internal", "ignition", "testdata"))
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "contract:", err)
 		os.Exit(1)
 	}
+}
+
+// split reads what `winnode-agent run-service --dry-run` printed and writes
+// the program and its arguments, NUL-separated, for the Wine tier to run.
+func split(in io.Reader, out io.Writer) error {
+	var r agent.RunService
+	dec := json.NewDecoder(in)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&r); err != nil {
+		return fmt.Errorf("reading run-service --dry-run's output: %w", err)
+	}
+	_, err := io.WriteString(out, strings.Join(append([]string{r.Program}, r.Args...), "\x00"))
+	return err
 }
 
 // write renders every case with the payload's manifest and writes what
@@ -79,6 +102,13 @@ func write(m *payload.Manifest, out, ignitionFixtures string) error {
 			}
 		}
 	}
+	// Where each payload program is installed, its file in the payload
+	// and the version its --version prints.
+	var programs strings.Builder
+	for _, f := range m.Files {
+		fmt.Fprintf(&programs, "%s\t%s\t%s\n", f.HostPath, f.Name, f.Version)
+	}
+	w.files["programs.tsv"] = []byte(programs.String())
 	fixtures, err := filepath.Glob(filepath.Join(ignitionFixtures, "worker-*.ign"))
 	if err != nil || len(fixtures) == 0 {
 		return fmt.Errorf("no worker Ignition fixtures in %s (%v)", ignitionFixtures, err)
@@ -308,7 +338,7 @@ var configKinds = map[string]string{
 
 func (w *writer) config(caseName, hostPath string, content []byte) {
 	if kind, ok := configKinds[strings.ToLower(hostPath)]; ok {
-		w.add(filepath.Join("configs", kind), "", caseName+" "+hostPath, content)
+		w.add(filepath.Join("configs", kind), filepath.Ext(strings.ReplaceAll(hostPath, `\`, "/")), caseName+" "+hostPath, content)
 	}
 }
 
