@@ -28,28 +28,18 @@ set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
-"$here/install.sh"
+# shellcheck source=prefix.sh
+source "$here/prefix.sh"
 
 cache="${WINE_TEST_DIR:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/winnode/wine}"
-mkdir -p "$cache"
 out="$(mktemp -d)"
-export WINEPREFIX="$cache/prefix" WINEDEBUG=-all WINEARCH=win64 WINEDLLOVERRIDES="mscoree,mshtml="
-wine=/usr/lib/wine/wine64
-wineserver=/usr/lib/wine/wineserver
+wine_setup "$cache"
 
 cleanup() {
 	"$wineserver" -k >/dev/null 2>&1 || true
 	rm -rf "$out"
 }
 trap cleanup EXIT
-
-if [ ! -f "$WINEPREFIX/system.reg" ]; then
-	echo "wine: creating the Wine prefix $WINEPREFIX"
-	timeout 300 "$wine" wineboot --init >/dev/null 2>&1
-	"$wineserver" -w
-fi
-"$here/build-shim.sh" "$cache"
-cp "$cache/bcryptprimitives.dll" "$WINEPREFIX/drive_c/windows/system32/bcryptprimitives.dll"
 
 cd "$repo"
 echo "wine: building the Windows binaries"

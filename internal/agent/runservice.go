@@ -9,6 +9,9 @@ import (
 	"os/exec"
 	"path/filepath"
 
+	"github.com/spf13/pflag"
+
+	"github.com/winnode/winnode/internal/plan"
 	"github.com/winnode/winnode/internal/winpath"
 )
 
@@ -54,6 +57,27 @@ func (r RunService) Check() error {
 		}
 	}
 	return nil
+}
+
+// ParseRunService reads run-service's command line (the arguments after
+// "run-service"): --name, --log-file, --dry-run, then the program and its
+// arguments, after "--" or from the first argument that is not a flag on.
+// It is the one parser of run-service's arguments: the command itself, and
+// the agent's info, which finds a service's log file in its command line.
+func ParseRunService(args []string) (r RunService, dryRun bool, err error) {
+	fs := pflag.NewFlagSet(plan.RunServiceCommand, pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.SetInterspersed(false)
+	fs.StringVar(&r.Name, "name", "", "the service's name")
+	fs.StringVar(&r.LogFile, "log-file", "", "append the program's output to this file")
+	fs.BoolVar(&dryRun, "dry-run", false, "check the command line and print the service's name, log file, program and arguments as JSON; run nothing")
+	if err := fs.Parse(args); err != nil {
+		return r, false, err
+	}
+	if rest := fs.Args(); len(rest) > 0 {
+		r.Program, r.Args = rest[0], rest[1:]
+	}
+	return r, dryRun, r.Check()
 }
 
 // maxLogBytes is where the log file is rotated (to .1) at start.

@@ -154,6 +154,7 @@ func (c *Configurer) learn(ctx context.Context, inst *winnodev1.WindowsInstance,
 	if err != nil {
 		return nil, err
 	}
+	c.reportServices(inst, info)
 	node, err := c.getNode(ctx, inst)
 	if err != nil {
 		return nil, stepErr(StepCredentials, winnodev1.ReasonCredentialsFailed, err)

@@ -14,6 +14,36 @@ import (
 	"github.com/winnode/winnode/internal/simhns"
 )
 
+// kubeProxyOptions are the stand-in's own flags.
+type kubeProxyOptions struct {
+	settings        proxySettings
+	config, version string
+	enableDSR       bool
+	verbosity       int
+}
+
+// kubeProxyFlags are exactly the real kube-proxy's flags (flags.go), those
+// the stand-in uses bound to o.
+func kubeProxyFlags() (*kubeProxyOptions, *pflag.FlagSet, error) {
+	o := &kubeProxyOptions{}
+	own := pflag.NewFlagSet("kube-proxy", pflag.ContinueOnError)
+	own.SetOutput(os.Stderr)
+	own.StringVar(&o.config, "config", "", "path to the configuration file")
+	own.StringVar(&o.settings.kubeconfig, "kubeconfig", "", "path to a kubeconfig file")
+	own.StringVar(&o.settings.master, "master", "", "address of the Kubernetes API server")
+	own.StringVar(&o.settings.hostnameOverride, "hostname-override", "", "name of this node")
+	own.StringVar(&o.settings.mode, "proxy-mode", "", "which proxy mode to use (kernelspace on Windows)")
+	own.StringVar(&o.settings.networkName, "network-name", "", "HNS network name")
+	own.StringVar(&o.settings.sourceVIP, "source-vip", "", "source VIP for overlay networking")
+	own.BoolVar(&o.enableDSR, "enable-dsr", false, "use direct server return")
+	own.BoolVar(&o.settings.windowsService, "windows-service", false, "run as a Windows service")
+	own.IntVarP(&o.verbosity, "v", "v", 0, "log verbosity")
+	own.StringVar(&o.version, "version", "false", "print the version and quit")
+	own.Lookup("version").NoOptDefVal = "true"
+	fs, err := strictPFlags(KubeProxy, own)
+	return o, fs, err
+}
+
 // proxySettings are what the stand-in kube-proxy uses of its flags or its
 // configuration file.
 type proxySettings struct {
@@ -27,40 +57,24 @@ type proxySettings struct {
 // runs until stopped without programming any rules.
 func runKubeProxy(ctx context.Context, args []string) int {
 	log := newLogger("kube-proxy")
-	fs := pflag.NewFlagSet("kube-proxy", pflag.ContinueOnError)
-	fs.SetOutput(os.Stderr)
-	var (
-		set                                   proxySettings
-		config, logFile                       string
-		clusterCIDR, featureGates             string
-		bindAddress, healthzBind, metricsBind string
-		enableDSR, logToStderr                bool
-		verbosity                             int
-	)
-	fs.StringVar(&config, "config", "", "path to the configuration file")
-	fs.StringVar(&set.kubeconfig, "kubeconfig", "", "path to a kubeconfig file")
-	fs.StringVar(&set.master, "master", "", "address of the Kubernetes API server")
-	fs.StringVar(&set.hostnameOverride, "hostname-override", "", "name of this node")
-	fs.StringVar(&clusterCIDR, "cluster-cidr", "", "CIDR range of pods in the cluster")
-	fs.StringVar(&set.mode, "proxy-mode", "", "which proxy mode to use (kernelspace on Windows)")
-	fs.StringVar(&featureGates, "feature-gates", "", "feature gates")
-	fs.StringVar(&set.networkName, "network-name", "", "HNS network name")
-	fs.StringVar(&set.sourceVIP, "source-vip", "", "source VIP for overlay networking")
-	fs.BoolVar(&enableDSR, "enable-dsr", false, "use direct server return")
-	fs.StringVar(&bindAddress, "bind-address", "0.0.0.0", "bind address")
-	fs.StringVar(&healthzBind, "healthz-bind-address", "0.0.0.0:10256", "healthz address")
-	fs.StringVar(&metricsBind, "metrics-bind-address", "127.0.0.1:10249", "metrics address")
-	fs.BoolVar(&set.windowsService, "windows-service", false, "run as a Windows service")
-	fs.IntVarP(&verbosity, "v", "v", 0, "log verbosity")
-	fs.StringVar(&logFile, "log-file", "", "file to write logs to")
-	fs.BoolVar(&logToStderr, "logtostderr", true, "log to standard error")
+	o, fs, err := kubeProxyFlags()
+	if err != nil {
+		log.Errorf("%v", err)
+		return 1
+	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return 0
 		}
+		// cobra's refusal, as kube-proxy prints it.
 		fmt.Fprintf(os.Stderr, "Error: %v\n", err)
 		return 1
 	}
+	if o.version != "false" {
+		fmt.Printf("Kubernetes %s\n", kubeletVersion())
+		return 0
+	}
+	set, config, verbosity := o.settings, o.config, o.verbosity
 	log.verbose = verbosity
 	// kube-proxy answers the service control manager before it reads its
 	// configuration (cmd/kube-proxy/app/server.go: initForOS, then Complete).
@@ -70,13 +84,7 @@ func runKubeProxy(ctx context.Context, args []string) int {
 			return 1
 		}
 	}
-	if logFile != "" {
-		if err := log.toFile(logFile); err != nil {
-			fmt.Fprintf(os.Stderr, "kube-proxy: %v\n", err)
-			return 1
-		}
-	}
-	set, err := validateKubeProxy(config, set)
+	set, err = validateKubeProxy(config, set)
 	if err != nil {
 		log.Errorf("%v", err)
 		return 1
