@@ -22,10 +22,10 @@ import (
 	"strings"
 )
 
-// pflag's FlagUsages: "  -v, --v Level   usage" or "      --name type   usage";
-// the type is absent for a bool flag. Usage continuation lines start with
-// spaces and no dash.
-var pflagLine = regexp.MustCompile(`^\s{2,}(?:-([A-Za-z0-9]), )?--([A-Za-z0-9][\w.-]*)(?: ([^\s]+))?(?:\s{2,}|$)`)
+// pflag's FlagUsages: "  -v, --v Level   usage" or "      --name type   usage"
+// (exactly these indentations); the type is absent for a bool flag. Usage
+// continuation lines are indented further, to the usage column.
+var pflagLine = regexp.MustCompile(`^(?:  -([A-Za-z0-9]), |      )--([A-Za-z0-9][\w.-]*)(?: ([^\s]+))?(?:\s{2,}|$)`)
 
 // Go's flag.PrintDefaults: "  -name type" then a tab or a new line and the
 // usage; no type for a bool flag.

@@ -40,6 +40,12 @@ func TestStandinFlagsAreRecorded(t *testing.T) {
 	if _, _, err := kubeProxyFlags(); err != nil {
 		t.Error(err)
 	}
+	if _, err := kubeletFlagSet(&kubeletFlags{}); err != nil {
+		t.Error(err)
+	}
+	if _, err := flanneldFlagSet(&flanneldFlags{}); err != nil {
+		t.Error(err)
+	}
 	own := pflag.NewFlagSet("x", pflag.ContinueOnError)
 	own.Bool("logtostderr", true, "removed in Kubernetes v1.26")
 	if _, err := strictPFlags(KubeProxy, own); err == nil || !strings.Contains(err.Error(), "--logtostderr (the real kube-proxy has no such flag)") {
@@ -60,5 +66,21 @@ func TestStandinsRefuseUnknownFlags(t *testing.T) {
 	_, fs, _ = kubeProxyFlags()
 	if err := fs.Parse([]string{"--logtostderr=false"}); err == nil || err.Error() != "unknown flag: --logtostderr" {
 		t.Errorf("kube-proxy --logtostderr: %v, want cobra's \"unknown flag: --logtostderr\"", err)
+	}
+}
+
+// flanneld parses with Go's flag package: -name and --name, and its
+// refusal reads "flag provided but not defined: -x"; it then prints its
+// usage and exits 0, as flannel's main.go does.
+func TestFlanneldRefusesUnknownFlags(t *testing.T) {
+	if _, err := parseFlanneldFlags([]string{"-kube-subnet-mgr", "--kubeconfig-file=C:\\k\\kubeconfig", "--etcd-prefix", "/x", "--v=2"}); err != nil {
+		t.Errorf("flanneld flags the real one accepts: %v", err)
+	}
+	_, err := parseFlanneldFlags([]string{"--logtostderr=false"})
+	if err == nil || err.Error() != "flag provided but not defined: -logtostderr" {
+		t.Errorf("flanneld --logtostderr: %v, want Go's \"flag provided but not defined: -logtostderr\"", err)
+	}
+	if code := Main("flanneld.exe", []string{"--logtostderr=false"}); code != 0 {
+		t.Errorf("flanneld with an unknown flag: exit %d, want 0 as the real one (its usage exits 0)", code)
 	}
 }
