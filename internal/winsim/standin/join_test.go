@@ -291,7 +291,8 @@ systemReserved:
 	if err := c.Stop(ctx, "kubelet"); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(hostFile(h, `C:\var\log\kubelet\kubelet.log`), "simulated") {
+	// The kubelet logs to standard error: here the service's own log.
+	if !strings.Contains(hostFile(h, `C:\ProgramData\winsim\logs\kubelet.log`), "(simulated by winsim)") {
 		t.Errorf("the kubelet's log does not say it is simulated")
 	}
 	waitFor(t, 120*time.Second, "node "+nodeName+" NotReady after the kubelet stopped", func() (bool, string) {
