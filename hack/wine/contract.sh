@@ -49,7 +49,9 @@ run_contract() {
 # program_of WINDOWS-PATH: the payload file and version of the program
 # installed there (programs.tsv), as "FILE VERSION".
 program_of() {
-	awk -F'\t' -v p="$1" 'tolower($1) == tolower(p) { print $2, $3; found = 1 } END { exit !found }' "$contract_dir/programs.tsv"
+	# The path through the environment: awk -v would read its backslashes
+	# as escapes (C:\k\flanneld.exe has a \f).
+	PROGRAM_PATH="$1" awk -F'\t' 'tolower($1) == tolower(ENVIRON["PROGRAM_PATH"]) { print $2, $3; found = 1 } END { exit !found }' "$contract_dir/programs.tsv"
 }
 
 # check_version LOG PROGRAM-PATH ARGS...: runs the payload program installed
@@ -103,6 +105,10 @@ resolve_command() {
 	local log=$1 binary=$2 file version
 	shift 2
 	child=("$binary" "$@")
+	if [ "$(basename "${binary//\\//}")" = "hybrid-overlay-node.exe" ] && [ ! -f "$WINNODE_PAYLOAD_DIR/hybrid-overlay-node.exe" ]; then
+		child=("-" "hybrid-overlay-node.exe is not in this payload (an input file: HYBRID_OVERLAY_NODE)")
+		return 0
+	fi
 	read -r file version < <(program_of "$binary") || {
 		echo "no payload program is installed at $binary" >"$log"
 		return 1
@@ -114,9 +120,6 @@ resolve_command() {
 			return 1
 		}
 		mapfile -d '' -t child < <("$out/contract-bin" split <"$log.json")
-	fi
-	if [ "$(basename "${child[0]//\\//}")" = "hybrid-overlay-node.exe" ] && [ ! -f "$WINNODE_PAYLOAD_DIR/hybrid-overlay-node.exe" ]; then
-		child=("-" "hybrid-overlay-node.exe is not in this payload (an input file: HYBRID_OVERLAY_NODE)")
 	fi
 }
 

@@ -72,7 +72,7 @@ run_tests() { # name, test binary, -test.run pattern
 	for n in "${names[@]}"; do expect "$1/$n"; done
 	(cd "$repo/internal/$1" && timeout 600 "$wine" "$2" -test.v -test.run "$3") >"$log" 2>&1 || rc=$?
 	tr -d '\r' <"$log" >"$log.txt"
-	grep -E '^(=== RUN|--- |PASS|FAIL|ok)|SKIPPED ASSERTION|_test.go:' "$log.txt" || true
+	grep -E '^(=== RUN|--- |PASS|FAIL|ok)|SKIPPED ASSERTION|^ +[A-Za-z0-9_]+\.go:[0-9]+:' "$log.txt" || true
 	for n in $(sed -n 's/^--- PASS: \([^ ]*\) .*/\1/p' "$log.txt"); do pass "$1/$n"; done
 	for n in $(sed -n 's/^--- FAIL: \([^ ]*\) .*/\1/p' "$log.txt"); do fail "$1/$n"; done
 	if [ "$rc" -ne 0 ] && ! grep -q '^--- FAIL' "$log.txt"; then

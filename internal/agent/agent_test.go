@@ -180,7 +180,7 @@ func tempDir(t *testing.T) string {
 // logTail is what info reports of a failing service's log: its last
 // non-empty lines, read from the end of a file of any size.
 func TestLogTail(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "kubelet.log")
+	path := filepath.Join(tempDir(t), "kubelet.log")
 	var b strings.Builder
 	for i := range 5000 {
 		fmt.Fprintf(&b, "I1126 line %d\r\n", i)
