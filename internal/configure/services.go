@@ -17,7 +17,8 @@ import (
 // the plan's command line back.
 const EventReasonServiceNotRunning = "ServiceNotRunning"
 
-// reportServices records each service the agent's info found not Running.
+// reportServices records each service the agent's info found not Running
+// on a host that was Ready.
 func (c *Configurer) reportServices(inst *winnodev1.WindowsInstance, info *plan.Info) {
 	for _, s := range info.Services {
 		msg := fmt.Sprintf("service %s on %s is %s", s.Name, inst.Spec.Address, s.State)

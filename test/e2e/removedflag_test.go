@@ -35,7 +35,7 @@ func TestKubeletRefusesARemovedFlag(t *testing.T) {
 	h := w.newHost(t)
 	w.startOperator(t, operatorOptions{})
 	w.instanceFor(t, "flagged", h)
-	w.waitReady(t, "flagged", 3*time.Minute)
+	inst := w.waitReady(t, "flagged", 3*time.Minute)
 
 	ctx := context.Background()
 	scm := h.SCM()
@@ -55,11 +55,17 @@ func TestKubeletRefusesARemovedFlag(t *testing.T) {
 
 	const words = "failed to parse kubelet flag: unknown flag: --logtostderr"
 	eventually(t, 3*time.Minute, "event "+configure.EventReasonServiceNotRunning+" quoting the kubelet's refusal", func() (bool, string) {
-		msgs := w.eventMessages(t, metav1.NamespaceDefault, "flagged", configure.EventReasonServiceNotRunning)
-		for _, m := range msgs {
-			if strings.Contains(m, "service kubelet on") && strings.Contains(m, words) {
-				return true, m
+		var msgs []string
+		for _, e := range w.events(t, metav1.NamespaceDefault, "flagged") {
+			// This instance's (an earlier one of the same name may
+			// have left events).
+			if e.InvolvedObject.UID != inst.UID || e.Reason != configure.EventReasonServiceNotRunning {
+				continue
 			}
+			if strings.Contains(e.Message, "service kubelet on") && strings.Contains(e.Message, words) {
+				return true, e.Message
+			}
+			msgs = append(msgs, e.Message)
 		}
 		return false, fmt.Sprintf("events %v", msgs)
 	})
@@ -67,9 +73,12 @@ func TestKubeletRefusesARemovedFlag(t *testing.T) {
 		t.Errorf("the kubelet's log lacks %q", words)
 	}
 
-	// The operator applies the plan again: the kubelet's own command line.
+	// The operator applies the plan again: the kubelet's own command line
+	// (the instance may still read Ready until the operator acts, so the
+	// service's configuration is what is waited for), then Ready.
+	eventually(t, 3*time.Minute, "the plan's kubelet command line put back", func() (bool, string) {
+		svc, err := scm.Get(ctx, "kubelet")
+		return err == nil && svc.Config.BinaryPathName == planned, fmt.Sprintf("%q %v", svc.Config.BinaryPathName, err)
+	})
 	w.converged(t, "flagged", h)
-	if svc, err := scm.Get(ctx, "kubelet"); err != nil || svc.Config.BinaryPathName != planned {
-		t.Errorf("the kubelet's command line after convergence: %q (%v), want the plan's %q", svc.Config.BinaryPathName, err, planned)
-	}
 }
