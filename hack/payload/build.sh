@@ -16,7 +16,8 @@
 #   internal/payload, then loaded back the way the operator loads it), and
 #   flags/{kubelet,kube-proxy,flanneld}.txt: the flags each program's --help
 #   lists under Wine (installed by hack/wine/install.sh when missing), which
-#   the winsim stand-ins accept (hack/payload/update-standin-flags.sh).
+#   the winsim stand-ins accept (hack/payload/update-standin-flags.sh);
+#   WINNODE_PAYLOAD_FLAGS=0 leaves them out.
 #   WINNODE_VERSION, if set, is the agent's version in the manifest (default:
 #   `git describe --tags --always --dirty`, or "dev" outside a git work tree).
 #   HYBRID_OVERLAY_NODE, if set, is the path of a hybrid-overlay-node.exe
@@ -118,14 +119,19 @@ cache=$flannel_cache upstream flanneld.exe "$here/flannel" github.com/flannel-io
 # beside the program in the cache and copied to OUTPUT-DIR/flags/: the
 # winsim stand-ins accept exactly these (internal/winsim/standin/flags/,
 # updated by hack/payload/update-standin-flags.sh).
-# shellcheck source=../wine/prefix.sh
-source "$root/hack/wine/prefix.sh"
+# WINNODE_PAYLOAD_FLAGS=0 leaves them out (the operator's image,
+# Containerfile: the lists are for tests, and the image has no Wine).
 wine_ready=
 # record_flags NAME DIR STYLE VERSION: NAME's flag list, into DIR once.
 record_flags() {
 	local name=$1 dir=$2 style=$3 version=$4 list="$2/${1%.exe}.flags"
+	if [ "${WINNODE_PAYLOAD_FLAGS:-1}" = 0 ]; then
+		return
+	fi
 	if [ ! -f "$list" ]; then
 		if [ -z "$wine_ready" ]; then
+			# shellcheck source=../wine/prefix.sh
+			source "$root/hack/wine/prefix.sh"
 			wine_setup "${WINNODE_CACHE:-$HOME/.cache/winnode}/wine"
 			wine_ready=1
 		fi
