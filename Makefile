@@ -8,7 +8,7 @@ CMDS := $(notdir $(wildcard cmd/*))
 # The control plane that tests and the demo run, built from source once.
 K8S_BIN = $(shell bash hack/tools/build-control-plane.sh 2>/dev/null | tail -n1)
 
-.PHONY: all build control-plane payload generate test lint demo bench clean
+.PHONY: all build control-plane payload standin-flags generate test lint demo bench clean
 
 all: build
 
@@ -27,6 +27,10 @@ control-plane:
 ## payload: the Windows programs a real host needs, built from source, into payload/
 payload:
 	bash hack/payload/build.sh
+
+## standin-flags: the payload's recorded flag lists of kubelet, kube-proxy and flanneld into the stand-ins (after a version change)
+standin-flags:
+	bash hack/payload/update-standin-flags.sh
 
 ## generate: deepcopy, CRDs and RBAC from the Go sources (controller-gen)
 generate:

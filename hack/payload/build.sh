@@ -13,7 +13,11 @@
 # Usage: hack/payload/build.sh [OUTPUT-DIR]
 #   OUTPUT-DIR defaults to $WINNODE_PAYLOAD_DIR, else <repo>/payload.
 #   It receives the seven programs and manifest.json (written with
-#   internal/payload, then loaded back the way the operator loads it).
+#   internal/payload, then loaded back the way the operator loads it), and
+#   flags/{kubelet,kube-proxy,flanneld}.txt: the flags each program's --help
+#   lists under Wine (installed by hack/wine/install.sh when missing), which
+#   the winsim stand-ins accept (hack/payload/update-standin-flags.sh);
+#   WINNODE_PAYLOAD_FLAGS=0 leaves them out.
 #   WINNODE_VERSION, if set, is the agent's version in the manifest (default:
 #   `git describe --tags --always --dirty`, or "dev" outside a git work tree).
 #   HYBRID_OVERLAY_NODE, if set, is the path of a hybrid-overlay-node.exe
@@ -109,6 +113,49 @@ upstream kubelet.exe "$here/kubernetes" k8s.io/kubernetes/cmd/kubelet "$k8s_ldfl
 # flanneld for Windows nodes in flannel mode (docs/networking.md); what
 # `flanneld.exe --version` prints.
 cache=$flannel_cache upstream flanneld.exe "$here/flannel" github.com/flannel-io/flannel "-X github.com/flannel-io/flannel/pkg/version.Version=$flannel_version"
+
+# The flags each of kubelet.exe, kube-proxy.exe and flanneld.exe accepts,
+# from its own --help run under Wine (hack/wine/prefix.sh), recorded once
+# beside the program in the cache and copied to OUTPUT-DIR/flags/: the
+# winsim stand-ins accept exactly these (internal/winsim/standin/flags/,
+# updated by hack/payload/update-standin-flags.sh).
+# WINNODE_PAYLOAD_FLAGS=0 leaves them out (the operator's image,
+# Containerfile: the lists are for tests, and the image has no Wine).
+wine_ready=
+# record_flags NAME DIR STYLE VERSION: NAME's flag list, into DIR once.
+record_flags() {
+	local name=$1 dir=$2 style=$3 version=$4 list="$2/${1%.exe}.flags"
+	if [ "${WINNODE_PAYLOAD_FLAGS:-1}" = 0 ]; then
+		return
+	fi
+	if [ ! -f "$list" ]; then
+		if [ -z "$wine_ready" ]; then
+			# shellcheck source=../wine/prefix.sh
+			source "$root/hack/wine/prefix.sh"
+			wine_setup "${WINNODE_CACHE:-$HOME/.cache/winnode}/wine"
+			wine_ready=1
+		fi
+		say "$name: recording its flags from its --help under Wine"
+		# kubelet and kube-proxy print help and exit 0; flanneld's usage
+		# exits 0 too: the list, not the code, says whether it worked.
+		timeout 300 "$wine" "$dir/$name" --help >"$list.help" 2>&1 || true
+		{
+			echo "# $name $version: the flags its --help lists, run under Wine; recorded by hack/payload/build.sh"
+			echo "# for the winsim stand-ins. Do not edit: hack/payload/update-standin-flags.sh copies a new payload's lists here."
+			(cd "$root" && go run ./hack/payload/flags "$style" <"$list.help")
+		} >"$list.tmp"
+		mv "$list.tmp" "$list"
+		rm -f "$list.help"
+	fi
+	mkdir -p "$out/flags"
+	if ! cmp -s "$list" "$out/flags/${name%.exe}.txt"; then
+		cp "$list" "$out/flags/${name%.exe}.txt"
+		say "flags/${name%.exe}.txt: copied to $out"
+	fi
+}
+record_flags kubelet.exe "$cache" pflag "$k8s_version"
+record_flags kube-proxy.exe "$cache" pflag "$k8s_version"
+record_flags flanneld.exe "$flannel_cache" goflag "$flannel_version"
 
 # The agent is this repository's own program: its version is the work tree's.
 agent_version=${WINNODE_VERSION:-$(git -C "$root" describe --tags --always --dirty 2>/dev/null || echo dev)}

@@ -3,8 +3,10 @@ package agent
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -173,4 +175,26 @@ func tempDir(t *testing.T) string {
 	}
 	t.Cleanup(func() { removeTree(dir, nil) })
 	return dir
+}
+
+// logTail is what info reports of a failing service's log: its last
+// non-empty lines, read from the end of a file of any size.
+func TestLogTail(t *testing.T) {
+	path := filepath.Join(tempDir(t), "kubelet.log")
+	var b strings.Builder
+	for i := range 5000 {
+		fmt.Fprintf(&b, "I1126 line %d\r\n", i)
+	}
+	b.WriteString("Error: failed to parse kubelet flag: unknown flag: --logtostderr\n\n")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got := logTail(path, 3)
+	want := []string{"I1126 line 4998", "I1126 line 4999", "Error: failed to parse kubelet flag: unknown flag: --logtostderr"}
+	if !slices.Equal(got, want) {
+		t.Errorf("logTail = %q, want %q", got, want)
+	}
+	if got := logTail(path+".missing", 3); got != nil {
+		t.Errorf("logTail of a missing file = %q", got)
+	}
 }

@@ -116,7 +116,12 @@ func (a *Agent) bootstrapPlan(o BootstrapOptions) (*plan.Plan, []generatedFile, 
 	if err != nil {
 		return nil, nil, err
 	}
-	p := in.plan(kubelet, in.kubeletArgs(w), generated)
+	self, err := in.agentFile()
+	if err != nil {
+		return nil, nil, err
+	}
+	p := in.plan(kubelet, self.file, in.kubeletArgs(w), generated)
+	generated = append(generated, self)
 	body, _ := json.Marshal(p)
 	sum := sha256.Sum256(body)
 	p.Version = "bootstrap-" + hex.EncodeToString(sum[:])[:12]
@@ -180,6 +185,23 @@ func (a *Agent) kubeletBinary(kubeletPath winpath.Path) (plan.File, error) {
 	return plan.File{Path: kubeletPath.String(), SHA256: kubeletHash, Size: fi.Size()}, nil
 }
 
+// agentFile is this program as a file of the plan, in the install folder:
+// the kubelet service's binary (run-service, plan/wrapped.go). Its content
+// is staged with the generated files, so that apply puts it there when the
+// agent runs from elsewhere, and finds it in place when it runs from there.
+func (in bootstrapInputs) agentFile() (generatedFile, error) {
+	self, err := os.Executable()
+	var data []byte
+	if err == nil {
+		data, err = os.ReadFile(self)
+	}
+	if err != nil {
+		return generatedFile{}, &plan.Error{Code: plan.ErrHost, Message: fmt.Sprintf("reading this program, the kubelet service's wrapper: %v", err)}
+	}
+	sum := sha256.Sum256(data)
+	return generatedFile{file: plan.File{Path: in.path(plan.PayloadAgent), SHA256: hex.EncodeToString(sum[:]), Size: int64(len(data))}, content: data}, nil
+}
+
 // path is a file of the install folder.
 func (in bootstrapInputs) path(name string) string { return in.dir.Join(name).String() }
 
@@ -187,8 +209,10 @@ func (in bootstrapInputs) path(name string) string { return in.dir.Join(name).St
 func (in bootstrapInputs) logDir() string { return in.dir.Join("log").String() }
 
 // generateFiles makes the files the kubelet reads: the bootstrap
-// kubeconfig, the kubelet CA, the KubeletConfiguration and, when the
-// Ignition config has one, the cloud config.
+// kubeconfig, the kubelet CA and the KubeletConfiguration. The Ignition
+// config's cloud config is not one of them: the kubelet of Kubernetes v1.37
+// has no --cloud-config (an external cloud provider's controller reads its
+// own).
 func (in bootstrapInputs) generateFiles(w *ignition.Worker) ([]generatedFile, error) {
 	kcfg, err := plan.KubeletConfig(plan.KubeletConfigOptions{ClientCAFile: in.path("kubelet-ca.crt"), ClusterDNS: in.dns, Verbosity: w.Verbosity})
 	if err != nil {
@@ -206,23 +230,20 @@ func (in bootstrapInputs) generateFiles(w *ignition.Worker) ([]generatedFile, er
 	add(in.path("bootstrap-kubeconfig"), w.BootstrapKubeconfig)
 	add(in.path("kubelet-ca.crt"), w.KubeletCA)
 	add(in.path("kubelet.yaml"), kubeletYAML)
-	if len(w.CloudConfig) > 0 {
-		add(in.path("cloud.conf"), w.CloudConfig)
-	}
 	return generated, nil
 }
 
-// kubeletArgs is the kubelet service's command line (after the binary).
+// kubeletArgs are the kubelet's arguments (after its program); the
+// service runs it through the agent's run-service, which answers the
+// service control manager and writes the kubelet's output to
+// <install-dir>\log\kubelet.log (plan/wrapped.go says why).
 func (in bootstrapInputs) kubeletArgs(w *ignition.Worker) []string {
 	args := []string{
-		"--windows-service",
 		"--config=" + in.path("kubelet.yaml"),
 		"--bootstrap-kubeconfig=" + in.path("bootstrap-kubeconfig"),
 		"--kubeconfig=" + in.path("kubeconfig"),
 		"--cert-dir=" + plan.KubeletCertDir,
 		"--register-with-taints=" + plan.WindowsTaint,
-		"--logtostderr=false",
-		"--log-file=" + in.logDir() + `\kubelet.log`,
 	}
 	if w.Verbosity > 0 {
 		args = append(args, "--v="+strconv.Itoa(w.Verbosity))
@@ -230,18 +251,16 @@ func (in bootstrapInputs) kubeletArgs(w *ignition.Worker) []string {
 	if w.CloudProvider != "" {
 		args = append(args, "--cloud-provider="+w.CloudProvider)
 	}
-	if len(w.CloudConfig) > 0 {
-		args = append(args, "--cloud-config="+in.path("cloud.conf"))
-	}
 	if in.nodeIP != "" {
 		args = append(args, "--node-ip="+in.nodeIP)
 	}
 	return args
 }
 
-// plan is the bootstrap plan, without its version: the kubelet binary and
-// the generated files, the kubelet service using them, its port and check.
-func (in bootstrapInputs) plan(kubelet plan.File, args []string, generated []generatedFile) *plan.Plan {
+// plan is the bootstrap plan, without its version: the kubelet binary, the
+// agent and the generated files, the kubelet service using them (the agent
+// running the kubelet), its port and check.
+func (in bootstrapInputs) plan(kubelet, agent plan.File, args []string, generated []generatedFile) *plan.Plan {
 	p := &plan.Plan{
 		SchemaVersion: plan.SchemaVersion,
 		Directories: []plan.Directory{
@@ -249,13 +268,14 @@ func (in bootstrapInputs) plan(kubelet plan.File, args []string, generated []gen
 			{Path: plan.KubeletStateDir},
 			{Path: in.logDir(), Logs: true},
 		},
-		Files:        []plan.File{kubelet},
+		Files:        []plan.File{kubelet, agent},
 		HostServices: []string{plan.ContainerdService},
 		Services: []plan.Service{{
 			Name:         plan.KubeletService,
 			DisplayName:  "Kubernetes kubelet",
-			Binary:       kubelet.Path,
-			Args:         args,
+			Binary:       agent.Path,
+			Args:         plan.RunServiceArgs(plan.KubeletService, in.logDir()+`\kubelet.log`, kubelet.Path, args...),
+			Uses:         []string{kubelet.Path},
 			Dependencies: []string{plan.ContainerdService},
 			StartType:    plan.StartAuto,
 			Recovery: plan.Recovery{

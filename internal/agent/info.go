@@ -3,10 +3,13 @@ package agent
 import (
 	"context"
 	"errors"
+	"io"
 	"maps"
 	"os"
+	"strings"
 
 	"github.com/winnode/winnode/internal/plan"
+	"github.com/winnode/winnode/internal/wincmd"
 	"github.com/winnode/winnode/internal/winpath"
 )
 
@@ -48,7 +51,79 @@ func (a *Agent) Info(ctx context.Context) (*plan.Info, error) {
 	}
 	info.InstalledPlan = st.installedPlan()
 	a.forgetMissingFiles(info.InstalledPlan)
+	if st.Applied != nil {
+		info.Services = a.servicesNotRunning(ctx, st.Applied.Services)
+	}
 	return info, nil
+}
+
+// servicesNotRunning are the plan's services that are not Running, with the
+// end of their log when the agent's run-service hosts them (its own
+// parser, ParseRunService, finds the log file in the service's command
+// line): what tells an administrator why, such as the kubelet's "failed
+// to parse kubelet flag" after its command line was changed by hand.
+func (a *Agent) servicesNotRunning(ctx context.Context, services []plan.Service) []plan.ServiceStatus {
+	var out []plan.ServiceStatus
+	for _, s := range services {
+		cfg, state, err := a.Platform.Query(ctx, s.Name)
+		st := plan.ServiceStatus{Name: s.Name, State: string(state)}
+		switch {
+		case errors.Is(err, ErrServiceNotFound):
+			st.State = "NotInstalled"
+		case err != nil:
+			st.State = "Unknown: " + err.Error()
+		case state == Running:
+			continue
+		}
+		if err == nil {
+			st.LogFile, st.LogTail = a.serviceLog(cfg)
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
+// serviceLog is the log file of a service the agent's run-service hosts,
+// read from the service's installed command line, and its last lines.
+func (a *Agent) serviceLog(cfg ServiceConfig) (string, []string) {
+	args := wincmd.Split(cfg.BinaryPathName)
+	if len(args) < 2 || args[1] != plan.RunServiceCommand {
+		return "", nil
+	}
+	r, _, err := ParseRunService(args[2:])
+	if err != nil || r.LogFile == "" {
+		return "", nil
+	}
+	wp, err := winpath.Parse(r.LogFile)
+	if err != nil {
+		return r.LogFile, nil
+	}
+	local, err := a.Platform.LocalPath(wp)
+	if err != nil {
+		return r.LogFile, nil
+	}
+	return r.LogFile, logTail(local, plan.MaxLogTailLines)
+}
+
+// logTail is the last n non-empty lines of the file's last 8 KiB.
+func logTail(path string, n int) []string {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	const window = 8 << 10
+	if fi, err := f.Stat(); err == nil && fi.Size() > window {
+		_, _ = f.Seek(fi.Size()-window, io.SeekStart)
+	}
+	data, _ := io.ReadAll(io.LimitReader(f, window))
+	var lines []string
+	for _, l := range strings.Split(string(data), "\n") {
+		if l = strings.TrimRight(l, "\r"); strings.TrimSpace(l) != "" {
+			lines = append(lines, l)
+		}
+	}
+	return lines[max(0, len(lines)-n):]
 }
 
 // forgetMissingFiles leaves out of the installed manifest the files that

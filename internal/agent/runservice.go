@@ -8,6 +8,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+
+	"github.com/spf13/pflag"
+
+	"github.com/winnode/winnode/internal/plan"
+	"github.com/winnode/winnode/internal/winpath"
 )
 
 // RunService runs a program that cannot run as a Windows service itself as
@@ -23,15 +28,56 @@ import (
 // and the agent answers the SCM, runs the program, writes its output to the
 // log file, stops it when the service is stopped, and exits with the
 // program's exit code when it ends on its own, so that the service's
-// recovery actions restart it. (kubelet and kube-proxy do this themselves
-// with --windows-service; the wrapper is ours because flannel has none and
-// the usual third-party wrappers, nssm or WinSW, are not Go modules the
-// payload can be built from.)
+// recovery actions restart it. It hosts the kubelet and kube-proxy too
+// (internal/plan wrapped.go): they could answer the SCM themselves
+// (--windows-service), but since Kubernetes v1.26 they log only to
+// standard error, which the wrapper puts in their log file. (The wrapper
+// is ours because the usual third-party ones, nssm or WinSW, are not Go
+// modules the payload can be built from, and kube-log-runner does not
+// answer the SCM.)
 type RunService struct {
-	Name    string   // the service's name
-	LogFile string   // where the program's output goes (Windows path)
-	Program string   // the program (Windows path)
-	Args    []string // its arguments
+	Name    string   `json:"name"`              // the service's name
+	LogFile string   `json:"logFile,omitempty"` // where the program's output goes (Windows path)
+	Program string   `json:"program"`           // the program (Windows path)
+	Args    []string `json:"args"`              // its arguments
+}
+
+// Check refuses a command line run-service cannot run: no name, no
+// program, or a program or log file that is not an absolute Windows path.
+func (r RunService) Check() error {
+	if r.Name == "" || r.Program == "" {
+		return errors.New("run-service: --name and the program after -- are required")
+	}
+	if _, err := winpath.Parse(r.Program); err != nil {
+		return fmt.Errorf("run-service %s: program: %w", r.Name, err)
+	}
+	if r.LogFile != "" {
+		if _, err := winpath.Parse(r.LogFile); err != nil {
+			return fmt.Errorf("run-service %s: --log-file: %w", r.Name, err)
+		}
+	}
+	return nil
+}
+
+// ParseRunService reads run-service's command line (the arguments after
+// "run-service"): --name, --log-file, --dry-run, then the program and its
+// arguments, after "--" or from the first argument that is not a flag on.
+// It is the one parser of run-service's arguments: the command itself, and
+// the agent's info, which finds a service's log file in its command line.
+func ParseRunService(args []string) (r RunService, dryRun bool, err error) {
+	fs := pflag.NewFlagSet(plan.RunServiceCommand, pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.SetInterspersed(false)
+	fs.StringVar(&r.Name, "name", "", "the service's name")
+	fs.StringVar(&r.LogFile, "log-file", "", "append the program's output to this file")
+	fs.BoolVar(&dryRun, "dry-run", false, "check the command line and print the service's name, log file, program and arguments as JSON; run nothing")
+	if err := fs.Parse(args); err != nil {
+		return r, false, err
+	}
+	if rest := fs.Args(); len(rest) > 0 {
+		r.Program, r.Args = rest[0], rest[1:]
+	}
+	return r, dryRun, r.Check()
 }
 
 // maxLogBytes is where the log file is rotated (to .1) at start.
@@ -40,8 +86,8 @@ const maxLogBytes = 10 << 20
 // command is the program's process, its output appended to the log file
 // (rotated once it passes maxLogBytes), its stdin empty.
 func (r RunService) command(resolve func(string) (string, error)) (*exec.Cmd, io.WriteCloser, error) {
-	if r.Name == "" || r.Program == "" {
-		return nil, nil, errors.New("run-service: --name and the program after -- are required")
+	if err := r.Check(); err != nil {
+		return nil, nil, err
 	}
 	program, err := resolve(r.Program)
 	if err != nil {

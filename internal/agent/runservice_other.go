@@ -4,6 +4,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 
@@ -33,6 +34,15 @@ func (r RunService) Run(ctx context.Context) int {
 		_ = os.Chmod(cmd.Path, fi.Mode().Perm()|0o755)
 	}
 	cmd.Env = os.Environ()
+	// The agent is the process the service control manager started: it
+	// answers it before starting the program, as the Windows build does
+	// through svc.Run. A process the SCM did not start as a service (a run
+	// from a console) is told so, and runs the program in the foreground
+	// as the Windows build does.
+	if err := simscm.Dial(os.Getenv(simscm.EnvSocket)).ConnectDispatcher(ctx); err != nil && !errors.Is(err, simscm.ErrControllerConnect) {
+		fmt.Fprintf(os.Stderr, "run-service %s: answering the service control manager: %v\n", r.Name, err)
+		return 1
+	}
 	code, err := supervise(ctx, cmd)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "run-service %s: %v\n", r.Name, err)

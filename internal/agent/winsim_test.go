@@ -38,7 +38,9 @@ import (
 // small service (see serviceMain) instead of running the tests.
 
 func TestMain(m *testing.M) {
-	if strings.HasPrefix(strings.ToLower(filepath.Base(os.Args[0])), "svc-") {
+	// Started by run-service, its name is the Windows path (C:\k\svc-x.exe).
+	name := os.Args[0][strings.LastIndexAny(os.Args[0], `/\`)+1:]
+	if strings.HasPrefix(strings.ToLower(name), "svc-") {
 		os.Exit(serviceMain())
 	}
 	testenv.Main(m) // removes the binaries testenv.Binary built
@@ -49,6 +51,13 @@ func TestMain(m *testing.M) {
 func serviceMain() int {
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, os.Interrupt)
+	// A service's process answers the service control manager first, as
+	// a Windows service calls StartServiceCtrlDispatcher.
+	// As the child of run-service it is not (ErrControllerConnect).
+	if err := simscm.Dial(os.Getenv(simscm.EnvSocket)).ConnectDispatcher(context.Background()); err != nil && !errors.Is(err, simscm.ErrControllerConnect) {
+		os.Stderr.WriteString("simulated test service: answering the service control manager: " + err.Error() + "\n")
+		return 1
+	}
 	os.Stdout.WriteString("simulated test service started\n")
 	<-sig
 	if d, err := time.ParseDuration(os.Getenv("WINNODE_TEST_SLOW_STOP")); err == nil {
@@ -637,13 +646,25 @@ func TestBootstrapOnSimulatedHost(t *testing.T) {
 	if bytes.Contains(out, []byte("0123456789abcdef")) {
 		t.Error("the dry run printed the bootstrap token")
 	}
+	// The bootstrap kubeconfig, kubelet CA, kubelet configuration and the
+	// agent itself (the kubelet service's wrapper).
 	if !doc.DryRun || doc.Result != nil || len(doc.Files) != 4 || len(doc.Plan.Services) != 1 {
 		t.Errorf("dry run document: %+v", doc)
 	}
-	cmdline := strings.Join(doc.Plan.Services[0].Args, " ")
-	for _, want := range []string{`--bootstrap-kubeconfig=C:\k\bootstrap-kubeconfig`, "--cloud-provider=aws", `--cloud-config=C:\k\cloud.conf`, "--v=4", "--node-ip=10.0.0.5"} {
+	kubelet := doc.Plan.Services[0]
+	cmdline := strings.Join(kubelet.Args, " ")
+	wantPrefix := `run-service --name kubelet --log-file C:\k\log\kubelet.log -- C:\k\svc-kubelet.exe `
+	if kubelet.Binary != agentPath || !strings.HasPrefix(cmdline, wantPrefix) {
+		t.Errorf("kubelet service %s %q; want the agent with %q...", kubelet.Binary, cmdline, wantPrefix)
+	}
+	for _, want := range []string{`--bootstrap-kubeconfig=C:\k\bootstrap-kubeconfig`, "--cloud-provider=aws", "--v=4", "--node-ip=10.0.0.5"} {
 		if !strings.Contains(cmdline, want) {
 			t.Errorf("kubelet arguments %q lack %q", cmdline, want)
+		}
+	}
+	for _, gone := range []string{"--cloud-config", "--logtostderr", "--windows-service", "--log-file=", `C:\k\log\kubelet.log -- C:\k\svc-kubelet.exe --log-file`} {
+		if strings.Contains(cmdline, gone) {
+			t.Errorf("kubelet arguments %q have %q, which the kubelet of Kubernetes v1.37 refuses or which its wrapper must not get", cmdline, gone)
 		}
 	}
 	if _, err := h.scm.Get(context.Background(), "kubelet"); !errors.Is(err, simscm.ErrNotFound) || h.exists(`C:\k\kubelet.yaml`) || h.exists(plan.DefaultStagingDir) {
@@ -656,7 +677,10 @@ func TestBootstrapOnSimulatedHost(t *testing.T) {
 	}
 	svc, err := h.scm.Get(context.Background(), "kubelet")
 	if err != nil || svc.Status.State != simscm.Running {
-		t.Fatalf("kubelet service: %+v, %v; want Running", svc.Status, err)
+		logs, _ := h.host.ServiceLog("kubelet")
+		local, _ := h.host.Path(`C:\k\log\kubelet.log`)
+		wrapped, _ := os.ReadFile(local)
+		t.Fatalf("kubelet service: %+v, %v; want Running\nservice log:\n%s\nkubelet.log:\n%s", svc.Status, err, logs, wrapped)
 	}
 	local, _ := h.host.Path(`C:\k\bootstrap-kubeconfig`)
 	if kc, err := os.ReadFile(local); err != nil || !bytes.Contains(kc, []byte("server: https://api-int.example.test:6443")) {

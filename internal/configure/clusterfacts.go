@@ -54,7 +54,7 @@ func (c *Configurer) clusterFacts(ctx context.Context) (*bootstrap.ClusterInfo, 
 	ci := &bootstrap.ClusterInfo{Server: f.Server, CAData: f.CAData}
 	facts := plan.ClusterFacts{
 		Server: f.Server, CAData: f.CAData, ClusterDNS: f.ClusterDNS, ClusterDomain: f.ClusterDomain,
-		KubeletCAData: f.KubeletCA, CloudProvider: f.CloudProvider, CloudConfig: f.CloudConfig,
+		KubeletCAData: f.KubeletCA, CloudProvider: f.CloudProvider,
 		PlatformClusterID: f.ClusterID,
 	}
 	return ci, facts, describeOpenShift(p, why, f), nil
@@ -67,7 +67,9 @@ func describeOpenShift(p platform.Platform, why string, f *openshift.Facts) stri
 		cloud = "cloud provider " + f.CloudProvider
 	}
 	if len(f.CloudConfig) > 0 {
-		cloud += " with its cloud config"
+		// The Linux kubelets' --cloud-config has no Windows counterpart:
+		// the kubelet winnode ships (Kubernetes v1.37) has no such flag.
+		cloud += " (its cloud config is not used: the kubelet has no --cloud-config)"
 	}
 	return fmt.Sprintf("platform %s (%s): kubelet settings (%s, cluster DNS %s) from MachineConfig %s; kubelet CA from ControllerConfig %s; API server %s from Infrastructure %s; its CA from %s; Service network %s, cluster network %s from Network %s; cluster ID from ClusterVersion %s",
 		p, why, cloud, strings.Join(f.ClusterDNS, ","), f.MachineConfig, openshift.ControllerConfigName,

@@ -154,6 +154,12 @@ func (c *Configurer) learn(ctx context.Context, inst *winnodev1.WindowsInstance,
 	if err != nil {
 		return nil, err
 	}
+	if wasReady {
+		// A service down on a host that was Ready is news; during a
+		// configuration, kube-proxy and flanneld restart until the
+		// kubelet has joined, as planned.
+		c.reportServices(inst, info)
+	}
 	node, err := c.getNode(ctx, inst)
 	if err != nil {
 		return nil, stepErr(StepCredentials, winnodev1.ReasonCredentialsFailed, err)

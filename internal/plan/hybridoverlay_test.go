@@ -68,11 +68,7 @@ func TestHybridOverlayServices(t *testing.T) {
 		t.Errorf("hybrid-overlay-node: %s %v, want %v", ho.Binary, ho.Args, wantArgs)
 	}
 	proxy := findService(t, r.Plan, KubeProxyService)
-	for _, want := range []string{"--network-name=OVNKubernetesHybridOverlayNetwork", "--source-vip=10.132.2.2", "--cluster-cidr=10.132.0.0/14"} {
-		if !slices.Contains(proxy.Args, want) {
-			t.Errorf("kube-proxy lacks %s: %v", want, proxy.Args)
-		}
-	}
+	checkOverlayProxy(t, r, "OVNKubernetesHybridOverlayNetwork", "10.132.2.2", "10.132.0.0/14")
 	if !slices.Equal(ho.Dependencies, []string{KubeletService}) || !slices.Equal(proxy.Dependencies, []string{KubeletService, HybridOverlayService}) {
 		t.Errorf("start order: hybrid-overlay-node after %v, kube-proxy after %v", ho.Dependencies, proxy.Dependencies)
 	}

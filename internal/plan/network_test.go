@@ -8,6 +8,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	kubeproxyv1alpha1 "k8s.io/kube-proxy/config/v1alpha1"
+	"sigs.k8s.io/yaml"
 )
 
 // The generated network configurations are golden files: a change to one
@@ -54,11 +57,7 @@ func TestFlannelServices(t *testing.T) {
 		t.Errorf("flanneld: environment %v, uses %v", flanneld.Environment, flanneld.Uses)
 	}
 	proxy := findService(t, r.Plan, KubeProxyService)
-	for _, want := range []string{"--network-name=vxlan0", "--source-vip=10.244.3.2", "--cluster-cidr=10.244.0.0/16"} {
-		if !slices.Contains(proxy.Args, want) {
-			t.Errorf("kube-proxy lacks %s: %v", want, proxy.Args)
-		}
-	}
+	checkOverlayProxy(t, r, "vxlan0", "10.244.3.2", "10.244.0.0/16")
 	if !slices.Contains(proxy.Dependencies, FlanneldService) || !slices.Contains(flanneld.Dependencies, KubeletService) {
 		t.Errorf("start order: kube-proxy after %v, flanneld after %v", proxy.Dependencies, flanneld.Dependencies)
 	}
@@ -151,4 +150,25 @@ func serviceNames(p *Plan) []string {
 		names = append(names, s.Name)
 	}
 	return names
+}
+
+// checkOverlayProxy: kube-proxy runs through run-service with only
+// --config, and its KubeProxyConfiguration (read strictly, so no field is
+// misspelt) has the overlay's settings.
+func checkOverlayProxy(t *testing.T, r *Rendered, network, sourceVIP, clusterCIDR string) {
+	t.Helper()
+	proxy := findService(t, r.Plan, KubeProxyService)
+	want := []string{"run-service", "--name", "kube-proxy", "--log-file", KubeProxyLogFile, "--", `C:\k\kube-proxy.exe`, "--config=" + KubeProxyConfigPath}
+	if proxy.Binary != `C:\k\winnode-agent.exe` || !slices.Equal(proxy.Args, want) || !slices.Contains(proxy.Uses, KubeProxyConfigPath) {
+		t.Errorf("kube-proxy: %s %v (uses %v), want the agent with %v", proxy.Binary, proxy.Args, proxy.Uses, want)
+	}
+	var c kubeproxyv1alpha1.KubeProxyConfiguration
+	if err := yaml.UnmarshalStrict(findGenerated(t, r, KubeProxyConfigPath), &c); err != nil {
+		t.Fatalf("%s: %v", KubeProxyConfigPath, err)
+	}
+	if c.Kind != "KubeProxyConfiguration" || c.APIVersion != "kubeproxy.config.k8s.io/v1alpha1" || c.Mode != "kernelspace" ||
+		c.Winkernel.NetworkName != network || c.Winkernel.SourceVip != sourceVIP || c.Winkernel.EnableDSR ||
+		c.ClusterCIDR != clusterCIDR || c.ClientConnection.Kubeconfig != KubeconfigPath || c.HostnameOverride != "win-abc123" {
+		t.Errorf("kube-proxy configuration %+v, want kernelspace on %s, source VIP %s, cluster CIDR %s, no DSR", c, network, sourceVIP, clusterCIDR)
+	}
 }

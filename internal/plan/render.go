@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/netip"
 	"slices"
 	"strings"
 	"time"
@@ -33,15 +32,14 @@ const (
 	// KubeletCAPath holds the CA of the kubelet API's clients where the
 	// cluster names one apart from the cluster CA (OpenShift's kubelet CA).
 	KubeletCAPath = `C:\k\kubelet-ca.crt`
-	// CloudConfigPath holds the kubelet's --cloud-config when the cluster's
-	// Linux kubelets have one.
-	CloudConfigPath  = `C:\k\cloud.conf`
-	KubeletStateDir  = `C:\var\lib\kubelet`
-	KubeletCertDir   = `C:\var\lib\kubelet\pki`
-	KubeletLogDir    = `C:\var\log\kubelet`
-	KubeProxyLogDir  = `C:\var\log\kube-proxy`
-	KubeletService   = "kubelet"
-	KubeProxyService = "kube-proxy"
+	// KubeProxyConfigPath is kube-proxy's KubeProxyConfiguration (--config).
+	KubeProxyConfigPath = `C:\k\kube-proxy.yaml`
+	KubeletStateDir     = `C:\var\lib\kubelet`
+	KubeletCertDir      = `C:\var\lib\kubelet\pki`
+	KubeletLogDir       = `C:\var\log\kubelet`
+	KubeProxyLogDir     = `C:\var\log\kube-proxy`
+	KubeletService      = "kubelet"
+	KubeProxyService    = "kube-proxy"
 	// ContainerdService is the container runtime's service: the plan relies
 	// on it and never manages it.
 	ContainerdService = "containerd"
@@ -82,10 +80,8 @@ type ClusterFacts struct {
 	// cluster CA is (OpenShift's ControllerConfig names its own).
 	KubeletCAData []byte
 	// CloudProvider is the kubelet's --cloud-provider ("" or "external"),
-	// and CloudConfig the contents of its --cloud-config (written to
-	// CloudConfigPath), as the cluster's Linux kubelets have them.
+	// as the cluster's Linux kubelets have it.
 	CloudProvider string
-	CloudConfig   []byte
 	// PlatformClusterID is the cluster's own identity where the platform
 	// keeps one (OpenShift: ClusterVersion's spec.clusterID): the plan's
 	// cluster ID is then derived from it alone, so that rotating the API
@@ -247,8 +243,12 @@ func (in RenderInput) generatedFiles() ([]GeneratedFile, error) {
 	if len(in.Cluster.KubeletCAData) > 0 {
 		files = append(files, GeneratedFile{HostPath: KubeletCAPath, Content: in.Cluster.KubeletCAData})
 	}
-	if len(in.Cluster.CloudConfig) > 0 {
-		files = append(files, GeneratedFile{HostPath: CloudConfigPath, Content: in.Cluster.CloudConfig})
+	if in.runsKubeProxy() {
+		proxyYAML, err := in.kubeProxyConfig()
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, GeneratedFile{HostPath: KubeProxyConfigPath, Content: proxyYAML})
 	}
 	return append(files, network...), nil
 }
@@ -336,43 +336,40 @@ func (in RenderInput) services() []Service {
 	return services
 }
 
-// kubeletService runs the kubelet after containerd.
+// kubeletService runs the kubelet after containerd, through the agent's
+// run-service (wrapped.go says why), its log in KubeletLogFile.
 func (in RenderInput) kubeletService() Service {
 	info := in.Host.Info
+	agent, _ := in.Payload.Lookup(PayloadAgent)
 	kubelet, _ := in.Payload.Lookup(PayloadKubelet)
 	args := []string{
-		"--windows-service",
 		"--config=" + KubeletConfigPath,
 		"--bootstrap-kubeconfig=" + BootstrapKubeconfigPath,
 		"--kubeconfig=" + KubeconfigPath,
 		"--cert-dir=" + KubeletCertDir,
 		"--hostname-override=" + NodeName(info.Hostname),
 		"--register-with-taints=" + WindowsTaint,
-		"--logtostderr=false",
-		`--log-file=` + KubeletLogDir + `\kubelet.log`,
 		"--v=2",
 	}
 	if nodeIP := chooseNodeIP(info, in.Host.Address); nodeIP != "" {
 		args = append(args, "--node-ip="+nodeIP)
 	}
-	uses := []string{KubeletConfigPath, BootstrapKubeconfigPath, ClusterCAPath}
+	uses := []string{kubelet.HostPath, KubeletConfigPath, BootstrapKubeconfigPath, ClusterCAPath}
 	if len(in.Cluster.KubeletCAData) > 0 {
 		uses = append(uses, KubeletCAPath)
 	}
-	// The cloud provider as the Linux workers' kubelets have it (the
-	// Windows Machine Config Operator passes the same two flags).
+	// The cloud provider as the Linux workers' kubelets have it (only
+	// external: the kubelet of Kubernetes v1.37 has no in-tree cloud
+	// provider and no --cloud-config; the external cloud controller
+	// manager reads its own configuration).
 	if in.Cluster.CloudProvider != "" {
 		args = append(args, "--cloud-provider="+in.Cluster.CloudProvider)
-	}
-	if len(in.Cluster.CloudConfig) > 0 {
-		args = append(args, "--cloud-config="+CloudConfigPath)
-		uses = append(uses, CloudConfigPath)
 	}
 	return Service{
 		Name:         KubeletService,
 		DisplayName:  "Kubernetes kubelet",
-		Binary:       kubelet.HostPath,
-		Args:         args,
+		Binary:       agent.HostPath,
+		Args:         RunServiceArgs(KubeletService, KubeletLogFile, kubelet.HostPath, args...),
 		Uses:         uses,
 		Dependencies: []string{ContainerdService},
 		StartType:    StartAuto,
@@ -380,43 +377,28 @@ func (in RenderInput) kubeletService() Service {
 	}
 }
 
-// kubeProxyService runs kube-proxy in kernelspace mode, on the overlay
-// network when there is one, after the kubelet (whose kubeconfig it reads)
-// and the program that creates that network (flanneld or
-// hybrid-overlay-node).
+// kubeProxyService runs kube-proxy, through the agent's run-service
+// (wrapped.go), with its KubeProxyConfiguration (kubeproxyconfig.go), after
+// the kubelet (whose kubeconfig it reads) and the program that creates the
+// overlay network (flanneld or hybrid-overlay-node).
 func (in RenderInput) kubeProxyService() Service {
+	agent, _ := in.Payload.Lookup(PayloadAgent)
 	proxy, _ := in.Payload.Lookup(PayloadKubeProxy)
-	args := []string{
-		"--windows-service",
-		"--kubeconfig=" + KubeconfigPath,
-		"--hostname-override=" + NodeName(in.Host.Info.Hostname),
-		"--proxy-mode=kernelspace",
-	}
 	deps := []string{KubeletService}
-	if n := in.Network; n.Mode == NetworkFlannel || n.Mode == NetworkOVNHybrid {
-		_, sourceVIP, _ := SubnetAddresses(netip.MustParsePrefix(n.PodCIDR))
-		// Kubernetes' "Networking on Windows" guide for overlay networks:
-		// the HNS network kube-proxy programs, the source VIP Service
-		// traffic leaves pods from (an address of the node's subnet that
-		// IPAM never hands out), and the cluster's pod range.
-		args = append(args,
-			"--network-name="+n.NetworkName,
-			"--source-vip="+sourceVIP.String(),
-			"--cluster-cidr="+n.ClusterCIDR,
-			"--enable-dsr=false",
-		)
-		if n.Mode == NetworkFlannel {
-			deps = append(deps, FlanneldService)
-		} else {
-			deps = append(deps, HybridOverlayService)
-		}
+	switch in.Network.Mode {
+	case NetworkFlannel:
+		deps = append(deps, FlanneldService)
+	case NetworkOVNHybrid:
+		deps = append(deps, HybridOverlayService)
 	}
-	args = append(args, "--logtostderr=false", `--log-file=`+KubeProxyLogDir+`\kube-proxy.log`, "--v=2")
 	return Service{
 		Name:        KubeProxyService,
 		DisplayName: "Kubernetes kube-proxy",
-		Binary:      proxy.HostPath,
-		Args:        args,
+		Binary:      agent.HostPath,
+		// Only --config: kube-proxy ignores most flags given with it
+		// (cmd/kube-proxy/app/options.go, Complete).
+		Args: RunServiceArgs(KubeProxyService, KubeProxyLogFile, proxy.HostPath, "--config="+KubeProxyConfigPath),
+		Uses: []string{proxy.HostPath, KubeProxyConfigPath},
 		// kube-proxy reads the kubeconfig the kubelet writes after its
 		// TLS bootstrap: until then it exits and Windows restarts it.
 		Dependencies: deps,
@@ -429,12 +411,11 @@ func (in RenderInput) kubeProxyService() Service {
 // the kubelet writes after its TLS bootstrap: flanneld patches only its own
 // Node's annotations, which the node authorizer allows), through the
 // agent's run-service since flanneld cannot answer the service control
-// manager itself (internal/agent RunService).
+// manager itself (wrapped.go).
 func (in RenderInput) flanneldService() Service {
 	agent, _ := in.Payload.Lookup(PayloadAgent)
 	flanneld, _ := in.Payload.Lookup(PayloadFlanneld)
-	args := []string{"run-service", "--name", FlanneldService, "--log-file", FlanneldLogDir + `\flanneld.log`, "--",
-		flanneld.HostPath,
+	args := []string{
 		// flannel's Documentation/configuration.md and running.md: the
 		// node's subnet from its Node (spec.podCIDR) instead of etcd.
 		"--kube-subnet-mgr",
@@ -451,7 +432,7 @@ func (in RenderInput) flanneldService() Service {
 		Name:        FlanneldService,
 		DisplayName: "flannel overlay network (flanneld)",
 		Binary:      agent.HostPath,
-		Args:        args,
+		Args:        RunServiceArgs(FlanneldService, FlanneldLogFile, flanneld.HostPath, args...),
 		Uses:        []string{flanneld.HostPath, FlannelNetConfPath},
 		// flanneld's kube subnet manager finds its Node by NODE_NAME.
 		Environment:  map[string]string{"NODE_NAME": NodeName(in.Host.Info.Hostname)},
@@ -527,7 +508,7 @@ func (in RenderInput) check() error {
 			}
 		}
 		for _, f := range in.Payload.Files {
-			for _, gen := range []string{ClusterCAPath, KubeletConfigPath, BootstrapKubeconfigPath, KubeconfigPath, CNIConfPath, FlannelNetConfPath} {
+			for _, gen := range []string{ClusterCAPath, KubeletConfigPath, BootstrapKubeconfigPath, KubeconfigPath, KubeProxyConfigPath, CNIConfPath, FlannelNetConfPath} {
 				if strings.EqualFold(f.HostPath, gen) {
 					errs = append(errs, fmt.Errorf("payload entry %s is installed at %s, where the operator writes a generated file", f.Name, gen))
 				}

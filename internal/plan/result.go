@@ -173,7 +173,28 @@ type Info struct {
 	InstalledPlan *InstalledPlan `json:"installedPlan,omitempty"`
 	// Warnings: why the agent's state was not trusted, when it was not.
 	Warnings []string `json:"warnings,omitempty"`
+	// Services are the services of the applied plan that are not Running
+	// (Stopped, restarting after a failure, missing), each with the end of
+	// its log where the agent knows it: the log file of run-service, which
+	// hosts the kubelet, kube-proxy and flanneld. Agents before it leave it
+	// out.
+	Services []ServiceStatus `json:"services,omitempty"`
 }
+
+// ServiceStatus is the state of a plan service that is not Running.
+type ServiceStatus struct {
+	Name string `json:"name"`
+	// State is Windows' name of its state, or NotInstalled.
+	State string `json:"state"`
+	// LogFile and LogTail: where its program logs, and the last lines
+	// there (at most MaxLogTailLines).
+	LogFile string   `json:"logFile,omitempty"`
+	LogTail []string `json:"logTail,omitempty"`
+}
+
+// MaxLogTailLines is how many of a failing service's last log lines info
+// reports.
+const MaxLogTailLines = 5
 
 // OSInfo names the Windows release.
 type OSInfo struct {

@@ -120,20 +120,34 @@ var (
 	ErrAlreadyRunning  = errors.New("an instance of the service is already running")      // ERROR_SERVICE_ALREADY_RUNNING
 	ErrFileNotFound    = errors.New("the system cannot find the file specified")          // ERROR_FILE_NOT_FOUND (the service's program is missing)
 	ErrMarkedForDelete = errors.New("the specified service has been marked for deletion") // ERROR_SERVICE_MARKED_FOR_DELETE
+	// ErrRequestTimeout: the service's process was started but did not
+	// connect to the service control manager (StartServiceCtrlDispatcher)
+	// within the start timeout; the SCM killed it.
+	ErrRequestTimeout = errors.New("the service did not respond to the start or control request in a timely fashion") // ERROR_SERVICE_REQUEST_TIMEOUT (1053)
+	// ErrProcessAborted: the service's process ended before it connected
+	// to the service control manager.
+	ErrProcessAborted = errors.New("the process terminated unexpectedly") // ERROR_PROCESS_ABORTED (1067)
+	// ErrControllerConnect answers a process that asks to be a service's
+	// dispatcher although the SCM did not start it as one (a program run
+	// from a console, or the child of a service's process).
+	ErrControllerConnect = errors.New("the service process could not connect to the service controller") // ERROR_FAILED_SERVICE_CONTROLLER_CONNECT (1063)
 )
 
 // apiErrors maps the code carried on the wire to the error value.
 var apiErrors = map[string]error{
-	"NotFound":         ErrNotFound,
-	"Exists":           ErrExists,
-	"DependentRunning": ErrDependentRunning,
-	"Disabled":         ErrDisabled,
-	"DependencyFailed": ErrDependencyFailed,
-	"NotActive":        ErrNotActive,
-	"Invalid":          ErrInvalid,
-	"AlreadyRunning":   ErrAlreadyRunning,
-	"FileNotFound":     ErrFileNotFound,
-	"MarkedForDelete":  ErrMarkedForDelete,
+	"NotFound":          ErrNotFound,
+	"Exists":            ErrExists,
+	"DependentRunning":  ErrDependentRunning,
+	"Disabled":          ErrDisabled,
+	"DependencyFailed":  ErrDependencyFailed,
+	"NotActive":         ErrNotActive,
+	"Invalid":           ErrInvalid,
+	"AlreadyRunning":    ErrAlreadyRunning,
+	"FileNotFound":      ErrFileNotFound,
+	"MarkedForDelete":   ErrMarkedForDelete,
+	"RequestTimeout":    ErrRequestTimeout,
+	"ProcessAborted":    ErrProcessAborted,
+	"ControllerConnect": ErrControllerConnect,
 }
 
 // CodeOf returns the wire code of err (one of the keys of apiErrors), or "".
@@ -200,6 +214,7 @@ func Dial(socket string) *Client {
 //	DELETE /v1/services/{name}           -> delete (marked for deletion; gone once stopped)
 //	POST   /v1/services/{name}/start     -> start (dependencies first)
 //	POST   /v1/services/{name}/stop      -> stop (ErrDependentRunning if running services depend on it)
+//	POST   /v1/dispatcher                -> the calling process answers the SCM as the service it was started as
 //	GET    /v1/security?path=P           -> Security of the path (ErrFileNotFound if it does not exist)
 //	PUT    /v1/security?path=P Security  -> set its owner and DACL ("" leaves one as it is)
 
@@ -236,6 +251,22 @@ func (c *Client) Start(ctx context.Context, name string) error {
 
 func (c *Client) Stop(ctx context.Context, name string) error {
 	return c.do(ctx, http.MethodPost, "/v1/services/"+url.PathEscape(name)+"/stop", nil, nil)
+}
+
+// ConnectDispatcher is what a Windows service's process does first,
+// StartServiceCtrlDispatcher: it tells the service control manager that
+// the process it started for a service runs and answers it. The SCM knows
+// the caller by its process (the Unix socket's peer), as Windows knows the
+// process it created: only the process the SCM started for a service may
+// answer for it (a console run or a child of that process gets
+// ErrControllerConnect). Until its process answers, a service is
+// StartPending and Start waits; a process that does not answer within the
+// host's start timeout is killed and Start fails with ErrRequestTimeout.
+// The stand-ins that answer on Windows (the kubelet and kube-proxy with
+// --windows-service, containerd with --run-service, hybrid-overlay-node
+// with --windows-service) and the agent's run-service call it.
+func (c *Client) ConnectDispatcher(ctx context.Context) error {
+	return c.do(ctx, http.MethodPost, "/v1/dispatcher", nil, nil)
 }
 
 // Security is a path's owner (a SID) and its own DACL in SDDL ("D:P(...)";

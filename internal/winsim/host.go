@@ -84,6 +84,11 @@ type Options struct {
 	// BootDelay is how long a Reboot keeps the host down before SSH and the
 	// auto-start services come back. Default 2s.
 	BootDelay time.Duration
+	// ServiceStartTimeout is how long the simulated service control manager
+	// waits for a started service's process to answer it before killing it
+	// (Windows' ServicesPipeTimeout). Default scm.DefaultStartTimeout, 30s
+	// as on Windows; tests of a program that never answers set less.
+	ServiceStartTimeout time.Duration
 	// Logger receives the host's log lines. Default slog.Default().
 	Logger *slog.Logger
 }
@@ -191,11 +196,12 @@ func New(opts Options) (*Host, error) {
 		return nil, fmt.Errorf("simulated host %s: the profile folder's ACL: %w", h.id.Hostname, err)
 	}
 	mgr, err := scm.NewManager(scm.ManagerOptions{
-		Security:  h.security,
-		StateFile: filepath.Join(stateDir, "services.json"),
-		Host:      h.execHost(),
-		LogDir:    ServiceLogDir,
-		Logger:    h.log,
+		Security:     h.security,
+		StateFile:    filepath.Join(stateDir, "services.json"),
+		Host:         h.execHost(),
+		LogDir:       ServiceLogDir,
+		Logger:       h.log,
+		StartTimeout: opts.ServiceStartTimeout,
 	})
 	if err != nil {
 		return nil, err

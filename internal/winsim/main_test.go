@@ -1,12 +1,15 @@
 package winsim
 
 import (
+	"context"
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strconv"
@@ -16,6 +19,8 @@ import (
 	"time"
 
 	"golang.org/x/crypto/ssh"
+
+	"github.com/winnode/winnode/internal/simscm"
 )
 
 // helperName is the name under which the test binary, copied into a
@@ -35,7 +40,11 @@ func TestMain(m *testing.M) {
 //	json ARGS...   print {"args":[...],"root":...,"scm":...,"cwd":...} on stdout
 //	cat            copy stdin to stdout
 //	fail CODE MSG  print MSG on stderr, exit CODE
-//	serve NAME     print "NAME started" and run until SIGTERM/SIGINT ("NAME stopping")
+//	serve NAME     answer the service control manager when started as a service,
+//	               print "NAME started" and run until SIGTERM/SIGINT ("NAME stopping")
+//	silent         run until killed without answering the service control manager
+//	dispatch       ask to answer the service control manager, print the outcome
+//	child-dispatch start `helper.exe dispatch` as a child, then run as silent does
 func helperMain(args []string) int {
 	if len(args) == 0 {
 		fmt.Fprintln(os.Stderr, "helper: no command")
@@ -56,9 +65,26 @@ func helperMain(args []string) int {
 		code, _ := strconv.Atoi(args[1])
 		fmt.Fprintln(os.Stderr, strings.Join(args[2:], " "))
 		return code
+	case "silent":
+		select {}
+	case "dispatch":
+		err := simscm.Dial(os.Getenv(simscm.EnvSocket)).ConnectDispatcher(context.Background())
+		fmt.Println("dispatch:", err)
+		return 0
+	case "child-dispatch":
+		child := exec.Command(os.Args[0], "dispatch")
+		child.Stdout, child.Stderr = os.Stdout, os.Stderr
+		_ = child.Run()
+		select {}
 	case "serve":
 		sig := make(chan os.Signal, 1)
 		signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+		// A service's process answers the service control manager first
+		// (StartServiceCtrlDispatcher); run from SSH it is not a service.
+		if err := simscm.Dial(os.Getenv(simscm.EnvSocket)).ConnectDispatcher(context.Background()); err != nil && !errors.Is(err, simscm.ErrControllerConnect) {
+			fmt.Fprintln(os.Stderr, "helper: answering the service control manager:", err)
+			return 1
+		}
 		fmt.Println(args[1], "started", os.Getpid())
 		<-sig
 		fmt.Println(args[1], "stopping")

@@ -314,3 +314,62 @@ func TestRunningProgramFileInUse(t *testing.T) {
 		t.Errorf("removing the program once stopped: %v", err)
 	}
 }
+
+// TestSCMStartWaitsForTheServiceToAnswer: as on Windows, Start returns once
+// the service's process has answered the service control manager; a
+// process that never answers is killed after the start timeout (1053), one
+// that ends first fails the start (1067), and only the process the SCM
+// started may answer (a console run or a child gets 1063).
+func TestSCMStartWaitsForTheServiceToAnswer(t *testing.T) {
+	th := newTestHost(t, Options{ServiceStartTimeout: time.Second})
+	installHelper(t, th.Host, `C:\k\helper.exe`)
+	c := th.SCM()
+	ctx := context.Background()
+	create := func(name string, args ...string) {
+		t.Helper()
+		cfg := helperService(name, plan.StartManual)
+		cfg.BinaryPathName = wincmd.Join(append([]string{`C:\k\helper.exe`}, args...)...)
+		if err := c.Create(ctx, cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	create("answers", "serve", "answers")
+	create("silent", "silent")
+	create("exits", "fail", "3", "bad flag")
+	create("child", "child-dispatch")
+
+	if err := c.Start(ctx, "answers"); err != nil {
+		t.Fatalf("Start of a service that answers: %v", err)
+	}
+	if st := serviceState(t, c, "answers"); st.State != simscm.Running {
+		t.Errorf("answers after Start: %+v, want Running", st)
+	}
+
+	err := c.Start(ctx, "silent")
+	if !errors.Is(err, simscm.ErrRequestTimeout) || !strings.Contains(err.Error(), "did not respond to the start or control request in a timely fashion") {
+		t.Errorf("Start of a service that never answers: %v, want ErrRequestTimeout with Windows' words", err)
+	}
+	if st := serviceState(t, c, "silent"); st.State != simscm.Stopped || st.PID != 0 || st.Failures != 0 {
+		t.Errorf("silent after its start timed out: %+v, want Stopped, its process killed, no failure counted", st)
+	}
+
+	err = c.Start(ctx, "exits")
+	if !errors.Is(err, simscm.ErrProcessAborted) || !strings.Contains(err.Error(), "code 3") {
+		t.Errorf("Start of a service whose process exits at once: %v, want ErrProcessAborted naming exit code 3", err)
+	}
+
+	// The child of a service's process cannot answer for it: the service
+	// times out although a process of its tree asked.
+	if err := c.Start(ctx, "child"); !errors.Is(err, simscm.ErrRequestTimeout) {
+		t.Errorf("Start of a service whose child answers: %v, want ErrRequestTimeout", err)
+	}
+	if data, _ := th.ServiceLog("child"); !strings.Contains(string(data), "could not connect to the service controller") {
+		t.Errorf("child.log = %q; want the child refused with ERROR_FAILED_SERVICE_CONTROLLER_CONNECT's words", data)
+	}
+
+	// A program run over SSH is no service either.
+	out, _, code := run(t, th.dial(t), `C:\k\helper.exe dispatch`, "")
+	if code != 0 || !strings.Contains(out, "could not connect to the service controller") {
+		t.Errorf("dispatch from SSH: exit %d, %q; want refused", code, out)
+	}
+}

@@ -18,13 +18,16 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
+	kubeproxyv1alpha1 "k8s.io/kube-proxy/config/v1alpha1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/config"
 	"github.com/winnode/winnode/internal/plan"
 	"github.com/winnode/winnode/internal/simhns"
+	"github.com/winnode/winnode/internal/simscm"
 	"github.com/winnode/winnode/internal/testenv"
 	"github.com/winnode/winnode/internal/winsim"
 	"github.com/winnode/winnode/internal/winsim/simpayload"
@@ -140,10 +143,23 @@ func checkFlannelHost(t *testing.T, h *winsim.Host, subnet netip.Prefix) {
 		t.Errorf("%s: %v\n%s", plan.CNIConfPath, err, data)
 	}
 	_, vip, _ := plan.SubnetAddresses(subnet)
-	cfg, err := h.SCM().Get(context.Background(), plan.KubeProxyService)
-	if err != nil || !strings.Contains(cfg.Config.BinaryPathName, "--source-vip="+vip.String()) || !strings.Contains(cfg.Config.BinaryPathName, "--network-name=vxlan0") {
-		t.Errorf("kube-proxy: %v %s", err, cfg.Config.BinaryPathName)
+	checkProxyOverlay(t, h, "vxlan0", vip)
+}
+
+// checkProxyOverlay: the kube-proxy service runs with its configuration
+// file, and that file puts it on the overlay network with the source VIP.
+func checkProxyOverlay(t *testing.T, h *winsim.Host, network string, vip netip.Addr) *simscm.Service {
+	t.Helper()
+	svc, err := h.SCM().Get(context.Background(), plan.KubeProxyService)
+	if err != nil || !strings.HasSuffix(svc.Config.BinaryPathName, `C:\k\kube-proxy.exe --config=`+plan.KubeProxyConfigPath) {
+		t.Errorf("kube-proxy: %v %s", err, svc.Config.BinaryPathName)
 	}
+	var c kubeproxyv1alpha1.KubeProxyConfiguration
+	if err := yaml.UnmarshalStrict(hostFile(t, h, plan.KubeProxyConfigPath), &c); err != nil ||
+		c.Winkernel.NetworkName != network || c.Winkernel.SourceVip != vip.String() || c.Mode != "kernelspace" {
+		t.Errorf("%s: %+v, %v; want kernelspace on %s with source VIP %s", plan.KubeProxyConfigPath, c, err, network, vip)
+	}
+	return &svc
 }
 
 // checkWebServerPods deploys config/samples/windows-web-server.yaml and a
@@ -357,11 +373,9 @@ func checkHybridOverlayHost(t *testing.T, h *winsim.Host, node *corev1.Node, sub
 		t.Errorf("%s: %v\n%s", plan.CNIConfPath, err, data)
 	}
 	_, vip, _ := plan.SubnetAddresses(subnet)
-	proxy, err := h.SCM().Get(context.Background(), plan.KubeProxyService)
-	if err != nil || !strings.Contains(proxy.Config.BinaryPathName, "--source-vip="+vip.String()) ||
-		!strings.Contains(proxy.Config.BinaryPathName, "--network-name=OVNKubernetesHybridOverlayNetwork") ||
-		!slices.Contains(proxy.Config.Dependencies, plan.HybridOverlayService) {
-		t.Errorf("kube-proxy: %v %s after %v", err, proxy.Config.BinaryPathName, proxy.Config.Dependencies)
+	proxy := checkProxyOverlay(t, h, "OVNKubernetesHybridOverlayNetwork", vip)
+	if !slices.Contains(proxy.Config.Dependencies, plan.HybridOverlayService) {
+		t.Errorf("kube-proxy runs after %v, want after %s", proxy.Config.Dependencies, plan.HybridOverlayService)
 	}
 	ho, err := h.SCM().Get(context.Background(), plan.HybridOverlayService)
 	if err != nil || !strings.Contains(ho.Config.BinaryPathName, "--node "+node.Name) || !slices.Contains(ho.Config.Dependencies, plan.KubeletService) {

@@ -6,7 +6,10 @@ module github.com/winnode/winnode/hack/payload/cni
 
 go 1.26.0
 
-require github.com/containernetworking/plugins v1.9.1
+require (
+	github.com/containernetworking/cni v1.3.0
+	github.com/containernetworking/plugins v1.9.1
+)
 
 require (
 	github.com/Microsoft/go-winio v0.6.2 // indirect
@@ -17,7 +20,6 @@ require (
 	github.com/containerd/errdefs v0.3.0 // indirect
 	github.com/containerd/errdefs/pkg v0.3.0 // indirect
 	github.com/containerd/typeurl/v2 v2.2.0 // indirect
-	github.com/containernetworking/cni v1.3.0 // indirect
 	github.com/coreos/go-iptables v0.8.0 // indirect
 	github.com/gogo/protobuf v1.3.2 // indirect
 	github.com/golang/groupcache v0.0.0-20210331224755-41bb18bfe9da // indirect

@@ -47,18 +47,34 @@ type ManagerOptions struct {
 	// StopTimeout is how long a stopping service may take before it is
 	// killed. Default 10s.
 	StopTimeout time.Duration
-	Logger      *slog.Logger
+	// StartTimeout is how long a started service's process has to answer
+	// (simscm.Client.ConnectDispatcher) before it is killed and Start fails
+	// with simscm.ErrRequestTimeout. Default DefaultStartTimeout, Windows'
+	// own (ServicesPipeTimeout); tests of a program that never answers set
+	// less, so that they need not wait for it.
+	StartTimeout time.Duration
+	Logger       *slog.Logger
 	// Security is the host's store of owners and ACLs, served at
 	// /v1/security (nil: not served).
 	Security *acl.Store
 }
+
+// DefaultStartTimeout is Windows' default service start timeout: the
+// service control manager waits 30 seconds for a started service's process
+// to call StartServiceCtrlDispatcher (the ServicesPipeTimeout registry value,
+// HKLM\SYSTEM\CurrentControlSet\Control, when not set).
+const DefaultStartTimeout = 30 * time.Second
 
 // Manager is one simulated host's service control manager.
 type Manager struct {
 	opts ManagerOptions
 	log  *slog.Logger
 
-	mu       sync.Mutex
+	mu sync.Mutex
+	// changed is signalled (Broadcast) whenever a service's process answers
+	// or ends, or a start times out: Start waits on it for its process's
+	// answer without holding mu.
+	changed  *sync.Cond
 	services map[string]*service // by lower-case name: Windows names are case-insensitive
 	down     bool                // the host is shut down: nothing starts, nothing recovers
 }
@@ -77,13 +93,19 @@ type service struct {
 	exe      os.FileInfo   // the running program's file, as it was when started
 	done     chan struct{} // closed when the process has ended
 	stopping bool
-	restart  *time.Timer
+	// killedAtStart: the SCM killed the process because it did not answer
+	// in time (not a crash: no recovery action).
+	killedAtStart bool
+	restart       *time.Timer
 }
 
 // NewManager loads the saved services. Nothing runs until Boot.
 func NewManager(opts ManagerOptions) (*Manager, error) {
 	if opts.StopTimeout <= 0 {
 		opts.StopTimeout = 10 * time.Second
+	}
+	if opts.StartTimeout <= 0 {
+		opts.StartTimeout = DefaultStartTimeout
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -92,6 +114,7 @@ func NewManager(opts ManagerOptions) (*Manager, error) {
 		opts.LogDir = `C:\ProgramData\winsim\logs`
 	}
 	m := &Manager{opts: opts, log: opts.Logger, services: map[string]*service{}, down: true}
+	m.changed = sync.NewCond(&m.mu)
 	data, err := os.ReadFile(opts.StateFile)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
@@ -260,7 +283,8 @@ func (m *Manager) Delete(name string) error {
 }
 
 // Start starts a service, its dependencies first (whatever their start
-// type, as Windows does). It returns once the process runs.
+// type, as Windows does). It returns once the service's process has
+// answered (simscm.Client.ConnectDispatcher), as StartService does.
 func (m *Manager) Start(name string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -333,12 +357,82 @@ func (m *Manager) launch(s *service) error {
 		return fmt.Errorf("simulated service control manager: starting service %s: %w", s.cfg.Name, err)
 	}
 	logFile.Close() // the child has its own copy
-	s.proc, s.pid, s.state, s.stopping = cmd.Process, cmd.Process.Pid, simscm.Running, false
+	s.proc, s.pid, s.stopping, s.killedAtStart = cmd.Process, cmd.Process.Pid, false, false
 	s.exe, _ = os.Stat(cmd.Path)
 	s.done = make(chan struct{})
-	m.log.Info("simulated service control manager: service running", "service", s.cfg.Name, "pid", s.pid)
+	m.log.Info("simulated service control manager: service process started, waiting for it to answer", "service", s.cfg.Name, "pid", s.pid)
 	go m.wait(s, cmd, s.done)
-	return nil
+	return m.awaitAnswer(s, s.done)
+}
+
+// awaitAnswer waits, without holding mu, until the process of this start
+// (done) answers, ends, or lets the start timeout pass. Windows'
+// StartService behaves so: ERROR_SERVICE_REQUEST_TIMEOUT (1053) once the
+// process has not called StartServiceCtrlDispatcher within the timeout
+// (the process is then ended), ERROR_PROCESS_ABORTED (1067) when it ends
+// before. Callers hold m.mu.
+func (m *Manager) awaitAnswer(s *service, done chan struct{}) error {
+	timedOut := false
+	timer := time.AfterFunc(m.opts.StartTimeout, func() {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		timedOut = true
+		m.changed.Broadcast()
+	})
+	defer timer.Stop()
+	ended := func() bool { return s.done != done || isClosed(done) }
+	for s.state == simscm.StartPending && !ended() && !timedOut {
+		m.changed.Wait()
+	}
+	switch {
+	case s.state == simscm.Running && !ended():
+		return nil
+	case !ended():
+		// Still pending at the timeout: Windows ends the process.
+		s.killedAtStart = true
+		proc := s.proc
+		m.log.Warn("simulated service control manager: service did not answer in time; killing its process (event 7009)",
+			"service", s.cfg.Name, "timeout", m.opts.StartTimeout)
+		_ = winexec.KillGroup(proc)
+		for !ended() {
+			m.changed.Wait()
+		}
+		return fmt.Errorf("%w: service %s: its process did not connect to the service control manager within %s", simscm.ErrRequestTimeout, s.cfg.Name, m.opts.StartTimeout)
+	default:
+		return fmt.Errorf("%w: service %s: its process exited with code %d before it answered the service control manager (its log: %s)",
+			simscm.ErrProcessAborted, s.cfg.Name, s.exitCode, m.LogPath(s.cfg.Name))
+	}
+}
+
+func isClosed(c chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+// Dispatcher is a process answering the SCM (simscm.Client.ConnectDispatcher):
+// the service whose process has this PID becomes Running. A process the SCM
+// did not start for a service gets simscm.ErrControllerConnect, as
+// StartServiceCtrlDispatcher fails in a program not started as a service.
+func (m *Manager) Dispatcher(pid int) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, s := range m.services {
+		if s.proc == nil || s.pid != pid {
+			continue
+		}
+		if s.state != simscm.StartPending {
+			return fmt.Errorf("%w: service %s already answered", simscm.ErrAlreadyRunning, s.cfg.Name)
+		}
+		s.state = simscm.Running
+		m.log.Info("simulated service control manager: service running", "service", s.cfg.Name, "pid", pid)
+		m.changed.Broadcast()
+		return nil
+	}
+	return fmt.Errorf("%w: process %d was not started by the service control manager as a service", simscm.ErrControllerConnect, pid)
 }
 
 func firstArg(cmdline string) string {
@@ -374,9 +468,10 @@ func (m *Manager) wait(s *service, cmd *exec.Cmd, done chan struct{}) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	defer m.changed.Broadcast()
 	defer close(done)
 	s.proc, s.pid, s.exitCode = nil, 0, code
-	wasStopping := s.stopping
+	wasStopping := s.stopping || s.killedAtStart
 	s.state, s.stopping = simscm.Stopped, false
 	if s.deleted {
 		if cur, ok := m.services[key(s.cfg.Name)]; ok && cur == s {

@@ -1,6 +1,7 @@
 package scm
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,6 +9,8 @@ import (
 	"net"
 	"net/http"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/winnode/winnode/internal/simscm"
 )
@@ -61,14 +64,48 @@ func (m *Manager) Serve(ln net.Listener, info func() simscm.HostInfo) error {
 	mux.HandleFunc("POST /v1/services/{name}/stop", func(w http.ResponseWriter, r *http.Request) {
 		reply(w, m.Stop(r.Context(), r.PathValue("name")))
 	})
+	mux.HandleFunc("POST /v1/dispatcher", func(w http.ResponseWriter, r *http.Request) {
+		pid, ok := r.Context().Value(peerPID{}).(int)
+		if !ok {
+			writeError(w, fmt.Errorf("%w: the caller's process is unknown", simscm.ErrControllerConnect))
+			return
+		}
+		reply(w, m.Dispatcher(pid))
+	})
 	m.serveSecurity(mux)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ConnContext: withPeerPID}
 	err := srv.Serve(ln)
 	_ = srv.Close()
 	if errors.Is(err, net.ErrClosed) || errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}
 	return err
+}
+
+// peerPID is the context key of the PID of the process at the other end of
+// an API connection.
+type peerPID struct{}
+
+// withPeerPID records the connecting process's PID (SO_PEERCRED of the Unix
+// socket): the SCM knows which process answers it, as Windows knows the
+// process it created for a service.
+func withPeerPID(ctx context.Context, c net.Conn) context.Context {
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		return ctx
+	}
+	raw, err := uc.SyscallConn()
+	if err != nil {
+		return ctx
+	}
+	var cred *unix.Ucred
+	_ = raw.Control(func(fd uintptr) {
+		cred, err = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+	})
+	if err != nil || cred == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, peerPID{}, int(cred.Pid))
 }
 
 func readJSON(w http.ResponseWriter, r *http.Request, v any) bool {

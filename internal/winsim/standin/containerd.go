@@ -62,6 +62,11 @@ func runContainerd(ctx context.Context, args []string) int {
 			return 1
 		}
 	}
+	if runService {
+		if err := answerServiceManager(ctx, log, "containerd"); err != nil {
+			return 1
+		}
+	}
 	if config != "" {
 		p, err := hostPath(config)
 		if err == nil {

@@ -4,12 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"net/netip"
 	"os"
 	"time"
 
-	"github.com/spf13/pflag"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -17,19 +17,22 @@ import (
 	"github.com/winnode/winnode/internal/simhns"
 )
 
-// flanneldFlags are the flags of flanneld the stand-in knows (flannel's
-// Documentation/configuration.md); like flanneld it refuses others.
+// flanneldFlags are the flags of flanneld the stand-in uses (flannel's
+// Documentation/configuration.md); it accepts exactly the real flanneld's
+// (flags.go).
 type flanneldFlags struct {
 	kubeSubnetMgr                       bool
 	kubeconfig, netConfPath, subnetFile string
 	iface, publicIP, kubeAPIURL         string
-	ipMasq                              bool
+	ipMasq, version                     bool
 	verbosity                           int
 }
 
-func parseFlanneldFlags(args []string) (*flanneldFlags, error) {
-	var f flanneldFlags
-	fs := pflag.NewFlagSet("flanneld", pflag.ContinueOnError)
+// flanneldFlagSet is the real flanneld's flag set, parsed as flanneld
+// parses it (Go's flag package: -name or --name), with the stand-in's
+// flags bound to f.
+func flanneldFlagSet(f *flanneldFlags) (*flag.FlagSet, error) {
+	fs := flag.NewFlagSet("flanneld", flag.ContinueOnError)
 	fs.SetOutput(os.Stderr)
 	fs.BoolVar(&f.kubeSubnetMgr, "kube-subnet-mgr", false, "contact the Kubernetes API for subnet assignment instead of etcd")
 	fs.StringVar(&f.kubeconfig, "kubeconfig-file", "", "kubeconfig file location")
@@ -39,9 +42,23 @@ func parseFlanneldFlags(args []string) (*flanneldFlags, error) {
 	fs.StringVar(&f.iface, "iface", "", "interface to use (IP or name) for inter-host communication")
 	fs.StringVar(&f.publicIP, "public-ip", "", "IP accessible by other nodes for inter-host communication")
 	fs.BoolVar(&f.ipMasq, "ip-masq", false, "setup IP masquerade rule for traffic destined outside of overlay network")
-	fs.IntVarP(&f.verbosity, "v", "v", 0, "log verbosity")
+	fs.BoolVar(&f.version, "version", false, "print version and exit")
+	fs.IntVar(&f.verbosity, "v", 0, "log verbosity")
+	return strictGoFlags(Flanneld, fs)
+}
+
+func parseFlanneldFlags(args []string) (*flanneldFlags, error) {
+	var f flanneldFlags
+	fs, err := flanneldFlagSet(&f)
+	if err != nil {
+		return nil, err
+	}
 	return &f, fs.Parse(args)
 }
+
+// flanneldVersion is the flannel release the stand-in answers --version
+// with: the payload's (hack/payload/flannel/go.mod).
+const flanneldVersion = "v0.28.10"
 
 // flannelNetConf is flanneld's net-conf.json.
 type flannelNetConf struct {
@@ -64,11 +81,15 @@ func runFlanneld(ctx context.Context, args []string) int {
 	log := newLogger("flanneld")
 	f, err := parseFlanneldFlags(args)
 	if err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return 0
-		}
-		log.Errorf("%v", err)
-		return 2
+		// flanneld parses with flag.ExitOnError and a usage function that
+		// exits 0 (main.go): Go's flag package has printed
+		// "flag provided but not defined: -x" and the usage, and flanneld
+		// ends with code 0.
+		return 0
+	}
+	if f.version {
+		fmt.Fprintln(os.Stderr, flanneldVersion)
+		return 0
 	}
 	log.verbose = f.verbosity
 	if err := flanneld(ctx, log, f); err != nil {

@@ -91,6 +91,11 @@ func runHybridOverlayNode(ctx context.Context, args []string) int {
 			return 1
 		}
 	}
+	if f.windowsService {
+		if err := answerServiceManager(ctx, log, "hybrid-overlay-node"); err != nil {
+			return 1
+		}
+	}
 	if err := hybridOverlayNode(ctx, log, f); err != nil {
 		log.Errorf("%v", err)
 		return 1

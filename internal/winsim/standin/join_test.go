@@ -170,7 +170,7 @@ func TestKubeletJoinsControlPlane(t *testing.T) {
 	nodeName := strings.ToLower(h.Hostname())
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("kubelet service log:\n%s\nkubelet --log-file:\n%s", hostFile(h, `C:\ProgramData\winsim\logs\kubelet.log`), hostFile(h, `C:\var\log\kubelet\kubelet.log`))
+			t.Logf("kubelet service log:\n%s", hostFile(h, `C:\ProgramData\winsim\logs\kubelet.log`))
 		}
 	})
 
@@ -207,8 +207,7 @@ systemReserved:
 			`--bootstrap-kubeconfig=C:\k\bootstrap-kubeconfig`, `--kubeconfig=C:\k\kubeconfig`,
 			`--cert-dir=C:\var\lib\kubelet\pki`, "--hostname-override="+nodeName, "--node-ip="+h.IP(),
 			"--node-labels=node.kubernetes.io/windows-build="+h.Build()+",example.com/pool=win",
-			"--register-with-taints=os=Windows:NoSchedule", "--windows-service", "--v=2",
-			`--log-file=C:\var\log\kubelet\kubelet.log`, "--logtostderr=false"),
+			"--register-with-taints=os=Windows:NoSchedule", "--windows-service", "--v=2"),
 		Dependencies:    []string{"containerd"},
 		StartType:       plan.StartAuto,
 		RecoveryActions: []simscm.Action{{Type: "restart", Delay: time.Second}},
@@ -292,7 +291,8 @@ systemReserved:
 	if err := c.Stop(ctx, "kubelet"); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(hostFile(h, `C:\var\log\kubelet\kubelet.log`), "simulated") {
+	// The kubelet logs to standard error: here the service's own log.
+	if !strings.Contains(hostFile(h, `C:\ProgramData\winsim\logs\kubelet.log`), "(simulated by winsim)") {
 		t.Errorf("the kubelet's log does not say it is simulated")
 	}
 	waitFor(t, 120*time.Second, "node "+nodeName+" NotReady after the kubelet stopped", func() (bool, string) {

@@ -25,22 +25,28 @@ import (
 	"github.com/winnode/winnode/internal/simscm"
 )
 
-// kubeletFlags are exactly the kubelet flags the stand-in accepts.
+// kubeletFlags are the kubelet flags the stand-in uses; it accepts exactly
+// the real kubelet's (flags.go).
 type kubeletFlags struct {
 	config, bootstrapKubeconfig, kubeconfig, certDir string
 	hostnameOverride, nodeIP                         string
 	nodeLabels                                       map[string]string
 	registerWithTaints                               string
-	windowsService, logToStderr                      bool
+	windowsService                                   bool
 	verbosity                                        int
-	logFile, containerRuntimeEndpoint, priorityClass string
-	cloudProvider, cloudConfig, resolvConf           string
+	containerRuntimeEndpoint, priorityClass          string
+	cloudProvider, version                           string
 }
 
-func parseKubeletFlags(args []string) (*kubeletFlags, error) {
-	f := &kubeletFlags{}
+// kubeletFlagSet is the real kubelet's flag set with the stand-in's flags
+// bound to f.
+func kubeletFlagSet(f *kubeletFlags) (*pflag.FlagSet, error) {
 	fs := pflag.NewFlagSet("kubelet", pflag.ContinueOnError)
 	fs.SetOutput(os.Stderr)
+	// As the kubelet's: --cert_dir is --cert-dir (cliflag.WordSepNormalizeFunc).
+	fs.SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
+		return pflag.NormalizedName(strings.ReplaceAll(name, "_", "-"))
+	})
 	fs.StringVar(&f.config, "config", "", "path to the KubeletConfiguration file")
 	fs.StringVar(&f.bootstrapKubeconfig, "bootstrap-kubeconfig", "", "kubeconfig used to get a client certificate")
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig for the API server")
@@ -51,18 +57,34 @@ func parseKubeletFlags(args []string) (*kubeletFlags, error) {
 	fs.StringVar(&f.registerWithTaints, "register-with-taints", "", "taints to add when registering the node (key=value:Effect,...)")
 	fs.BoolVar(&f.windowsService, "windows-service", false, "run as a Windows service")
 	fs.IntVarP(&f.verbosity, "v", "v", 0, "log verbosity")
-	fs.StringVar(&f.logFile, "log-file", "", "file to write logs to")
-	fs.BoolVar(&f.logToStderr, "logtostderr", true, "log to standard error")
 	fs.StringVar(&f.containerRuntimeEndpoint, "container-runtime-endpoint", "", "container runtime endpoint")
 	fs.StringVar(&f.priorityClass, "windows-priorityclass", "NORMAL_PRIORITY_CLASS", "priority class of the kubelet process")
 	fs.StringVar(&f.cloudProvider, "cloud-provider", "", "cloud provider (external or empty)")
-	fs.StringVar(&f.cloudConfig, "cloud-config", "", "cloud provider configuration file")
-	fs.StringVar(&f.resolvConf, "resolv-conf", "", "resolver configuration file")
-	if err := fs.Parse(args); err != nil {
+	fs.StringVar(&f.version, "version", "false", "print the version and quit")
+	fs.Lookup("version").NoOptDefVal = "true"
+	return strictPFlags(Kubelet, fs)
+}
+
+// parseKubeletFlags parses the command line as the kubelet does: every
+// flag first ("failed to parse kubelet flag: ..." for one it refuses), then
+// no other argument.
+func parseKubeletFlags(args []string) (*kubeletFlags, error) {
+	f := &kubeletFlags{}
+	fs, err := kubeletFlagSet(f)
+	if err != nil {
 		return nil, err
 	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("failed to parse kubelet flag: %w", err)
+	}
 	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments: %q", fs.Args())
+		return nil, fmt.Errorf("unknown command %+s", fs.Args()[0])
+	}
+	if f.version != "false" {
+		return f, nil
 	}
 	return f, f.validate()
 }
@@ -266,13 +288,11 @@ func runKubelet(ctx context.Context, args []string) int {
 		log.Errorf("command failed: %v", err)
 		return 1
 	}
-	log.verbose = flags.verbosity
-	if flags.logFile != "" {
-		if err := log.toFile(flags.logFile); err != nil {
-			log.Errorf("%v", err)
-			return 1
-		}
+	if flags.version != "false" {
+		fmt.Printf("Kubernetes %s\n", kubeletVersion())
+		return 0
 	}
+	log.verbose = flags.verbosity
 	k := &kubelet{flags: flags, log: log, version: kubeletVersion(), podIPs: map[types.UID]string{}}
 	log.Infof("kubelet version %s starting (a simulated kubelet: it registers a node and reports pods, it runs no containers)", k.version)
 	if err := k.run(ctx); err != nil {
@@ -296,6 +316,14 @@ func (k *kubelet) run(ctx context.Context) error {
 		return err
 	}
 	k.config = cfg
+	// The kubelet answers the service control manager once its flags and
+	// configuration are loaded (cmd/kubelet/app/server.go: run calls
+	// initForOS, which calls service.InitService).
+	if k.flags.windowsService {
+		if err := answerServiceManager(ctx, k.log, "kubelet"); err != nil {
+			return fmt.Errorf("failed OS init: %w", err)
+		}
+	}
 	// --register-with-taints wins over the configuration's
 	// registerWithTaints, as flags win over the file in the kubelet.
 	if k.taints, err = parseTaints(k.flags.registerWithTaints); err != nil {

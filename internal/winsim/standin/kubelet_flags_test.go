@@ -26,23 +26,27 @@ func TestKubeletFlags(t *testing.T) {
 		`--config=C:\k\kubelet.conf`, `--bootstrap-kubeconfig=C:\k\bootstrap-kubeconfig`, `--kubeconfig=C:\k\kubeconfig`,
 		`--cert-dir=c:\var\lib\kubelet\pki\`, "--hostname-override=win-abc", "--node-ip=127.0.0.10",
 		"--node-labels=node.kubernetes.io/windows-build=10.0.17763,example.com/team=a", "--register-with-taints=os=Windows:NoSchedule",
-		"--windows-service", "--v=3", `--log-file=C:\var\log\kubelet\kubelet.log`, "--logtostderr=false",
+		"--windows-service", "--v=3",
 		"--container-runtime-endpoint=npipe://./pipe/containerd-containerd", "--windows-priorityclass=ABOVE_NORMAL_PRIORITY_CLASS",
-		"--cloud-provider=external", "--cloud-config=", "--resolv-conf=",
+		"--cloud-provider=external", "--max-pods=50", "--fail-swap-on=false",
 	}
 	f, err := parseKubeletFlags(good)
 	if err != nil {
-		t.Fatalf("the flags the operator passes: %v", err)
+		t.Fatalf("flags the real kubelet accepts: %v", err)
 	}
-	if f.nodeLabels["example.com/team"] != "a" || f.verbosity != 3 || !f.windowsService || f.logToStderr {
+	if f.nodeLabels["example.com/team"] != "a" || f.verbosity != 3 || !f.windowsService {
 		t.Errorf("parsed flags: %+v", f)
 	}
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
-		{[]string{"--no-such-flag=1"}, "unknown flag: --no-such-flag"},
-		{[]string{"--cgroups-per-qos=false"}, "unknown flag: --cgroups-per-qos"},
+		{[]string{"--no-such-flag=1"}, "failed to parse kubelet flag: unknown flag: --no-such-flag"},
+		// Removed from the kubelet: klog's file flags in v1.26 (KEP-2845),
+		// --cloud-config with the in-tree cloud providers.
+		{[]string{"--logtostderr=false"}, "failed to parse kubelet flag: unknown flag: --logtostderr"},
+		{[]string{`--log-file=C:\var\log\kubelet\kubelet.log`}, "failed to parse kubelet flag: unknown flag: --log-file"},
+		{[]string{`--cloud-config=C:\k\cloud.conf`}, "failed to parse kubelet flag: unknown flag: --cloud-config"},
 		{[]string{"--node-labels=node-role.kubernetes.io/worker="}, "unknown 'kubernetes.io' or 'k8s.io' labels specified with --node-labels: [node-role.kubernetes.io/worker]"},
 		{[]string{"--node-labels=bad key=x"}, "invalid node labels"},
 		{[]string{"--register-with-taints=os=Windows"}, "invalid taint spec"},

@@ -8,12 +8,14 @@ import (
 
 func TestKubeProxyValidation(t *testing.T) {
 	kc := writeTemp(t, "kubeconfig", "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:6443\ncontexts:\n- name: c\n  context:\n    cluster: c\n    user: u\nusers:\n- name: u\n  user:\n    token: x\ncurrent-context: c\n")
-	if err := validateKubeProxy("", kc, "", "kernelspace"); err != nil {
+	if _, err := validateKubeProxy("", proxySettings{kubeconfig: kc, mode: "kernelspace"}); err != nil {
 		t.Errorf("a Windows kube-proxy command line: %v", err)
 	}
-	cfg := writeTemp(t, "kp.yaml", "apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\nmode: kernelspace\nclientConnection:\n  kubeconfig: "+kc+"\n")
-	if err := validateKubeProxy(cfg, "", "", ""); err != nil {
-		t.Errorf("a Windows kube-proxy configuration file: %v", err)
+	cfg := writeTemp(t, "kp.yaml", "apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\nmode: kernelspace\nclientConnection:\n  kubeconfig: "+kc+"\nwinkernel:\n  networkName: vxlan0\n  sourceVip: 10.244.1.2\n")
+	// The file replaces the flags (but --hostname-override), as in kube-proxy.
+	set, err := validateKubeProxy(cfg, proxySettings{mode: "iptables", networkName: "other", hostnameOverride: "win-1"})
+	if err != nil || set.networkName != "vxlan0" || set.sourceVIP != "10.244.1.2" || set.kubeconfig != kc || set.hostnameOverride != "win-1" {
+		t.Errorf("a Windows kube-proxy configuration file: %+v, %v", set, err)
 	}
 	for _, tc := range []struct{ config, kubeconfig, mode, want string }{
 		{"", kc, "iptables", "only kernelspace"},
@@ -21,7 +23,7 @@ func TestKubeProxyValidation(t *testing.T) {
 		{"", kc + ".missing", "", "reading kubeconfig"},
 		{writeTemp(t, "bad.yaml", "apiVersion: v1\nkind: Pod\n"), kc, "", "KubeProxyConfiguration"},
 	} {
-		err := validateKubeProxy(tc.config, tc.kubeconfig, "", tc.mode)
+		_, err := validateKubeProxy(tc.config, proxySettings{kubeconfig: tc.kubeconfig, mode: tc.mode})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: err = %v, want it to mention %q", tc, err, tc.want)
 		}
@@ -38,7 +40,7 @@ func FuzzKubeProxyConfig(f *testing.F) {
 		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		err := validateKubeProxy(p, "", "https://127.0.0.1:6443", "")
+		_, err := validateKubeProxy(p, proxySettings{master: "https://127.0.0.1:6443"})
 		if err == nil && !strings.Contains(body, "KubeProxyConfiguration") {
 			t.Fatalf("accepted a file that is not a KubeProxyConfiguration: %q", body)
 		}

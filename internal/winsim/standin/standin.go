@@ -167,3 +167,26 @@ func scmClient() (*simscm.Client, error) {
 
 // timeNow is time.Now, named for the one place that compares expiry.
 var timeNow = time.Now
+
+// answerServiceManager is what the real program does when told it runs as
+// a Windows service (the kubelet's and kube-proxy's --windows-service,
+// k8s.io/kubernetes pkg/windows/service.InitService; containerd's
+// --run-service; hybrid-overlay-node's --windows-service): it calls
+// StartServiceCtrlDispatcher through golang.org/x/sys/windows/svc.Run. The
+// service control manager waits for that call and kills a service process
+// that does not make it in time (error 1053); run from a console, or as
+// the child of another service's process, the call fails (error 1063) and
+// so does the program, as the kubelet's "Running kubelet as a Windows has
+// error" shows.
+func answerServiceManager(ctx context.Context, log *logger, service string) error {
+	c, err := scmClient()
+	if err == nil {
+		err = c.ConnectDispatcher(ctx)
+	}
+	if err != nil {
+		log.Errorf("Running %s as a Windows has error %v!", service, err)
+		return err
+	}
+	log.Infof("Running %s as a Windows service!", service)
+	return nil
+}

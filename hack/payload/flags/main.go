@@ -1,0 +1,94 @@
+// Command flags reads a program's --help on stdin and prints the names of
+// the flags it accepts, one a line, for the stand-ins of internal/winsim
+// (which refuse every other flag, as the real program does):
+//
+//	flags pflag  < help.txt   kubelet, kube-proxy (spf13/pflag's FlagUsages)
+//	flags goflag < help.txt   flanneld (Go's flag.PrintDefaults)
+//
+// Each line is `NAME KIND [SHORTHAND]`: KIND is bool for a flag that takes
+// no value (help shows no type for it), value for one that does, and
+// optional=DEFAULT for one whose value may be left out. The
+// payload build (hack/payload/build.sh) runs it on each program's --help
+// under Wine.
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// pflag's FlagUsages: "  -v, --v Level   usage" or "      --name type   usage"
+// (exactly these indentations); the type is absent for a bool flag. Usage
+// continuation lines are indented further, to the usage column.
+var pflagLine = regexp.MustCompile(`^(?:  -([A-Za-z0-9]), |      )--([A-Za-z0-9][\w.-]*)(?: ([^\s]+))?(?:\s{2,}|$)`)
+
+// Go's flag.PrintDefaults: "  -name type" then a tab or a new line and the
+// usage; no type for a bool flag.
+var goflagLine = regexp.MustCompile(`^  -([\w.-]+)(?: ([^\s]+))?(?:\t|$)`)
+
+func main() {
+	if len(os.Args) != 2 || (os.Args[1] != "pflag" && os.Args[1] != "goflag") {
+		fmt.Fprintln(os.Stderr, "usage: flags pflag|goflag < HELP")
+		os.Exit(2)
+	}
+	lines, err := parse(os.Stdin, os.Args[1])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "flags:", err)
+		os.Exit(1)
+	}
+	for _, l := range lines {
+		fmt.Println(l)
+	}
+}
+
+// parse returns the flag lines of a --help text, sorted.
+func parse(r io.Reader, style string) ([]string, error) {
+	var out []string
+	seen := map[string]bool{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := strings.TrimRight(sc.Text(), "\r")
+		var short, name, typ string
+		if style == "pflag" {
+			m := pflagLine.FindStringSubmatch(line)
+			if m == nil {
+				continue
+			}
+			short, name, typ = m[1], m[2], m[3]
+		} else {
+			m := goflagLine.FindStringSubmatch(line)
+			if m == nil {
+				continue
+			}
+			name, typ = m[1], m[2]
+		}
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		kind := "value"
+		switch {
+		case typ == "":
+			kind = "bool"
+		case strings.Contains(typ, "[="):
+			// A value that may be left out: pflag shows its
+			// NoOptDefVal, "--version version[=true]".
+			kind = "optional=" + strings.TrimSuffix(typ[strings.Index(typ, "[=")+2:], "]")
+		}
+		out = append(out, strings.TrimSpace(name+" "+kind+" "+short))
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no flag found in the %s help text", style)
+	}
+	slices.Sort(out)
+	return out, nil
+}

@@ -1,0 +1,40 @@
+package main
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+// Help texts in the forms the real programs print (pflag's FlagUsages for
+// the kubelet and kube-proxy, Go's flag.PrintDefaults for flanneld),
+// continuation lines included.
+func TestParse(t *testing.T) {
+	pflagHelp := `Usage:
+  kube-proxy [flags]
+
+Flags:
+      --bind-address-hard-fail        If true kube-proxy will treat failure to bind to a port as fatal and exit
+      --cluster-cidr string           The CIDR range of the pods in the cluster.
+      --feature-gates mapStringBool   A set of key=value pairs. Options are:
+                                      --not-a-flag=true|false (a continuation line)
+  -h, --help                          help for kube-proxy
+  -v, --v Level                       number for the log level verbosity
+      --version version[=true]        --version, --version=raw prints version information and quits
+`
+	got, err := parse(strings.NewReader(pflagHelp), "pflag")
+	want := []string{"bind-address-hard-fail bool", "cluster-cidr value", "feature-gates value", "help bool h", "v value v", "version optional=true"}
+	if err != nil || !slices.Equal(got, want) {
+		t.Errorf("pflag: %q, %v; want %q", got, err, want)
+	}
+	goflagHelp := "Usage: flanneld [OPTION]...\n  -etcd-prefix string\n    \tetcd prefix (default \"/coreos.com/network\")\n" +
+		"  -iface value\n    \tinterface to use\n  -ip-masq\n    \tsetup IP masquerade rule\n  -v value\n    \tnumber for the log level verbosity\n"
+	got, err = parse(strings.NewReader(goflagHelp), "goflag")
+	want = []string{"etcd-prefix value", "iface value", "ip-masq bool", "v value"}
+	if err != nil || !slices.Equal(got, want) {
+		t.Errorf("goflag: %q, %v; want %q", got, err, want)
+	}
+	if _, err := parse(strings.NewReader("Error: unknown flag: --help\n"), "pflag"); err == nil {
+		t.Error("a text with no flag parsed without error")
+	}
+}

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/winnode/winnode/internal/payload"
+	"github.com/winnode/winnode/internal/plan"
+)
+
+// TestWrite renders the whole input space with a payload's manifest and
+// checks what the Wine tier gets: every case's command lines and
+// configurations, once each, and the negative case.
+func TestWrite(t *testing.T) {
+	m := &payload.Manifest{SchemaVersion: payload.SchemaVersion}
+	for _, name := range []string{"winnode-agent.exe", "kubelet.exe", "kube-proxy.exe", "flanneld.exe"} {
+		m.Files = append(m.Files, payload.File{Name: name, HostPath: `C:\k\` + name, SHA256: strings.Repeat("a", 64), Size: 1, Version: "v1"})
+	}
+	out := t.TempDir()
+	if err := write(m, out, filepath.Join("..", "..", "..", "internal", "ignition", "testdata")); err != nil {
+		t.Fatal(err)
+	}
+	cmds, _ := filepath.Glob(filepath.Join(out, "services", "*.cmd"))
+	var all []string
+	for _, c := range cmds {
+		data, err := os.ReadFile(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, strings.ReplaceAll(string(data), "\x00", " "))
+	}
+	joined := strings.Join(all, "\n")
+	for _, want := range []string{`C:\k\kubelet.exe --config=`, `C:\k\kube-proxy.exe --config=C:\k\kube-proxy.yaml`, `C:\k\flanneld.exe --kube-subnet-mgr`,
+		`--log-file C:\k\log\kubelet.log -- C:\k\kubelet.exe`, `C:\k\hybrid-overlay-node.exe --node`} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("no command line has %q:\n%s", want, joined)
+		}
+	}
+	if strings.Contains(joined, "--logtostderr") {
+		t.Errorf("a command line has --logtostderr:\n%s", joined)
+	}
+	cases, _ := os.ReadFile(filepath.Join(out, "services", "001.cmd.cases"))
+	if !strings.Contains(string(cases), "flannel/kubernetes/2019/byoh/subnet=true/kubelet") {
+		t.Errorf("001.cmd.cases = %q", cases)
+	}
+	for _, kind := range []string{"kubelet", "kube-proxy", "cni"} {
+		if files, _ := filepath.Glob(filepath.Join(out, "configs", kind, "*.cases")); len(files) == 0 {
+			t.Errorf("no %s configuration written", kind)
+		}
+	}
+	bad, err := os.ReadFile(filepath.Join(out, "negative", "kubelet-logtostderr.cmd"))
+	if err != nil || !strings.HasSuffix(string(bad), "\x00--logtostderr=false") || !strings.HasPrefix(string(bad), `C:\k\winnode-agent.exe`+"\x00"+plan.RunServiceCommand) {
+		t.Errorf("negative case %q, %v", bad, err)
+	}
+}
