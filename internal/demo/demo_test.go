@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -23,7 +24,9 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/winnode/winnode/internal/cli"
 	"github.com/winnode/winnode/internal/cli/view"
@@ -156,6 +159,7 @@ func TestDemoReadyThenSIGTERM(t *testing.T) {
 	if strings.Contains(out, "\x1b[") {
 		t.Errorf("the demo drew with terminal escapes on a pipe:\n%q", out)
 	}
+	checkNoStackTrace(t, out+stderr.String())
 	if _, err := os.Stat(filepath.Join(work, "demo", "hosts")); err != nil {
 		t.Errorf("--workdir was not kept: %v", err)
 	}
@@ -445,6 +449,7 @@ func TestDemoOpenShiftFlavor(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.out, r.err)
 	}
+	checkNoStackTrace(t, r.out+r.err)
 	for _, want := range []string{
 		"configured as an OpenShift 4 cluster",
 		"created MachineSet openshift-machine-api/winnode-demo-windows with 1 Windows Machine",
@@ -497,6 +502,48 @@ func TestDemoCAPIFlavor(t *testing.T) {
 	} {
 		if !strings.Contains(r.out, want) {
 			t.Errorf("the demo's output lacks %q:\n%s", want, r.out)
+		}
+	}
+}
+
+// TestLibraryLogsGoToOperatorLog: from the moment the demo opens its logs,
+// what controller-runtime (envtest's CRD install, through its process-wide
+// logger) and client-go (klog) log lands in operator.log, not on the
+// terminal; once the demo stops, nowhere.
+func TestLibraryLogsGoToOperatorLog(t *testing.T) {
+	d := &demo{workdir: t.TempDir()}
+	if err := d.openLogs(); err != nil {
+		t.Fatal(err)
+	}
+	ctrllog.Log.WithName("test-env").Info("probe from controller-runtime")
+	klog.InfoS("probe from klog")
+	routeLibraryLogs(nil)
+	ctrllog.Log.WithName("test-env").Info("probe after the demo stopped")
+	if err := errors.Join(d.logFile.Close(), d.operatorLog.Close()); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(d.workdir, "operator.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := string(data)
+	for _, want := range []string{"probe from controller-runtime", "probe from klog"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("operator.log lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "after the demo stopped") {
+		t.Errorf("operator.log got a line after the demo stopped:\n%s", got)
+	}
+}
+
+// checkNoStackTrace fails when the demo's output holds controller-runtime's
+// complaint about its logger or a goroutine stack trace.
+func checkNoStackTrace(t *testing.T, output string) {
+	t.Helper()
+	for _, bad := range []string{"SetLogger", "goroutine ", "Detected at:", ".go:"} {
+		if strings.Contains(output, bad) {
+			t.Errorf("the demo's output holds %q (a library's log or stack trace on the terminal):\n%s", bad, output)
 		}
 	}
 }

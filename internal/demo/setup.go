@@ -39,11 +39,9 @@ func (d *demo) setUp(ctx context.Context) error {
 		return err
 	}
 	fmt.Fprintf(d.s.Out, "Work folder: %s (operator.log, winsim.log)\n\n", d.workdir)
-	logFile, err := os.OpenFile(filepath.Join(d.workdir, "winsim.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return fmt.Errorf("opening the simulated hosts' log: %w", err)
+	if err := d.openLogs(); err != nil {
+		return err
 	}
-	d.logFile = logFile
 	logger := slog.New(slog.NewTextHandler(d.logFile, nil))
 
 	payloadDir, standinBin, err := d.buildPayload()
@@ -78,6 +76,7 @@ func (d *demo) setUp(ctx context.Context) error {
 		config:     d.env.Config,
 		namespace:  controller.DefaultNamespace,
 		payloadDir: payloadDir,
+		log:        d.operatorLog,
 		logPath:    filepath.Join(d.workdir, "operator.log"),
 		progress:   d.recordUpload,
 	}); err != nil {
@@ -94,6 +93,21 @@ func (d *demo) setUp(ctx context.Context) error {
 	case d.o.machines > 0:
 		return d.createMachineSet(ctx)
 	}
+	return nil
+}
+
+// openLogs opens the work folder's logs: winsim.log for the simulated
+// hosts, operator.log for the operator and for the libraries that log
+// through process-wide loggers (logs.go), which go there from now on.
+func (d *demo) openLogs() error {
+	var err error
+	if d.logFile, err = os.OpenFile(filepath.Join(d.workdir, "winsim.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
+		return fmt.Errorf("opening the simulated hosts' log: %w", err)
+	}
+	if d.operatorLog, err = os.OpenFile(filepath.Join(d.workdir, "operator.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
+		return fmt.Errorf("opening the operator's log: %w", err)
+	}
+	routeLibraryLogs(d.operatorLog)
 	return nil
 }
 
