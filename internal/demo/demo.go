@@ -166,6 +166,9 @@ type demo struct {
 	o     demoOptions
 	start time.Time
 	say   func(format string, args ...any)
+	// progressEvery is how often a long build says it still runs
+	// (sayWhile; 30 s when zero).
+	progressEvery time.Duration
 
 	workdir    string
 	removeWork bool

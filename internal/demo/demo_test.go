@@ -35,8 +35,15 @@ import (
 	"github.com/winnode/winnode/internal/winsim"
 )
 
-// TestMain removes the binaries the tests built, as testenv requires.
-func TestMain(m *testing.M) { testenv.Main(m) }
+// TestMain removes the binaries the tests built, as testenv requires. The
+// tests' own process hands controller-runtime and klog the demo's
+// switchable logger first, as the demo does (logs.go): the tests use
+// controller-runtime's client minutes after the start, which would print
+// its stack trace, and its first logger is its last.
+func TestMain(m *testing.M) {
+	routeLibraryLogs(nil)
+	testenv.Main(m)
+}
 
 // result is what one winnodectl run printed and returned.
 type result struct {
@@ -79,6 +86,7 @@ func TestDemoReadyThenSIGTERM(t *testing.T) {
 	exited := make(chan error, 1)
 	var output strings.Builder
 	readyLine := make(chan struct{})
+	tryLines := make(chan string, 1) // the output up to the end of the "Try" lines
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		once := false
@@ -88,6 +96,9 @@ func TestDemoReadyThenSIGTERM(t *testing.T) {
 			if !once && strings.Contains(line, "simulated Windows hosts are Ready nodes") {
 				once = true
 				close(readyLine)
+			}
+			if strings.Contains(line, "The demo runs until Ctrl-C") {
+				tryLines <- output.String()
 			}
 		}
 		_, _ = io.Copy(io.Discard, stdout)
@@ -125,6 +136,12 @@ func TestDemoReadyThenSIGTERM(t *testing.T) {
 	// the 2019 one.
 	c := checkDemoCluster(t, kubeconfig, 2)
 	checkSampleRuns(t, c, filepath.Join(work, "demo", "windows-web-server.yaml"))
+	select {
+	case printed := <-tryLines:
+		checkTrySSH(t, printed, bin, kubeconfig)
+	case err := <-exited:
+		t.Fatalf("the demo exited before its \"Try\" lines (%v)", err)
+	}
 
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -544,6 +561,56 @@ func checkNoStackTrace(t *testing.T, output string) {
 	for _, bad := range []string{"SetLogger", "goroutine ", "Detected at:", ".go:"} {
 		if strings.Contains(output, bad) {
 			t.Errorf("the demo's output holds %q (a library's log or stack trace on the terminal):\n%s", bad, output)
+		}
+	}
+}
+
+// checkTrySSH runs the demo's "Try" lines that log in to a simulated host
+// (winnodectl ssh HOST -- ...) in a shell, as a user pastes them: each
+// runs on the host and answers as Windows would.
+func checkTrySSH(t *testing.T, printed, bin, kubeconfig string) {
+	t.Helper()
+	n := 0
+	for _, line := range strings.Split(printed, "\n") {
+		line = strings.TrimSpace(line)
+		if !strings.HasPrefix(line, bin+" ssh ") {
+			continue
+		}
+		n++
+		cmd := exec.Command("bash", "-c", line)
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+		out, err := cmd.CombinedOutput()
+		if err != nil || strings.Contains(string(out), "is not recognized") {
+			t.Errorf("the demo's \"Try\" line %s: %v\n%s", line, err, out)
+		}
+		if strings.Contains(line, "Get-Service kubelet") && !strings.Contains(string(out), "Running  kubelet ") {
+			t.Errorf("the demo's \"Try\" line %s does not show the kubelet Running:\n%s", line, out)
+		}
+	}
+	if n < 2 {
+		t.Errorf("the demo printed %d \"Try\" lines running %s ssh, want 2:\n%s", n, bin, printed)
+	}
+}
+
+// sayWhile says that a build still runs at every interval while it runs,
+// and returns its error.
+func TestSayWhile(t *testing.T) {
+	var out fixture.SyncBuffer
+	d := &demo{progressEvery: 10 * time.Millisecond}
+	d.say = func(format string, args ...any) { fmt.Fprintf(&out, format+"\n", args...) }
+	boom := errors.New("boom")
+	err := d.sayWhile("building the simulated hosts' programs", func() error {
+		for strings.Count(out.String(), "\n") < 2 {
+			time.Sleep(time.Millisecond)
+		}
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Errorf("sayWhile returned %v, want fn's error", err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		if !strings.HasPrefix(line, "building the simulated hosts' programs: still going, ") || !strings.HasSuffix(line, " so far") {
+			t.Errorf("progress line %q", line)
 		}
 	}
 }
