@@ -155,7 +155,7 @@ func (d *demo) startControlPlane(ctx context.Context, hostsDir, standinBin strin
 		}
 		opts.ClusterAPICloudURL = url
 	}
-	d.say("starting the control plane (the first run builds it from source: 12 to 34 minutes on 2 cores)")
+	d.say("starting the control plane (the first run builds it from source: 11.5 to 34 minutes on 2 cores)")
 	var err error
 	if d.env, err = testenv.Start(ctx, opts); err != nil {
 		return fmt.Errorf("starting the control plane: %w", err)
