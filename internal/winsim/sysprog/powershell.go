@@ -3,7 +3,6 @@ package sysprog
 import (
 	"encoding/base64"
 	"errors"
-	"fmt"
 	"io"
 	"strings"
 	"unicode/utf16"
@@ -65,7 +64,7 @@ func psCommandLine(e *Env, args []string) (string, error) {
 			return rest, nil
 		case "encodedcommand", "enc", "ec", "e":
 			if i+1 >= len(args) {
-				return "", errors.New("Cannot process the command because of a missing parameter. A command must follow -EncodedCommand.")
+				return "", psText("Cannot process the command because of a missing parameter. A command must follow -EncodedCommand.")
 			}
 			return decodeCommand(args[i+1])
 		case "noprofile", "nop", "noninteractive", "noni", "nologo", "nol", "mta", "sta":
@@ -77,14 +76,14 @@ func psCommandLine(e *Env, args []string) (string, error) {
 			return strings.Join(args[i:], " "), nil
 		}
 	}
-	return "", errors.New("This is a simulated Windows host (winsim): an interactive PowerShell session is not simulated.\nPass a command: powershell -Command \"Get-Service kubelet\"")
+	return "", psText("This is a simulated Windows host (winsim): an interactive PowerShell session is not simulated.\nPass a command: powershell -Command \"Get-Service kubelet\"")
 }
 
 // decodeCommand decodes -EncodedCommand: base64 of UTF-16LE.
 func decodeCommand(s string) (string, error) {
 	data, err := base64.StdEncoding.DecodeString(s)
 	if err != nil || len(data)%2 != 0 {
-		return "", fmt.Errorf("Cannot process the command because the value specified with -EncodedCommand is not properly encoded. The value must be Base64 encoded.")
+		return "", psText("Cannot process the command because the value specified with -EncodedCommand is not properly encoded. The value must be Base64 encoded.")
 	}
 	u := make([]uint16, len(data)/2)
 	for i := range u {

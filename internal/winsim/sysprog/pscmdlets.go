@@ -122,7 +122,7 @@ func bind(cl *cmdlet, c *psCommand) (bound, error) {
 		if a.param == "" {
 			spec := specAt(cl.params, pos)
 			if spec == nil {
-				return nil, fmt.Errorf("A positional parameter cannot be found that accepts argument '%s'.", strings.Join(a.values, ","))
+				return nil, psTextf("A positional parameter cannot be found that accepts argument '%s'.", strings.Join(a.values, ","))
 			}
 			p[spec.names[0]] = append(p[spec.names[0]], a.values...)
 			pos++
@@ -130,14 +130,14 @@ func bind(cl *cmdlet, c *psCommand) (bound, error) {
 		}
 		spec := specNamed(cl.params, a.param)
 		if spec == nil {
-			return nil, fmt.Errorf("A parameter cannot be found that matches parameter name '%s'.", a.param)
+			return nil, psTextf("A parameter cannot be found that matches parameter name '%s'.", a.param)
 		}
 		if spec.isSwitch {
 			p[spec.names[0]] = []string{"true"}
 			continue
 		}
 		if i+1 >= len(c.args) || c.args[i+1].param != "" {
-			return nil, fmt.Errorf("Missing an argument for parameter '%s'. Specify a parameter of type 'System.String' and try again.", spec.names[0])
+			return nil, psTextf("Missing an argument for parameter '%s'. Specify a parameter of type 'System.String' and try again.", spec.names[0])
 		}
 		i++
 		p[spec.names[0]] = append(p[spec.names[0]], c.args[i].values...)

@@ -97,12 +97,12 @@ func tokenize(text string, line int) ([]psToken, error) {
 		case c == '\'' || c == '"':
 			s, next, err := quoted(r, i)
 			if err != nil {
-				return nil, fmt.Errorf("At line:%d char:%d: %w", line, i+1, err)
+				return nil, psTextf("At line:%d char:%d: %v", line, i+1, err)
 			}
 			toks = append(toks, psToken{text: s, quoted: true, line: line, col: i + 1, end: next + 1})
 			i = next
 		case strings.ContainsRune("$({}@<>`", c):
-			return nil, fmt.Errorf("At line:%d char:%d: %q: variables, script blocks, subexpressions and redirections are not simulated by this simulated host's PowerShell (winsim)", line, i+1, string(c))
+			return nil, psTextf("At line:%d char:%d: %q: variables, script blocks, subexpressions and redirections are not simulated by this simulated host's PowerShell (winsim)", line, i+1, string(c))
 		default:
 			start := i
 			for i < len(r) && !unicode.IsSpace(r[i]) && !strings.ContainsRune(",|;&#'\"", r[i]) {
@@ -135,21 +135,21 @@ func quoted(r []rune, i int) (string, int, error) {
 			b.WriteRune(r[j])
 		}
 	}
-	return "", 0, fmt.Errorf("The string is missing the terminator: %c.", q)
+	return "", 0, psTextf("The string is missing the terminator: %c.", q)
 }
 
 // newCommand makes a command of its tokens: the name (after &, the call
 // operator), then arguments, comma lists joined into one.
 func newCommand(toks []psToken, lineText string) (*psCommand, error) {
-	if toks[0].kind == '&' {
+	if first0 := toks[0]; first0.kind == '&' {
 		toks = toks[1:]
 		if len(toks) == 0 {
-			return nil, fmt.Errorf("At line:%d: the call operator & names no command", 0)
+			return nil, psTextf("At line:%d char:%d: the call operator & names no command", first0.line, first0.col)
 		}
 	}
 	first := toks[0]
 	if first.kind != 0 {
-		return nil, fmt.Errorf("At line:%d char:%d: unexpected %q", first.line, first.col, first.text)
+		return nil, psTextf("At line:%d char:%d: unexpected %q", first.line, first.col, first.text)
 	}
 	c := &psCommand{name: first.text, lineText: lineText, line: first.line, col: first.col, end: toks[len(toks)-1].end}
 	for i := 1; i < len(toks); i++ {
@@ -157,13 +157,13 @@ func newCommand(toks []psToken, lineText string) (*psCommand, error) {
 		switch {
 		case t.kind == ',':
 			if len(c.args) == 0 || c.args[len(c.args)-1].param != "" || i+1 >= len(toks) || toks[i+1].kind != 0 {
-				return nil, fmt.Errorf("At line:%d char:%d: Missing argument in parameter list.", t.line, t.col)
+				return nil, psTextf("At line:%d char:%d: Missing argument in parameter list.", t.line, t.col)
 			}
 			i++
 			last := &c.args[len(c.args)-1]
 			last.values = append(last.values, toks[i].text)
 		case t.kind != 0:
-			return nil, fmt.Errorf("At line:%d char:%d: unexpected %q", t.line, t.col, t.text)
+			return nil, psTextf("At line:%d char:%d: unexpected %q", t.line, t.col, t.text)
 		case !t.quoted && len(t.text) > 1 && t.text[0] == '-' && unicode.IsLetter(rune(t.text[1])):
 			c.args = append(c.args, psArg{param: strings.TrimSuffix(t.text[1:], ":")})
 		default:
@@ -172,3 +172,12 @@ func newCommand(toks []psToken, lineText string) (*psCommand, error) {
 	}
 	return c, nil
 }
+
+// psText is a message of PowerShell's, as it writes it (capitalized, with
+// its full stop): text to show, which the parser and the parameter binder
+// return as an error.
+type psText string
+
+func (t psText) Error() string { return string(t) }
+
+func psTextf(format string, args ...any) error { return psText(fmt.Sprintf(format, args...)) }

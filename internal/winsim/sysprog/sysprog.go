@@ -19,7 +19,6 @@ package sysprog
 import (
 	"io"
 	"strings"
-	"time"
 
 	"github.com/winnode/winnode/internal/simhns"
 	"github.com/winnode/winnode/internal/simscm"
@@ -47,18 +46,9 @@ type Env struct {
 	// command: args[0] found in PATH, or a path) and returns its exit
 	// code; ErrNoProgram when there is no such program.
 	Exec func(args []string, stdout, stderr io.Writer) (int, error)
-	// Now is the clock (time.Now when nil).
-	Now func() time.Time
 
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
-}
-
-func (e *Env) now() time.Time {
-	if e.Now != nil {
-		return e.Now()
-	}
-	return time.Now()
 }
 
 // Program runs with its arguments (argv[1:]) and returns its exit code.
