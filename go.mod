@@ -14,6 +14,7 @@ require (
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.10
 	github.com/vincent-petithory/dataurl v1.0.0
+	github.com/winnode/winnode/hack/tools/winsimcloud v0.0.0-00010101000000-000000000000
 	golang.org/x/crypto v0.58.0
 	golang.org/x/sys v0.49.0
 	golang.org/x/term v0.47.0
@@ -110,3 +111,8 @@ require (
 	sigs.k8s.io/randfill v1.0.0 // indirect
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect
 )
+
+// The simulated cloud's wire types and client, a stdlib-only module of this
+// tree that the test world's programs (hack/tools/openshift, hack/tools/capi)
+// require too; it requires none of them, nor this module.
+replace github.com/winnode/winnode/hack/tools/winsimcloud => ./hack/tools/winsimcloud

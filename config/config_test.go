@@ -952,6 +952,20 @@ func TestContainerfileMatchesTreeAndManifests(t *testing.T) {
 	if !strings.Contains(text, "hack/payload/build.sh /out/payload") {
 		t.Error("the Containerfile does not build the payload with hack/payload/build.sh")
 	}
+	// A module that go.mod replaces with a folder of the tree must be there
+	// when the image downloads the modules.
+	gomod, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	download := strings.Index(text, "go mod download")
+	for _, m := range regexp.MustCompile(`(?m)^replace \S+ => (\./\S+)$`).FindAllStringSubmatch(string(gomod), -1) {
+		dir := strings.TrimPrefix(m[1], "./") + "/"
+		at := strings.Index(text, "COPY "+dir+" ")
+		if at < 0 || at > download {
+			t.Errorf("go.mod replaces a module with %s, which the Containerfile does not copy before `go mod download`", m[1])
+		}
+	}
 }
 
 // readObjects decodes every object of a YAML file under config/.

@@ -4,6 +4,9 @@
 # their program the same way. The sourcing script defines say (its log line
 # on stderr).
 
+# shellcheck source=progress.sh
+source "$(dirname "${BASH_SOURCE[0]}")/progress.sh"
+
 # tool_sources_hash MODDIR PATH...: 12 hex digits that name what a program of
 # the Go module in MODDIR is made of, so that a change to any of it makes a
 # new cache entry: the Go files (tests aside) and YAML files under each PATH
@@ -36,17 +39,22 @@ build_tool_program() {
 	exec 9>"$cache/.lock"
 	flock 9
 	if [ ! -x "$cache/$name" ]; then
-		say "building $pkg against $against (first time: minutes on 2 cores)"
+		say "$name: building $pkg against $against from source, once (on 2 cores 11 to 14 minutes the first time, about a minute when only its own sources changed)"
 		start=$SECONDS
-		(cd "$mod" && CGO_ENABLED=0 go build -o "$cache/$name.tmp" "$pkg")
+		with_progress "$name" tool_go_build "$mod" "$cache/$name.tmp" "$pkg"
 		mv "$cache/$name.tmp" "$cache/$name"
-		say "built in $((SECONDS - start))s"
+		say "$name: built in $((SECONDS - start))s"
 	fi
 	if ! cmp -s "$cache/$name" "$out/$name"; then
 		say "copying from cache $cache"
 		cp "$cache/$name" "$out/$name.tmp"
 		mv "$out/$name.tmp" "$out/$name"
 	fi
+}
+
+# tool_go_build MODDIR OUTPUT PKG
+tool_go_build() {
+	(cd "$1" && CGO_ENABLED=0 go build -o "$2" "$3")
 }
 
 # replaced_folders GOMOD: the folders that the replace directives of GOMOD

@@ -28,10 +28,12 @@
 #
 # The upstream programs are kept in a cache outside the work tree,
 # ${WINNODE_CACHE:-~/.cache/winnode}/payload/k8s-<version>-cni-<version>-r<recipe>/,
-# and never rebuilt once there (the first kubelet.exe build takes several
-# minutes on 2 cores). winnode-agent.exe is built from the work tree on every
-# run; Go's build cache makes that a relink of a few seconds. Files already in
-# OUTPUT-DIR with the same content are left untouched.
+# and never rebuilt once there (the first build of kube-proxy.exe and
+# kubelet.exe took about 20 minutes on 2 cores; each build prints its
+# progress every 30 s, hack/lib/progress.sh). winnode-agent.exe is built from
+# the work tree on every run; Go's build cache makes that a relink of a few
+# seconds. Files already in OUTPUT-DIR with the same content are left
+# untouched.
 # Prints OUTPUT-DIR on the last line of stdout.
 set -euo pipefail
 
@@ -42,6 +44,8 @@ say() { echo "payload: $*" >&2; }
 
 # shellcheck source=../lib/gomod.sh
 source "$root/hack/lib/gomod.sh"
+# shellcheck source=../lib/progress.sh
+source "$root/hack/lib/progress.sh"
 
 out=${1:-${WINNODE_PAYLOAD_DIR:-$root/payload}}
 mkdir -p "$out"
@@ -77,9 +81,9 @@ upstream() {
 		say "$name: in cache $cache"
 		return
 	fi
-	say "$name: building $pkg for windows/amd64 (first time only; the Kubernetes programs take several minutes on 2 cores)"
+	say "$name: building $pkg for windows/amd64 from source, once (on 2 cores: kube-proxy.exe and kubelet.exe about 20 minutes together, the others about 2 minutes each)"
 	local start=$SECONDS
-	gobuild "$dir" "$cache/$name.tmp" "$pkg" "$ldflags" "$tags"
+	with_progress "$name" gobuild "$dir" "$cache/$name.tmp" "$pkg" "$ldflags" "$tags"
 	mv "$cache/$name.tmp" "$cache/$name"
 	say "$name: built in $((SECONDS - start))s"
 }

@@ -13,8 +13,8 @@
 # crds/*.yaml. Both are also kept in a cache outside the work tree
 # (${WINNODE_CACHE:-~/.cache/winnode}/capi/world-<version>-<hash>), keyed by
 # a hash of the program's sources, the provider CRDs, the module's go.mod and
-# go.sum and the simulated cloud's client it shares with the Machine API
-# program (hack/tools/winsimcloud), so a changed program is rebuilt and an
+# go.sum and the simulated cloud's API types and client (shared with the Machine API
+# program and the winnode module: hack/tools/winsimcloud), so a changed program is rebuilt and an
 # unchanged one copied.
 # Prints the binary's path on the last line of stdout.
 set -euo pipefail

@@ -17,6 +17,8 @@ say() { echo "build-control-plane: $*" >&2; }
 
 # shellcheck source=../lib/gomod.sh
 source "$root/hack/lib/gomod.sh"
+# shellcheck source=../lib/progress.sh
+source "$root/hack/lib/progress.sh"
 
 k8s_version=$(modversion "$here" k8s.io/kubernetes)
 etcd_version=$(modversion "$here/etcd" go.etcd.io/etcd/server/v3)
@@ -28,24 +30,44 @@ mkdir -p "$out" "$cache"
 exec 9>"$cache/.lock"
 flock 9
 
+# The four programs, in the order they are built; step N of 4 is the Nth.
+programs=(etcd kube-apiserver kube-controller-manager kube-scheduler)
+# How long each took the first time on fresh 2-core machines
+# (docs/performance.md, "First build").
+declare -A took=(
+	[etcd]="about a minute"
+	[kube-apiserver]="the longest: up to 25 minutes"
+	[kube-controller-manager]="up to 8 minutes"
+	[kube-scheduler]="about a minute, reusing what kube-controller-manager compiled"
+)
+
 # build NAME MODULE-DIR PACKAGE LDFLAGS
 build() {
-	local name=$1 dir=$2 pkg=$3 ldflags=$4
+	local name=$1 dir=$2 pkg=$3 ldflags=$4 n
+	for n in "${!programs[@]}"; do
+		[ "${programs[$n]}" = "$name" ] && break
+	done
+	local label="[$((n + 1))/${#programs[@]}] $name"
 	if [ -x "$out/$name" ]; then
-		say "$name: already built in ${out#$root/}"
+		say "$label: already built in ${out#$root/}"
 		return
 	fi
 	if [ ! -x "$cache/$name" ]; then
-		say "$name: building $pkg (first time: several minutes on 2 cores)"
+		say "$label: building $pkg from source, once (on 2 cores ${took[$name]})"
 		local start=$SECONDS
-		(cd "$dir" && CGO_ENABLED=0 go build -ldflags "$ldflags" -o "$cache/$name.tmp" "$pkg")
+		with_progress "$label" build_go "$dir" "$cache/$name.tmp" "$pkg" "$ldflags"
 		mv "$cache/$name.tmp" "$cache/$name"
-		say "$name: built in $((SECONDS - start))s"
+		say "$label: built in $((SECONDS - start))s"
 	else
-		say "$name: copying from cache $cache"
+		say "$label: copying from cache $cache"
 	fi
 	cp "$cache/$name" "$out/$name.tmp"
 	mv "$out/$name.tmp" "$out/$name"
+}
+
+# build_go MODULE-DIR OUTPUT PACKAGE LDFLAGS
+build_go() {
+	(cd "$1" && CGO_ENABLED=0 go build -ldflags "$4" -o "$2" "$3")
 }
 
 # Version variables that `--version` prints; the build date is the module's

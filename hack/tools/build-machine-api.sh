@@ -10,8 +10,8 @@
 # The binary is also kept in a cache outside the work tree
 # (${WINNODE_CACHE:-~/.cache/winnode}/openshift/machine-api-<version>-<hash>),
 # keyed by a hash of the program's sources, its go.mod and go.sum and the
-# simulated cloud's client it shares with the Cluster API program
-# (hack/tools/winsimcloud), so a changed program is rebuilt and an unchanged
+# simulated cloud's API types and client (shared with the Cluster API program
+# and the winnode module: hack/tools/winsimcloud), so a changed program is rebuilt and an unchanged
 # one copied. Prints the binary's path on the last line of stdout.
 set -euo pipefail
 

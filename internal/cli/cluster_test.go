@@ -260,11 +260,14 @@ func TestStatusWatch(t *testing.T) {
 		t.Errorf("--watch printed the current state as a change:\n%s", out.String())
 	}
 	before := inst.DeepCopy()
-	inst.Status.Phase, inst.Status.Step, inst.Status.LastError = winnodev1.PhaseFailed, "connect", "connection refused"
+	inst.Status.Phase, inst.Status.Step, inst.Status.LastError = winnodev1.PhaseFailed, "connect", "step connect: connection refused"
 	if err := cl.c.Status().Patch(context.Background(), inst, client.MergeFrom(before)); err != nil {
 		t.Fatal(err)
 	}
-	waitFor("192.0.2.20: Failed, step connect: connection refused")
+	waitFor("192.0.2.20: Failed: step connect: connection refused")
+	if strings.Count(out.String(), "step connect") != 1 {
+		t.Errorf("status --watch names the failed step more than once:\n%s", out.String())
+	}
 	cancel()
 	select {
 	case code := <-done:

@@ -271,6 +271,13 @@ func (c *Configurer) setPhase(inst *winnodev1.WindowsInstance, phase winnodev1.P
 // StepError is a failed step: the condition reason it maps to and what to
 // do. Configure returns it after recording it in the status (phase Failed,
 // lastError).
+//
+// Its message is the one place where a failure is given its step:
+// "step connect: <what failed>". So the error it wraps never names the
+// step (stepErr keeps the innermost step and adds none), status.lastError
+// and the Warning event hold that message as it is, and whoever shows
+// lastError beside status.step (winnodectl status --watch, the demo)
+// does not add the step again (cli/view).
 type StepError struct {
 	Step   string
 	Reason string // a condition reason (winnodev1.Reason*)
@@ -280,6 +287,8 @@ type StepError struct {
 func (e *StepError) Error() string { return fmt.Sprintf("step %s: %v", e.Step, e.Err) }
 func (e *StepError) Unwrap() error { return e.Err }
 
+// stepErr makes err a failure of step, unless a step already claimed it
+// (the inner step is the one that failed).
 func stepErr(step, reason string, err error) error {
 	var se *StepError
 	if errors.As(err, &se) {
@@ -299,6 +308,10 @@ func (c *Configurer) fail(ctx context.Context, inst *winnodev1.WindowsInstance, 
 		return err
 	}
 	reason := winnodev1.ReasonInProgress
+	if inst.Status.Step != "" {
+		// A failure no step claimed is the current step's.
+		err = stepErr(inst.Status.Step, reason, err)
+	}
 	var se *StepError
 	if errors.As(err, &se) {
 		reason = se.Reason

@@ -166,15 +166,21 @@ type demo struct {
 	o     demoOptions
 	start time.Time
 	say   func(format string, args ...any)
+	// progressEvery is how often a long build says it still runs
+	// (sayWhile; 30 s when zero).
+	progressEvery time.Duration
 
 	workdir    string
 	removeWork bool
-	logFile    *os.File
-	env        *testenv.Env
-	kubeconfig string
-	fleet      *winsim.Fleet
-	client     client.Client
-	operator   *runningOperator
+	logFile    *os.File // winsim.log
+	// operatorLog is operator.log: the operator's, controller-runtime's
+	// and client-go's lines (logs.go).
+	operatorLog *os.File
+	env         *testenv.Env
+	kubeconfig  string
+	fleet       *winsim.Fleet
+	client      client.Client
+	operator    *runningOperator
 	// The openshift flavor's simulated cloud (openshift.go), and a client
 	// that knows the Machine API's types.
 	cloud      *cloud.Cloud
@@ -257,6 +263,10 @@ func (d *demo) stop() error {
 	}
 	if d.logFile != nil {
 		errs = append(errs, d.logFile.Close())
+	}
+	if d.operatorLog != nil {
+		routeLibraryLogs(nil)
+		errs = append(errs, d.operatorLog.Close())
 	}
 	if d.removeWork {
 		errs = append(errs, os.RemoveAll(d.workdir))

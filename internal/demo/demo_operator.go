@@ -6,14 +6,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/netip"
-	"os"
 	"time"
 
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
-	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/config"
@@ -32,33 +31,27 @@ type operatorOptions struct {
 	config     *rest.Config
 	namespace  string
 	payloadDir string
-	logPath    string
+	// log receives the operator's log lines (the demo's operator.log,
+	// logPath).
+	log     io.Writer
+	logPath string
 	// progress receives each host's upload progress (the demo's view.Bar).
 	progress func(inst *winnodev1.WindowsInstance, p host.Progress)
 }
 
 // runningOperator is the operator's manager running in this process.
 type runningOperator struct {
-	cancel  context.CancelFunc
-	done    chan error
-	logFile *os.File
+	cancel context.CancelFunc
+	done   chan error
 }
 
 // startOperator runs every controller of winnode-operator (controller.Setup)
 // in this process, as cmd/winnode-operator does, minus what a demo does
 // not need: leader election, the metrics and health endpoints. Its log goes
-// to logPath, not to the terminal.
+// to o.log, not to the terminal (the process-wide loggers of
+// controller-runtime and client-go go there too: logs.go).
 func startOperator(ctx context.Context, o operatorOptions) (*runningOperator, error) {
-	logFile, err := os.OpenFile(o.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("opening the operator's log: %w", err)
-	}
-	logger := logr.FromSlogHandler(slog.NewTextHandler(logFile, nil))
-	// controller-runtime and client-go log through these globals; without
-	// them their lines would land on the demo's terminal.
-	ctrl.SetLogger(logger)
-	klog.SetLogger(logger)
-
+	logger := logr.FromSlogHandler(slog.NewTextHandler(o.log, nil))
 	mgr, err := ctrl.NewManager(o.config, ctrl.Options{
 		Scheme:                 cli.Scheme(),
 		Logger:                 logger,
@@ -71,7 +64,6 @@ func startOperator(ctx context.Context, o operatorOptions) (*runningOperator, er
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	if err != nil {
-		logFile.Close()
 		return nil, fmt.Errorf("creating the operator's manager: %w", err)
 	}
 	if err := controller.Setup(mgr, controller.Options{
@@ -85,21 +77,19 @@ func startOperator(ctx context.Context, o operatorOptions) (*runningOperator, er
 			c.Progress = o.progress
 		},
 	}); err != nil {
-		logFile.Close()
 		return nil, fmt.Errorf("setting up the operator's controllers: %w", err)
 	}
 
 	// The operator is stopped by stop(), after the demo's signal, so that
 	// it stops before the hosts it works on.
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	r := &runningOperator{cancel: cancel, done: make(chan error, 1), logFile: logFile}
+	r := &runningOperator{cancel: cancel, done: make(chan error, 1)}
 	go func() { r.done <- mgr.Start(runCtx) }()
 	select {
 	case <-mgr.Elected():
 		return r, nil
 	case err := <-r.done:
 		cancel()
-		logFile.Close()
 		return nil, fmt.Errorf("the operator stopped at once: %w (see %s)", err, o.logPath)
 	case <-ctx.Done():
 		_ = r.stop()
@@ -116,5 +106,5 @@ func (r *runningOperator) stop() error {
 	case <-time.After(time.Minute):
 		err = errors.New("the operator did not stop within a minute")
 	}
-	return errors.Join(err, r.logFile.Close())
+	return err
 }

@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -23,7 +24,9 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/winnode/winnode/internal/cli"
 	"github.com/winnode/winnode/internal/cli/view"
@@ -32,8 +35,15 @@ import (
 	"github.com/winnode/winnode/internal/winsim"
 )
 
-// TestMain removes the binaries the tests built, as testenv requires.
-func TestMain(m *testing.M) { testenv.Main(m) }
+// TestMain removes the binaries the tests built, as testenv requires. The
+// tests' own process hands controller-runtime and klog the demo's
+// switchable logger first, as the demo does (logs.go): the tests use
+// controller-runtime's client minutes after the start, which would print
+// its stack trace, and its first logger is its last.
+func TestMain(m *testing.M) {
+	routeLibraryLogs(nil)
+	testenv.Main(m)
+}
 
 // result is what one winnodectl run printed and returned.
 type result struct {
@@ -76,6 +86,7 @@ func TestDemoReadyThenSIGTERM(t *testing.T) {
 	exited := make(chan error, 1)
 	var output strings.Builder
 	readyLine := make(chan struct{})
+	tryLines := make(chan string, 1) // the output up to the end of the "Try" lines
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		once := false
@@ -85,6 +96,9 @@ func TestDemoReadyThenSIGTERM(t *testing.T) {
 			if !once && strings.Contains(line, "simulated Windows hosts are Ready nodes") {
 				once = true
 				close(readyLine)
+			}
+			if strings.Contains(line, "The demo runs until Ctrl-C") {
+				tryLines <- output.String()
 			}
 		}
 		_, _ = io.Copy(io.Discard, stdout)
@@ -122,6 +136,12 @@ func TestDemoReadyThenSIGTERM(t *testing.T) {
 	// the 2019 one.
 	c := checkDemoCluster(t, kubeconfig, 2)
 	checkSampleRuns(t, c, filepath.Join(work, "demo", "windows-web-server.yaml"))
+	select {
+	case printed := <-tryLines:
+		checkTrySSH(t, printed, bin, kubeconfig)
+	case err := <-exited:
+		t.Fatalf("the demo exited before its \"Try\" lines (%v)", err)
+	}
 
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -156,6 +176,7 @@ func TestDemoReadyThenSIGTERM(t *testing.T) {
 	if strings.Contains(out, "\x1b[") {
 		t.Errorf("the demo drew with terminal escapes on a pipe:\n%q", out)
 	}
+	checkNoStackTrace(t, out+stderr.String())
 	if _, err := os.Stat(filepath.Join(work, "demo", "hosts")); err != nil {
 		t.Errorf("--workdir was not kept: %v", err)
 	}
@@ -445,6 +466,7 @@ func TestDemoOpenShiftFlavor(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.out, r.err)
 	}
+	checkNoStackTrace(t, r.out+r.err)
 	for _, want := range []string{
 		"configured as an OpenShift 4 cluster",
 		"created MachineSet openshift-machine-api/winnode-demo-windows with 1 Windows Machine",
@@ -497,6 +519,98 @@ func TestDemoCAPIFlavor(t *testing.T) {
 	} {
 		if !strings.Contains(r.out, want) {
 			t.Errorf("the demo's output lacks %q:\n%s", want, r.out)
+		}
+	}
+}
+
+// TestLibraryLogsGoToOperatorLog: from the moment the demo opens its logs,
+// what controller-runtime (envtest's CRD install, through its process-wide
+// logger) and client-go (klog) log lands in operator.log, not on the
+// terminal; once the demo stops, nowhere.
+func TestLibraryLogsGoToOperatorLog(t *testing.T) {
+	d := &demo{workdir: t.TempDir()}
+	if err := d.openLogs(); err != nil {
+		t.Fatal(err)
+	}
+	ctrllog.Log.WithName("test-env").Info("probe from controller-runtime")
+	klog.InfoS("probe from klog")
+	routeLibraryLogs(nil)
+	ctrllog.Log.WithName("test-env").Info("probe after the demo stopped")
+	if err := errors.Join(d.logFile.Close(), d.operatorLog.Close()); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(d.workdir, "operator.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := string(data)
+	for _, want := range []string{"probe from controller-runtime", "probe from klog"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("operator.log lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "after the demo stopped") {
+		t.Errorf("operator.log got a line after the demo stopped:\n%s", got)
+	}
+}
+
+// checkNoStackTrace fails when the demo's output holds controller-runtime's
+// complaint about its logger or a goroutine stack trace.
+func checkNoStackTrace(t *testing.T, output string) {
+	t.Helper()
+	for _, bad := range []string{"SetLogger", "goroutine ", "Detected at:", ".go:"} {
+		if strings.Contains(output, bad) {
+			t.Errorf("the demo's output holds %q (a library's log or stack trace on the terminal):\n%s", bad, output)
+		}
+	}
+}
+
+// checkTrySSH runs the demo's "Try" lines that log in to a simulated host
+// (winnodectl ssh HOST -- ...) in a shell, as a user pastes them: each
+// runs on the host and answers as Windows would.
+func checkTrySSH(t *testing.T, printed, bin, kubeconfig string) {
+	t.Helper()
+	n := 0
+	for _, line := range strings.Split(printed, "\n") {
+		line = strings.TrimSpace(line)
+		if !strings.HasPrefix(line, bin+" ssh ") {
+			continue
+		}
+		n++
+		cmd := exec.Command("bash", "-c", line)
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+		out, err := cmd.CombinedOutput()
+		if err != nil || strings.Contains(string(out), "is not recognized") {
+			t.Errorf("the demo's \"Try\" line %s: %v\n%s", line, err, out)
+		}
+		if strings.Contains(line, "Get-Service kubelet") && !strings.Contains(string(out), "Running  kubelet ") {
+			t.Errorf("the demo's \"Try\" line %s does not show the kubelet Running:\n%s", line, out)
+		}
+	}
+	if n < 2 {
+		t.Errorf("the demo printed %d \"Try\" lines running %s ssh, want 2:\n%s", n, bin, printed)
+	}
+}
+
+// sayWhile says that a build still runs at every interval while it runs,
+// and returns its error.
+func TestSayWhile(t *testing.T) {
+	var out fixture.SyncBuffer
+	d := &demo{progressEvery: 10 * time.Millisecond}
+	d.say = func(format string, args ...any) { fmt.Fprintf(&out, format+"\n", args...) }
+	boom := errors.New("boom")
+	err := d.sayWhile("building the simulated hosts' programs", func() error {
+		for strings.Count(out.String(), "\n") < 2 {
+			time.Sleep(time.Millisecond)
+		}
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Errorf("sayWhile returned %v, want fn's error", err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		if !strings.HasPrefix(line, "building the simulated hosts' programs: still going, ") || !strings.HasSuffix(line, " so far") {
+			t.Errorf("progress line %q", line)
 		}
 	}
 }

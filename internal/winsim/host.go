@@ -185,6 +185,9 @@ func New(opts Options) (*Host, error) {
 			return nil, fmt.Errorf("simulated host %s: creating %s: %w", h.id.Hostname, dir, err)
 		}
 	}
+	if err := h.installSystemPrograms(); err != nil {
+		return nil, err
+	}
 	if err := h.loadHostKey(); err != nil {
 		return nil, err
 	}

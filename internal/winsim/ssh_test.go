@@ -61,7 +61,7 @@ func TestExecUnknownProgramFailsAsCmd(t *testing.T) {
 	c := th.dial(t)
 	for _, tc := range []struct{ cmdline, name string }{
 		{`C:\k\nothere.exe info`, `C:\k\nothere.exe`},
-		{`powershell -Command Get-Service`, `powershell`},
+		{`pwsh -Command Get-Service`, `pwsh`}, // PowerShell 7 is not part of Windows Server
 		{`"C:\Program Files\x\y.exe"`, `C:\Program Files\x\y.exe`},
 	} {
 		out, errOut, code := run(t, c, tc.cmdline, "")

@@ -288,6 +288,11 @@ func (s *session) kill() {
 func (s *session) exec(cmdline string) int {
 	h := s.host
 	home, _ := winpath.Parse(h.Profile())
+	if prog, path, args, ok := h.systemProgram(home, cmdline); ok {
+		h.auditExec(home, cmdline)
+		h.log.Info("simulated host: exec of the simulated host's own program", "program", path.String())
+		return prog(h.systemEnv(home, s.ch, s.ch, s.ch.Stderr()), args)
+	}
 	cmd, stdin, err := s.start(home, cmdline)
 	if err != nil {
 		return 1

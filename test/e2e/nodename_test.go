@@ -36,6 +36,10 @@ func TestClonedHostDoesNotTakeOverANode(t *testing.T) {
 	if inst.Status.Phase != winnodev1.PhaseFailed || !strings.Contains(inst.Status.LastError, "original") {
 		t.Errorf("clone: phase %s, lastError %q; want Failed naming WindowsInstance original", inst.Status.Phase, inst.Status.LastError)
 	}
+	// The failure names its step once (configure.StepError).
+	if msg := inst.Status.LastError; !strings.HasPrefix(msg, "step info: node name conflict: host ") || strings.Count(msg, "step ") != 1 {
+		t.Errorf("clone: lastError %q; want it to start \"step info: node name conflict: host \" and name the step once", msg)
+	}
 	w.waitEvents(t, metav1.NamespaceDefault, "clone", winnodev1.ReasonNodeNameConflict)
 	if inst.Status.BootstrapTokenID != "" || len(w.instanceTokens(t, "clone")) != 0 {
 		t.Errorf("the clone got join credentials for a name it does not own")

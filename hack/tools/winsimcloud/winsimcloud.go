@@ -1,16 +1,16 @@
-// Package winsimcloud is a client of the simulated cloud's HTTP API
-// (internal/winsim/cloud in the winnode module, whose package comment
-// documents it): create, get and delete instances by name. The test world's
+// Package winsimcloud is the simulated cloud's HTTP API (wire.go: its
+// types, which internal/winsim/cloud in the winnode module serves) and a
+// client of it: create, get and delete instances by name. The test world's
 // Machine API program (hack/tools/openshift/machineapi) and Cluster API
 // program (hack/tools/capi/capiworld) drive their instances with it. It is
 // a module of its own, on the standard library alone, so that both programs'
-// modules can require it whatever Kubernetes release each pins.
+// modules and the winnode module can require it whatever Kubernetes release
+// each pins; it requires none of them.
 package winsimcloud
 
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,22 +20,6 @@ import (
 	"strings"
 	"time"
 )
-
-// Instance is a simulated cloud's virtual machine, as the cloud's HTTP API
-// (internal/winsim/cloud in the winnode module) returns it.
-type Instance struct {
-	Name       string `json:"name"`
-	ID         string `json:"id"`
-	ProviderID string `json:"providerID"`
-	Address    string `json:"address"`
-	Hostname   string `json:"hostname"`
-	State      string `json:"state"`
-}
-
-// createRequest is the body of PUT /instances/{name}.
-type createRequest struct {
-	UserData string `json:"userData"` // base64 of the bytes
-}
 
 // ErrNoInstance is the cloud's 404: no instance of that name (never created,
 // or powered off and gone).
@@ -63,7 +47,7 @@ func New(base string) (*Client, error) {
 // returns an existing instance of that name as it is, so a repeated Create
 // (after a crash between the call and the Machine's update) creates nothing.
 func (c *Client) Create(ctx context.Context, name string, userData []byte) (*Instance, error) {
-	body, err := json.Marshal(createRequest{UserData: base64.StdEncoding.EncodeToString(userData)})
+	body, err := json.Marshal(CreateRequest{UserData: userData})
 	if err != nil {
 		return nil, err
 	}

@@ -2,7 +2,6 @@ package winsimcloud
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -10,18 +9,19 @@ import (
 	"testing"
 )
 
-// The client speaks the API as internal/winsim/cloud serves it: the user
-// data base64 in a PUT, an instance decoded from a 2xx answer, a 404 as
-// ErrNoInstance (and as success for a Delete), another status as an error.
+// The client's handling of answers: an instance decoded from a 2xx answer, a
+// 404 as ErrNoInstance (and as success for a Delete), another status as an
+// error. That it speaks the API as the cloud serves it is tested against
+// the cloud itself (internal/winsim/cloud's TestClientContract).
 func TestClient(t *testing.T) {
 	var gotUserData []byte
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case r.Method == http.MethodPut && r.URL.Path == "/instances/a":
-			var req createRequest
+			var req CreateRequest
 			_ = json.NewDecoder(r.Body).Decode(&req)
-			gotUserData, _ = base64.StdEncoding.DecodeString(req.UserData)
-			_ = json.NewEncoder(w).Encode(Instance{Name: "a", ID: "i-1", ProviderID: "winsim:///i-1", State: "running"})
+			gotUserData = req.UserData
+			_ = json.NewEncoder(w).Encode(Instance{Name: "a", ID: "i-1", ProviderID: ProviderIDPrefix + "i-1", State: StateRunning})
 		case r.URL.Path == "/instances/gone":
 			http.Error(w, "no instance gone", http.StatusNotFound)
 		default:

@@ -40,7 +40,10 @@ func (h HostState) label() string {
 	return h.Address
 }
 
-// summary is the host's state in words, without the upload.
+// summary is the host's state in words, without the upload. A failure's
+// lastError names the step that failed ("step connect: ...", the
+// engine's configure.StepError), so a Failed host shows it instead of
+// its step: "Failed: step connect: connection refused".
 func (h HostState) summary() string {
 	phase := h.Phase
 	if phase == "" {
@@ -49,15 +52,14 @@ func (h HostState) summary() string {
 	var b strings.Builder
 	b.WriteString(phase)
 	switch {
+	case h.Phase == "Failed" && h.LastError != "":
+		fmt.Fprintf(&b, ": %s", strings.Join(strings.Fields(h.LastError), " "))
 	case h.Phase == "Ready" && h.NodeReady:
 		fmt.Fprintf(&b, ": node %s is Ready", h.Node)
 	case h.Phase == "Ready":
 		fmt.Fprintf(&b, ": node %s is not Ready", h.Node)
 	case h.Step != "":
 		fmt.Fprintf(&b, ", step %s", h.Step)
-	}
-	if h.LastError != "" && h.Phase == "Failed" {
-		fmt.Fprintf(&b, ": %s", strings.Join(strings.Fields(h.LastError), " "))
 	}
 	return b.String()
 }

@@ -25,7 +25,7 @@ func progressScript() [][]HostState {
 	add(a, b, c)
 	a.Phase, a.Step, a.Hostname = "Configuring", "info", "WIN-AAAA"
 	a.Upload = &host.Progress{BytesDone: 21 << 20, BytesTotal: 21 << 20} // the agent, at first contact
-	b.Phase, b.Step, b.LastError = "Failed", "connect", "connecting to 127.0.0.11:22:\nconnection refused"
+	b.Phase, b.Step, b.LastError = "Failed", "connect", "step connect: connecting to 127.0.0.11:22:\nconnection refused"
 	c.Phase, c.Step, c.Hostname = "Configuring", "sync", "WIN-CCCC"
 	c.Upload = &host.Progress{BytesDone: 0, BytesTotal: 64 << 20}
 	add(a, b, c)
@@ -103,6 +103,32 @@ func TestHumanBytes(t *testing.T) {
 	for n, want := range map[int64]string{0: "0 B", 1023: "1023 B", 1024: "1.0 KiB", 64 << 20: "64.0 MiB", 3 << 30: "3.0 GiB", 5 << 40: "5120.0 GiB"} {
 		if got := HumanBytes(n); got != want {
 			t.Errorf("HumanBytes(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+// TestSummaryNamesTheStepOnce: a host's line names its step once, also
+// when it failed and its lastError (configure.StepError's message) names
+// the step that failed.
+func TestSummaryNamesTheStepOnce(t *testing.T) {
+	cases := []struct {
+		h    HostState
+		want string
+	}{
+		{HostState{Phase: "Configuring", Step: "sync"}, "Configuring, step sync"},
+		{HostState{Phase: "Failed", Step: "info", LastError: "step info: node name conflict: host 127.0.0.11 reports the hostname win-a"},
+			"Failed: step info: node name conflict: host 127.0.0.11 reports the hostname win-a"},
+		{HostState{Phase: "Failed", Step: "connect", LastError: "step connect: connecting to 127.0.0.11:22:\nconnection refused"},
+			"Failed: step connect: connecting to 127.0.0.11:22: connection refused"},
+		// A Ready host whose check failed: no step recorded, the error names it.
+		{HostState{Phase: "Failed", LastError: "step connect: connection refused"}, "Failed: step connect: connection refused"},
+		{HostState{Phase: "Failed", Step: "connect"}, "Failed, step connect"},
+		{HostState{Phase: "Ready", Node: "win-a", NodeReady: true, LastError: "old"}, "Ready: node win-a is Ready"},
+		{HostState{}, "waiting for the operator"},
+	}
+	for _, c := range cases {
+		if got := c.h.summary(); got != c.want {
+			t.Errorf("summary of %+v = %q, want %q", c.h, got, c.want)
 		}
 	}
 }

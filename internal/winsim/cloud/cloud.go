@@ -2,19 +2,15 @@
 // boots one simulated Windows host (internal/winsim) per instance, runs the
 // instance's user data at boot as a cloud's launch agent does, and powers
 // the host off when the instance is deleted. The test world's Machine API
-// program (hack/tools/openshift/machineapi, the machine-api-operator's real
-// controllers with a "winsim" actuator) is its client, as a cloud
-// provider's actuator is a client of its cloud's API.
+// and Cluster API programs (hack/tools/openshift/machineapi,
+// hack/tools/capi/capiworld, each with a "winsim" provider) are its
+// clients, as a cloud provider's actuator is a client of its cloud's API.
 //
-// The API (JSON, all on loopback):
-//
-//	PUT    /instances/{name}  {"userData":"<base64>"}  → 200 Instance (idempotent:
-//	                          an existing instance is returned as it is)
-//	GET    /instances/{name}  → 200 Instance, 404 when there is none
-//	DELETE /instances/{name}  → 200 once the host is powered off and gone,
-//	                          404 when there was none
-//
-// Errors are non-2xx answers with a text body.
+// The API and its types are defined once, in the stdlib-only module
+// hack/tools/winsimcloud (its wire.go), whose Client both programs use:
+// this package serves those types, so the server and the client cannot
+// disagree on them (TestClientContract runs that client against this
+// server).
 package cloud
 
 import (
@@ -25,25 +21,15 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/winnode/winnode/hack/tools/winsimcloud"
 	"github.com/winnode/winnode/internal/winsim"
 )
 
 // Instance is one simulated cloud instance, as the API reports it.
-type Instance struct {
-	Name string `json:"name"`
-	// ID is the cloud's own identifier ("i-" and 17 hex digits, as EC2's).
-	ID string `json:"id"`
-	// ProviderID is what a kubelet on the instance registers as its Node's
-	// spec.providerID: "winsim:///" and ID.
-	ProviderID string `json:"providerID"`
-	// Address is the host's IPv4 address (its SSH port is 22).
-	Address  string `json:"address"`
-	Hostname string `json:"hostname"`
-	State    string `json:"state"`
-}
+type Instance = winsimcloud.Instance
 
 // ProviderIDPrefix starts every instance's provider ID.
-const ProviderIDPrefix = "winsim:///"
+const ProviderIDPrefix = winsimcloud.ProviderIDPrefix
 
 // Options configure a Cloud.
 type Options struct {
@@ -101,7 +87,7 @@ func (c *Cloud) Create(name string, userData []byte) (Instance, error) {
 		return Instance{}, fmt.Errorf("instance %s: booting its host: %w", name, err)
 	}
 	id := newID()
-	inst := Instance{Name: name, ID: id, ProviderID: ProviderIDPrefix + id, Address: h.IP(), Hostname: h.Hostname(), State: "running"}
+	inst := Instance{Name: name, ID: id, ProviderID: ProviderIDPrefix + id, Address: h.IP(), Hostname: h.Hostname(), State: winsimcloud.StateRunning}
 	c.instances[name] = &entry{inst: inst, host: h}
 	c.log.Info("simulated cloud: instance running", "instance", name, "id", id, "address", inst.Address, "hostname", inst.Hostname)
 	return inst, nil

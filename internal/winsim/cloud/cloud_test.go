@@ -2,18 +2,22 @@ package cloud_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/winnode/winnode/hack/tools/winsimcloud"
 	"github.com/winnode/winnode/internal/bootstrap"
 	"github.com/winnode/winnode/internal/capibootstrap"
 	"github.com/winnode/winnode/internal/winsim"
@@ -67,24 +71,30 @@ func userData(t *testing.T) ([]byte, ssh.Signer) {
 	return data, signer
 }
 
-// An instance booted with winnode's user data accepts the operator's key,
-// has C:\k owned by Administrators, and is gone once deleted.
-func TestInstanceLifecycle(t *testing.T) {
+// TestClientContract: the test world's programs' client
+// (hack/tools/winsimcloud.Client) against this server, through the
+// lifecycle they drive. An instance booted with winnode's user data accepts
+// the operator's key, has C:\k owned by Administrators, is created once
+// (a second create returns it as it is) and is gone once deleted.
+func TestClientContract(t *testing.T) {
 	c, url := newCloud(t)
-	data, signer := userData(t)
-
-	code, body := call(t, "PUT", url+"/instances/win-a", map[string][]byte{"userData": data})
-	if code != 200 {
-		t.Fatalf("PUT: %d %s", code, body)
-	}
-	var inst cloud.Instance
-	if err := json.Unmarshal([]byte(body), &inst); err != nil {
+	client, err := winsimcloud.New(url)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if inst.Name != "win-a" || inst.ProviderID != cloud.ProviderIDPrefix+inst.ID || inst.State != "running" || inst.Address == "" {
-		t.Fatalf("instance: %+v", inst)
+	ctx := context.Background()
+	data, signer := userData(t)
+
+	inst, err := client.Create(ctx, "win-a", data)
+	if err != nil {
+		t.Fatalf("Create: %v", err)
 	}
 	h := c.Host("win-a")
+	want := winsimcloud.Instance{Name: "win-a", ID: inst.ID, ProviderID: winsimcloud.ProviderIDPrefix + inst.ID,
+		Address: h.IP(), Hostname: h.Hostname(), State: winsimcloud.StateRunning}
+	if *inst != want || !regexp.MustCompile(`^i-[0-9a-f]{17}$`).MatchString(inst.ID) {
+		t.Fatalf("Create: %+v, want %+v with an EC2-style ID", *inst, want)
+	}
 	keys, err := os.ReadFile(mustPath(t, h, winsim.AuthorizedKeysPath))
 	if err != nil || strings.TrimSpace(string(keys)) != bootstrap.AuthorizedKey(signer.PublicKey()) {
 		t.Fatalf("administrators_authorized_keys = %q (%v), want the user data's key", keys, err)
@@ -96,23 +106,27 @@ func TestInstanceLifecycle(t *testing.T) {
 
 	// Idempotent: the same instance again, user data unchanged.
 	other, _ := userData(t)
-	code, body2 := call(t, "PUT", url+"/instances/win-a", map[string][]byte{"userData": other})
-	if code != 200 || body2 != body {
-		t.Fatalf("second PUT: %d %s, want the same instance", code, body2)
+	if again, err := client.Create(ctx, "win-a", other); err != nil || *again != want {
+		t.Fatalf("second Create: %+v, %v; want the same instance", again, err)
 	}
-	if code, _ := call(t, "GET", url+"/instances/win-a", nil); code != 200 {
-		t.Fatalf("GET: %d", code)
+	if got, err := client.Get(ctx, "win-a"); err != nil || *got != want {
+		t.Fatalf("Get: %+v, %v", got, err)
 	}
-	if code, _ := call(t, "DELETE", url+"/instances/win-a", nil); code != 200 {
-		t.Fatalf("DELETE: %d", code)
+	if err := client.Delete(ctx, "win-a"); err != nil {
+		t.Fatalf("Delete: %v", err)
 	}
 	if h.Up() {
 		t.Error("the host still runs after its instance was deleted")
 	}
-	for _, m := range []string{"GET", "DELETE"} {
-		if code, _ := call(t, m, url+"/instances/win-a", nil); code != 404 {
-			t.Errorf("%s after delete: %d, want 404", m, code)
-		}
+	if _, err := client.Get(ctx, "win-a"); !errors.Is(err, winsimcloud.ErrNoInstance) {
+		t.Errorf("Get after Delete: %v, want ErrNoInstance", err)
+	}
+	if err := client.Delete(ctx, "win-a"); err != nil {
+		t.Errorf("Delete of a deleted instance: %v, want none (gone already)", err)
+	}
+	// The server's refusals reach the client as errors with its text.
+	if _, err := client.Create(ctx, "Bad_Name", data); err == nil || errors.Is(err, winsimcloud.ErrNoInstance) || !strings.Contains(err.Error(), "not an instance name") {
+		t.Errorf("Create of a bad name: %v, want the cloud's refusal", err)
 	}
 }
 

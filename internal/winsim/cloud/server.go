@@ -7,9 +7,11 @@ import (
 	"net"
 	"net/http"
 	"regexp"
+
+	"github.com/winnode/winnode/hack/tools/winsimcloud"
 )
 
-// Handler serves the cloud's API (see the package comment).
+// Handler serves the cloud's API (hack/tools/winsimcloud's wire.go).
 func (c *Cloud) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("PUT /instances/{name}", c.handlePut)
@@ -30,12 +32,6 @@ func (c *Cloud) Serve() (url string, stop func() error, err error) {
 	return "http://" + l.Addr().String(), srv.Close, nil
 }
 
-// createRequest is PUT's body.
-type createRequest struct {
-	// UserData is base64 in JSON ([]byte).
-	UserData []byte `json:"userData"`
-}
-
 // instanceNameRe is what an instance may be named: a Machine's name (a DNS
 // subdomain).
 var instanceNameRe = regexp.MustCompile(`\A[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?\z`)
@@ -48,7 +44,7 @@ func (c *Cloud) handlePut(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	var req createRequest
+	var req winsimcloud.CreateRequest
 	dec := json.NewDecoder(io.LimitReader(r.Body, 4*maxUserData))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
