@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
-	"github.com/winnode/winnode/internal/fixture"
+	"github.com/winnode/winnode/internal/testkit"
 )
 
 var tableNow = time.Date(2026, 11, 21, 8, 0, 0, 0, time.UTC)
@@ -46,7 +46,7 @@ func TestNodeTableGolden(t *testing.T) {
 	if err := WriteNodeTable(&b, rows, tableNow); err != nil {
 		t.Fatal(err)
 	}
-	fixture.Golden(t, "nodes.golden", b.String())
+	testkit.Golden(t, "nodes.golden", b.String())
 }
 
 func TestInstanceTableGolden(t *testing.T) {
@@ -71,7 +71,7 @@ func TestInstanceTableGolden(t *testing.T) {
 	if err := WriteInstanceTable(&b, rows, tableNow); err != nil {
 		t.Fatal(err)
 	}
-	fixture.Golden(t, "instances.golden", b.String())
+	testkit.Golden(t, "instances.golden", b.String())
 
 	// What `winnodectl status -o json` prints of them.
 	var j bytes.Buffer
@@ -82,7 +82,7 @@ func TestInstanceTableGolden(t *testing.T) {
 	}{rows}); err != nil {
 		t.Fatal(err)
 	}
-	fixture.Golden(t, "instances.json.golden", j.String())
+	testkit.Golden(t, "instances.json.golden", j.String())
 }
 
 func TestCell(t *testing.T) {
