@@ -11,6 +11,8 @@ import (
 
 	"github.com/pkg/sftp"
 	"golang.org/x/crypto/ssh"
+
+	"github.com/winnode/winnode/internal/testkit"
 )
 
 func TestDropConnections(t *testing.T) {
@@ -219,13 +221,12 @@ func TestDroppedConnectionEndsProgram(t *testing.T) {
 		t.Fatalf("helper's first line %q: %v", line[:n], err)
 	}
 	c.Close() // the client goes away without a word
-	deadline := time.Now().Add(20 * time.Second)
-	for syscall.Kill(pid, 0) == nil {
-		if time.Now().After(deadline) {
-			t.Fatalf("process %d still runs 20s after its SSH connection closed", pid)
+	testkit.Eventually(t, 20*time.Second, fmt.Sprintf("process %d to end after its SSH connection closed", pid), func() (bool, string) {
+		if syscall.Kill(pid, 0) == nil {
+			return false, "it still runs"
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return true, ""
+	})
 }
 
 func TestFleetTakesBuildsInTurn(t *testing.T) {

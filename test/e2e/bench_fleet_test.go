@@ -22,6 +22,7 @@ import (
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/testenv"
+	"github.com/winnode/winnode/internal/testkit"
 )
 
 // BenchmarkFleet is the operator at fleet scale: winnode-operator, run as
@@ -250,7 +251,7 @@ const refusedPort = 1
 // Failed.
 func (w *world) waitSettled(b *testing.B, names []string, ready int, timeout time.Duration) {
 	b.Helper()
-	eventually(b, timeout, "every instance to be Ready or Failed", func() (bool, string) {
+	testkit.Eventually(b, timeout, "every instance to be Ready or Failed", func() (bool, string) {
 		var list winnodev1.WindowsInstanceList
 		if err := w.client.List(context.Background(), &list); err != nil {
 			return false, err.Error()

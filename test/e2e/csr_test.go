@@ -18,6 +18,7 @@ import (
 
 	"github.com/winnode/winnode/internal/bootstrap"
 	"github.com/winnode/winnode/internal/plan"
+	"github.com/winnode/winnode/internal/testkit"
 )
 
 // Rogue CSRs are left alone while a real host's are approved: a client
@@ -123,7 +124,7 @@ func (w *world) strayJoinCredential(t *testing.T, ctx context.Context) kubernete
 	// The API server sees a new token and a new binding (RBAC authorizer)
 	// through informers: wait until the credential may list CSRs, which the
 	// role that lets it create them also grants.
-	eventually(t, time.Minute, "the stray join credential to authenticate and be authorized", func() (bool, string) {
+	testkit.Eventually(t, time.Minute, "the stray join credential to authenticate and be authorized", func() (bool, string) {
 		_, err := c.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{Limit: 1})
 		return err == nil, fmt.Sprint(err)
 	})

@@ -18,6 +18,7 @@ import (
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/configure"
+	"github.com/winnode/winnode/internal/testkit"
 	"github.com/winnode/winnode/internal/winsim"
 )
 
@@ -26,7 +27,7 @@ import (
 func (w *world) waitCondition(t testing.TB, name, typ string, status, reason string, timeout time.Duration) *winnodev1.WindowsInstance {
 	t.Helper()
 	var inst *winnodev1.WindowsInstance
-	eventually(t, timeout, fmt.Sprintf("%s: condition %s=%s (%s)", name, typ, status, reason), func() (bool, string) {
+	testkit.Eventually(t, timeout, fmt.Sprintf("%s: condition %s=%s (%s)", name, typ, status, reason), func() (bool, string) {
 		inst = &winnodev1.WindowsInstance{}
 		if err := w.client.Get(context.Background(), client.ObjectKey{Name: name}, inst); err != nil {
 			return false, err.Error()

@@ -21,6 +21,7 @@ import (
 	"github.com/winnode/winnode/internal/fixture"
 	"github.com/winnode/winnode/internal/machineapi"
 	"github.com/winnode/winnode/internal/testenv"
+	"github.com/winnode/winnode/internal/testkit"
 )
 
 // machineSetLabel selects a MachineSet's Machines, as OpenShift's do.
@@ -100,7 +101,7 @@ func TestOpenShiftMachineSet(t *testing.T) {
 	w.rotateKey(t)
 	w.waitUserDataCopy(t)
 	old := after[0].Name
-	eventually(t, 5*time.Minute, "Machine "+old+" replaced after the key rotation", func() (bool, string) {
+	testkit.Eventually(t, 5*time.Minute, "Machine "+old+" replaced after the key rotation", func() (bool, string) {
 		ms := w.machinesOf(t, ms)
 		if len(ms) != 1 || ms[0].Name == old {
 			return false, fmt.Sprintf("%d Machines", len(ms))
@@ -127,7 +128,7 @@ func TestOpenShiftMachineSet(t *testing.T) {
 // openshift-machine-api, equal to the original.
 func (w *world) waitUserDataCopy(t *testing.T) {
 	t.Helper()
-	eventually(t, time.Minute, "windows-user-data copied to openshift-machine-api", func() (bool, string) {
+	testkit.Eventually(t, time.Minute, "windows-user-data copied to openshift-machine-api", func() (bool, string) {
 		ctx := context.Background()
 		orig, err := w.kube.CoreV1().Secrets(Namespace).Get(ctx, "windows-user-data", metav1.GetOptions{})
 		if err != nil {
@@ -171,7 +172,7 @@ func (w *world) createMachineSet(t *testing.T, name string) *machinev1.MachineSe
 	}
 	t.Cleanup(func() {
 		w.scaleMachineSet(t, ms, 0)
-		eventually(t, 3*time.Minute, "the MachineSet's Machines gone", func() (bool, string) {
+		testkit.Eventually(t, 3*time.Minute, "the MachineSet's Machines gone", func() (bool, string) {
 			n := len(w.machinesOf(t, ms))
 			return n == 0, fmt.Sprintf("%d left", n)
 		})
@@ -213,7 +214,7 @@ func containsMachine(ms []machinev1.Machine, name string) bool {
 // the Node of its Ready WindowsInstance, whose providerID is the Machine's.
 func (w *world) waitMachineNodes(t *testing.T, ms *machinev1.MachineSet, n int) {
 	t.Helper()
-	eventually(t, 5*time.Minute, fmt.Sprintf("MachineSet %s: %d Machines, each a Ready node", ms.Name, n), func() (bool, string) {
+	testkit.Eventually(t, 5*time.Minute, fmt.Sprintf("MachineSet %s: %d Machines, each a Ready node", ms.Name, n), func() (bool, string) {
 		machines := w.machinesOf(t, ms)
 		if len(machines) != n {
 			return false, fmt.Sprintf("%d Machines", len(machines))
@@ -259,7 +260,7 @@ func (w *world) machineIsNode(t *testing.T, m *machinev1.Machine) (bool, string)
 func (w *world) deleteMachineWhileConfiguring(t *testing.T, ms *machinev1.MachineSet) string {
 	t.Helper()
 	var name string
-	eventually(t, 3*time.Minute, "an instance of a new Machine being configured", func() (bool, string) {
+	testkit.Eventually(t, 3*time.Minute, "an instance of a new Machine being configured", func() (bool, string) {
 		for _, m := range w.machinesOf(t, ms) {
 			inst := &winnodev1.WindowsInstance{}
 			if err := w.client.Get(context.Background(), client.ObjectKey{Name: m.Name}, inst); err == nil && inst.Status.Phase == winnodev1.PhaseConfiguring {
@@ -281,7 +282,7 @@ func (w *world) deleteMachineWhileConfiguring(t *testing.T, ms *machinev1.Machin
 // deconfigured is set.
 func (w *world) checkMachineGone(t *testing.T, name string, deconfigured bool) {
 	t.Helper()
-	eventually(t, 3*time.Minute, "Machine "+name+" and its instance gone", func() (bool, string) {
+	testkit.Eventually(t, 3*time.Minute, "Machine "+name+" and its instance gone", func() (bool, string) {
 		err := w.client.Get(context.Background(), client.ObjectKey{Namespace: machineapi.Namespace, Name: name}, &machinev1.Machine{})
 		if !apierrors.IsNotFound(err) {
 			return false, fmt.Sprintf("Machine: %v", err)
@@ -327,7 +328,7 @@ func (w *world) deleteMachineAndWait(t *testing.T, name string) {
 		t.Errorf("deleting Machine %s: %v", name, err)
 		return
 	}
-	eventually(t, 2*time.Minute, "Machine "+name+" gone", func() (bool, string) {
+	testkit.Eventually(t, 2*time.Minute, "Machine "+name+" gone", func() (bool, string) {
 		err := w.client.Get(context.Background(), client.ObjectKey{Namespace: machineapi.Namespace, Name: name}, &machinev1.Machine{})
 		return apierrors.IsNotFound(err), fmt.Sprint(err)
 	})
@@ -360,7 +361,7 @@ func (w *world) rotateKey(t *testing.T) {
 // that the instance was left as it was.
 func (w *world) checkNameConflict(t *testing.T, name string) {
 	t.Helper()
-	eventually(t, time.Minute, "event InstanceConflict on Machine "+name, func() (bool, string) {
+	testkit.Eventually(t, time.Minute, "event InstanceConflict on Machine "+name, func() (bool, string) {
 		for _, msg := range w.eventMessages(t, machineapi.Namespace, name, "InstanceConflict") {
 			if strings.Contains(msg, "WindowsInstance "+name+" exists and belongs to another source (Manual)") {
 				return true, ""

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
+	"github.com/winnode/winnode/internal/testkit"
 )
 
 // The node name is only the hostname a host reports. A second host cloned
@@ -136,7 +137,7 @@ func (w *world) deleteAndWait(t testing.TB, name string) {
 	if err := w.client.Delete(context.Background(), w.get(t, name)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 2*time.Minute, "WindowsInstance "+name+" to be gone", func() (bool, string) {
+	testkit.Eventually(t, 2*time.Minute, "WindowsInstance "+name+" to be gone", func() (bool, string) {
 		err := w.client.Get(context.Background(), client.ObjectKey{Name: name}, &winnodev1.WindowsInstance{})
 		return apierrors.IsNotFound(err), "still there"
 	})

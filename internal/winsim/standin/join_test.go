@@ -28,25 +28,10 @@ import (
 	"github.com/winnode/winnode/internal/simhns"
 	"github.com/winnode/winnode/internal/simscm"
 	"github.com/winnode/winnode/internal/testenv"
+	"github.com/winnode/winnode/internal/testkit"
 	"github.com/winnode/winnode/internal/wincmd"
 	"github.com/winnode/winnode/internal/winsim"
 )
-
-// waitFor polls cond every 250ms for at most bound.
-func waitFor(t *testing.T, bound time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(bound)
-	last := ""
-	for time.Now().Before(deadline) {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		last = state
-		time.Sleep(250 * time.Millisecond)
-	}
-	t.Fatalf("timed out after %s waiting for %s; last seen: %s", bound, what, last)
-}
 
 // newHost starts a simulated host with containerd (the stand-in) installed
 // and the stand-in also placed as C:\k\kubelet.exe.
@@ -127,7 +112,7 @@ func approve(t *testing.T, admin kubernetes.Interface, signer, user string) *cer
 	t.Helper()
 	ctx := context.Background()
 	var found *certificatesv1.CertificateSigningRequest
-	waitFor(t, 90*time.Second, fmt.Sprintf("a %s CSR from %s", signer, user), func() (bool, string) {
+	testkit.Eventually(t, 90*time.Second, fmt.Sprintf("a %s CSR from %s", signer, user), func() (bool, string) {
 		list, err := admin.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -229,7 +214,7 @@ systemReserved:
 	approve(t, admin, certificatesv1.KubeAPIServerClientKubeletSignerName, "system:bootstrap:"+id)
 	checkNetworkGate(t, admin, h, nodeName)
 	var node *corev1.Node
-	waitFor(t, 180*time.Second, "node "+nodeName+" Ready", func() (bool, string) {
+	testkit.Eventually(t, 180*time.Second, "node "+nodeName+" Ready", func() (bool, string) {
 		n, err := admin.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error() + "\nkubelet log:\n" + hostFile(h, `C:\var\log\kubelet\kubelet.log`)
@@ -281,7 +266,7 @@ systemReserved:
 
 	// serverTLSBootstrap: a serving CSR from the node itself.
 	approve(t, admin, certificatesv1.KubeletServingSignerName, "system:node:"+nodeName)
-	waitFor(t, 60*time.Second, "the serving certificate on the host", func() (bool, string) {
+	testkit.Eventually(t, 60*time.Second, "the serving certificate on the host", func() (bool, string) {
 		return strings.Contains(hostFile(h, `C:\var\lib\kubelet\pki\kubelet-server-current.pem`), "BEGIN CERTIFICATE"), ""
 	})
 
@@ -295,7 +280,7 @@ systemReserved:
 	if !strings.Contains(hostFile(h, `C:\var\log\kubelet\kubelet.log`), "simulated") {
 		t.Errorf("the kubelet's log does not say it is simulated")
 	}
-	waitFor(t, 120*time.Second, "node "+nodeName+" NotReady after the kubelet stopped", func() (bool, string) {
+	testkit.Eventually(t, 120*time.Second, "node "+nodeName+" NotReady after the kubelet stopped", func() (bool, string) {
 		n, err := admin.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -308,7 +293,7 @@ systemReserved:
 	if err := c.Start(ctx, "kubelet"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 180*time.Second, "node "+nodeName+" Ready again after a restart", func() (bool, string) {
+	testkit.Eventually(t, 180*time.Second, "node "+nodeName+" Ready again after a restart", func() (bool, string) {
 		n, err := admin.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -350,7 +335,7 @@ func testPods(t *testing.T, admin kubernetes.Interface, nodeName string) {
 	if _, err := admin.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 60*time.Second, "pod iis Running", func() (bool, string) {
+	testkit.Eventually(t, 60*time.Second, "pod iis Running", func() (bool, string) {
 		p, err := admin.CoreV1().Pods(ns).Get(ctx, "iis", metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -360,7 +345,7 @@ func testPods(t *testing.T, admin kubernetes.Interface, nodeName string) {
 	if err := admin.CoreV1().Pods(ns).Delete(ctx, "iis", metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(30))}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 60*time.Second, "pod iis gone after deletion", func() (bool, string) {
+	testkit.Eventually(t, 60*time.Second, "pod iis gone after deletion", func() (bool, string) {
 		_, err := admin.CoreV1().Pods(ns).Get(ctx, "iis", metav1.GetOptions{})
 		return apierrors.IsNotFound(err), fmt.Sprint(err)
 	})
@@ -370,7 +355,7 @@ func testPods(t *testing.T, admin kubernetes.Interface, nodeName string) {
 	if _, err := admin.CoreV1().Pods(ns).Create(ctx, linux, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 60*time.Second, "the Linux-only pod rejected", func() (bool, string) {
+	testkit.Eventually(t, 60*time.Second, "the Linux-only pod rejected", func() (bool, string) {
 		p, err := admin.CoreV1().Pods(ns).Get(ctx, "linux-only", metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -386,7 +371,7 @@ func testPods(t *testing.T, admin kubernetes.Interface, nodeName string) {
 	if _, err := admin.CoreV1().Pods(ns).Create(ctx, newer, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 60*time.Second, "the ltsc2022 pod failing to pull on a 2019 host", func() (bool, string) {
+	testkit.Eventually(t, 60*time.Second, "the ltsc2022 pod failing to pull on a 2019 host", func() (bool, string) {
 		p, err := admin.CoreV1().Pods(ns).Get(ctx, "iis-2022", metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -446,7 +431,7 @@ func testRuntimeClasses(t *testing.T, admin kubernetes.Interface, pod *corev1.Po
 			_ = admin.CoreV1().Pods(p.Namespace).Delete(context.Background(), p.Name, metav1.DeleteOptions{})
 		})
 	}
-	waitFor(t, 60*time.Second, "the pod of handler "+RuntimeHandler+" Running", func() (bool, string) {
+	testkit.Eventually(t, 60*time.Second, "the pod of handler "+RuntimeHandler+" Running", func() (bool, string) {
 		p, err := admin.CoreV1().Pods(good.Namespace).Get(ctx, good.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -467,7 +452,7 @@ func checkNetworkGate(t *testing.T, admin kubernetes.Interface, h *winsim.Host, 
 	t.Helper()
 	ctx := context.Background()
 	notReady := func(what string) {
-		waitFor(t, 90*time.Second, "node "+nodeName+" NotReady "+what, func() (bool, string) {
+		testkit.Eventually(t, 90*time.Second, "node "+nodeName+" NotReady "+what, func() (bool, string) {
 			n, err := admin.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
 			if err != nil {
 				return false, err.Error()
