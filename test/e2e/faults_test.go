@@ -125,10 +125,20 @@ func TestHostKeyChanged(t *testing.T) {
 	if inst.Status.Phase != winnodev1.PhaseFailed || inst.Status.HostKey != before.Status.HostKey {
 		t.Errorf("phase %s, pinned key changed to %q: want Failed with the old key pinned", inst.Status.Phase, inst.Status.HostKey)
 	}
-	// Blocked: another operator start does nothing with it.
+	// Blocked: another operator start looks at it and does nothing with it.
 	op.stop()
-	op = w.startOperator(t, operatorOptions{})
-	time.Sleep(2 * time.Second)
+	looked := make(chan struct{})
+	var once sync.Once
+	op = w.startOperator(t, operatorOptions{afterStep: func(_ *operator, inst *winnodev1.WindowsInstance, step string) {
+		if inst.Name == "rekeyed" && step == configure.StepBlocked {
+			once.Do(func() { close(looked) })
+		}
+	}})
+	select {
+	case <-looked:
+	case <-time.After(time.Minute):
+		t.Fatalf("the restarted operator did not find the instance blocked within a minute: %s", conditionSummary(w.get(t, "rekeyed").Status.Conditions))
+	}
 	if got := w.get(t, "rekeyed"); got.Status.HostKey != before.Status.HostKey || !isTrue(got, winnodev1.ConditionHostKeyMismatch) {
 		t.Errorf("the mismatch was resolved without an administrator: %s", conditionSummary(got.Status.Conditions))
 	}

@@ -66,6 +66,45 @@ func writeHostFile(t *testing.T, h *winsim.Host, windowsPath string, data []byte
 	}
 }
 
+// kubeletLog is where these tests' kubelets log (--log-file), and
+// usingServingCert what one says when it starts with a serving
+// certificate it has (serving.go).
+const (
+	kubeletLog       = `C:\var\log\kubelet\kubelet.log`
+	usingServingCert = "using the serving certificate in"
+)
+
+// heartbeats waits for two renewals of the kubelet's Lease after this
+// call. Its heartbeat (node.go, runNode) renews the Lease and then checks
+// the node's status, every 10 s: the first renewal seen was written after
+// the call, so the status check after it saw what the test changed
+// before; the second renewal shows that check is done.
+func heartbeats(t *testing.T, admin kubernetes.Interface, nodeName string) {
+	t.Helper()
+	renewed := func() (string, error) {
+		l, err := admin.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(context.Background(), nodeName, metav1.GetOptions{})
+		if err != nil {
+			return "", err
+		}
+		return l.Spec.RenewTime.String(), nil
+	}
+	last, err := renewed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	testkit.Eventually(t, time.Minute, "two heartbeats of the kubelet of "+nodeName, func() (bool, string) {
+		at, err := renewed()
+		if err != nil {
+			return false, err.Error()
+		}
+		if at != last {
+			seen, last = seen+1, at
+		}
+		return seen >= 2, fmt.Sprintf("%d renewals, the last at %s", seen, last)
+	})
+}
+
 func hostFile(h *winsim.Host, windowsPath string) string {
 	p, _ := h.Path(windowsPath)
 	data, _ := os.ReadFile(p)
@@ -270,7 +309,7 @@ systemReserved:
 		return strings.Contains(hostFile(h, `C:\var\lib\kubelet\pki\kubelet-server-current.pem`), "BEGIN CERTIFICATE"), ""
 	})
 
-	testPods(t, admin, nodeName)
+	testPods(t, admin, h, nodeName)
 
 	// Stopped, the kubelet stops heartbeating: the node lifecycle
 	// controller marks the node NotReady (Unknown) after its grace period.
@@ -290,6 +329,7 @@ systemReserved:
 
 	// Started again, it reuses its credentials (no new CSR) and is Ready.
 	csrsBefore, _ := admin.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{})
+	servingDecisions := strings.Count(hostFile(h, kubeletLog), usingServingCert)
 	if err := c.Start(ctx, "kubelet"); err != nil {
 		t.Fatal(err)
 	}
@@ -299,6 +339,12 @@ systemReserved:
 			return false, err.Error()
 		}
 		return nodeReady(n) == corev1.ConditionTrue, string(nodeReady(n))
+	})
+	// Ready shows it decided on its client certificate; its serving
+	// certificate it decides on afterwards, and says so.
+	testkit.Eventually(t, 60*time.Second, "the restarted kubelet deciding on its serving certificate", func() (bool, string) {
+		log := hostFile(h, kubeletLog)
+		return strings.Count(log, usingServingCert) > servingDecisions, log
 	})
 	csrsAfter, _ := admin.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{})
 	if len(csrsAfter.Items) != len(csrsBefore.Items) {
@@ -314,7 +360,7 @@ systemReserved:
 // testPods: a Windows pod bound to the node runs; deleted, it goes; a
 // Linux-only pod is rejected; a pod whose image is of another Windows build
 // than the host's (2019) stays Pending with ErrImagePull.
-func testPods(t *testing.T, admin kubernetes.Interface, nodeName string) {
+func testPods(t *testing.T, admin kubernetes.Interface, h *winsim.Host, nodeName string) {
 	ctx := context.Background()
 	ns := "default"
 	// The service account admission plugin needs the namespace's default
@@ -363,7 +409,7 @@ func testPods(t *testing.T, admin kubernetes.Interface, nodeName string) {
 		return p.Status.Phase == corev1.PodFailed && p.Status.Reason == "NodeAffinity", string(p.Status.Phase)
 	})
 	_ = admin.CoreV1().Pods(ns).Delete(ctx, "linux-only", metav1.DeleteOptions{})
-	testRuntimeClasses(t, admin, pod)
+	testRuntimeClasses(t, admin, h, pod)
 
 	newer := pod.DeepCopy()
 	newer.Name = "iis-2022"
@@ -411,7 +457,7 @@ func TestKubeletNeedsContainerd(t *testing.T) {
 
 // testRuntimeClasses: a pod whose RuntimeClass names containerd's Windows
 // handler runs; one naming a handler containerd does not have never does.
-func testRuntimeClasses(t *testing.T, admin kubernetes.Interface, pod *corev1.Pod) {
+func testRuntimeClasses(t *testing.T, admin kubernetes.Interface, h *winsim.Host, pod *corev1.Pod) {
 	ctx := context.Background()
 	for name, handler := range map[string]string{"windows-test": RuntimeHandler, "other-test": "kata"} {
 		rc := &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Handler: handler}
@@ -437,6 +483,12 @@ func testRuntimeClasses(t *testing.T, admin kubernetes.Interface, pod *corev1.Po
 			return false, err.Error()
 		}
 		return p.Status.Phase == corev1.PodRunning, string(p.Status.Phase)
+	})
+	// The kubelet tried the other pod's sandbox, and says why it failed.
+	refused := fmt.Sprintf("pod %s/%s: Failed to create pod sandbox", bad.Namespace, bad.Name)
+	testkit.Eventually(t, 60*time.Second, "the kubelet trying the sandbox of the pod of handler kata", func() (bool, string) {
+		log := hostFile(h, kubeletLog)
+		return strings.Contains(log, refused) && strings.Contains(log, `no runtime for "kata" is configured`), log
 	})
 	p, err := admin.CoreV1().Pods(bad.Namespace).Get(ctx, bad.Name, metav1.GetOptions{})
 	if err != nil || p.Status.Phase == corev1.PodRunning || len(p.Status.ContainerStatuses) > 0 {
@@ -478,7 +530,7 @@ func checkNetworkGate(t *testing.T, admin kubernetes.Interface, h *winsim.Host, 
 	}
 	writeHostFile(t, h, `C:\k\cni\bin\host-local.exe`, data)
 	writeHostFile(t, h, `C:\k\cni\config\10-test.conf`, []byte(`{"cniVersion":"0.2.0","name":"vxlan0","type":"win-overlay","ipam":{"type":"host-local","subnet":"10.244.9.0/24"}}`))
-	time.Sleep(time.Second)
+	heartbeats(t, admin, nodeName)
 	notReady("while HNS network vxlan0 does not exist")
 	if _, err := h.HNS().CreateNetwork(simhns.Network{Name: "vxlan0", Type: simhns.TypeOverlay, VNI: 4096, Port: 4789,
 		Subnets: []simhns.Subnet{{AddressPrefix: "10.244.9.0/24", GatewayAddress: "10.244.9.1"}}}); err != nil {
