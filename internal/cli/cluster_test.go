@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	"github.com/winnode/winnode/internal/fixture"
 	"github.com/winnode/winnode/internal/sshkey"
 	"github.com/winnode/winnode/internal/testenv"
+	"github.com/winnode/winnode/internal/testkit"
 	"github.com/winnode/winnode/internal/winsim"
 )
 
@@ -236,6 +238,9 @@ func TestStatusWatch(t *testing.T) {
 	cl := getCluster(t)
 	inst := cl.instance(t, "watched", winnodev1.WindowsInstanceSpec{Address: "192.0.2.20", Username: "Administrator", Port: 22},
 		winnodev1.WindowsInstanceStatus{Phase: winnodev1.PhaseConfiguring, Step: "sync"})
+	// Another host, whose change shows the watch has looked at both.
+	other := cl.instance(t, "watched-other", winnodev1.WindowsInstanceSpec{Address: "192.0.2.21", Username: "Administrator", Port: 22},
+		winnodev1.WindowsInstanceStatus{Phase: winnodev1.PhaseConfiguring, Step: "sync"})
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -247,23 +252,27 @@ func TestStatusWatch(t *testing.T) {
 	}()
 	waitFor := func(what string) {
 		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for !strings.Contains(out.String(), what) {
-			if time.Now().After(deadline) {
-				t.Fatalf("status --watch did not print %q within 30s:\n%s", what, out.String())
-			}
-			time.Sleep(50 * time.Millisecond)
+		testkit.Eventually(t, 30*time.Second, fmt.Sprintf("status --watch printing %q", what), func() (bool, string) {
+			return strings.Contains(out.String(), what), out.String()
+		})
+	}
+	fail := func(inst *winnodev1.WindowsInstance, msg string) {
+		t.Helper()
+		before := inst.DeepCopy()
+		inst.Status.Phase, inst.Status.Step, inst.Status.LastError = winnodev1.PhaseFailed, "connect", msg
+		if err := cl.c.Status().Patch(context.Background(), inst, client.MergeFrom(before)); err != nil {
+			t.Fatal(err)
 		}
 	}
 	waitFor("Watching")
+	// Once the other host's change is printed, the watch has looked at
+	// this one too, unchanged since the table.
+	fail(other, "no route to host")
+	waitFor("192.0.2.21: Failed, step connect: no route to host")
 	if strings.Contains(out.String(), "192.0.2.20: Configuring, step sync") {
 		t.Errorf("--watch printed the current state as a change:\n%s", out.String())
 	}
-	before := inst.DeepCopy()
-	inst.Status.Phase, inst.Status.Step, inst.Status.LastError = winnodev1.PhaseFailed, "connect", "connection refused"
-	if err := cl.c.Status().Patch(context.Background(), inst, client.MergeFrom(before)); err != nil {
-		t.Fatal(err)
-	}
+	fail(inst, "connection refused")
 	waitFor("192.0.2.20: Failed, step connect: connection refused")
 	cancel()
 	select {

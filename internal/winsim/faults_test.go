@@ -102,10 +102,15 @@ func TestLinkShaping(t *testing.T) {
 		}
 		dialed <- err
 	}()
+	// The link holds the handshake's first bytes: it cannot have finished.
+	testkit.Eventually(t, 20*time.Second, "the link holding the handshake's bytes", func() (bool, string) {
+		n := th.link.holding()
+		return n > 0, fmt.Sprintf("%d bytes held", n)
+	})
 	select {
 	case err := <-dialed:
 		t.Fatalf("the handshake finished through an hour of latency: %v", err)
-	case <-time.After(300 * time.Millisecond):
+	default:
 	}
 	th.SetLink(LinkOptions{})
 	select {
