@@ -18,6 +18,7 @@ import (
 
 	bootstrapv1 "github.com/winnode/winnode/api/bootstrap/v1alpha1"
 	"github.com/winnode/winnode/internal/testkit"
+	"github.com/winnode/winnode/internal/testkit/builder"
 )
 
 // capiMachinesOf lists the MachineDeployment's Machines (by Cluster API's
@@ -225,8 +226,7 @@ func controllerHasFinalizer(wm *unstructured.Unstructured) bool {
 // controller to set m's nodeRef and phase Running.
 func linkCAPINode(t *testing.T, ctx context.Context, c client.Client, m *clusterv1.Machine) *corev1.Node {
 	t.Helper()
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: strings.ToLower(capiAddress(m, clusterv1.MachineHostName))},
-		Spec: corev1.NodeSpec{ProviderID: m.Spec.ProviderID}}
+	node := builder.Node(strings.ToLower(capiAddress(m, clusterv1.MachineHostName))).ProviderID(m.Spec.ProviderID).Build()
 	if err := c.Create(ctx, node); err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/winnode/winnode/internal/testkit"
+	"github.com/winnode/winnode/internal/testkit/builder"
 )
 
 func TestParseHybridClusterSubnets(t *testing.T) {
@@ -84,7 +85,7 @@ func TestHybridOverlayMasterAssignsSubnets(t *testing.T) {
 	p := fmt.Sprintf("ho-%d", os.Getpid()%100000)
 	node := func(name, os string, annotations map[string]string) {
 		t.Helper()
-		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelOSStable: os}, Annotations: annotations}}
+		n := builder.Node(name).Labels(map[string]string{corev1.LabelOSStable: os}).Annotations(annotations).Build()
 		if _, err := c.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/winnode/winnode/internal/testkit"
+	"github.com/winnode/winnode/internal/testkit/builder"
 )
 
 // machineAPIScheme knows the built-in types and the Machine API's.
@@ -146,8 +147,7 @@ func linkNode(t *testing.T, ctx context.Context, c client.Client, m *machinev1be
 			hostname = strings.ToLower(a.Address)
 		}
 	}
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: hostname},
-		Spec: corev1.NodeSpec{ProviderID: *m.Spec.ProviderID}}
+	node := builder.Node(hostname).ProviderID(*m.Spec.ProviderID).Build()
 	if err := c.Create(ctx, node); err != nil {
 		t.Fatal(err)
 	}
@@ -173,12 +173,11 @@ func linkNode(t *testing.T, ctx context.Context, c client.Client, m *machinev1be
 // and no instance is created.
 func invalidProviderSpec(t *testing.T, ctx context.Context, c client.Client, cloud *testCloud) {
 	t.Helper()
-	m := &machinev1beta1.Machine{
-		ObjectMeta: metav1.ObjectMeta{Name: "winsim-misconfigured", Namespace: MachineAPINamespace,
-			Labels: map[string]string{machinev1beta1.MachineClusterIDLabel: InfrastructureName}},
-		Spec: machinev1beta1.MachineSpec{ProviderSpec: machinev1beta1.ProviderSpec{Value: &runtime.RawExtension{
-			Raw: []byte(`{"apiVersion":"machine.openshift.io/v1beta1","kind":"AWSMachineProviderConfig","userDataSecret":{"name":"windows-user-data"}}`)}}},
-	}
+	m := builder.OpenShiftMachine(MachineAPINamespace, "winsim-misconfigured").
+		Labels(map[string]string{machinev1beta1.MachineClusterIDLabel: InfrastructureName}).
+		ProviderSpec(&runtime.RawExtension{
+			Raw: []byte(`{"apiVersion":"machine.openshift.io/v1beta1","kind":"AWSMachineProviderConfig","userDataSecret":{"name":"windows-user-data"}}`)}).
+		Build()
 	if err := c.Create(ctx, m); err != nil {
 		t.Fatal(err)
 	}

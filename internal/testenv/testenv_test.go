@@ -28,6 +28,7 @@ import (
 	"k8s.io/client-go/util/keyutil"
 
 	"github.com/winnode/winnode/internal/testkit"
+	"github.com/winnode/winnode/internal/testkit/builder"
 )
 
 func TestMain(m *testing.M) {
@@ -134,10 +135,10 @@ func TestBootstrapTokenJoinAndNodeRestriction(t *testing.T) {
 	}
 	node := &rest.Config{Host: env.Host, TLSClientConfig: rest.TLSClientConfig{CAFile: env.CACertFile, CertData: certPEM, KeyData: keyPEM}}
 	nodeClient := kubernetes.NewForConfigOrDie(node)
-	if _, err := nodeClient.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "win-a"}}, metav1.CreateOptions{}); err != nil {
+	if _, err := nodeClient.CoreV1().Nodes().Create(ctx, builder.Node("win-a").Build(), metav1.CreateOptions{}); err != nil {
 		t.Fatalf("node creating its own Node: %v", err)
 	}
-	if _, err := c.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "win-b"}}, metav1.CreateOptions{}); err != nil {
+	if _, err := c.CoreV1().Nodes().Create(ctx, builder.Node("win-b").Build(), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	patch := []byte(`{"metadata":{"labels":{"stolen":"yes"}}}`)

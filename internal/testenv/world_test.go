@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/winnode/winnode/internal/testkit"
+	"github.com/winnode/winnode/internal/testkit/builder"
 )
 
 // A Node gets its pod subnet from the controller manager, and a pod without
@@ -22,7 +23,7 @@ func TestNodesGetSubnetsAndPodsAreScheduled(t *testing.T) {
 	c := admin(t, env)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "world-test-node", Labels: map[string]string{"kubernetes.io/os": "linux"}}}
+	node := builder.Node("world-test-node").Labels(map[string]string{"kubernetes.io/os": "linux"}).Build()
 	if _, err := c.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/winnode/winnode/internal/bootstrap"
 	"github.com/winnode/winnode/internal/plan"
 	"github.com/winnode/winnode/internal/testkit"
+	"github.com/winnode/winnode/internal/testkit/builder"
 )
 
 // Rogue CSRs are left alone while a real host's are approved: a client
@@ -57,13 +58,7 @@ func testRogueCSRsAreNotApproved(t *testing.T, w *world) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		csr := &certificatesv1.CertificateSigningRequest{
-			ObjectMeta: metav1.ObjectMeta{Name: r.name},
-			Spec: certificatesv1.CertificateSigningRequestSpec{
-				Request: req, SignerName: r.signer,
-				Usages: []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth},
-			},
-		}
+		csr := builder.CSR(r.name).Request(req, r.signer, certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth).Build()
 		if _, err := r.as.CertificatesV1().CertificateSigningRequests().Create(ctx, csr, metav1.CreateOptions{}); err != nil {
 			t.Fatalf("creating CSR %s: %v", r.name, err)
 		}

@@ -50,6 +50,7 @@ import (
 	"github.com/winnode/winnode/internal/payload"
 	"github.com/winnode/winnode/internal/testenv"
 	"github.com/winnode/winnode/internal/testkit"
+	"github.com/winnode/winnode/internal/testkit/builder"
 	"github.com/winnode/winnode/internal/winsim"
 	"github.com/winnode/winnode/internal/winsim/simpayload"
 )
@@ -480,15 +481,7 @@ func (op *operator) stop() {
 // instanceFor creates a WindowsInstance for a simulated host.
 func (w *world) instanceFor(t testing.TB, name string, h *winsim.Host) *winnodev1.WindowsInstance {
 	t.Helper()
-	inst := &winnodev1.WindowsInstance{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: winnodev1.WindowsInstanceSpec{
-			Address:  h.IP(),
-			Port:     int32(h.Port()),
-			Username: h.User(),
-			Source:   winnodev1.SourceRef{Kind: winnodev1.SourceManual},
-		},
-	}
+	inst := builder.Instance(name).Host(h.IP(), h.User()).Port(int32(h.Port())).Manual().Build()
 	if err := w.client.Create(context.Background(), inst); err != nil {
 		t.Fatalf("creating WindowsInstance %s: %v", name, err)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/winnode/winnode/internal/machineapi"
 	"github.com/winnode/winnode/internal/testenv"
 	"github.com/winnode/winnode/internal/testkit"
+	"github.com/winnode/winnode/internal/testkit/builder"
 )
 
 // machineSetLabel selects a MachineSet's Machines, as OpenShift's do.
@@ -55,8 +56,7 @@ func TestOpenShiftMachineSet(t *testing.T) {
 	}})
 	w.waitUserDataCopy(t)
 	// A Machine whose name an administrator's instance already has.
-	manual := &winnodev1.WindowsInstance{ObjectMeta: metav1.ObjectMeta{Name: "e2e-taken"},
-		Spec: winnodev1.WindowsInstanceSpec{Address: "127.0.0.250", Username: "Administrator", Source: winnodev1.SourceRef{Kind: winnodev1.SourceManual}}}
+	manual := builder.Instance("e2e-taken").Host("127.0.0.250", "Administrator").Manual().Build()
 	if err := w.client.Create(context.Background(), manual); err != nil {
 		t.Fatal(err)
 	}
@@ -142,19 +142,15 @@ func (w *world) waitUserDataCopy(t *testing.T) {
 	})
 }
 
-// machineSpec is the spec of every Machine of these tests: the test
-// world's winsim provider, user data from Secret windows-user-data, as a
-// Windows MachineSet on AWS, Azure or vSphere names it.
-func machineSpec() machinev1.MachineSpec {
-	return machinev1.MachineSpec{ProviderSpec: machinev1.ProviderSpec{Value: testenv.WinsimProviderSpec("windows-user-data")}}
-}
-
 // createMachine creates a lone Machine (no MachineSet) with labels, deleted
-// when the test ends.
+// when the test ends. Its spec is that of every Machine of these tests: the
+// test world's winsim provider, user data from Secret windows-user-data, as
+// a Windows MachineSet on AWS, Azure or vSphere names it.
 func (w *world) createMachine(t *testing.T, name string, labels map[string]string) *machinev1.Machine {
 	t.Helper()
-	labels[machinev1.MachineClusterIDLabel] = testenv.InfrastructureName
-	m := &machinev1.Machine{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: machineapi.Namespace, Labels: labels}, Spec: machineSpec()}
+	m := builder.OpenShiftMachine(machineapi.Namespace, name).Labels(labels).
+		Labels(map[string]string{machinev1.MachineClusterIDLabel: testenv.InfrastructureName}).
+		ProviderSpec(testenv.WinsimProviderSpec("windows-user-data")).Build()
 	if err := w.client.Create(context.Background(), m); err != nil {
 		t.Fatal(err)
 	}
@@ -270,8 +266,7 @@ func (w *world) deleteMachineWhileConfiguring(t *testing.T, ms *machinev1.Machin
 		}
 		return false, "none yet"
 	})
-	m := &machinev1.Machine{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: machineapi.Namespace}}
-	if err := w.client.Delete(context.Background(), m); err != nil {
+	if err := w.client.Delete(context.Background(), builder.OpenShiftMachine(machineapi.Namespace, name).Build()); err != nil {
 		t.Fatalf("deleting Machine %s: %v", name, err)
 	}
 	return name
@@ -323,8 +318,7 @@ func (w *world) checkMachineLeftAlone(t *testing.T, name string) {
 
 // deleteMachineAndWait deletes a Machine and waits until it is gone.
 func (w *world) deleteMachineAndWait(t *testing.T, name string) {
-	m := &machinev1.Machine{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: machineapi.Namespace}}
-	if err := w.client.Delete(context.Background(), m); client.IgnoreNotFound(err) != nil {
+	if err := w.client.Delete(context.Background(), builder.OpenShiftMachine(machineapi.Namespace, name).Build()); client.IgnoreNotFound(err) != nil {
 		t.Errorf("deleting Machine %s: %v", name, err)
 		return
 	}

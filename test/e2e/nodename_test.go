@@ -13,6 +13,7 @@ import (
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/testkit"
+	"github.com/winnode/winnode/internal/testkit/builder"
 )
 
 // The node name is only the hostname a host reports. A second host cloned
@@ -57,11 +58,8 @@ func TestHostNamedLikeAnotherNode(t *testing.T) {
 	w := getWorld(t)
 	ctx := context.Background()
 	h := w.newHost(t)
-	cp := &corev1.Node{ObjectMeta: metav1.ObjectMeta{
-		Name:        strings.ToLower(h.Hostname()),
-		Labels:      map[string]string{"node-role.kubernetes.io/control-plane": ""},
-		Annotations: map[string]string{"example.com/owner": "platform"},
-	}}
+	cp := builder.Node(strings.ToLower(h.Hostname())).Labels(map[string]string{"node-role.kubernetes.io/control-plane": ""}).
+		Annotations(map[string]string{"example.com/owner": "platform"}).Build()
 	created, err := w.kube.CoreV1().Nodes().Create(ctx, cp, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -32,14 +32,14 @@ func TestInstance(t *testing.T) {
 	b := Instance("wi").Host("10.0.0.5", "Administrator").Port(2222).Manual().Labels(map[string]string{"a": "b"}).
 		Generation(3).Created(created).Phase(winnodev1.PhaseReady).Step("sync").Node("win-1", "uid-1").
 		Reported("WIN-1", "win-1.corp", "10.0.0.5", "10.0.0.6").BootstrapToken("abcdef").LastError("boom").
-		Version("v1").KeyFingerprint("SHA256:k").Conditions(cond)
+		Version("v1").PinnedHostKey("ssh-ed25519 AAAA").KeyFingerprint("SHA256:k").Conditions(cond)
 	same(t, b.Build(), &winnodev1.WindowsInstance{
 		ObjectMeta: metav1.ObjectMeta{Name: "wi", Labels: map[string]string{"a": "b"}, Generation: 3, CreationTimestamp: metav1.NewTime(created)},
 		Spec: winnodev1.WindowsInstanceSpec{Address: "10.0.0.5", Username: "Administrator", Port: 2222,
 			Source: winnodev1.SourceRef{Kind: winnodev1.SourceManual}},
 		Status: winnodev1.WindowsInstanceStatus{Phase: winnodev1.PhaseReady, Step: "sync", NodeName: "win-1", NodeUID: "uid-1",
 			Hostname: "WIN-1", FQDN: "win-1.corp", Addresses: []string{"10.0.0.5", "10.0.0.6"}, BootstrapTokenID: "abcdef",
-			LastError: "boom", Version: "v1", KeyFingerprint: "SHA256:k", Conditions: []metav1.Condition{cond}},
+			LastError: "boom", Version: "v1", HostKey: "ssh-ed25519 AAAA", KeyFingerprint: "SHA256:k", Conditions: []metav1.Condition{cond}},
 	})
 	one, two := b.Build(), b.Build()
 	one.Labels["a"] = "changed"

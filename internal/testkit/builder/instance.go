@@ -100,6 +100,13 @@ func (b *InstanceBuilder) Version(v string) *InstanceBuilder {
 	return b
 }
 
+// PinnedHostKey sets status.hostKey, the host key pinned at first
+// contact (authorized_keys format).
+func (b *InstanceBuilder) PinnedHostKey(key string) *InstanceBuilder {
+	b.obj.Status.HostKey = key
+	return b
+}
+
 // KeyFingerprint sets status.keyFingerprint, the operator key the host
 // accepted.
 func (b *InstanceBuilder) KeyFingerprint(fp string) *InstanceBuilder {
