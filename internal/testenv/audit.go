@@ -165,8 +165,8 @@ func (e *Env) Writes(user string, since time.Time) ([]Write, error) {
 // asked the API server about a CSR's requester: whether User (in Groups)
 // may create certificatesigningrequests/Subresource ("nodeclient" for a
 // first client certificate, "selfnodeclient" for a renewal), and the
-// answer. The approver asks once per CSR it recognises as a kubelet's and
-// approves only when Allowed.
+// answer. The approver asks each time it handles a CSR it recognises as a
+// kubelet's, and approves only when Allowed.
 type ApproverReview struct {
 	User        string
 	Groups      []string
