@@ -37,7 +37,7 @@ func forbidden(dep string, banned []string) bool {
 }
 
 func TestShippedBinariesLinkNoTestCode(t *testing.T) {
-	testOnly := []string{"testing", module + "internal/fixture"}
+	testOnly := []string{"testing", module + "internal/fixture", module + "internal/testkit"}
 	simulator := []string{module + "internal/winsim", module + "internal/simscm", module + "internal/testenv"}
 	for _, tc := range []struct {
 		goos, pkg string

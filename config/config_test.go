@@ -26,7 +26,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -36,6 +35,7 @@ import (
 	"github.com/winnode/winnode/internal/controller"
 	"github.com/winnode/winnode/internal/inventory"
 	"github.com/winnode/winnode/internal/testenv"
+	"github.com/winnode/winnode/internal/testkit"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -525,20 +525,17 @@ func installStandInCRD(t *testing.T, c client.Client, group, kind, plural string
 	if err := c.Create(ctx, crd); err != nil && !strings.Contains(err.Error(), "already exists") {
 		t.Fatalf("installing stand-in CRD %s: %v", crd.Name, err)
 	}
-	err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+	testkit.Eventually(t, time.Minute, "stand-in CRD "+crd.Name+" established", func() (bool, string) {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(crd), crd); err != nil {
-			return false, nil
+			return false, err.Error()
 		}
 		for _, cond := range crd.Status.Conditions {
 			if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
-				return true, nil
+				return true, ""
 			}
 		}
-		return false, nil
+		return false, fmt.Sprintf("%+v", crd.Status.Conditions)
 	})
-	if err != nil {
-		t.Fatalf("stand-in CRD %s not established within a minute: %+v", crd.Name, crd.Status.Conditions)
-	}
 }
 
 // access is one permission, checked with a SubjectAccessReview as the operator's ServiceAccount.
@@ -626,12 +623,9 @@ func waitRBAC(t *testing.T, c client.Client, objs []*unstructured.Unstructured) 
 		if len(r.ResourceNames) > 0 {
 			a.name = r.ResourceNames[0]
 		}
-		err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-			return allowed(t, c, a), nil
+		testkit.Eventually(t, 30*time.Second, fmt.Sprintf("the authorizer granting the first rule (%s) of %s %s", a, o.GetKind(), o.GetName()), func() (bool, string) {
+			return allowed(t, c, a), "not granted"
 		})
-		if err != nil {
-			t.Fatalf("%s %s applied, and after 30s the authorizer still does not grant its first rule (%s)", o.GetKind(), o.GetName(), a)
-		}
 	}
 }
 

@@ -6,12 +6,12 @@ import (
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/testenv"
+	"github.com/winnode/winnode/internal/testkit/builder"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -37,11 +37,7 @@ func newClient(t *testing.T) client.Client {
 func TestCRDAsInstalled(t *testing.T) {
 	c := newClient(t)
 	ctx := context.Background()
-	wi := &winnodev1.WindowsInstance{
-		ObjectMeta: metav1.ObjectMeta{Name: "api-test-1"},
-		Spec:       winnodev1.WindowsInstanceSpec{Address: "10.9.9.9", Username: "Administrator"},
-		Status:     winnodev1.WindowsInstanceStatus{Phase: winnodev1.PhaseReady},
-	}
+	wi := builder.Instance("api-test-1").Host("10.9.9.9", "Administrator").Phase(winnodev1.PhaseReady).Build()
 	if err := c.Create(ctx, wi); err != nil {
 		t.Fatal(err)
 	}
@@ -72,10 +68,11 @@ func TestCRDAsInstalled(t *testing.T) {
 		{Address: "10.9.9.10", Username: "a", Port: 70000},
 		{Address: "10.9.9.10", Username: "a", Source: winnodev1.SourceRef{Kind: "Elsewhere"}},
 	} {
-		err := c.Create(ctx, &winnodev1.WindowsInstance{ObjectMeta: metav1.ObjectMeta{Name: "api-test-bad"}, Spec: bad})
-		if !apierrors.IsInvalid(err) {
+		inst := builder.Instance("api-test-bad").Build()
+		inst.Spec = bad // the spec under test, as a whole
+		if err := c.Create(ctx, inst); !apierrors.IsInvalid(err) {
 			t.Errorf("spec %+v: %v, want Invalid", bad, err)
-			_ = c.Delete(ctx, &winnodev1.WindowsInstance{ObjectMeta: metav1.ObjectMeta{Name: "api-test-bad"}})
+			_ = c.Delete(ctx, builder.Instance("api-test-bad").Build())
 		}
 	}
 	wi.Status.Phase = "Sleeping"

@@ -16,11 +16,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/winnode/winnode/internal/payload"
 	"github.com/winnode/winnode/internal/testenv"
+	"github.com/winnode/winnode/internal/testkit"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -144,42 +144,32 @@ func TestOperatorServesProbesMetricsAndLeads(t *testing.T) {
 		}
 		return string(body), err
 	}
-	poll := func(what string, cond func(ctx context.Context) (bool, error)) {
-		t.Helper()
-		ctx, c := context.WithTimeout(context.Background(), 60*time.Second)
-		defer c()
-		var last error
-		if err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-			ok, err := cond(ctx)
-			last = err
-			return ok && err == nil, nil
-		}); err != nil {
-			t.Fatalf("%s: not within 60s (last error: %v)", what, last)
+	bg := context.Background()
+	testkit.Eventually(t, time.Minute, "/healthz and /readyz answering", func() (bool, string) {
+		if _, err := get(bg, "http://"+probeAddr+"/healthz"); err != nil {
+			return false, err.Error()
 		}
-	}
-
-	poll("/healthz and /readyz answer", func(ctx context.Context) (bool, error) {
-		if _, err := get(ctx, "http://"+probeAddr+"/healthz"); err != nil {
-			return false, err
-		}
-		_, err := get(ctx, "http://"+probeAddr+"/readyz")
-		return true, err
+		_, err := get(bg, "http://"+probeAddr+"/readyz")
+		return err == nil, fmt.Sprint(err)
 	})
-	poll("the Lease "+LeaderElectionID+" is held", func(ctx context.Context) (bool, error) {
-		l, err := kube.CoordinationV1().Leases(ns).Get(ctx, LeaderElectionID, metav1.GetOptions{})
-		return err == nil && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "", err
-	})
-	poll("the winnode_* metrics are served", func(ctx context.Context) (bool, error) {
-		body, err := get(ctx, "http://"+metricsAddr+"/metrics")
+	testkit.Eventually(t, time.Minute, "the Lease "+LeaderElectionID+" held", func() (bool, string) {
+		l, err := kube.CoordinationV1().Leases(ns).Get(bg, LeaderElectionID, metav1.GetOptions{})
 		if err != nil {
-			return false, err
+			return false, err.Error()
+		}
+		return l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "", "no holder"
+	})
+	testkit.Eventually(t, time.Minute, "the winnode_* metrics served", func() (bool, string) {
+		body, err := get(bg, "http://"+metricsAddr+"/metrics")
+		if err != nil {
+			return false, err.Error()
 		}
 		for _, m := range []string{`winnode_instances{phase="Ready"}`, "winnode_configuration_duration_seconds_bucket", "winnode_bytes_uploaded_total", `winnode_ssh_failures_total{reason="Unreachable"} 0`, "controller_runtime_reconcile_total"} {
 			if !strings.Contains(body, m) {
-				return false, fmt.Errorf("/metrics lacks %s", m)
+				return false, "/metrics lacks " + m
 			}
 		}
-		return true, nil
+		return true, ""
 	})
 	stop()
 }

@@ -13,7 +13,7 @@ import (
 
 	"github.com/winnode/winnode/internal/cli"
 	"github.com/winnode/winnode/internal/demo"
-	"github.com/winnode/winnode/internal/fixture"
+	"github.com/winnode/winnode/internal/testkit"
 )
 
 // TestHelpGolden keeps the help of every command, as the wired binary
@@ -39,7 +39,7 @@ func TestHelpGolden(t *testing.T) {
 			if !strings.Contains(out.String(), "Example") && cmd != "" {
 				t.Errorf("winnodectl %s --help has no examples:\n%s", cmd, out.String())
 			}
-			fixture.Golden(t, "help-"+name+".golden", out.String())
+			testkit.Golden(t, "help-"+name+".golden", out.String())
 		})
 	}
 }

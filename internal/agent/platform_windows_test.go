@@ -23,6 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/winnode/winnode/internal/plan"
+	"github.com/winnode/winnode/internal/testkit"
 	"github.com/winnode/winnode/internal/wincmd"
 	"github.com/winnode/winnode/internal/winpath"
 )
@@ -191,17 +192,10 @@ func TestNativeServiceLifecycle(t *testing.T) {
 			t.Fatalf("Delete %s: %v", n, err)
 		}
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testkit.Eventually(t, 30*time.Second, name+" gone after Delete", func() (bool, string) {
 		_, _, err := p.Query(ctx, name)
-		if errors.Is(err, ErrServiceNotFound) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s still installed 30s after Delete: %v", name, err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return errors.Is(err, ErrServiceNotFound), fmt.Sprintf("Query: %v", err)
+	})
 	if err := p.Delete(ctx, name); err != nil {
 		t.Errorf("Delete of a deleted service: %v, want no error", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -28,6 +29,7 @@ import (
 	"github.com/winnode/winnode/internal/plan"
 	"github.com/winnode/winnode/internal/simscm"
 	"github.com/winnode/winnode/internal/testenv"
+	"github.com/winnode/winnode/internal/testkit"
 	"github.com/winnode/winnode/internal/wincmd"
 	"github.com/winnode/winnode/internal/winsim"
 )
@@ -236,17 +238,10 @@ func (s *simHost) waitLog(service, text string) {
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	deadline := time.Now().Add(time.Minute)
-	for {
-		data, _ := os.ReadFile(local)
-		if bytes.Contains(data, []byte(text)) {
-			return
-		}
-		if time.Now().After(deadline) {
-			s.t.Fatalf("service %s did not log %q within a minute; its log:\n%s", service, text, data)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testkit.Eventually(s.t, time.Minute, fmt.Sprintf("service %s logging %q", service, text), func() (bool, string) {
+		data, err := os.ReadFile(local)
+		return bytes.Contains(data, []byte(text)), fmt.Sprintf("its log (%v):\n%s", err, data)
+	})
 }
 
 func (s *simHost) pids() map[string]int {
@@ -531,12 +526,27 @@ func TestRemoveOnSimulatedHost(t *testing.T) {
 		}
 	}
 
-	// Twice is fine; --purge-logs takes the logs too.
+	// Twice is fine: the state is gone, so the second remove knows of
+	// nothing to delete, the log folder included, even with --purge-logs.
 	if out, code := h.agent("remove", "--purge-logs"); code != 0 {
 		t.Fatalf("second remove: exit %d: %s", code, out)
 	}
 	if !h.exists(`C:\k\logs\svc-a.log`) {
-		t.Log("the logs folder is forgotten with the state: a second remove cannot purge it")
+		t.Error("a remove with no state to undo deleted the log folder")
+	}
+
+	// Configured again, remove --purge-logs takes the log folder too, and
+	// still keeps the running agent.
+	h.stage(tp.contents)
+	h.apply(tp.plan)
+	if out, code := h.agent("remove", "--purge-logs"); code != 0 {
+		t.Fatalf("remove --purge-logs: exit %d: %s", code, out)
+	}
+	if h.exists(`C:\k\logs`) {
+		t.Errorf(`C:\k\logs still there after remove --purge-logs`)
+	}
+	if !h.exists(agentPath) {
+		t.Errorf("remove --purge-logs deleted the running agent %s", agentPath)
 	}
 }
 

@@ -2,6 +2,7 @@ package bootstrap
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -12,22 +13,22 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/winnode/winnode/internal/testenv"
+	"github.com/winnode/winnode/internal/testkit"
 )
 
 // noBootstrapAuth is a control plane whose API server runs without
 // --enable-bootstrap-token-auth, as OpenShift's does.
-func noBootstrapAuth(t *testing.T) kubernetes.Interface {
+func noBootstrapAuth(t *testing.T) (*testenv.Env, kubernetes.Interface) {
 	t.Helper()
 	env := testenv.GetWith(t, testenv.Options{NoBootstrapTokenAuth: true})
 	c, err := kubernetes.NewForConfig(env.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c
+	return env, c
 }
 
 func ensureNamespace(t *testing.T, c kubernetes.Interface, name string) {
@@ -45,13 +46,14 @@ func TestDetectorTellsTheKindsOfAPIServerApart(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	_, withAuth := adminClient(t)
+	_, withoutAuth := noBootstrapAuth(t)
 	for _, tc := range []struct {
 		name string
 		kube kubernetes.Interface
 		want Mode
 	}{
 		{"bootstrap-token auth", withAuth, ModeBootstrapToken},
-		{"no bootstrap-token auth", noBootstrapAuth(t), ModeServiceAccount},
+		{"no bootstrap-token auth", withoutAuth, ModeServiceAccount},
 	} {
 		d := &Detector{Kube: tc.kube}
 		got, why, err := d.Resolve(ctx, ModeAuto)
@@ -76,7 +78,7 @@ func TestDetectorTellsTheKindsOfAPIServerApart(t *testing.T) {
 func TestServiceAccountTokenJoinsAndIsRevoked(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	admin := noBootstrapAuth(t)
+	env, admin := noBootstrapAuth(t)
 	const ns, inst = "winnode-system", "wi-sa-join"
 	ensureNamespace(t, admin, ns)
 
@@ -124,16 +126,21 @@ func TestServiceAccountTokenJoinsAndIsRevoked(t *testing.T) {
 		_ = admin.CertificatesV1().CertificateSigningRequests().Delete(context.Background(), csrName, metav1.DeleteOptions{})
 	})
 	req := nodeClientCSR(t, inst)
+	since := time.Now().Add(-time.Second)
 	var createErr error
-	_ = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+	testkit.Eventually(t, 30*time.Second, "the join ServiceAccount creating a node client CSR (the authorizer may need a moment)", func() (bool, string) {
 		createErr = createCSR(ctx, c, csrName, req)
 		if apierrors.IsAlreadyExists(createErr) {
 			createErr = nil
 		}
-		return !apierrors.IsForbidden(createErr), nil
+		return !apierrors.IsForbidden(createErr), fmt.Sprint(createErr)
 	})
 	if createErr != nil {
 		t.Fatalf("the join ServiceAccount cannot create a node client CSR: %v", createErr)
+	}
+	// kube-controller-manager's CSR approver must leave it to the operator.
+	if asked := approverReview(t, env, since, review.Status.UserInfo.Username); asked.Allowed {
+		t.Errorf("kube-controller-manager's CSR approver was told %s (groups %v) may have node client certificates", asked.User, asked.Groups)
 	}
 	csr, err := admin.CertificatesV1().CertificateSigningRequests().Get(ctx, csrName, metav1.GetOptions{})
 	if err != nil {
@@ -151,13 +158,10 @@ func TestServiceAccountTokenJoinsAndIsRevoked(t *testing.T) {
 	if err := RevokeServiceAccount(ctx, admin, ns, inst); err != nil {
 		t.Fatal(err)
 	}
-	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+	testkit.Eventually(t, 30*time.Second, "the token refused once its ServiceAccount is deleted", func() (bool, string) {
 		_, err := c.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
-		return apierrors.IsUnauthorized(err), nil
+		return apierrors.IsUnauthorized(err), fmt.Sprint(err)
 	})
-	if err != nil {
-		t.Fatalf("the token still authenticates after its ServiceAccount was deleted")
-	}
 	if subjects := joinSubjects(t, admin); slices.Contains(subjects, joinSubject(ns, ServiceAccountName(inst))) {
 		t.Errorf("the revoked ServiceAccount is still bound: %v", subjects)
 	}
@@ -199,7 +203,7 @@ func joinSubjects(t *testing.T, c kubernetes.Interface) []rbacv1.Subject {
 func TestJoinBindingSubjectsAreExactlyTheIssuedServiceAccounts(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	admin := noBootstrapAuth(t)
+	_, admin := noBootstrapAuth(t)
 	const ns = "winnode-join-binding"
 	ensureNamespace(t, admin, ns)
 	instances := []string{"wi-b0", "wi-b1", "wi-b2", "wi-b3", "wi-b4"}

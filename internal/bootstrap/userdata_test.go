@@ -4,16 +4,13 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/rsa"
-	"flag"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"golang.org/x/crypto/ssh"
-)
 
-var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
+	"github.com/winnode/winnode/internal/testkit"
+)
 
 // fixedEd25519 is a deterministic key so the golden file is stable.
 func fixedEd25519(t *testing.T) ssh.PublicKey {
@@ -40,30 +37,12 @@ func fixedRSA(t *testing.T) ssh.PublicKey {
 	return pub
 }
 
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("reading %s (run `go test ./internal/bootstrap -run %s -update` to create it): %v", path, t.Name(), err)
-	}
-	if string(got) != string(want) {
-		t.Errorf("output differs from %s (rerun with -update if the change is intended):\n--- got\n%s\n--- want\n%s", path, got, want)
-	}
-}
-
 func TestUserDataGolden(t *testing.T) {
 	out, err := UserData(fixedEd25519(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "userdata-ed25519.golden", out)
+	testkit.Golden(t, "userdata-ed25519.golden", out)
 }
 
 func TestUserDataContents(t *testing.T) {

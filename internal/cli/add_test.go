@@ -21,6 +21,7 @@ import (
 	"github.com/winnode/winnode/internal/cli/view"
 	"github.com/winnode/winnode/internal/fixture"
 	"github.com/winnode/winnode/internal/testenv"
+	"github.com/winnode/winnode/internal/testkit/builder"
 	"github.com/winnode/winnode/internal/winsim"
 	"github.com/winnode/winnode/internal/winsim/simpayload"
 )
@@ -309,8 +310,8 @@ func TestAddRefusals(t *testing.T) {
 	cleanupNode(t, cl, strings.ToLower(h2.Hostname()))
 
 	// A host the operator manages is not added behind its back.
-	cl.instance(t, "managed-"+strings.ReplaceAll(h.IP(), ".", "-"), winnodev1.WindowsInstanceSpec{Address: h.IP(), Username: "Administrator", Port: int32(h.Port())},
-		winnodev1.WindowsInstanceStatus{Phase: winnodev1.PhasePending})
+	cl.instance(t, builder.Instance("managed-"+strings.ReplaceAll(h.IP(), ".", "-")).Host(h.IP(), "Administrator").Port(int32(h.Port())).
+		Phase(winnodev1.PhasePending))
 	r = run(t, "", "add", h.IP(), "--port", port, "--ssh-key", keyFile, "--allow-addresses", simHosts, "--kubeconfig", kc, "--payload-dir", payloadDir)
 	if r.code != ExitFailed || !strings.Contains(r.err, "which the operator manages") {
 		t.Errorf("a managed host: exit %d, stderr %q", r.code, r.err)

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -13,6 +14,8 @@ import (
 	"github.com/winnode/winnode/internal/csrapproval"
 	"github.com/winnode/winnode/internal/fixture"
 	"github.com/winnode/winnode/internal/inventory"
+	"github.com/winnode/winnode/internal/testkit"
+	"github.com/winnode/winnode/internal/testkit/builder"
 )
 
 // TestApproveOnePerCredential: two client CSRs made with one bootstrap
@@ -43,24 +46,15 @@ func TestApproveOnePerCredential(t *testing.T) {
 
 	var names []string
 	for range 2 {
-		csr := &certificatesv1.CertificateSigningRequest{
-			ObjectMeta: metav1.ObjectMeta{GenerateName: "approve-twice-"},
-			Spec: certificatesv1.CertificateSigningRequestSpec{
-				Request:    fixture.CSRPEM(t, fixture.CSR{CN: "system:node:win-approve-twice", O: []string{"system:nodes"}}),
-				SignerName: certificatesv1.KubeAPIServerClientKubeletSignerName,
-				Usages:     fixture.ClientUsages,
-			},
-		}
+		csr := builder.CSR("").GenerateName("approve-twice-").Request(
+			fixture.CSRPEM(t, fixture.CSR{CN: "system:node:win-approve-twice", O: []string{"system:nodes"}}),
+			certificatesv1.KubeAPIServerClientKubeletSignerName, fixture.ClientUsages...).Build()
 		// The token authenticates once the API server's informers see it.
 		var created *certificatesv1.CertificateSigningRequest
-		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
-			if created, err = asHost.CertificatesV1().CertificateSigningRequests().Create(ctx, csr, metav1.CreateOptions{}); err == nil || time.Now().After(deadline) {
-				break
-			}
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+		testkit.Eventually(t, 30*time.Second, "the host's bootstrap token creating a CSR", func() (bool, string) {
+			created, err = asHost.CertificatesV1().CertificateSigningRequests().Create(ctx, csr, metav1.CreateOptions{})
+			return err == nil, fmt.Sprint(err)
+		})
 		names = append(names, created.Name)
 		t.Cleanup(func() {
 			_ = kube.CertificatesV1().CertificateSigningRequests().Delete(context.Background(), created.Name, metav1.DeleteOptions{})

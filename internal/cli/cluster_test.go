@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -20,6 +21,8 @@ import (
 	"github.com/winnode/winnode/internal/fixture"
 	"github.com/winnode/winnode/internal/sshkey"
 	"github.com/winnode/winnode/internal/testenv"
+	"github.com/winnode/winnode/internal/testkit"
+	"github.com/winnode/winnode/internal/testkit/builder"
 	"github.com/winnode/winnode/internal/winsim"
 )
 
@@ -44,22 +47,24 @@ func getCluster(t *testing.T) cluster {
 	return cluster{env: env, c: c}
 }
 
-// instance creates a WindowsInstance and sets its status, as the operator
-// would; it is deleted when the test ends.
-func (cl cluster) instance(t *testing.T, name string, spec winnodev1.WindowsInstanceSpec, status winnodev1.WindowsInstanceStatus) *winnodev1.WindowsInstance {
+// instance creates the WindowsInstance b builds (made by hand unless it
+// names a source) and sets its status, as the operator would; it is
+// deleted when the test ends.
+func (cl cluster) instance(t *testing.T, b *builder.InstanceBuilder) *winnodev1.WindowsInstance {
 	t.Helper()
 	ctx := context.Background()
-	if spec.Source.Kind == "" {
-		spec.Source.Kind = winnodev1.SourceManual
+	inst := b.Build()
+	if inst.Spec.Source.Kind == "" {
+		inst.Spec.Source.Kind = winnodev1.SourceManual
 	}
-	inst := &winnodev1.WindowsInstance{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec}
+	status := inst.Status
 	if err := cl.c.Create(ctx, inst); err != nil {
-		t.Fatalf("creating WindowsInstance %s: %v", name, err)
+		t.Fatalf("creating WindowsInstance %s: %v", inst.Name, err)
 	}
 	t.Cleanup(func() { _ = cl.c.Delete(context.Background(), inst) })
 	inst.Status = status
 	if err := cl.c.Status().Update(ctx, inst); err != nil {
-		t.Fatalf("setting the status of WindowsInstance %s: %v", name, err)
+		t.Fatalf("setting the status of WindowsInstance %s: %v", inst.Name, err)
 	}
 	return inst
 }
@@ -68,23 +73,23 @@ func TestStatusAgainstCluster(t *testing.T) {
 	cl := getCluster(t)
 	ctx := context.Background()
 
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "status-node"}}
+	node := builder.Node("status-node").Heartbeat(corev1.ConditionTrue, "KubeletReady").Build()
+	status := node.Status // not written by a create
 	if err := cl.c.Create(ctx, node); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cl.c.Delete(context.Background(), node) })
 	// A patch: the node lifecycle controller may change the Node meanwhile.
 	before := node.DeepCopy()
-	node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue,
-		LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now(), Reason: "KubeletReady"}}
+	node.Status.Conditions = status.Conditions
 	if err := cl.c.Status().Patch(ctx, node, client.MergeFrom(before)); err != nil {
 		t.Fatal(err)
 	}
-	spec := winnodev1.WindowsInstanceSpec{Address: "192.0.2.10", Username: "Administrator", Port: 22}
-	cl.instance(t, "status-ready", spec, winnodev1.WindowsInstanceStatus{Phase: winnodev1.PhaseReady, NodeName: "status-node", Version: "v9.9.9"})
-	spec.Address = "192.0.2.11"
-	cl.instance(t, "status-failed", spec, winnodev1.WindowsInstanceStatus{Phase: winnodev1.PhaseFailed, Step: "connect", NodeName: "status-gone",
-		LastError: "connecting to 192.0.2.11:22: i/o timeout; check that the host is up"})
+	cl.instance(t, builder.Instance("status-ready").Host("192.0.2.10", "Administrator").Port(22).
+		Phase(winnodev1.PhaseReady).Node("status-node", "").Version("v9.9.9"))
+	cl.instance(t, builder.Instance("status-failed").Host("192.0.2.11", "Administrator").Port(22).
+		Phase(winnodev1.PhaseFailed).Step("connect").Node("status-gone", "").
+		LastError("connecting to 192.0.2.11:22: i/o timeout; check that the host is up"))
 
 	r := run(t, "", "status", "--kubeconfig", cl.env.KubeconfigPath, "-o", "json")
 	if r.code != ExitOK {
@@ -159,10 +164,10 @@ func TestSSHAgainstSimulatedHost(t *testing.T) {
 	cl := getCluster(t)
 	h, _, pemKey := simHost(t)
 	cl.keySecret(t, pemKey)
-	spec := winnodev1.WindowsInstanceSpec{Address: h.IP(), Username: h.User(), Port: int32(h.Port())}
 	hostKey := strings.TrimSpace(string(ssh.MarshalAuthorizedKey(h.HostKey())))
 	nodeName := strings.ToLower(h.Hostname())
-	cl.instance(t, "ssh-host", spec, winnodev1.WindowsInstanceStatus{Phase: winnodev1.PhaseReady, NodeName: nodeName, HostKey: hostKey})
+	cl.instance(t, builder.Instance("ssh-host").Host(h.IP(), h.User()).Port(int32(h.Port())).
+		Phase(winnodev1.PhaseReady).Node(nodeName, "").PinnedHostKey(hostKey))
 	kc := cl.env.KubeconfigPath
 	containerd := winsim.ContainerdPath
 
@@ -206,10 +211,12 @@ func TestSSHRefusesUnpinnedOrChangedHostKey(t *testing.T) {
 	cl := getCluster(t)
 	h, _, pemKey := simHost(t)
 	cl.keySecret(t, pemKey)
-	spec := winnodev1.WindowsInstanceSpec{Address: h.IP(), Username: h.User(), Port: int32(h.Port())}
+	instance := func(name string) *builder.InstanceBuilder {
+		return builder.Instance(name).Host(h.IP(), h.User()).Port(int32(h.Port()))
+	}
 	kc := cl.env.KubeconfigPath
 
-	cl.instance(t, "ssh-unpinned", spec, winnodev1.WindowsInstanceStatus{Phase: winnodev1.PhaseConfiguring})
+	cl.instance(t, instance("ssh-unpinned").Phase(winnodev1.PhaseConfiguring))
 	r := run(t, "", "ssh", "--kubeconfig", kc, "ssh-unpinned", "--", winsim.ContainerdPath, "--version")
 	if r.code != ExitSSHFailed || !strings.Contains(r.err, "no pinned host key") || r.out != "" {
 		t.Errorf("no pinned key: exit %d, stdout %q, stderr %q", r.code, r.out, r.err)
@@ -217,7 +224,7 @@ func TestSSHRefusesUnpinnedOrChangedHostKey(t *testing.T) {
 
 	otherSigner := fixture.NewKey(t).Signer
 	wrong := strings.TrimSpace(string(ssh.MarshalAuthorizedKey(otherSigner.PublicKey())))
-	cl.instance(t, "ssh-changed", spec, winnodev1.WindowsInstanceStatus{Phase: winnodev1.PhaseReady, HostKey: wrong})
+	cl.instance(t, instance("ssh-changed").Phase(winnodev1.PhaseReady).PinnedHostKey(wrong))
 	r = run(t, "", "ssh", "--kubeconfig", kc, "ssh-changed", "--", winsim.ContainerdPath, "--version")
 	if r.code != ExitSSHFailed || !strings.Contains(r.err, h.Fingerprint()) || r.out != "" {
 		t.Errorf("changed key: exit %d, stdout %q, stderr %q; want 255 naming the presented key %s", r.code, r.out, r.err, h.Fingerprint())
@@ -234,8 +241,11 @@ func TestSSHRefusesUnpinnedOrChangedHostKey(t *testing.T) {
 // cleanly (exit 0) on Ctrl-C.
 func TestStatusWatch(t *testing.T) {
 	cl := getCluster(t)
-	inst := cl.instance(t, "watched", winnodev1.WindowsInstanceSpec{Address: "192.0.2.20", Username: "Administrator", Port: 22},
-		winnodev1.WindowsInstanceStatus{Phase: winnodev1.PhaseConfiguring, Step: "sync"})
+	inst := cl.instance(t, builder.Instance("watched").Host("192.0.2.20", "Administrator").Port(22).
+		Phase(winnodev1.PhaseConfiguring).Step("sync"))
+	// Another host, whose change shows the watch has looked at both.
+	other := cl.instance(t, builder.Instance("watched-other").Host("192.0.2.21", "Administrator").Port(22).
+		Phase(winnodev1.PhaseConfiguring).Step("sync"))
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -247,25 +257,29 @@ func TestStatusWatch(t *testing.T) {
 	}()
 	waitFor := func(what string) {
 		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for !strings.Contains(out.String(), what) {
-			if time.Now().After(deadline) {
-				t.Fatalf("status --watch did not print %q within 30s:\n%s", what, out.String())
-			}
-			time.Sleep(50 * time.Millisecond)
+		testkit.Eventually(t, 30*time.Second, fmt.Sprintf("status --watch printing %q", what), func() (bool, string) {
+			return strings.Contains(out.String(), what), out.String()
+		})
+	}
+	fail := func(inst *winnodev1.WindowsInstance, msg string) {
+		t.Helper()
+		before := inst.DeepCopy()
+		inst.Status.Phase, inst.Status.Step, inst.Status.LastError = winnodev1.PhaseFailed, "connect", "step connect: "+msg
+		if err := cl.c.Status().Patch(context.Background(), inst, client.MergeFrom(before)); err != nil {
+			t.Fatal(err)
 		}
 	}
 	waitFor("Watching")
+	// Once the other host's change is printed, the watch has looked at
+	// this one too, unchanged since the table.
+	fail(other, "no route to host")
+	waitFor("192.0.2.21: Failed: step connect: no route to host")
 	if strings.Contains(out.String(), "192.0.2.20: Configuring, step sync") {
 		t.Errorf("--watch printed the current state as a change:\n%s", out.String())
 	}
-	before := inst.DeepCopy()
-	inst.Status.Phase, inst.Status.Step, inst.Status.LastError = winnodev1.PhaseFailed, "connect", "step connect: connection refused"
-	if err := cl.c.Status().Patch(context.Background(), inst, client.MergeFrom(before)); err != nil {
-		t.Fatal(err)
-	}
+	fail(inst, "connection refused")
 	waitFor("192.0.2.20: Failed: step connect: connection refused")
-	if strings.Count(out.String(), "step connect") != 1 {
+	if strings.Count(out.String(), "step connect: connection refused") != 1 || strings.Contains(out.String(), "step connect: step connect") {
 		t.Errorf("status --watch names the failed step more than once:\n%s", out.String())
 	}
 	cancel()

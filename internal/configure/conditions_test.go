@@ -8,10 +8,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
+	"github.com/winnode/winnode/internal/testkit/builder"
 )
 
 func TestSetCondition(t *testing.T) {
-	wi := &winnodev1.WindowsInstance{ObjectMeta: metav1.ObjectMeta{Generation: 3}}
+	wi := builder.Instance("").Generation(3).Build()
 	SetCondition(wi, winnodev1.ConditionReachable, metav1.ConditionTrue, winnodev1.ReasonConnected, "ok")
 	if !meta.IsStatusConditionTrue(wi.Status.Conditions, winnodev1.ConditionReachable) || wi.Status.Conditions[0].ObservedGeneration != 3 {
 		t.Errorf("conditions %+v", wi.Status.Conditions)

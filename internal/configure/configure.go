@@ -38,6 +38,9 @@ import (
 func (c *Configurer) Configure(ctx context.Context, inst *winnodev1.WindowsInstance) (Result, error) {
 	if hostKeyBlocked(inst) {
 		// Nothing until an administrator clears status.hostKey.
+		if c.AfterStep != nil {
+			c.AfterStep(inst, StepBlocked)
+		}
 		return Result{}, nil
 	}
 	if inst.Status.Phase == "" {

@@ -1,11 +1,13 @@
 package configure
 
 import (
+	"context"
 	"errors"
 	"net"
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
@@ -86,6 +88,24 @@ func TestHostKeyBlocked(t *testing.T) {
 	inst.Status.HostKey = "" // the administrator accepts the new key
 	if hostKeyBlocked(inst) {
 		t.Error("still blocked once the pinned key is cleared")
+	}
+}
+
+// Configure leaves a blocked instance alone, and says it looked
+// (StepBlocked): what tests wait for before checking nothing happened.
+func TestConfigureLeavesABlockedInstanceAlone(t *testing.T) {
+	inst := &winnodev1.WindowsInstance{}
+	inst.Status.HostKey, inst.Status.Phase = "ssh-ed25519 AAAA", winnodev1.PhaseFailed
+	SetCondition(inst, winnodev1.ConditionHostKeyMismatch, metav1.ConditionTrue, winnodev1.ReasonHostKeyChanged, "changed")
+	before := inst.DeepCopy()
+	var steps []string
+	c := &Configurer{AfterStep: func(_ *winnodev1.WindowsInstance, step string) { steps = append(steps, step) }}
+	res, err := c.Configure(context.Background(), inst)
+	if err != nil || res != (Result{}) || !equality.Semantic.DeepEqual(inst, before) {
+		t.Errorf("Configure of a blocked instance: %+v, %v; status %+v", res, err, inst.Status)
+	}
+	if len(steps) != 1 || steps[0] != StepBlocked {
+		t.Errorf("AfterStep told %v, want [%s]", steps, StepBlocked)
 	}
 }
 

@@ -44,6 +44,10 @@ const (
 	// StepWaited is not a step either: AfterStep is told it each time an
 	// upgrade waiting for its turn in the rollout looked and found none.
 	StepWaited = "waited"
+	// StepBlocked is not a step either: AfterStep is told it each time
+	// Configure finds the instance waiting for an administrator (a changed
+	// host key) and leaves it alone.
+	StepBlocked = "blocked"
 )
 
 // Node labels and annotations the configurer sets.

@@ -16,6 +16,7 @@ import (
 	"github.com/winnode/winnode/internal/payload"
 	"github.com/winnode/winnode/internal/plan"
 	"github.com/winnode/winnode/internal/testenv"
+	"github.com/winnode/winnode/internal/testkit/builder"
 )
 
 // --network auto, against the real API server: the test cluster runs
@@ -34,8 +35,7 @@ func TestAutoNetworkDecision(t *testing.T) {
 		t.Fatalf("with flannel's ConfigMap only: %q (%s), %v; want flannel", mode, why, err)
 	}
 	name := fmt.Sprintf("ovn-linux-%d", os.Getpid()%100000)
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name,
-		Annotations: map[string]string{"k8s.ovn.org/node-subnets": `{"default":["10.128.2.0/23"]}`}}}
+	node := builder.Node(name).Annotations(map[string]string{"k8s.ovn.org/node-subnets": `{"default":["10.128.2.0/23"]}`}).Build()
 	if _, err := kube.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -54,11 +54,11 @@ func hybridConfigurer() *Configurer {
 }
 
 func windowsNode(subnet string) *corev1.Node {
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "win-1"}}
+	n := builder.Node("win-1")
 	if subnet != "" {
-		n.Annotations = map[string]string{plan.HybridOverlaySubnetAnnotation: subnet}
+		n.Annotations(map[string]string{plan.HybridOverlaySubnetAnnotation: subnet})
 	}
-	return n
+	return n.Build()
 }
 
 func TestHybridOverlayFacts(t *testing.T) {
@@ -105,7 +105,7 @@ func TestSubnetArrived(t *testing.T) {
 		i.Status.Network, i.Status.PodCIDR = mode, podCIDR
 		return i
 	}
-	flannelNode := &corev1.Node{Spec: corev1.NodeSpec{PodCIDR: "10.244.1.0/24"}}
+	flannelNode := builder.Node("").PodCIDR("10.244.1.0/24").Build()
 	for _, tc := range []struct {
 		what string
 		inst *winnodev1.WindowsInstance

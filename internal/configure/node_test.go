@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/winnode/winnode/internal/testenv"
+	"github.com/winnode/winnode/internal/testkit/builder"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -28,7 +29,7 @@ func TestFindNode(t *testing.T) {
 	p := fmt.Sprintf("findnode-%d", os.Getpid()%100000)
 	addNode := func(name string, addrs ...corev1.NodeAddress) {
 		t.Helper()
-		if _, err := kube.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+		if _, err := kube.CoreV1().Nodes().Create(ctx, builder.Node(name).Build(), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = kube.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })

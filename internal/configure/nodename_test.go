@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
+	"github.com/winnode/winnode/internal/testkit/builder"
 )
 
 // Of two instances reporting one hostname, the one that recorded its
@@ -15,10 +16,7 @@ func TestNodeNameOwner(t *testing.T) {
 	t0 := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	t1 := metav1.NewTime(t0.Add(time.Hour))
 	mk := func(name string, created metav1.Time, node, uid string) winnodev1.WindowsInstance {
-		return winnodev1.WindowsInstance{
-			ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: created},
-			Status:     winnodev1.WindowsInstanceStatus{NodeName: node, NodeUID: uid},
-		}
+		return *builder.Instance(name).Created(created.Time).Node(node, uid).Build()
 	}
 	configured := mk("configured", t1, "WIN-A", "uid-1")
 	older := mk("older", t0, "win-a", "")

@@ -12,6 +12,7 @@ import (
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/bootstrap"
 	"github.com/winnode/winnode/internal/fixture"
+	"github.com/winnode/winnode/internal/testkit/builder"
 )
 
 // The requests of these tests are made by package fixture, as the
@@ -25,14 +26,8 @@ var (
 )
 
 func testInstance(name, nodeName, tokenID string) winnodev1.WindowsInstance {
-	return winnodev1.WindowsInstance{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec:       winnodev1.WindowsInstanceSpec{Address: "10.0.0.5", Username: "Administrator", Port: 22},
-		Status: winnodev1.WindowsInstanceStatus{
-			NodeName: nodeName, BootstrapTokenID: tokenID,
-			Hostname: "WIN-HOST1", FQDN: "win-host1.corp.example.com", Addresses: []string{"10.0.0.5", "192.168.7.5"},
-		},
-	}
+	return *builder.Instance(name).Host("10.0.0.5", "Administrator").Port(22).Node(nodeName, "").BootstrapToken(tokenID).
+		Reported("WIN-HOST1", "win-host1.corp.example.com", "10.0.0.5", "192.168.7.5").Build()
 }
 
 // testPolicy allows the test hosts' reported addresses (status.addresses).
@@ -184,12 +179,7 @@ func TestDecide(t *testing.T) {
 			if req == nil {
 				req = makeCSRPEM(t, c.tmpl)
 			}
-			csr := &certificatesv1.CertificateSigningRequest{
-				ObjectMeta: metav1.ObjectMeta{Name: "csr-x"},
-				Spec: certificatesv1.CertificateSigningRequestSpec{
-					Request: req, SignerName: c.signer, Usages: c.usages, Username: c.user, Groups: c.groups,
-				},
-			}
+			csr := builder.CSR("csr-x").Request(req, c.signer, c.usages...).Requester(c.user, c.groups...).Build()
 			d := Decide(csr, instances, Facts{NodeExists: func(string) bool { return c.nodeExists }, Policy: testPolicy, JoinNamespace: "winnode-system"})
 			if d.Approve != c.approve {
 				t.Fatalf("approve = %v (%s), want %v", d.Approve, d.Reason, c.approve)
@@ -206,10 +196,8 @@ func TestDecideCSRTamperedSignature(t *testing.T) {
 	p := makeCSRPEM(t, csrTemplate{CN: "system:node:win-host1", O: []string{"system:nodes"}})
 	block, _ := pem.Decode(p)
 	block.Bytes[len(block.Bytes)-5] ^= 0xff // in the signature
-	csr := &certificatesv1.CertificateSigningRequest{Spec: certificatesv1.CertificateSigningRequestSpec{
-		Request: pem.EncodeToMemory(block), SignerName: certificatesv1.KubeAPIServerClientKubeletSignerName,
-		Usages: clientUsages, Username: "system:bootstrap:abcdef", Groups: []string{bootstrap.Group},
-	}}
+	csr := builder.CSR("").Request(pem.EncodeToMemory(block), certificatesv1.KubeAPIServerClientKubeletSignerName, clientUsages...).
+		Requester("system:bootstrap:abcdef", bootstrap.Group).Build()
 	if d := Decide(csr, inst, Facts{NodeExists: func(string) bool { return false }, Policy: testPolicy, JoinNamespace: "winnode-system"}); d.Approve {
 		t.Fatalf("approved a CSR with a broken signature")
 	}
@@ -232,9 +220,7 @@ func FuzzDecide(f *testing.F) {
 		if clientUsage {
 			usages, groups = clientUsages, []string{bootstrap.Group}
 		}
-		csr := &certificatesv1.CertificateSigningRequest{Spec: certificatesv1.CertificateSigningRequestSpec{
-			Request: request, SignerName: signer, Usages: usages, Username: user, Groups: groups,
-		}}
+		csr := builder.CSR("").Request(request, signer, usages...).Requester(user, groups...).Build()
 		d := Decide(csr, instances, Facts{NodeExists: func(string) bool { return false }, Policy: testPolicy, JoinNamespace: "winnode-system"})
 		if !d.Approve {
 			return

@@ -15,6 +15,7 @@ import (
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/bootstrap"
 	"github.com/winnode/winnode/internal/fixture"
+	"github.com/winnode/winnode/internal/testkit/builder"
 )
 
 func csrWithKey(t *testing.T, key crypto.Signer, cn string, dns []string) []byte {
@@ -48,14 +49,13 @@ func TestKeyTypes(t *testing.T) {
 	for _, k := range keys {
 		for _, signer := range []string{certificatesv1.KubeAPIServerClientKubeletSignerName, certificatesv1.KubeletServingSignerName} {
 			t.Run(k.name+" "+signer, func(t *testing.T) {
-				spec := certificatesv1.CertificateSigningRequestSpec{SignerName: signer, Usages: clientUsages,
-					Username: "system:bootstrap:abcdef", Groups: []string{bootstrap.Group},
-					Request: csrWithKey(t, k.key, "system:node:win-host1", nil)}
+				csr := builder.CSR("").Request(csrWithKey(t, k.key, "system:node:win-host1", nil), signer, clientUsages...).
+					Requester("system:bootstrap:abcdef", bootstrap.Group)
 				if signer == certificatesv1.KubeletServingSignerName {
-					spec.Usages, spec.Username, spec.Groups = servingUsages, "system:node:win-host1", []string{"system:nodes"}
-					spec.Request = csrWithKey(t, k.key, "system:node:win-host1", []string{"win-host1"})
+					csr.Request(csrWithKey(t, k.key, "system:node:win-host1", []string{"win-host1"}), signer, servingUsages...).
+						Requester("system:node:win-host1", "system:nodes")
 				}
-				d := Decide(&certificatesv1.CertificateSigningRequest{Spec: spec}, inst, facts)
+				d := Decide(csr.Build(), inst, facts)
 				if d.Approve != (k.want == "") || !strings.Contains(d.Reason, k.want) {
 					t.Fatalf("approve %v (%s), want approve %v reason %q", d.Approve, d.Reason, k.want == "", k.want)
 				}
@@ -73,13 +73,8 @@ func TestOneClientCertificatePerCredential(t *testing.T) {
 	facts := Facts{NodeExists: func(string) bool { return false }, Policy: DefaultPolicy(),
 		ApprovedClientCSRs: func(u, uid string) []string { return approvedBy[credential(u, uid)] }}
 	csr := func(name string) *certificatesv1.CertificateSigningRequest {
-		c := &certificatesv1.CertificateSigningRequest{Spec: certificatesv1.CertificateSigningRequestSpec{
-			SignerName: certificatesv1.KubeAPIServerClientKubeletSignerName, Usages: clientUsages,
-			Username: "system:bootstrap:abcdef", Groups: []string{bootstrap.Group},
-			Request: makeCSRPEM(t, csrTemplate{CN: "system:node:win-host1", O: []string{"system:nodes"}}),
-		}}
-		c.Name = name
-		return c
+		return builder.CSR(name).Request(makeCSRPEM(t, csrTemplate{CN: "system:node:win-host1", O: []string{"system:nodes"}}),
+			certificatesv1.KubeAPIServerClientKubeletSignerName, clientUsages...).Requester("system:bootstrap:abcdef", bootstrap.Group).Build()
 	}
 	if d := Decide(csr("csr-second"), inst, facts); d.Approve || !strings.Contains(d.Reason, "already had client CSR csr-first approved") {
 		t.Fatalf("second client CSR: approve %v (%s), want left alone", d.Approve, d.Reason)
@@ -130,10 +125,9 @@ func TestRenewal(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			d := Decide(&certificatesv1.CertificateSigningRequest{Spec: certificatesv1.CertificateSigningRequestSpec{
-				SignerName: certificatesv1.KubeAPIServerClientKubeletSignerName, Usages: c.usages, Username: c.user, Groups: c.groups,
-				Request: makeCSRPEM(t, c.tmpl),
-			}}, inst, Facts{NodeExists: func(string) bool { return true }, Policy: DefaultPolicy()})
+			csr := builder.CSR("").Request(makeCSRPEM(t, c.tmpl), certificatesv1.KubeAPIServerClientKubeletSignerName, c.usages...).
+				Requester(c.user, c.groups...).Build()
+			d := Decide(csr, inst, Facts{NodeExists: func(string) bool { return true }, Policy: DefaultPolicy()})
 			if d.Approve != (c.want == "") || !strings.Contains(d.Reason, c.want) {
 				t.Fatalf("approve %v (%s), want approve %v reason %q", d.Approve, d.Reason, c.want == "", c.want)
 			}

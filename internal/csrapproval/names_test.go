@@ -6,9 +6,9 @@ import (
 	"testing"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
+	"github.com/winnode/winnode/internal/testkit/builder"
 )
 
 // TestServingNames: a serving certificate names only what the host is, by
@@ -16,16 +16,11 @@ import (
 // validated node name and FQDN; never a Service's name or IP, never
 // another Node's address, whatever the host reports.
 func TestServingNames(t *testing.T) {
-	wi := winnodev1.WindowsInstance{
-		ObjectMeta: metav1.ObjectMeta{Name: "wi-1"},
-		Spec:       winnodev1.WindowsInstanceSpec{Address: "10.0.0.5"},
-		Status: winnodev1.WindowsInstanceStatus{
-			NodeName: "win-host1", Hostname: "WIN-HOST1", FQDN: "win-host1.corp.example.com",
-			// What the host reports: its own, a Service IP, another node's,
-			// loopback and the metadata service.
-			Addresses: []string{"10.0.0.5", "192.168.7.5", "10.96.0.1", "10.0.0.9", "127.0.0.1", "169.254.169.254"},
-		},
-	}
+	wi := *builder.Instance("wi-1").Host("10.0.0.5", "").Node("win-host1", "").
+		// What the host reports: its own, a Service IP, another node's,
+		// loopback and the metadata service.
+		Reported("WIN-HOST1", "win-host1.corp.example.com", "10.0.0.5", "192.168.7.5", "10.96.0.1", "10.0.0.9", "127.0.0.1", "169.254.169.254").
+		Build()
 	badFQDN := wi
 	badFQDN.Status.FQDN = "kubernetes.default.svc.cluster.local"
 	invalidFQDN := wi
@@ -75,10 +70,8 @@ func TestServingNames(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			tmpl := csrTemplate{CN: "system:node:" + c.wi.Status.NodeName, O: []string{"system:nodes"}, DNS: c.dns, IPs: c.ips}
-			csr := &certificatesv1.CertificateSigningRequest{Spec: certificatesv1.CertificateSigningRequestSpec{
-				Request: makeCSRPEM(t, tmpl), SignerName: certificatesv1.KubeletServingSignerName, Usages: servingUsages,
-				Username: tmpl.CN, Groups: []string{"system:nodes"},
-			}}
+			csr := builder.CSR("").Request(makeCSRPEM(t, tmpl), certificatesv1.KubeletServingSignerName, servingUsages...).
+				Requester(tmpl.CN, "system:nodes").Build()
 			facts := Facts{Policy: c.policy, NodeOfAddress: func(ip netip.Addr) string { return otherNodes[ip] }}
 			d := Decide(csr, []winnodev1.WindowsInstance{c.wi}, facts)
 			if c.want == "" {

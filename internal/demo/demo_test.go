@@ -20,7 +20,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -32,6 +31,7 @@ import (
 	"github.com/winnode/winnode/internal/cli/view"
 	"github.com/winnode/winnode/internal/fixture"
 	"github.com/winnode/winnode/internal/testenv"
+	"github.com/winnode/winnode/internal/testkit"
 	"github.com/winnode/winnode/internal/winsim"
 )
 
@@ -157,15 +157,15 @@ func TestDemoReadyThenSIGTERM(t *testing.T) {
 
 	// Nothing it started is left running (a PID reused meanwhile has
 	// another start time).
-	deadline := time.Now().Add(10 * time.Second)
-	for _, c := range children {
-		for c.alive() && time.Now().Before(deadline) {
-			time.Sleep(100 * time.Millisecond)
+	testkit.Eventually(t, 10*time.Second, "the processes the demo started to end with it", func() (bool, string) {
+		var alive []string
+		for _, c := range children {
+			if c.alive() {
+				alive = append(alive, fmt.Sprintf("%d (%s)", c.pid, c.name))
+			}
 		}
-		if c.alive() {
-			t.Errorf("process %d (%s), started by the demo, still runs after it exited", c.pid, c.name)
-		}
-	}
+		return len(alive) == 0, "still running: " + strings.Join(alive, ", ")
+	})
 
 	out := output.String()
 	for _, want := range []string{"SIMULATED", "Kubeconfig: " + kubeconfig, "kubectl get windowsinstances", "kubectl apply -f " + filepath.Join(work, "demo", "windows-web-server.yaml"), "sed 's/2019/2022/g'", "Stopped."} {
@@ -239,9 +239,9 @@ func checkSampleRuns(t *testing.T, c client.Client, path string) {
 		}
 	}
 	var pods corev1.PodList
-	err = wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
+	testkit.Eventually(t, 3*time.Minute, "the web server sample's 2 pods Running", func() (bool, string) {
 		if err := c.List(ctx, &pods, client.InNamespace("default"), client.MatchingLabels{"app": "win-webserver"}); err != nil {
-			return false, nil
+			return false, err.Error()
 		}
 		running := 0
 		for _, p := range pods.Items {
@@ -249,11 +249,8 @@ func checkSampleRuns(t *testing.T, c client.Client, path string) {
 				running++
 			}
 		}
-		return running == 2, nil
+		return running == 2, fmt.Sprint(describePods(pods.Items))
 	})
-	if err != nil {
-		t.Fatalf("the web server sample's 2 pods are not Running: %v", describePods(pods.Items))
-	}
 	for _, p := range pods.Items {
 		var node corev1.Node
 		if err := c.Get(ctx, client.ObjectKey{Name: p.Spec.NodeName}, &node); err != nil {

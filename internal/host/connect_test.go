@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/netip"
@@ -16,6 +17,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/winnode/winnode/internal/testkit"
 	"github.com/winnode/winnode/internal/winsim"
 )
 
@@ -270,11 +272,15 @@ func TestKeepaliveClosesHungConnection(t *testing.T) {
 	// (every packet the host reads is held for 5s), so keepalives go
 	// unanswered and the client must give up on its own.
 	done := make(chan error, 1)
+	execs := h.Counters().Execs
 	go func() {
 		_, _, _, err := c.Run(context.Background(), []string{fakeAgentPath, "sleep"}, nil)
 		done <- err
 	}()
-	time.Sleep(300 * time.Millisecond)
+	testkit.Eventually(t, 30*time.Second, "the host running the program", func() (bool, string) {
+		n := h.Counters().Execs - execs
+		return n > 0, fmt.Sprintf("%d programs run", n)
+	})
 	h.SetLink(winsim.LinkOptions{Latency: 5 * time.Second})
 	defer h.SetLink(winsim.LinkOptions{})
 	select {

@@ -1,14 +1,12 @@
 package plan
 
 import (
-	"bytes"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/winnode/winnode/internal/payload"
+	"github.com/winnode/winnode/internal/testkit"
 )
 
 // hybridInput is renderInput in ovn-hybrid mode: the payload has
@@ -35,19 +33,7 @@ func TestHybridOverlayGolden(t *testing.T) {
 		"cni-ovn-hybrid.golden.conf":    findGenerated(t, r, CNIConfPath),
 		"render-ovn-hybrid.golden.json": r.JSON,
 	} {
-		file := filepath.Join("testdata", golden)
-		if *update {
-			if err := os.WriteFile(file, got, 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-		want, err := os.ReadFile(file)
-		if err != nil {
-			t.Fatalf("reading %s (run with -update to create it): %v", file, err)
-		}
-		if !bytes.Equal(got, want) {
-			t.Errorf("%s differs (rerun with -update if intended):\n%s", file, got)
-		}
+		testkit.Golden(t, golden, got)
 	}
 	if _, err := Decode(r.JSON); err != nil {
 		t.Errorf("the agent's Decode refuses the ovn-hybrid plan: %v", err)

@@ -1,16 +1,15 @@
 package plan
 
 import (
-	"bytes"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	kubeproxyv1alpha1 "k8s.io/kube-proxy/config/v1alpha1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/winnode/winnode/internal/testkit"
 )
 
 // The generated network configurations are golden files: a change to one
@@ -25,19 +24,7 @@ func TestNetworkConfigGolden(t *testing.T) {
 		FlannelNetConfPath: "flannel-net-conf.golden.json",
 	} {
 		got := findGenerated(t, r, path)
-		file := filepath.Join("testdata", golden)
-		if *update {
-			if err := os.WriteFile(file, got, 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-		want, err := os.ReadFile(file)
-		if err != nil {
-			t.Fatalf("reading %s (run with -update to create it): %v", file, err)
-		}
-		if !bytes.Equal(got, want) {
-			t.Errorf("%s differs from %s (rerun with -update if intended):\n%s", path, file, got)
-		}
+		testkit.Golden(t, golden, got)
 		if !json.Valid(got) {
 			t.Errorf("%s is not JSON", path)
 		}

@@ -2,17 +2,14 @@ package plan
 
 import (
 	"encoding/json"
-	"flag"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-)
 
-var update = flag.Bool("update", false, "rewrite golden files")
+	"github.com/winnode/winnode/internal/testkit"
+)
 
 const hashA = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 const hashB = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
@@ -213,7 +210,7 @@ func TestKubeletConfigGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "kubelet-config.yaml", got)
+	testkit.Golden(t, "kubelet-config.yaml", got)
 
 	if _, err := KubeletConfig(KubeletConfigOptions{ClientCAFile: "kubelet-ca.crt"}); err == nil {
 		t.Error("a relative client CA path was accepted")
@@ -225,27 +222,9 @@ func TestPlanJSONGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "plan.json", append(b, '\n'))
+	testkit.Golden(t, "plan.json", append(b, '\n'))
 	if _, err := Decode(b); err != nil {
 		t.Fatalf("the golden plan does not decode: %v", err)
-	}
-}
-
-// golden compares got with testdata/name; -update rewrites it.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if string(got) != string(want) {
-		t.Errorf("%s differs from golden file (go test -update rewrites it):\n--- got\n%s\n--- want\n%s", name, got, want)
 	}
 }
 

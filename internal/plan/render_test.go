@@ -2,12 +2,11 @@ package plan
 
 import (
 	"bytes"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/winnode/winnode/internal/payload"
+	"github.com/winnode/winnode/internal/testkit"
 )
 
 const testCA = "-----BEGIN CERTIFICATE-----\nMIIBfake\n-----END CERTIFICATE-----\n"
@@ -92,22 +91,7 @@ func TestRenderGolden(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Render: %v", err)
 	}
-	goldenFile := filepath.Join("testdata", "render.golden.json")
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(goldenFile, r.JSON, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(goldenFile)
-	if err != nil {
-		t.Fatalf("reading %s (run `go test ./internal/plan -run TestRenderGolden -update` to create it): %v", goldenFile, err)
-	}
-	if !bytes.Equal(r.JSON, want) {
-		t.Errorf("rendered plan differs from %s (rerun with -update if the change is intended):\n%s", goldenFile, r.JSON)
-	}
+	testkit.Golden(t, "render.golden.json", r.JSON)
 	// The agent must accept what the operator renders.
 	p, err := Decode(r.JSON)
 	if err != nil {
@@ -116,7 +100,7 @@ func TestRenderGolden(t *testing.T) {
 	if p.Version != r.Plan.Version {
 		t.Errorf("decoded version %q, rendered %q", p.Version, r.Plan.Version)
 	}
-	golden(t, "kube-proxy.golden.yaml", findGenerated(t, r, KubeProxyConfigPath))
+	testkit.Golden(t, "kube-proxy.golden.yaml", findGenerated(t, r, KubeProxyConfigPath))
 	kubeletYAML := string(findGenerated(t, r, KubeletConfigPath))
 	for _, want := range []string{"cgroupsPerQOS: false", "enforceNodeAllocatable: []", "10.96.0.10", `clientCAFile: C:\k\ca.crt`, "key: os"} {
 		if !strings.Contains(kubeletYAML, want) {

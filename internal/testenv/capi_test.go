@@ -17,6 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bootstrapv1 "github.com/winnode/winnode/api/bootstrap/v1alpha1"
+	"github.com/winnode/winnode/internal/testkit"
+	"github.com/winnode/winnode/internal/testkit/builder"
 )
 
 // capiMachinesOf lists the MachineDeployment's Machines (by Cluster API's
@@ -96,9 +98,9 @@ func TestCAPIControllers(t *testing.T) {
 	node := linkCAPINode(t, ctx, c, &linked)
 	scaleCAPI(t, ctx, c, cloud, md, 1, unlinked.Name)
 	scaleCAPI(t, ctx, c, cloud, md, 0, linked.Name)
-	poll(t, ctx, "the deleted Machine's Node deleted", func(ctx context.Context) (bool, string, error) {
+	testkit.Eventually(t, 90*time.Second, "the deleted Machine's Node deleted", func() (bool, string) {
 		err := c.Get(ctx, client.ObjectKeyFromObject(node), &corev1.Node{})
-		return apierrors.IsNotFound(err), fmt.Sprint(err), client.IgnoreNotFound(err)
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
 	})
 	bootstrapByConfigRef(t, ctx, c, cloud, cluster.Name)
 	// Pending and Provisioning may be too short to be stored: how long
@@ -130,20 +132,20 @@ func bootstrapByConfigRef(t *testing.T, ctx context.Context, c client.Client, cl
 		}
 	}
 	var cfg bootstrapv1.WinnodeConfig
-	poll(t, ctx, "a WinnodeConfig owned by a Machine of "+md.Name, func(ctx context.Context) (bool, string, error) {
+	testkit.Eventually(t, 90*time.Second, "a WinnodeConfig owned by a Machine of "+md.Name, func() (bool, string) {
 		var list bootstrapv1.WinnodeConfigList
 		if err := c.List(ctx, &list, client.InNamespace(CAPINamespace), client.MatchingLabels{clusterv1.MachineDeploymentNameLabel: md.Name}); err != nil {
-			return false, "", err
+			return false, err.Error()
 		}
 		for _, item := range list.Items {
 			for _, ref := range item.OwnerReferences {
 				if ref.Kind == "Machine" {
 					cfg = item
-					return true, "", nil
+					return true, ""
 				}
 			}
 		}
-		return false, fmt.Sprintf("%d WinnodeConfigs", len(list.Items)), nil
+		return false, fmt.Sprintf("%d WinnodeConfigs", len(list.Items))
 	})
 	userData := []byte("#ps1_sysnative\n# simulated bootstrap data of " + cfg.Name + "\n")
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: cfg.Name, Namespace: CAPINamespace},
@@ -172,10 +174,10 @@ func bootstrapByConfigRef(t *testing.T, ctx context.Context, c client.Client, cl
 func waitProvisioned(t *testing.T, ctx context.Context, c client.Client, cloud *testCloud, md string, n int) []clusterv1.Machine {
 	t.Helper()
 	var machines []clusterv1.Machine
-	poll(t, ctx, fmt.Sprintf("%d Machines Provisioned", n), func(ctx context.Context) (bool, string, error) {
+	testkit.Eventually(t, 90*time.Second, fmt.Sprintf("%d Machines Provisioned", n), func() (bool, string) {
 		var err error
 		if machines, err = capiMachinesOf(ctx, c, md); err != nil {
-			return false, "", err
+			return false, err.Error()
 		}
 		var seen []string
 		done := len(machines) == n
@@ -185,7 +187,7 @@ func waitProvisioned(t *testing.T, ctx context.Context, c client.Client, cloud *
 			done = done && m.Status.GetTypedPhase() == clusterv1.MachinePhaseProvisioned && m.Spec.ProviderID != "" &&
 				capiAddress(m, clusterv1.MachineInternalIP) != ""
 		}
-		return done, strings.Join(seen, "; "), nil
+		return done, strings.Join(seen, "; ")
 	})
 	return machines
 }
@@ -224,8 +226,7 @@ func controllerHasFinalizer(wm *unstructured.Unstructured) bool {
 // controller to set m's nodeRef and phase Running.
 func linkCAPINode(t *testing.T, ctx context.Context, c client.Client, m *clusterv1.Machine) *corev1.Node {
 	t.Helper()
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: strings.ToLower(capiAddress(m, clusterv1.MachineHostName))},
-		Spec: corev1.NodeSpec{ProviderID: m.Spec.ProviderID}}
+	node := builder.Node(strings.ToLower(capiAddress(m, clusterv1.MachineHostName))).ProviderID(m.Spec.ProviderID).Build()
 	if err := c.Create(ctx, node); err != nil {
 		t.Fatal(err)
 	}
@@ -236,12 +237,12 @@ func linkCAPINode(t *testing.T, ctx context.Context, c client.Client, m *cluster
 	if err := c.Status().Patch(ctx, node, patch); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, ctx, "Machine "+m.Name+" linked to Node "+node.Name+" and Running", func(ctx context.Context) (bool, string, error) {
+	testkit.Eventually(t, 90*time.Second, "Machine "+m.Name+" linked to Node "+node.Name+" and Running", func() (bool, string) {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(m), m); err != nil {
-			return false, "", err
+			return false, err.Error()
 		}
 		seen := fmt.Sprintf("phase=%q nodeRef=%q", m.Status.Phase, m.Status.NodeRef.Name)
-		return m.Status.NodeRef.Name == node.Name && m.Status.GetTypedPhase() == clusterv1.MachinePhaseRunning, seen, nil
+		return m.Status.NodeRef.Name == node.Name && m.Status.GetTypedPhase() == clusterv1.MachinePhaseRunning, seen
 	})
 	return node
 }
@@ -264,10 +265,10 @@ func scaleCAPI(t *testing.T, ctx context.Context, c client.Client, cloud *testCl
 	if err := c.Patch(ctx, md, patch); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, ctx, fmt.Sprintf("scaled to %d: Machine %s, its WinsimMachine and its instance deleted", replicas, gone), func(ctx context.Context) (bool, string, error) {
+	testkit.Eventually(t, 90*time.Second, fmt.Sprintf("scaled to %d: Machine %s, its WinsimMachine and its instance deleted", replicas, gone), func() (bool, string) {
 		machines, err := capiMachinesOf(ctx, c, md.Name)
 		if err != nil {
-			return false, "", err
+			return false, err.Error()
 		}
 		var names []string
 		for _, m := range machines {
@@ -279,6 +280,6 @@ func scaleCAPI(t *testing.T, ctx context.Context, c client.Client, cloud *testCl
 		err = c.Get(ctx, client.ObjectKey{Namespace: CAPINamespace, Name: infra}, wm)
 		seen := fmt.Sprintf("machines %v, WinsimMachine %s: %v, cloud deletions %v", names, infra, err, cloud.deletions())
 		return len(machines) == int(replicas) && !slices.ContainsFunc(machines, func(m clusterv1.Machine) bool { return m.Name == gone }) &&
-			apierrors.IsNotFound(err) && slices.Contains(cloud.deletions(), gone), seen, client.IgnoreNotFound(err)
+			apierrors.IsNotFound(err) && slices.Contains(cloud.deletions(), gone), seen
 	})
 }

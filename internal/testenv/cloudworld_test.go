@@ -10,16 +10,14 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // What the tests of both Machine worlds (machineapi_test.go, capi_test.go)
 // share: a stand-in for the simulated cloud, the world started on it, a
-// record of the Machines' phases, and polling.
+// record of the Machines' phases.
 
 // testCloud is the simulated cloud's HTTP API reduced to its bookkeeping:
 // instances by name, each with the next address from 127.0.0.200, and the
@@ -156,19 +154,4 @@ func (l *phaseLog) of(name string) string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return strings.Join(l.phases[name], " → ")
-}
-
-// poll waits for cond, reporting what it last saw when it gives up.
-func poll(t *testing.T, ctx context.Context, what string, cond func(ctx context.Context) (bool, string, error)) {
-	t.Helper()
-	start, last := time.Now(), ""
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 90*time.Second, true, func(ctx context.Context) (bool, error) {
-		ok, seen, err := cond(ctx)
-		last = seen
-		return ok, err
-	})
-	if err != nil {
-		t.Fatalf("waiting for %s: %v; last seen: %s", what, err, last)
-	}
-	t.Logf("%s after %s", what, time.Since(start).Round(100*time.Millisecond))
 }

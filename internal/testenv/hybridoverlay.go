@@ -105,6 +105,10 @@ type hybridOverlayMaster struct {
 	taken  map[netip.Prefix]string
 	client kubernetes.Interface
 	log    io.Writer
+	// handled counts, by Node, the events (add, update, resync) the
+	// controller has finished handling: what tests wait on to know it
+	// looked at a Node and left it alone.
+	handled map[string]int
 }
 
 // StartHybridOverlayMaster runs the simulated hybrid overlay controller
@@ -112,15 +116,22 @@ type hybridOverlayMaster struct {
 // --hybrid-overlay-cluster-subnets, until ctx ends. Its log lines go to
 // log and say "simulated".
 func StartHybridOverlayMaster(ctx context.Context, cfg *rest.Config, clusterSubnets string, log io.Writer) error {
+	_, err := startHybridOverlayMaster(ctx, cfg, clusterSubnets, log)
+	return err
+}
+
+// startHybridOverlayMaster is StartHybridOverlayMaster, returning the
+// controller for its tests to observe.
+func startHybridOverlayMaster(ctx context.Context, cfg *rest.Config, clusterSubnets string, log io.Writer) (*hybridOverlayMaster, error) {
 	ranges, err := ParseHybridClusterSubnets(clusterSubnets)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	m := &hybridOverlayMaster{ranges: ranges, taken: map[netip.Prefix]string{}, client: client, log: log}
+	m := &hybridOverlayMaster{ranges: ranges, taken: map[netip.Prefix]string{}, client: client, log: log, handled: map[string]int{}}
 	// A resync every few seconds retries a Node whose annotation could not
 	// be written (the real controller retries failed events too).
 	factory := informers.NewSharedInformerFactory(client, 3*time.Second)
@@ -134,19 +145,27 @@ func StartHybridOverlayMaster(ctx context.Context, cfg *rest.Config, clusterSubn
 			}
 		},
 	}); err != nil {
-		return err
+		return nil, err
 	}
 	// The subnets Nodes already have are taken before any is handed out.
 	list, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return fmt.Errorf("simulated hybrid overlay controller: listing Nodes: %w", err)
+		return nil, fmt.Errorf("simulated hybrid overlay controller: listing Nodes: %w", err)
 	}
 	for i := range list.Items {
 		m.mark(&list.Items[i])
 	}
 	m.logf("Starting Hybrid Overlay Master Controller, hybrid cluster subnets %s", clusterSubnets)
 	factory.Start(ctx.Done())
-	return nil
+	return m, nil
+}
+
+// handledCount is how many events of Node name the controller has
+// finished handling.
+func (m *hybridOverlayMaster) handledCount(name string) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.handled[name]
 }
 
 func (m *hybridOverlayMaster) logf(format string, args ...any) {
@@ -166,6 +185,11 @@ func (m *hybridOverlayMaster) mark(n *corev1.Node) {
 
 // ensure gives a Windows Node without a hybrid subnet the first free one.
 func (m *hybridOverlayMaster) ensure(ctx context.Context, n *corev1.Node) {
+	defer func() {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		m.handled[n.Name]++
+	}()
 	if n.Labels[corev1.LabelOSStable] != "windows" {
 		return
 	}

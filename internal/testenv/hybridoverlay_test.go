@@ -13,6 +13,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/winnode/winnode/internal/testkit"
+	"github.com/winnode/winnode/internal/testkit/builder"
 )
 
 func TestParseHybridClusterSubnets(t *testing.T) {
@@ -82,7 +85,7 @@ func TestHybridOverlayMasterAssignsSubnets(t *testing.T) {
 	p := fmt.Sprintf("ho-%d", os.Getpid()%100000)
 	node := func(name, os string, annotations map[string]string) {
 		t.Helper()
-		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelOSStable: os}, Annotations: annotations}}
+		n := builder.Node(name).Labels(map[string]string{corev1.LabelOSStable: os}).Annotations(annotations).Build()
 		if _, err := c.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -90,50 +93,41 @@ func TestHybridOverlayMasterAssignsSubnets(t *testing.T) {
 	}
 	node(p+"-had", "windows", map[string]string{hybridOverlaySubnetAnnotation: "10.150.0.0/24"})
 	var log syncWriter
-	if err := StartHybridOverlayMaster(ctx, env.Config, "10.150.0.0/16", &log); err != nil {
+	master, err := startHybridOverlayMaster(ctx, env.Config, "10.150.0.0/16", &log)
+	if err != nil {
 		t.Fatal(err)
 	}
 	node(p+"-win1", "windows", nil)
 	node(p+"-linux", "linux", nil)
 	node(p+"-win2", "windows", nil)
 	subnets := map[string]string{}
-	err := waitUntil(ctx, 30*time.Second, func() bool {
+	testkit.Eventually(t, 30*time.Second, "a hybrid subnet on each Windows Node", func() (bool, string) {
 		for _, name := range []string{p + "-win1", p + "-win2"} {
 			n, err := c.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-			if err != nil || n.Annotations[hybridOverlaySubnetAnnotation] == "" {
-				return false
+			if err != nil {
+				return false, err.Error()
+			}
+			if n.Annotations[hybridOverlaySubnetAnnotation] == "" {
+				return false, fmt.Sprintf("%s has none; the controller's log:\n%s", name, log.String())
 			}
 			subnets[name] = n.Annotations[hybridOverlaySubnetAnnotation]
 		}
-		return true
+		return true, ""
 	})
-	if err != nil {
-		t.Fatalf("Windows Nodes without a hybrid subnet: %v\n%s", err, log.String())
-	}
 	if subnets[p+"-win1"] != "10.150.1.0/24" || subnets[p+"-win2"] != "10.150.2.0/24" {
 		t.Errorf("subnets %v, want 10.150.1.0/24 and 10.150.2.0/24 (10.150.0.0/24 was taken)", subnets)
 	}
-	time.Sleep(time.Second) // a resync or two
+	// The controller has handled the Linux Node twice (its creation, then
+	// an update such as its pod CIDR, or a resync every 3 s) and left it
+	// alone.
+	testkit.Eventually(t, 30*time.Second, "the controller handling the Linux Node twice", func() (bool, string) {
+		n := master.handledCount(p + "-linux")
+		return n >= 2, fmt.Sprintf("%d events handled", n)
+	})
 	if n, err := c.CoreV1().Nodes().Get(ctx, p+"-linux", metav1.GetOptions{}); err != nil || n.Annotations[hybridOverlaySubnetAnnotation] != "" {
 		t.Errorf("a Linux Node: %v, %v", n.Annotations, err)
 	}
 	if !strings.Contains(log.String(), "simulated") {
 		t.Errorf("the controller's log does not say it is simulated:\n%s", log.String())
 	}
-}
-
-// waitUntil polls cond until it holds or timeout passes.
-func waitUntil(ctx context.Context, timeout time.Duration, cond func() bool) error {
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("not within %s", timeout)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-	return nil
 }

@@ -14,6 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/winnode/winnode/internal/testkit"
+	"github.com/winnode/winnode/internal/testkit/builder"
 )
 
 // machineAPIScheme knows the built-in types and the Machine API's.
@@ -87,10 +90,10 @@ func TestMachineAPIControllers(t *testing.T) {
 	}
 
 	var machines []machinev1beta1.Machine
-	poll(t, ctx, "two Machines Provisioned", func(ctx context.Context) (bool, string, error) {
+	testkit.Eventually(t, 90*time.Second, "two Machines Provisioned", func() (bool, string) {
 		var err error
 		if machines, err = machinesOf(ctx, c, ms.Name); err != nil {
-			return false, "", err
+			return false, err.Error()
 		}
 		var seen []string
 		done := len(machines) == 2
@@ -99,7 +102,7 @@ func TestMachineAPIControllers(t *testing.T) {
 			seen = append(seen, fmt.Sprintf("%s phase=%q providerID=%v ip=%q", m.Name, phase(m), m.Spec.ProviderID, internalIP(m)))
 			done = done && phase(m) == machinev1beta1.PhaseProvisioned && m.Spec.ProviderID != nil && internalIP(m) != ""
 		}
-		return done, strings.Join(seen, "; "), nil
+		return done, strings.Join(seen, "; ")
 	})
 	for _, m := range machines {
 		cloud.mu.Lock()
@@ -117,9 +120,9 @@ func TestMachineAPIControllers(t *testing.T) {
 	node := linkNode(t, ctx, c, &linked)
 	scaleDown(t, ctx, c, cloud, ms, 1, unlinked.Name)
 	scaleDown(t, ctx, c, cloud, ms, 0, linked.Name)
-	poll(t, ctx, "the deleted Machine's Node deleted", func(ctx context.Context) (bool, string, error) {
+	testkit.Eventually(t, 90*time.Second, "the deleted Machine's Node deleted", func() (bool, string) {
 		err := c.Get(ctx, client.ObjectKeyFromObject(node), &corev1.Node{})
-		return apierrors.IsNotFound(err), fmt.Sprint(err), client.IgnoreNotFound(err)
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
 	})
 	invalidProviderSpec(t, ctx, c, cloud)
 	for name, want := range map[string]string{
@@ -144,8 +147,7 @@ func linkNode(t *testing.T, ctx context.Context, c client.Client, m *machinev1be
 			hostname = strings.ToLower(a.Address)
 		}
 	}
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: hostname},
-		Spec: corev1.NodeSpec{ProviderID: *m.Spec.ProviderID}}
+	node := builder.Node(hostname).ProviderID(*m.Spec.ProviderID).Build()
 	if err := c.Create(ctx, node); err != nil {
 		t.Fatal(err)
 	}
@@ -155,12 +157,12 @@ func linkNode(t *testing.T, ctx context.Context, c client.Client, m *machinev1be
 	if err := c.Status().Patch(ctx, node, patch); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, ctx, "Machine "+m.Name+" linked to Node "+node.Name+" and Running", func(ctx context.Context) (bool, string, error) {
+	testkit.Eventually(t, 90*time.Second, "Machine "+m.Name+" linked to Node "+node.Name+" and Running", func() (bool, string) {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(m), m); err != nil {
-			return false, "", err
+			return false, err.Error()
 		}
 		seen := fmt.Sprintf("phase=%q nodeRef=%v", phase(m), m.Status.NodeRef)
-		return m.Status.NodeRef != nil && m.Status.NodeRef.Name == node.Name && phase(m) == machinev1beta1.PhaseRunning, seen, nil
+		return m.Status.NodeRef != nil && m.Status.NodeRef.Name == node.Name && phase(m) == machinev1beta1.PhaseRunning, seen
 	})
 	return node
 }
@@ -171,18 +173,17 @@ func linkNode(t *testing.T, ctx context.Context, c client.Client, m *machinev1be
 // and no instance is created.
 func invalidProviderSpec(t *testing.T, ctx context.Context, c client.Client, cloud *testCloud) {
 	t.Helper()
-	m := &machinev1beta1.Machine{
-		ObjectMeta: metav1.ObjectMeta{Name: "winsim-misconfigured", Namespace: MachineAPINamespace,
-			Labels: map[string]string{machinev1beta1.MachineClusterIDLabel: InfrastructureName}},
-		Spec: machinev1beta1.MachineSpec{ProviderSpec: machinev1beta1.ProviderSpec{Value: &runtime.RawExtension{
-			Raw: []byte(`{"apiVersion":"machine.openshift.io/v1beta1","kind":"AWSMachineProviderConfig","userDataSecret":{"name":"windows-user-data"}}`)}}},
-	}
+	m := builder.OpenShiftMachine(MachineAPINamespace, "winsim-misconfigured").
+		Labels(map[string]string{machinev1beta1.MachineClusterIDLabel: InfrastructureName}).
+		ProviderSpec(&runtime.RawExtension{
+			Raw: []byte(`{"apiVersion":"machine.openshift.io/v1beta1","kind":"AWSMachineProviderConfig","userDataSecret":{"name":"windows-user-data"}}`)}).
+		Build()
 	if err := c.Create(ctx, m); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, ctx, "Machine "+m.Name+" Failed as an invalid configuration", func(ctx context.Context) (bool, string, error) {
+	testkit.Eventually(t, 90*time.Second, "Machine "+m.Name+" Failed as an invalid configuration", func() (bool, string) {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(m), m); err != nil {
-			return false, "", err
+			return false, err.Error()
 		}
 		var reason, message string
 		if m.Status.ErrorReason != nil && m.Status.ErrorMessage != nil {
@@ -190,7 +191,7 @@ func invalidProviderSpec(t *testing.T, ctx context.Context, c client.Client, clo
 		}
 		seen := fmt.Sprintf("phase=%q errorReason=%q errorMessage=%q", phase(m), reason, message)
 		return phase(m) == machinev1beta1.PhaseFailed && reason == string(machinev1beta1.InvalidConfigurationMachineError) &&
-			strings.Contains(message, m.Name), seen, nil
+			strings.Contains(message, m.Name), seen
 	})
 	cloud.mu.Lock()
 	defer cloud.mu.Unlock()
@@ -208,10 +209,10 @@ func scaleDown(t *testing.T, ctx context.Context, c client.Client, cloud *testCl
 	if err := c.Patch(ctx, ms, patch); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, ctx, fmt.Sprintf("scaled to %d: Machine %s and its instance deleted", replicas, gone), func(ctx context.Context) (bool, string, error) {
+	testkit.Eventually(t, 90*time.Second, fmt.Sprintf("scaled to %d: Machine %s and its instance deleted", replicas, gone), func() (bool, string) {
 		machines, err := machinesOf(ctx, c, ms.Name)
 		if err != nil {
-			return false, "", err
+			return false, err.Error()
 		}
 		var names []string
 		for _, m := range machines {
@@ -219,13 +220,13 @@ func scaleDown(t *testing.T, ctx context.Context, c client.Client, cloud *testCl
 		}
 		seen := fmt.Sprintf("machines %v, cloud deletions %v", names, cloud.deletions())
 		if len(machines) != int(replicas) || !strings.Contains(" "+strings.Join(cloud.deletions(), " ")+" ", " "+gone+" ") {
-			return false, seen, nil
+			return false, seen
 		}
 		for _, m := range machines {
 			if m.Name == gone {
-				return false, seen, nil
+				return false, seen
 			}
 		}
-		return true, seen, nil
+		return true, seen
 	})
 }

@@ -21,12 +21,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/cert"
 	"k8s.io/client-go/util/certificate/csr"
 	"k8s.io/client-go/util/keyutil"
+
+	"github.com/winnode/winnode/internal/testkit"
+	"github.com/winnode/winnode/internal/testkit/builder"
 )
 
 func TestMain(m *testing.M) {
@@ -102,16 +104,12 @@ func TestBootstrapTokenJoinAndNodeRestriction(t *testing.T) {
 	// The bootstrap token authenticates: the CSR is created as its user.
 	var reqName string
 	var reqUID types.UID
-	err = wait.PollUntilContextTimeout(ctx, time.Second, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+	// RBAC caches are eventually consistent: Unauthorized and Forbidden
+	// for a moment.
+	testkit.Eventually(t, 30*time.Second, "the bootstrap token client creating a CSR", func() (bool, string) {
 		reqName, reqUID, err = csr.RequestCertificateWithContext(ctx, bootClient, csrPEM, "", certificatesv1.KubeAPIServerClientKubeletSignerName, nil, usages, key)
-		if apierrors.IsUnauthorized(err) || apierrors.IsForbidden(err) {
-			return false, nil // RBAC caches are eventually consistent
-		}
-		return err == nil, err
+		return err == nil, fmt.Sprint(err)
 	})
-	if err != nil {
-		t.Fatalf("bootstrap token client creating a CSR: %v", err)
-	}
 	got, err := c.CertificatesV1().CertificateSigningRequests().Get(ctx, reqName, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -137,10 +135,10 @@ func TestBootstrapTokenJoinAndNodeRestriction(t *testing.T) {
 	}
 	node := &rest.Config{Host: env.Host, TLSClientConfig: rest.TLSClientConfig{CAFile: env.CACertFile, CertData: certPEM, KeyData: keyPEM}}
 	nodeClient := kubernetes.NewForConfigOrDie(node)
-	if _, err := nodeClient.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "win-a"}}, metav1.CreateOptions{}); err != nil {
+	if _, err := nodeClient.CoreV1().Nodes().Create(ctx, builder.Node("win-a").Build(), metav1.CreateOptions{}); err != nil {
 		t.Fatalf("node creating its own Node: %v", err)
 	}
-	if _, err := c.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "win-b"}}, metav1.CreateOptions{}); err != nil {
+	if _, err := c.CoreV1().Nodes().Create(ctx, builder.Node("win-b").Build(), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	patch := []byte(`{"metadata":{"labels":{"stolen":"yes"}}}`)
@@ -157,13 +155,10 @@ func TestExpiredBootstrapTokenIsCleanedUp(t *testing.T) {
 	env := Get(t)
 	c := admin(t, env)
 	createBootstrapToken(t, c, "expird", "0123456789abcdef", time.Now().Add(-time.Minute))
-	err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, err := c.CoreV1().Secrets(metav1.NamespaceSystem).Get(ctx, "bootstrap-token-expird", metav1.GetOptions{})
-		return apierrors.IsNotFound(err), nil
+	testkit.Eventually(t, time.Minute, "the token cleaner deleting the expired bootstrap token", func() (bool, string) {
+		_, err := c.CoreV1().Secrets(metav1.NamespaceSystem).Get(context.Background(), "bootstrap-token-expird", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
 	})
-	if err != nil {
-		t.Fatalf("the token cleaner did not delete the expired bootstrap token: %v", err)
-	}
 }
 
 func TestClusterInfoIsPublicAndSigned(t *testing.T) {
@@ -171,17 +166,14 @@ func TestClusterInfoIsPublicAndSigned(t *testing.T) {
 	c := admin(t, env)
 	createBootstrapToken(t, c, "signme", "0123456789abcdef", time.Now().Add(time.Hour), "signing")
 	anon := kubernetes.NewForConfigOrDie(env.AnonymousConfig())
-	err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		cm, err := anon.CoreV1().ConfigMaps(metav1.NamespacePublic).Get(ctx, "cluster-info", metav1.GetOptions{})
+	testkit.Eventually(t, time.Minute, "cluster-info readable anonymously and signed by the bootstrap signer", func() (bool, string) {
+		cm, err := anon.CoreV1().ConfigMaps(metav1.NamespacePublic).Get(context.Background(), "cluster-info", metav1.GetOptions{})
 		if err != nil {
-			return false, nil
+			return false, err.Error()
 		}
 		_, signed := cm.Data["jws-kubeconfig-signme"]
-		return signed && strings.Contains(cm.Data["kubeconfig"], env.Host), nil
+		return signed && strings.Contains(cm.Data["kubeconfig"], env.Host), fmt.Sprintf("signed: %t, kubeconfig:\n%s", signed, cm.Data["kubeconfig"])
 	})
-	if err != nil {
-		t.Fatalf("cluster-info not readable anonymously or not signed by the bootstrap signer: %v", err)
-	}
 }
 
 // runChild is the body of a child test process used by
@@ -231,17 +223,14 @@ func TestNoProcessLeftBehind(t *testing.T) {
 			if len(pids) != len(controlPlaneBinaries) {
 				t.Fatalf("child (%s) recorded PIDs %v, want %d\n%s", mode, pids, len(controlPlaneBinaries), out)
 			}
-			err = wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
+			testkit.Eventually(t, 20*time.Second, fmt.Sprintf("the control-plane processes %v of the child (%s) to end", pids, mode), func() (bool, string) {
 				for _, pid := range pids {
 					if processAlive(pid) && !isZombie(pid) {
-						return false, nil
+						return false, fmt.Sprintf("process %d still runs", pid)
 					}
 				}
-				return true, nil
+				return true, ""
 			})
-			if err != nil {
-				t.Fatalf("after the child (%s) exited, control-plane processes %v are still running", mode, pids)
-			}
 		})
 	}
 }

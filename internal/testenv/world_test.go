@@ -9,8 +9,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
+
+	"github.com/winnode/winnode/internal/testkit"
+	"github.com/winnode/winnode/internal/testkit/builder"
 )
 
 // A Node gets its pod subnet from the controller manager, and a pod without
@@ -21,30 +23,30 @@ func TestNodesGetSubnetsAndPodsAreScheduled(t *testing.T) {
 	c := admin(t, env)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "world-test-node", Labels: map[string]string{"kubernetes.io/os": "linux"}}}
+	node := builder.Node("world-test-node").Labels(map[string]string{"kubernetes.io/os": "linux"}).Build()
 	if _, err := c.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.CoreV1().Nodes().Delete(context.Background(), node.Name, metav1.DeleteOptions{}) })
 	cluster := netip.MustParsePrefix(ClusterCIDR)
-	err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+	testkit.Eventually(t, 2*time.Minute, "a spec.podCIDR on node "+node.Name+" (is kube-controller-manager allocating node CIDRs?)", func() (bool, string) {
 		n, err := c.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
-		if err != nil || n.Spec.PodCIDR == "" {
-			return false, nil
+		if err != nil {
+			return false, err.Error()
+		}
+		if n.Spec.PodCIDR == "" {
+			return false, "none"
 		}
 		p, err := netip.ParsePrefix(n.Spec.PodCIDR)
 		if err != nil || p.Bits() != 24 || !cluster.Contains(p.Addr()) {
 			t.Fatalf("node %s got podCIDR %q, want a /24 of %s", n.Name, n.Spec.PodCIDR, ClusterCIDR)
 		}
-		return true, nil
+		return true, ""
 	})
-	if err != nil {
-		t.Fatalf("node %s got no spec.podCIDR: is kube-controller-manager allocating node CIDRs?", node.Name)
-	}
 
 	// Ready, with room for a pod: what a kubelet would report (the node
 	// lifecycle controller writes the Node too: retry on conflicts).
-	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		n, err := c.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -72,11 +74,11 @@ func TestNodesGetSubnetsAndPodsAreScheduled(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.CoreV1().Pods("default").Delete(context.Background(), pod.Name, metav1.DeleteOptions{}) })
-	err = wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+	testkit.Eventually(t, 2*time.Minute, "pod "+pod.Name+" bound to node "+node.Name+" (is kube-scheduler running?)", func() (bool, string) {
 		p, err := c.CoreV1().Pods("default").Get(ctx, pod.Name, metav1.GetOptions{})
-		return err == nil && p.Spec.NodeName == node.Name, nil
+		if err != nil {
+			return false, err.Error()
+		}
+		return p.Spec.NodeName == node.Name, "bound to " + p.Spec.NodeName
 	})
-	if err != nil {
-		t.Fatalf("pod %s was not bound to node %s: is kube-scheduler running?", pod.Name, node.Name)
-	}
 }

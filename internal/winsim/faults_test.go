@@ -11,6 +11,8 @@ import (
 
 	"github.com/pkg/sftp"
 	"golang.org/x/crypto/ssh"
+
+	"github.com/winnode/winnode/internal/testkit"
 )
 
 func TestDropConnections(t *testing.T) {
@@ -100,10 +102,15 @@ func TestLinkShaping(t *testing.T) {
 		}
 		dialed <- err
 	}()
+	// The link holds the handshake's first bytes: it cannot have finished.
+	testkit.Eventually(t, 20*time.Second, "the link holding the handshake's bytes", func() (bool, string) {
+		n := th.link.holding()
+		return n > 0, fmt.Sprintf("%d bytes held", n)
+	})
 	select {
 	case err := <-dialed:
 		t.Fatalf("the handshake finished through an hour of latency: %v", err)
-	case <-time.After(300 * time.Millisecond):
+	default:
 	}
 	th.SetLink(LinkOptions{})
 	select {
@@ -219,13 +226,12 @@ func TestDroppedConnectionEndsProgram(t *testing.T) {
 		t.Fatalf("helper's first line %q: %v", line[:n], err)
 	}
 	c.Close() // the client goes away without a word
-	deadline := time.Now().Add(20 * time.Second)
-	for syscall.Kill(pid, 0) == nil {
-		if time.Now().After(deadline) {
-			t.Fatalf("process %d still runs 20s after its SSH connection closed", pid)
+	testkit.Eventually(t, 20*time.Second, fmt.Sprintf("process %d to end after its SSH connection closed", pid), func() (bool, string) {
+		if syscall.Kill(pid, 0) == nil {
+			return false, "it still runs"
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return true, ""
+	})
 }
 
 func TestFleetTakesBuildsInTurn(t *testing.T) {

@@ -28,6 +28,7 @@ type linkShaper struct {
 	limiter *rate.Limiter
 	changed chan struct{} // closed when the settings change, ending waits
 	shaped  int64         // bytes that went through a limit (for tests)
+	held    int64         // bytes waiting out the latency now (for tests)
 }
 
 func (l *linkShaper) set(o LinkOptions) {
@@ -71,10 +72,13 @@ func (l *linkShaper) delay(n int) {
 		}
 	}()
 	if latency > 0 {
+		l.hold(int64(n))
 		t := time.NewTimer(latency)
 		select {
 		case <-t.C:
+			l.hold(-int64(n))
 		case <-ctx.Done():
+			l.hold(-int64(n))
 			t.Stop()
 			return
 		}
@@ -86,6 +90,19 @@ func (l *linkShaper) delay(n int) {
 		}
 		n -= chunk
 	}
+}
+
+func (l *linkShaper) hold(n int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.held += n
+}
+
+// holding is how many bytes wait out the latency now.
+func (l *linkShaper) holding() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.held
 }
 
 // SetLink shapes the link to the host (latency, bandwidth) from now on, for

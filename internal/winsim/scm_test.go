@@ -13,29 +13,14 @@ import (
 
 	"github.com/winnode/winnode/internal/plan"
 	"github.com/winnode/winnode/internal/simscm"
+	"github.com/winnode/winnode/internal/testkit"
 	"github.com/winnode/winnode/internal/wincmd"
 )
-
-// eventually polls cond until it holds or the bound passes.
-func eventually(t *testing.T, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	var last string
-	for time.Now().Before(deadline) {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		last = state
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("timed out after 20s waiting for %s; last seen: %s", what, last)
-}
 
 func waitLog(t *testing.T, h *Host, service, text string) {
 	t.Helper()
 	file, _ := h.Path(`C:\ProgramData\winsim\logs\` + service + ".log")
-	eventually(t, fmt.Sprintf("%q in %s's log", text, service), func() (bool, string) {
+	testkit.Eventually(t, 20*time.Second, fmt.Sprintf("%q in %s's log", text, service), func() (bool, string) {
 		data, err := os.ReadFile(file)
 		return strings.Contains(string(data), text), fmt.Sprintf("%q %v", data, err)
 	})
@@ -191,7 +176,7 @@ func TestSCMRecoveryAfterCrash(t *testing.T) {
 		if err := th.CrashService("kubelet"); err != nil {
 			t.Fatalf("CrashService: %v", err)
 		}
-		eventually(t, "kubelet restarted by its recovery action", func() (bool, string) {
+		testkit.Eventually(t, 20*time.Second, "kubelet restarted by its recovery action", func() (bool, string) {
 			st := serviceState(t, c, "kubelet")
 			return st.State == simscm.Running && st.PID != first && st.Failures == i, fmt.Sprintf("%+v", st)
 		})

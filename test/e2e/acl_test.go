@@ -10,6 +10,7 @@ import (
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/plan"
+	"github.com/winnode/winnode/internal/testkit"
 	"github.com/winnode/winnode/internal/winsim/acl"
 )
 
@@ -42,7 +43,7 @@ func TestLocalUserCannotTamperWithWinnodeFolders(t *testing.T) {
 	}
 	op := w.startOperator(t, operatorOptions{})
 	w.instanceFor(t, "tampered", h)
-	eventually(t, 3*time.Minute, "the instance to fail on the untrusted folder", func() (bool, string) {
+	testkit.Eventually(t, 3*time.Minute, "the instance to fail on the untrusted folder", func() (bool, string) {
 		inst := w.get(t, "tampered")
 		return strings.Contains(inst.Status.LastError, string(plan.ErrUntrustedFolder)) && strings.Contains(inst.Status.LastError, `C:\k`),
 			fmt.Sprintf("phase %s step %s lastError %q", inst.Status.Phase, inst.Status.Step, inst.Status.LastError)
@@ -94,7 +95,7 @@ func TestLocalUserCannotTamperWithWinnodeFolders(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.startOperator(t, operatorOptions{})
-	eventually(t, 3*time.Minute, "the agent back in C:\\k", func() (bool, string) {
+	testkit.Eventually(t, 3*time.Minute, "the agent back in C:\\k", func() (bool, string) {
 		return hostFileExists(t, h, `C:\k\winnode-agent.exe`), ""
 	})
 	w.waitReady(t, "tampered", 3*time.Minute)

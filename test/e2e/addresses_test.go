@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
+	"github.com/winnode/winnode/internal/testkit/builder"
 )
 
 // Addresses that are not a Windows host's (cloud metadata, a Service IP, a
@@ -25,13 +26,7 @@ func TestAddressesNotAllowed(t *testing.T) {
 		"service-name":    "kubernetes.default.svc",
 		"cluster-dns-pod": "10-0-0-7.default.pod.cluster.local",
 	} {
-		inst := &winnodev1.WindowsInstance{
-			ObjectMeta: metav1.ObjectMeta{Name: name},
-			Spec: winnodev1.WindowsInstanceSpec{
-				Address: address, Username: "Administrator",
-				Source: winnodev1.SourceRef{Kind: winnodev1.SourceManual},
-			},
-		}
+		inst := builder.Instance(name).Host(address, "Administrator").Manual().Build()
 		if err := w.client.Create(context.Background(), inst); err != nil {
 			t.Fatalf("creating WindowsInstance %s: %v", name, err)
 		}

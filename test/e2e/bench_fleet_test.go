@@ -18,10 +18,10 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/testenv"
+	"github.com/winnode/winnode/internal/testkit"
+	"github.com/winnode/winnode/internal/testkit/builder"
 )
 
 // BenchmarkFleet is the operator at fleet scale: winnode-operator, run as
@@ -225,15 +225,8 @@ func (w *world) fleetInstances(b *testing.B, total, ready int) []string {
 			w.instanceFor(b, names[i], w.newHost(b))
 			continue
 		}
-		inst := &winnodev1.WindowsInstance{
-			ObjectMeta: metav1.ObjectMeta{Name: names[i]},
-			Spec: winnodev1.WindowsInstanceSpec{
-				Address:  fmt.Sprintf("127.1.%d.%d", i/250, i%250+1),
-				Port:     int32(refusedPort),
-				Username: "Administrator",
-				Source:   winnodev1.SourceRef{Kind: winnodev1.SourceManual},
-			},
-		}
+		inst := builder.Instance(names[i]).Host(fmt.Sprintf("127.1.%d.%d", i/250, i%250+1), "Administrator").
+			Port(int32(refusedPort)).Manual().Build()
 		if err := w.client.Create(context.Background(), inst); err != nil {
 			b.Fatalf("creating WindowsInstance %s: %v", names[i], err)
 		}
@@ -250,7 +243,7 @@ const refusedPort = 1
 // Failed.
 func (w *world) waitSettled(b *testing.B, names []string, ready int, timeout time.Duration) {
 	b.Helper()
-	eventually(b, timeout, "every instance to be Ready or Failed", func() (bool, string) {
+	testkit.Eventually(b, timeout, "every instance to be Ready or Failed", func() (bool, string) {
 		var list winnodev1.WindowsInstanceList
 		if err := w.client.List(context.Background(), &list); err != nil {
 			return false, err.Error()

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
+	"github.com/winnode/winnode/internal/testkit"
 	"github.com/winnode/winnode/internal/winsim"
 )
 
@@ -177,7 +178,7 @@ func (w *world) benchNoop(b *testing.B, p *benchPayload, hosts []*winsim.Host, n
 	before := hostCounters(hosts)
 	since := time.Now()
 	op := w.startOperator(b, operatorOptions{payloadDir: p.dir, payload: p.m})
-	eventually(b, 5*time.Minute, "the Ready hosts to be checked", func() (bool, string) {
+	testkit.Eventually(b, 5*time.Minute, "the Ready hosts to be checked", func() (bool, string) {
 		return op.checked.Load() >= int64(len(names)), fmt.Sprintf("%d of %d checked", op.checked.Load(), len(names))
 	})
 	uploaded, checks := op.uploaded.Load(), op.checked.Load()
@@ -219,7 +220,7 @@ func (w *world) benchRollingUpgrade(b *testing.B, p *benchPayload, hosts []*wins
 	start := time.Now()
 	op := w.startOperator(b, operatorOptions{payloadDir: up.dir, payload: up.m, maxUnavailable: maxUnavailable})
 	for i, name := range names {
-		eventually(b, 30*time.Minute, name+" to run the new kubelet", func() (bool, string) {
+		testkit.Eventually(b, 30*time.Minute, name+" to run the new kubelet", func() (bool, string) {
 			inst := w.get(b, name)
 			pid := servicePIDs(b, hosts[i])["kubelet"]
 			return inst.Status.Phase == winnodev1.PhaseReady && pid != 0 && pid != kubelets[i],

@@ -18,6 +18,7 @@ import (
 	"github.com/winnode/winnode/internal/configure"
 	"github.com/winnode/winnode/internal/plan"
 	"github.com/winnode/winnode/internal/testenv"
+	"github.com/winnode/winnode/internal/testkit"
 )
 
 // Windows nodes from a Cluster API MachineDeployment, with Cluster API's
@@ -106,7 +107,7 @@ func (w *world) createMachineDeployment(t *testing.T, cluster, name, bootstrap s
 	}
 	t.Cleanup(func() {
 		w.scaleMachineDeployment(t, md, 0)
-		eventually(t, 3*time.Minute, "the MachineDeployment's Machines gone", func() (bool, string) {
+		testkit.Eventually(t, 3*time.Minute, "the MachineDeployment's Machines gone", func() (bool, string) {
 			n := len(w.capiMachinesOf(t, md))
 			return n == 0, fmt.Sprintf("%d left", n)
 		})
@@ -141,7 +142,7 @@ func (w *world) capiMachinesOf(t *testing.T, md *clusterv1.MachineDeployment) []
 // computer name (which starts with prefix), distinct from the others'.
 func (w *world) waitCAPINodes(t *testing.T, md *clusterv1.MachineDeployment, n int, prefix string) {
 	t.Helper()
-	eventually(t, 5*time.Minute, fmt.Sprintf("MachineDeployment %s: %d Machines, each a Ready node", md.Name, n), func() (bool, string) {
+	testkit.Eventually(t, 5*time.Minute, fmt.Sprintf("MachineDeployment %s: %d Machines, each a Ready node", md.Name, n), func() (bool, string) {
 		machines := w.capiMachinesOf(t, md)
 		if len(machines) != n {
 			return false, fmt.Sprintf("%d Machines", len(machines))
@@ -198,7 +199,7 @@ func (w *world) capiMachineNode(t *testing.T, m *clusterv1.Machine, prefix strin
 func (w *world) deleteCAPIMachineWhileConfiguring(t *testing.T, md *clusterv1.MachineDeployment) string {
 	t.Helper()
 	var doomed *clusterv1.Machine
-	eventually(t, 3*time.Minute, "an instance of a new Machine being configured", func() (bool, string) {
+	testkit.Eventually(t, 3*time.Minute, "an instance of a new Machine being configured", func() (bool, string) {
 		for _, m := range w.capiMachinesOf(t, md) {
 			inst := &winnodev1.WindowsInstance{}
 			if err := w.client.Get(context.Background(), client.ObjectKey{Name: capisource.InstanceName(m.Namespace, m.Name)}, inst); err == nil && inst.Status.Phase == winnodev1.PhaseConfiguring {
@@ -232,7 +233,7 @@ func (w *world) checkGoneSince(t *testing.T, before, after []clusterv1.Machine) 
 // instance, and that its host was deconfigured before it was powered off.
 func (w *world) checkCAPIMachineGone(t *testing.T, name string) {
 	t.Helper()
-	eventually(t, 3*time.Minute, "Machine "+name+" and its instance gone", func() (bool, string) {
+	testkit.Eventually(t, 3*time.Minute, "Machine "+name+" and its instance gone", func() (bool, string) {
 		err := w.client.Get(context.Background(), client.ObjectKey{Namespace: testenv.CAPINamespace, Name: name}, &clusterv1.Machine{})
 		if !apierrors.IsNotFound(err) {
 			return false, fmt.Sprintf("Machine: %v", err)

@@ -21,6 +21,7 @@ import (
 	"github.com/winnode/winnode/internal/controller"
 	"github.com/winnode/winnode/internal/inventory"
 	"github.com/winnode/winnode/internal/plan"
+	"github.com/winnode/winnode/internal/testkit"
 	"github.com/winnode/winnode/internal/winsim"
 )
 
@@ -260,7 +261,7 @@ func testConfigMapHosts(t *testing.T, w *world) {
 		metricBefore := uploadedMetric(t)
 		op.stop()
 		op = w.startOperator(parent, operatorOptions{}) // runs until the whole test ends
-		eventually(t, time.Minute, "the new operator to check the three Ready instances", func() (bool, string) {
+		testkit.Eventually(t, time.Minute, "the new operator to check the three Ready instances", func() (bool, string) {
 			return op.checked.Load() >= 3, fmt.Sprintf("%d checked", op.checked.Load())
 		})
 		if n := op.uploaded.Load(); n != 0 {
@@ -310,7 +311,7 @@ func testConfigMapHosts(t *testing.T, w *world) {
 		}
 		data[hosts[0].IP()] = entry(hosts[0]) // listed again
 		w.setEntries(t, data)
-		eventually(t, time.Minute, "an InvalidEntry event for each bad entry", func() (bool, string) {
+		testkit.Eventually(t, time.Minute, "an InvalidEntry event for each bad entry", func() (bool, string) {
 			msgs := w.eventMessages(t, Namespace, inventory.InstancesConfigMap, controller.EventReasonInvalidEntry)
 			var missing []string
 			for k := range bad {
@@ -392,7 +393,7 @@ func waitStableServices(t testing.TB, h *winsim.Host) {
 	t.Helper()
 	var last map[string]int
 	since := time.Now()
-	eventually(t, time.Minute, "services on "+h.Hostname()+" to run steadily", func() (bool, string) {
+	testkit.Eventually(t, time.Minute, "services on "+h.Hostname()+" to run steadily", func() (bool, string) {
 		cur := map[string]int{}
 		for _, name := range []string{"kubelet", "kube-proxy"} {
 			svc, err := h.Services().Get(name)

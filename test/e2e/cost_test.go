@@ -11,6 +11,7 @@ import (
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/configure"
+	"github.com/winnode/winnode/internal/testkit"
 	"github.com/winnode/winnode/internal/winsim/simpayload"
 )
 
@@ -29,7 +30,7 @@ func TestNoopCheckIsOneExecAndNoWrite(t *testing.T) {
 	before := h.Counters()
 	since := time.Now()
 	op = w.startOperator(t, operatorOptions{})
-	eventually(t, time.Minute, "the Ready host to be checked", func() (bool, string) {
+	testkit.Eventually(t, time.Minute, "the Ready host to be checked", func() (bool, string) {
 		return op.checked.Load() >= 1, fmt.Sprintf("%d checks", op.checked.Load())
 	})
 	op.stop()
@@ -72,7 +73,7 @@ func TestWaitingUpgradeCostsNoSSHNorWrite(t *testing.T) {
 	// joined: out of service for the rollout).
 	_ = down.Close()
 	op = w.startOperator(t, operatorOptions{})
-	eventually(t, 2*time.Minute, "wait-down to be Failed", func() (bool, string) {
+	testkit.Eventually(t, 2*time.Minute, "wait-down to be Failed", func() (bool, string) {
 		inst := w.get(t, "wait-down")
 		return inst.Status.Phase == winnodev1.PhaseFailed, string(inst.Status.Phase)
 	})
@@ -85,11 +86,11 @@ func TestWaitingUpgradeCostsNoSSHNorWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	op = w.startOperator(t, operatorOptions{payloadDir: dir, payload: m, maxUnavailable: 1})
-	eventually(t, 2*time.Minute, "wait-ready to wait for its turn", func() (bool, string) {
+	testkit.Eventually(t, 2*time.Minute, "wait-ready to wait for its turn", func() (bool, string) {
 		return op.waited.Load() >= 1, fmt.Sprintf("%d looks", op.waited.Load())
 	})
 	before, since, looks := waiting.Counters(), time.Now(), op.waited.Load()
-	eventually(t, 2*time.Minute, "wait-ready to look for its turn 3 times more", func() (bool, string) {
+	testkit.Eventually(t, 2*time.Minute, "wait-ready to look for its turn 3 times more", func() (bool, string) {
 		return op.waited.Load() >= looks+3, fmt.Sprintf("%d looks", op.waited.Load()-looks)
 	})
 	op.stop()
@@ -126,12 +127,12 @@ func TestRetriesOfADownHostWriteNothing(t *testing.T) {
 		}
 	}})
 	w.instanceFor(t, "down-retries", h)
-	eventually(t, time.Minute, "down-retries to be Failed", func() (bool, string) {
+	testkit.Eventually(t, time.Minute, "down-retries to be Failed", func() (bool, string) {
 		inst := w.get(t, "down-retries")
 		return inst.Status.Phase == winnodev1.PhaseFailed && inst.Status.LastError != "", string(inst.Status.Phase)
 	})
 	since, first := time.Now(), attempts.Load()
-	eventually(t, time.Minute, "3 more attempts to connect", func() (bool, string) {
+	testkit.Eventually(t, time.Minute, "3 more attempts to connect", func() (bool, string) {
 		return attempts.Load() >= first+3, fmt.Sprintf("%d attempts", attempts.Load()-first)
 	})
 	op.stop()

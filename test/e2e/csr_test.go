@@ -18,6 +18,8 @@ import (
 
 	"github.com/winnode/winnode/internal/bootstrap"
 	"github.com/winnode/winnode/internal/plan"
+	"github.com/winnode/winnode/internal/testkit"
+	"github.com/winnode/winnode/internal/testkit/builder"
 )
 
 // Rogue CSRs are left alone while a real host's are approved: a client
@@ -56,13 +58,7 @@ func testRogueCSRsAreNotApproved(t *testing.T, w *world) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		csr := &certificatesv1.CertificateSigningRequest{
-			ObjectMeta: metav1.ObjectMeta{Name: r.name},
-			Spec: certificatesv1.CertificateSigningRequestSpec{
-				Request: req, SignerName: r.signer,
-				Usages: []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth},
-			},
-		}
+		csr := builder.CSR(r.name).Request(req, r.signer, certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth).Build()
 		if _, err := r.as.CertificatesV1().CertificateSigningRequests().Create(ctx, csr, metav1.CreateOptions{}); err != nil {
 			t.Fatalf("creating CSR %s: %v", r.name, err)
 		}
@@ -123,7 +119,7 @@ func (w *world) strayJoinCredential(t *testing.T, ctx context.Context) kubernete
 	// The API server sees a new token and a new binding (RBAC authorizer)
 	// through informers: wait until the credential may list CSRs, which the
 	// role that lets it create them also grants.
-	eventually(t, time.Minute, "the stray join credential to authenticate and be authorized", func() (bool, string) {
+	testkit.Eventually(t, time.Minute, "the stray join credential to authenticate and be authorized", func() (bool, string) {
 		_, err := c.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{Limit: 1})
 		return err == nil, fmt.Sprint(err)
 	})

@@ -14,6 +14,7 @@ import (
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/plan"
 	"github.com/winnode/winnode/internal/simscm"
+	"github.com/winnode/winnode/internal/testkit"
 	"github.com/winnode/winnode/internal/winsim"
 	"github.com/winnode/winnode/internal/winsim/simpayload"
 )
@@ -37,7 +38,7 @@ func (w *world) podOn(t testing.TB, node string) *corev1.Pod {
 	t.Cleanup(func() {
 		_ = w.kube.CoreV1().Pods(pod.Namespace).Delete(context.Background(), pod.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)})
 	})
-	eventually(t, time.Minute, "pod "+pod.Name+" to run on the Windows node", func() (bool, string) {
+	testkit.Eventually(t, time.Minute, "pod "+pod.Name+" to run on the Windows node", func() (bool, string) {
 		p, err := w.kube.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -50,7 +51,7 @@ func (w *world) podOn(t testing.TB, node string) *corev1.Pod {
 // waitGone waits until the instance no longer exists.
 func (w *world) waitGone(t testing.TB, name string, timeout time.Duration) {
 	t.Helper()
-	eventually(t, timeout, "WindowsInstance "+name+" to be gone", func() (bool, string) {
+	testkit.Eventually(t, timeout, "WindowsInstance "+name+" to be gone", func() (bool, string) {
 		cur := &winnodev1.WindowsInstance{}
 		err := w.client.Get(context.Background(), client.ObjectKey{Name: name}, cur)
 		if apierrors.IsNotFound(err) {

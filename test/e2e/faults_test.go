@@ -18,6 +18,7 @@ import (
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/configure"
+	"github.com/winnode/winnode/internal/testkit"
 	"github.com/winnode/winnode/internal/winsim"
 )
 
@@ -26,7 +27,7 @@ import (
 func (w *world) waitCondition(t testing.TB, name, typ string, status, reason string, timeout time.Duration) *winnodev1.WindowsInstance {
 	t.Helper()
 	var inst *winnodev1.WindowsInstance
-	eventually(t, timeout, fmt.Sprintf("%s: condition %s=%s (%s)", name, typ, status, reason), func() (bool, string) {
+	testkit.Eventually(t, timeout, fmt.Sprintf("%s: condition %s=%s (%s)", name, typ, status, reason), func() (bool, string) {
 		inst = &winnodev1.WindowsInstance{}
 		if err := w.client.Get(context.Background(), client.ObjectKey{Name: name}, inst); err != nil {
 			return false, err.Error()
@@ -124,10 +125,20 @@ func TestHostKeyChanged(t *testing.T) {
 	if inst.Status.Phase != winnodev1.PhaseFailed || inst.Status.HostKey != before.Status.HostKey {
 		t.Errorf("phase %s, pinned key changed to %q: want Failed with the old key pinned", inst.Status.Phase, inst.Status.HostKey)
 	}
-	// Blocked: another operator start does nothing with it.
+	// Blocked: another operator start looks at it and does nothing with it.
 	op.stop()
-	op = w.startOperator(t, operatorOptions{})
-	time.Sleep(2 * time.Second)
+	looked := make(chan struct{})
+	var once sync.Once
+	op = w.startOperator(t, operatorOptions{afterStep: func(_ *operator, inst *winnodev1.WindowsInstance, step string) {
+		if inst.Name == "rekeyed" && step == configure.StepBlocked {
+			once.Do(func() { close(looked) })
+		}
+	}})
+	select {
+	case <-looked:
+	case <-time.After(time.Minute):
+		t.Fatalf("the restarted operator did not find the instance blocked within a minute: %s", conditionSummary(w.get(t, "rekeyed").Status.Conditions))
+	}
 	if got := w.get(t, "rekeyed"); got.Status.HostKey != before.Status.HostKey || !isTrue(got, winnodev1.ConditionHostKeyMismatch) {
 		t.Errorf("the mismatch was resolved without an administrator: %s", conditionSummary(got.Status.Conditions))
 	}

@@ -28,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -48,6 +49,8 @@ import (
 	"github.com/winnode/winnode/internal/inventory"
 	"github.com/winnode/winnode/internal/payload"
 	"github.com/winnode/winnode/internal/testenv"
+	"github.com/winnode/winnode/internal/testkit"
+	"github.com/winnode/winnode/internal/testkit/builder"
 	"github.com/winnode/winnode/internal/winsim"
 	"github.com/winnode/winnode/internal/winsim/simpayload"
 )
@@ -478,15 +481,7 @@ func (op *operator) stop() {
 // instanceFor creates a WindowsInstance for a simulated host.
 func (w *world) instanceFor(t testing.TB, name string, h *winsim.Host) *winnodev1.WindowsInstance {
 	t.Helper()
-	inst := &winnodev1.WindowsInstance{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: winnodev1.WindowsInstanceSpec{
-			Address:  h.IP(),
-			Port:     int32(h.Port()),
-			Username: h.User(),
-			Source:   winnodev1.SourceRef{Kind: winnodev1.SourceManual},
-		},
-	}
+	inst := builder.Instance(name).Host(h.IP(), h.User()).Port(int32(h.Port())).Manual().Build()
 	if err := w.client.Create(context.Background(), inst); err != nil {
 		t.Fatalf("creating WindowsInstance %s: %v", name, err)
 	}
@@ -518,13 +513,12 @@ func (w *world) forget(name string) {
 	_ = bootstrap.RevokeServiceAccount(ctx, w.kube, Namespace, name)
 	_ = w.client.Delete(ctx, inst)
 	_ = w.client.Patch(ctx, inst, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if err := w.client.Get(ctx, client.ObjectKey{Name: name}, &winnodev1.WindowsInstance{}); apierrors.IsNotFound(err) {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	// Best effort, as the rest of the clean-up: a test that needs the
+	// instance gone waits for it itself.
+	_ = wait.PollUntilContextTimeout(ctx, testkit.Interval, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		err := w.client.Get(ctx, client.ObjectKey{Name: name}, &winnodev1.WindowsInstance{})
+		return apierrors.IsNotFound(err), nil
+	})
 }
 
 func (w *world) get(t testing.TB, name string) *winnodev1.WindowsInstance {
@@ -536,30 +530,11 @@ func (w *world) get(t testing.TB, name string) *winnodev1.WindowsInstance {
 	return inst
 }
 
-// eventually polls cond every 200ms until it is true, failing the test
-// with what after timeout.
-func eventually(t testing.TB, timeout time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	last := ""
-	for {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		last = state
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s; last state: %s", timeout, what, last)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
-
 // waitReady waits until the instance is Ready with a Ready Node.
 func (w *world) waitReady(t testing.TB, name string, timeout time.Duration) *winnodev1.WindowsInstance {
 	t.Helper()
 	var inst *winnodev1.WindowsInstance
-	eventually(t, timeout, "WindowsInstance "+name+" to be Ready", func() (bool, string) {
+	testkit.Eventually(t, timeout, "WindowsInstance "+name+" to be Ready", func() (bool, string) {
 		inst = &winnodev1.WindowsInstance{}
 		if err := w.client.Get(context.Background(), client.ObjectKey{Name: name}, inst); err != nil {
 			return false, err.Error()

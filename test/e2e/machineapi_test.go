@@ -21,6 +21,8 @@ import (
 	"github.com/winnode/winnode/internal/fixture"
 	"github.com/winnode/winnode/internal/machineapi"
 	"github.com/winnode/winnode/internal/testenv"
+	"github.com/winnode/winnode/internal/testkit"
+	"github.com/winnode/winnode/internal/testkit/builder"
 )
 
 // machineSetLabel selects a MachineSet's Machines, as OpenShift's do.
@@ -54,8 +56,7 @@ func TestOpenShiftMachineSet(t *testing.T) {
 	}})
 	w.waitUserDataCopy(t)
 	// A Machine whose name an administrator's instance already has.
-	manual := &winnodev1.WindowsInstance{ObjectMeta: metav1.ObjectMeta{Name: "e2e-taken"},
-		Spec: winnodev1.WindowsInstanceSpec{Address: "127.0.0.250", Username: "Administrator", Source: winnodev1.SourceRef{Kind: winnodev1.SourceManual}}}
+	manual := builder.Instance("e2e-taken").Host("127.0.0.250", "Administrator").Manual().Build()
 	if err := w.client.Create(context.Background(), manual); err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +101,7 @@ func TestOpenShiftMachineSet(t *testing.T) {
 	w.rotateKey(t)
 	w.waitUserDataCopy(t)
 	old := after[0].Name
-	eventually(t, 5*time.Minute, "Machine "+old+" replaced after the key rotation", func() (bool, string) {
+	testkit.Eventually(t, 5*time.Minute, "Machine "+old+" replaced after the key rotation", func() (bool, string) {
 		ms := w.machinesOf(t, ms)
 		if len(ms) != 1 || ms[0].Name == old {
 			return false, fmt.Sprintf("%d Machines", len(ms))
@@ -127,7 +128,7 @@ func TestOpenShiftMachineSet(t *testing.T) {
 // openshift-machine-api, equal to the original.
 func (w *world) waitUserDataCopy(t *testing.T) {
 	t.Helper()
-	eventually(t, time.Minute, "windows-user-data copied to openshift-machine-api", func() (bool, string) {
+	testkit.Eventually(t, time.Minute, "windows-user-data copied to openshift-machine-api", func() (bool, string) {
 		ctx := context.Background()
 		orig, err := w.kube.CoreV1().Secrets(Namespace).Get(ctx, "windows-user-data", metav1.GetOptions{})
 		if err != nil {
@@ -141,19 +142,15 @@ func (w *world) waitUserDataCopy(t *testing.T) {
 	})
 }
 
-// machineSpec is the spec of every Machine of these tests: the test
-// world's winsim provider, user data from Secret windows-user-data, as a
-// Windows MachineSet on AWS, Azure or vSphere names it.
-func machineSpec() machinev1.MachineSpec {
-	return machinev1.MachineSpec{ProviderSpec: machinev1.ProviderSpec{Value: testenv.WinsimProviderSpec("windows-user-data")}}
-}
-
 // createMachine creates a lone Machine (no MachineSet) with labels, deleted
-// when the test ends.
+// when the test ends. Its spec is that of every Machine of these tests: the
+// test world's winsim provider, user data from Secret windows-user-data, as
+// a Windows MachineSet on AWS, Azure or vSphere names it.
 func (w *world) createMachine(t *testing.T, name string, labels map[string]string) *machinev1.Machine {
 	t.Helper()
-	labels[machinev1.MachineClusterIDLabel] = testenv.InfrastructureName
-	m := &machinev1.Machine{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: machineapi.Namespace, Labels: labels}, Spec: machineSpec()}
+	m := builder.OpenShiftMachine(machineapi.Namespace, name).Labels(labels).
+		Labels(map[string]string{machinev1.MachineClusterIDLabel: testenv.InfrastructureName}).
+		ProviderSpec(testenv.WinsimProviderSpec("windows-user-data")).Build()
 	if err := w.client.Create(context.Background(), m); err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +168,7 @@ func (w *world) createMachineSet(t *testing.T, name string) *machinev1.MachineSe
 	}
 	t.Cleanup(func() {
 		w.scaleMachineSet(t, ms, 0)
-		eventually(t, 3*time.Minute, "the MachineSet's Machines gone", func() (bool, string) {
+		testkit.Eventually(t, 3*time.Minute, "the MachineSet's Machines gone", func() (bool, string) {
 			n := len(w.machinesOf(t, ms))
 			return n == 0, fmt.Sprintf("%d left", n)
 		})
@@ -213,7 +210,7 @@ func containsMachine(ms []machinev1.Machine, name string) bool {
 // the Node of its Ready WindowsInstance, whose providerID is the Machine's.
 func (w *world) waitMachineNodes(t *testing.T, ms *machinev1.MachineSet, n int) {
 	t.Helper()
-	eventually(t, 5*time.Minute, fmt.Sprintf("MachineSet %s: %d Machines, each a Ready node", ms.Name, n), func() (bool, string) {
+	testkit.Eventually(t, 5*time.Minute, fmt.Sprintf("MachineSet %s: %d Machines, each a Ready node", ms.Name, n), func() (bool, string) {
 		machines := w.machinesOf(t, ms)
 		if len(machines) != n {
 			return false, fmt.Sprintf("%d Machines", len(machines))
@@ -259,7 +256,7 @@ func (w *world) machineIsNode(t *testing.T, m *machinev1.Machine) (bool, string)
 func (w *world) deleteMachineWhileConfiguring(t *testing.T, ms *machinev1.MachineSet) string {
 	t.Helper()
 	var name string
-	eventually(t, 3*time.Minute, "an instance of a new Machine being configured", func() (bool, string) {
+	testkit.Eventually(t, 3*time.Minute, "an instance of a new Machine being configured", func() (bool, string) {
 		for _, m := range w.machinesOf(t, ms) {
 			inst := &winnodev1.WindowsInstance{}
 			if err := w.client.Get(context.Background(), client.ObjectKey{Name: m.Name}, inst); err == nil && inst.Status.Phase == winnodev1.PhaseConfiguring {
@@ -269,8 +266,7 @@ func (w *world) deleteMachineWhileConfiguring(t *testing.T, ms *machinev1.Machin
 		}
 		return false, "none yet"
 	})
-	m := &machinev1.Machine{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: machineapi.Namespace}}
-	if err := w.client.Delete(context.Background(), m); err != nil {
+	if err := w.client.Delete(context.Background(), builder.OpenShiftMachine(machineapi.Namespace, name).Build()); err != nil {
 		t.Fatalf("deleting Machine %s: %v", name, err)
 	}
 	return name
@@ -281,7 +277,7 @@ func (w *world) deleteMachineWhileConfiguring(t *testing.T, ms *machinev1.Machin
 // deconfigured is set.
 func (w *world) checkMachineGone(t *testing.T, name string, deconfigured bool) {
 	t.Helper()
-	eventually(t, 3*time.Minute, "Machine "+name+" and its instance gone", func() (bool, string) {
+	testkit.Eventually(t, 3*time.Minute, "Machine "+name+" and its instance gone", func() (bool, string) {
 		err := w.client.Get(context.Background(), client.ObjectKey{Namespace: machineapi.Namespace, Name: name}, &machinev1.Machine{})
 		if !apierrors.IsNotFound(err) {
 			return false, fmt.Sprintf("Machine: %v", err)
@@ -322,12 +318,11 @@ func (w *world) checkMachineLeftAlone(t *testing.T, name string) {
 
 // deleteMachineAndWait deletes a Machine and waits until it is gone.
 func (w *world) deleteMachineAndWait(t *testing.T, name string) {
-	m := &machinev1.Machine{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: machineapi.Namespace}}
-	if err := w.client.Delete(context.Background(), m); client.IgnoreNotFound(err) != nil {
+	if err := w.client.Delete(context.Background(), builder.OpenShiftMachine(machineapi.Namespace, name).Build()); client.IgnoreNotFound(err) != nil {
 		t.Errorf("deleting Machine %s: %v", name, err)
 		return
 	}
-	eventually(t, 2*time.Minute, "Machine "+name+" gone", func() (bool, string) {
+	testkit.Eventually(t, 2*time.Minute, "Machine "+name+" gone", func() (bool, string) {
 		err := w.client.Get(context.Background(), client.ObjectKey{Namespace: machineapi.Namespace, Name: name}, &machinev1.Machine{})
 		return apierrors.IsNotFound(err), fmt.Sprint(err)
 	})
@@ -360,7 +355,7 @@ func (w *world) rotateKey(t *testing.T) {
 // that the instance was left as it was.
 func (w *world) checkNameConflict(t *testing.T, name string) {
 	t.Helper()
-	eventually(t, time.Minute, "event InstanceConflict on Machine "+name, func() (bool, string) {
+	testkit.Eventually(t, time.Minute, "event InstanceConflict on Machine "+name, func() (bool, string) {
 		for _, msg := range w.eventMessages(t, machineapi.Namespace, name, "InstanceConflict") {
 			if strings.Contains(msg, "WindowsInstance "+name+" exists and belongs to another source (Manual)") {
 				return true, ""

@@ -29,6 +29,7 @@ import (
 	"github.com/winnode/winnode/internal/simhns"
 	"github.com/winnode/winnode/internal/simscm"
 	"github.com/winnode/winnode/internal/testenv"
+	"github.com/winnode/winnode/internal/testkit"
 	"github.com/winnode/winnode/internal/winsim"
 	"github.com/winnode/winnode/internal/winsim/simpayload"
 )
@@ -107,12 +108,12 @@ func TestFlannelNetwork(t *testing.T) {
 		if err := os.Remove(conf); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, time.Minute, "the node NotReady without its CNI configuration", func() (bool, string) {
+		testkit.Eventually(t, time.Minute, "the node NotReady without its CNI configuration", func() (bool, string) {
 			n, err := w.kube.CoreV1().Nodes().Get(context.Background(), inst.Status.NodeName, metav1.GetOptions{})
 			return err == nil && nodeReadyStatus(n) == corev1.ConditionFalse, fmt.Sprint(err)
 		})
 		w.waitReady(t, "flannel-net", 3*time.Minute)
-		eventually(t, 2*time.Minute, "the CNI configuration back and the node Ready", func() (bool, string) {
+		testkit.Eventually(t, 2*time.Minute, "the CNI configuration back and the node Ready", func() (bool, string) {
 			n, err := w.kube.CoreV1().Nodes().Get(context.Background(), inst.Status.NodeName, metav1.GetOptions{})
 			_, statErr := os.Stat(conf)
 			return err == nil && statErr == nil && nodeReadyStatus(n) == corev1.ConditionTrue, fmt.Sprint(err, statErr)
@@ -189,7 +190,7 @@ func (w *world) checkWebServerPods(t *testing.T, subnet netip.Prefix) {
 		}
 	}
 	var pods corev1.PodList
-	eventually(t, 2*time.Minute, "the web server's 2 pods Running", func() (bool, string) {
+	testkit.Eventually(t, 2*time.Minute, "the web server's 2 pods Running", func() (bool, string) {
 		if err := w.client.List(ctx, &pods, client.InNamespace(ns.Name), client.MatchingLabels{"app": "win-webserver"}); err != nil {
 			return false, err.Error()
 		}
@@ -260,7 +261,7 @@ func TestExternalNetwork(t *testing.T) {
 	sawNotReady := w.watchNetworkNotReady(t, h)
 	w.startOperator(t, operatorOptions{network: plan.NetworkExternal})
 	w.instanceFor(t, "external-net", h)
-	eventually(t, 3*time.Minute, "the node registered and NotReady for want of a network", func() (bool, string) {
+	testkit.Eventually(t, 3*time.Minute, "the node registered and NotReady for want of a network", func() (bool, string) {
 		inst := w.get(t, "external-net")
 		return sawNotReady() && inst.Status.Network == plan.NetworkExternal, inst.Status.Step
 	})
@@ -290,7 +291,7 @@ func TestOVNHybridRefusedWithoutItsProgram(t *testing.T) {
 	h := w.newHost(t)
 	w.startOperator(t, operatorOptions{network: plan.NetworkOVNHybrid})
 	w.instanceFor(t, "ovn-net", h)
-	eventually(t, 2*time.Minute, "condition NetworkUnsupported naming hybrid-overlay-node.exe", func() (bool, string) {
+	testkit.Eventually(t, 2*time.Minute, "condition NetworkUnsupported naming hybrid-overlay-node.exe", func() (bool, string) {
 		inst := w.get(t, "ovn-net")
 		for _, c := range inst.Status.Conditions {
 			if c.Type == winnodev1.ConditionNetworkUnsupported && c.Status == metav1.ConditionTrue && strings.Contains(c.Message, "hybrid-overlay-node.exe") {
@@ -405,7 +406,7 @@ func TestImageOfAnotherWindowsRelease(t *testing.T) {
 		}
 		t.Cleanup(func() { _ = w.client.Delete(context.Background(), p) })
 	}
-	eventually(t, 2*time.Minute, "ErrImagePull on the 2019 node, Running on the 2022 node", func() (bool, string) {
+	testkit.Eventually(t, 2*time.Minute, "ErrImagePull on the 2019 node, Running on the 2022 node", func() (bool, string) {
 		var a, b corev1.Pod
 		_ = w.client.Get(ctx, client.ObjectKeyFromObject(pinned), &a)
 		_ = w.client.Get(ctx, client.ObjectKeyFromObject(placed), &b)

@@ -12,6 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
+	"github.com/winnode/winnode/internal/testkit"
+	"github.com/winnode/winnode/internal/testkit/builder"
 )
 
 // The node name is only the hostname a host reports. A second host cloned
@@ -60,11 +62,8 @@ func TestHostNamedLikeAnotherNode(t *testing.T) {
 	w := getWorld(t)
 	ctx := context.Background()
 	h := w.newHost(t)
-	cp := &corev1.Node{ObjectMeta: metav1.ObjectMeta{
-		Name:        strings.ToLower(h.Hostname()),
-		Labels:      map[string]string{"node-role.kubernetes.io/control-plane": ""},
-		Annotations: map[string]string{"example.com/owner": "platform"},
-	}}
+	cp := builder.Node(strings.ToLower(h.Hostname())).Labels(map[string]string{"node-role.kubernetes.io/control-plane": ""}).
+		Annotations(map[string]string{"example.com/owner": "platform"}).Build()
 	created, err := w.kube.CoreV1().Nodes().Create(ctx, cp, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -140,7 +139,7 @@ func (w *world) deleteAndWait(t testing.TB, name string) {
 	if err := w.client.Delete(context.Background(), w.get(t, name)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 2*time.Minute, "WindowsInstance "+name+" to be gone", func() (bool, string) {
+	testkit.Eventually(t, 2*time.Minute, "WindowsInstance "+name+" to be gone", func() (bool, string) {
 		err := w.client.Get(context.Background(), client.ObjectKey{Name: name}, &winnodev1.WindowsInstance{})
 		return apierrors.IsNotFound(err), "still there"
 	})

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
+	"github.com/winnode/winnode/internal/testkit"
 )
 
 // What the tests observe through other channels than a direct read of the
@@ -21,7 +22,7 @@ import (
 func (pr *phaseRecorder) waitEndsWith(t testing.TB, name string, want ...winnodev1.Phase) []winnodev1.Phase {
 	t.Helper()
 	var phases []winnodev1.Phase
-	eventually(t, time.Minute, fmt.Sprintf("the watch to deliver phases ending %v for %s", want, name), func() (bool, string) {
+	testkit.Eventually(t, time.Minute, fmt.Sprintf("the watch to deliver phases ending %v for %s", want, name), func() (bool, string) {
 		phases = pr.of(name)
 		return len(phases) >= len(want) && slices.Equal(phases[len(phases)-len(want):], want), fmt.Sprintf("phases so far: %v", phases)
 	})
@@ -34,7 +35,7 @@ func (pr *phaseRecorder) waitEndsWith(t testing.TB, name string, want ...winnode
 // with: a test that has seen the status must still wait for the event.
 func (w *world) waitEvents(t testing.TB, namespace, name string, want ...string) {
 	t.Helper()
-	eventually(t, time.Minute, fmt.Sprintf("events %v about %s", want, name), func() (bool, string) {
+	testkit.Eventually(t, time.Minute, fmt.Sprintf("events %v about %s", want, name), func() (bool, string) {
 		reasons := w.eventReasons(t, namespace, name)
 		for _, r := range want {
 			if !slices.Contains(reasons, r) {

@@ -28,6 +28,7 @@ import (
 	"github.com/winnode/winnode/internal/inventory"
 	"github.com/winnode/winnode/internal/plan"
 	"github.com/winnode/winnode/internal/testenv"
+	"github.com/winnode/winnode/internal/testkit"
 	"github.com/winnode/winnode/internal/winsim"
 )
 
@@ -63,7 +64,7 @@ func TestOpenShiftBYOH(t *testing.T) {
 	// overlay) is not one winnode sets up yet: auto chooses external, and
 	// the node turns Ready once the cluster's CNI, played here by the test,
 	// has configured the host.
-	eventually(t, 3*time.Minute, "the node registered and NotReady for want of a network", func() (bool, string) {
+	testkit.Eventually(t, 3*time.Minute, "the node registered and NotReady for want of a network", func() (bool, string) {
 		inst := &winnodev1.WindowsInstance{}
 		if err := w.client.Get(context.Background(), client.ObjectKey{Name: name}, inst); err != nil {
 			return false, err.Error()
@@ -126,7 +127,7 @@ func TestOpenShiftBYOH(t *testing.T) {
 func (w *world) waitPlanChanged(t *testing.T, pr *phaseRecorder, name, before string) string {
 	t.Helper()
 	var after string
-	eventually(t, 3*time.Minute, "a new plan on "+name, func() (bool, string) {
+	testkit.Eventually(t, 3*time.Minute, "a new plan on "+name, func() (bool, string) {
 		inst := w.get(t, name)
 		after = planVersion(inst)
 		return inst.Status.Phase == winnodev1.PhaseReady && after != before, fmt.Sprintf("phase %s plan %s lastError %q", inst.Status.Phase, after, inst.Status.LastError)

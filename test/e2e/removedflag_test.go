@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/winnode/winnode/internal/configure"
+	"github.com/winnode/winnode/internal/testkit"
 )
 
 // TestKubeletRefusesARemovedFlag: the stand-in kubelet refuses a flag the
@@ -54,7 +55,7 @@ func TestKubeletRefusesARemovedFlag(t *testing.T) {
 	}
 
 	const words = "failed to parse kubelet flag: unknown flag: --logtostderr"
-	eventually(t, 3*time.Minute, "event "+configure.EventReasonServiceNotRunning+" quoting the kubelet's refusal", func() (bool, string) {
+	testkit.Eventually(t, 3*time.Minute, "event "+configure.EventReasonServiceNotRunning+" quoting the kubelet's refusal", func() (bool, string) {
 		var msgs []string
 		for _, e := range w.events(t, metav1.NamespaceDefault, "flagged") {
 			// This instance's (an earlier one of the same name may
@@ -76,7 +77,7 @@ func TestKubeletRefusesARemovedFlag(t *testing.T) {
 	// The operator applies the plan again: the kubelet's own command line
 	// (the instance may still read Ready until the operator acts, so the
 	// service's configuration is what is waited for), then Ready.
-	eventually(t, 3*time.Minute, "the plan's kubelet command line put back", func() (bool, string) {
+	testkit.Eventually(t, 3*time.Minute, "the plan's kubelet command line put back", func() (bool, string) {
 		svc, err := scm.Get(ctx, "kubelet")
 		return err == nil && svc.Config.BinaryPathName == planned, fmt.Sprintf("%q %v", svc.Config.BinaryPathName, err)
 	})

@@ -13,6 +13,7 @@ import (
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/configure"
 	"github.com/winnode/winnode/internal/plan"
+	"github.com/winnode/winnode/internal/testkit"
 	"github.com/winnode/winnode/internal/winsim/simpayload"
 )
 
@@ -74,7 +75,7 @@ func TestCorruptStagedBlobRecovers(t *testing.T) {
 			})
 		}})
 
-	eventually(t, 3*time.Minute, "the host to run the new payload after the corrupted blob", func() (bool, string) {
+	testkit.Eventually(t, 3*time.Minute, "the host to run the new payload after the corrupted blob", func() (bool, string) {
 		inst := w.get(t, "corrupted")
 		return corrupted.Load() && inst.Status.Phase == winnodev1.PhaseReady && hostFileExists(t, h, simpayload.PaddingHostPath),
 			fmt.Sprintf("corrupted %v phase %s step %s lastError %q", corrupted.Load(), inst.Status.Phase, inst.Status.Step, inst.Status.LastError)

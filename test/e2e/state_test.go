@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/winnode/winnode/internal/configure"
+	"github.com/winnode/winnode/internal/testkit"
 	"github.com/winnode/winnode/internal/winsim/simpayload"
 )
 
@@ -39,7 +40,7 @@ func TestUntrustedAgentStateIsReported(t *testing.T) {
 	}
 	w.startOperator(t, operatorOptions{payloadDir: dir, payload: m})
 	w.waitEvents(t, metav1.NamespaceDefault, "planted", configure.ReasonAgentWarning)
-	eventually(t, 3*time.Minute, "the host to run the new payload", func() (bool, string) {
+	testkit.Eventually(t, 3*time.Minute, "the host to run the new payload", func() (bool, string) {
 		return hostFileExists(t, h, simpayload.PaddingHostPath), "padding file not installed yet"
 	})
 	inst := w.waitReady(t, "planted", time.Minute)

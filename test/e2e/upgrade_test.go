@@ -16,6 +16,7 @@ import (
 	"github.com/winnode/winnode/internal/configure"
 	"github.com/winnode/winnode/internal/fixture"
 	"github.com/winnode/winnode/internal/sshkey"
+	"github.com/winnode/winnode/internal/testkit"
 	"github.com/winnode/winnode/internal/winsim"
 	"github.com/winnode/winnode/internal/winsim/simpayload"
 )
@@ -43,7 +44,7 @@ func TestPayloadChangeUpgrades(t *testing.T) {
 		t.Fatal(err)
 	}
 	op = w.startOperator(t, operatorOptions{payloadDir: dir, payload: m})
-	eventually(t, 3*time.Minute, "the upgraded host to run the new payload", func() (bool, string) {
+	testkit.Eventually(t, 3*time.Minute, "the upgraded host to run the new payload", func() (bool, string) {
 		inst := w.get(t, "upgraded")
 		return inst.Status.Phase == winnodev1.PhaseReady && hostFileExists(t, h, simpayload.PaddingHostPath),
 			fmt.Sprintf("phase %s step %s lastError %q", inst.Status.Phase, inst.Status.Step, inst.Status.LastError)
@@ -64,7 +65,7 @@ func TestPayloadChangeUpgrades(t *testing.T) {
 	op.stop()
 	const newVersion = "v0.0.1-e2e"
 	op = w.startOperator(t, operatorOptions{payloadDir: dir, payload: m, version: newVersion})
-	eventually(t, 2*time.Minute, "the host to be at the new operator version", func() (bool, string) {
+	testkit.Eventually(t, 2*time.Minute, "the host to be at the new operator version", func() (bool, string) {
 		inst := w.get(t, "upgraded")
 		return inst.Status.Phase == winnodev1.PhaseReady && inst.Status.Version == newVersion,
 			fmt.Sprintf("phase %s version %s lastError %q", inst.Status.Phase, inst.Status.Version, inst.Status.LastError)
@@ -110,7 +111,7 @@ func TestKeyRotation(t *testing.T) {
 	w.setKey(t, newPEM)
 	t.Cleanup(func() { w.setKey(t, w.keyPEM) })
 	want := ssh.FingerprintSHA256(signer.PublicKey())
-	eventually(t, time.Minute, "the host to be reconnected with the new key", func() (bool, string) {
+	testkit.Eventually(t, time.Minute, "the host to be reconnected with the new key", func() (bool, string) {
 		inst := w.get(t, "rotated")
 		return inst.Status.KeyFingerprint == want && inst.Status.Phase == winnodev1.PhaseReady,
 			fmt.Sprintf("keyFingerprint %s phase %s", inst.Status.KeyFingerprint, inst.Status.Phase)
@@ -180,7 +181,7 @@ func TestUpgradeRestartingServicesRollsOutOneNodeAtATime(t *testing.T) {
 	}
 	w.startOperator(t, operatorOptions{payloadDir: dir, payload: m, afterStep: checkDrained})
 	for i, name := range names {
-		eventually(t, 5*time.Minute, name+" to run the new kubelet", func() (bool, string) {
+		testkit.Eventually(t, 5*time.Minute, name+" to run the new kubelet", func() (bool, string) {
 			inst := w.get(t, name)
 			pid := servicePIDs(t, hosts[i])["kubelet"]
 			return inst.Status.Phase == winnodev1.PhaseReady && pid != 0 && pid != kubelets[name],

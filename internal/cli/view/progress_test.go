@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/winnode/winnode/internal/fixture"
 	"github.com/winnode/winnode/internal/host"
+	"github.com/winnode/winnode/internal/testkit"
 )
 
 // progressScript is three hosts going from listed to Ready, one failing on
@@ -60,7 +60,7 @@ func TestLinesDisplayGolden(t *testing.T) {
 		// Showing the same state again prints nothing.
 		d.Show(progressStart.Add(time.Duration(i)*1500*time.Millisecond), hosts)
 	}
-	fixture.Golden(t, "progress-lines.golden", b.String())
+	testkit.Golden(t, "progress-lines.golden", b.String())
 }
 
 func TestLiveFrameGolden(t *testing.T) {
@@ -71,7 +71,7 @@ func TestLiveFrameGolden(t *testing.T) {
 		}
 		b.WriteString("--\n")
 	}
-	fixture.Golden(t, "progress-live.golden", b.String())
+	testkit.Golden(t, "progress-live.golden", b.String())
 }
 
 func TestLiveDisplayRedrawsInPlace(t *testing.T) {

@@ -7,36 +7,26 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
-	"github.com/winnode/winnode/internal/fixture"
+	"github.com/winnode/winnode/internal/testkit"
+	"github.com/winnode/winnode/internal/testkit/builder"
 )
 
 var tableNow = time.Date(2026, 11, 21, 8, 0, 0, 0, time.UTC)
 
-func testNode(name, ip string, ready corev1.ConditionStatus, created time.Duration) *corev1.Node {
-	return &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(tableNow.Add(-created))},
-		Status: corev1.NodeStatus{
-			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: ready}},
-			Addresses: []corev1.NodeAddress{
-				{Type: corev1.NodeHostName, Address: name},
-				{Type: corev1.NodeInternalIP, Address: ip},
-			},
-			NodeInfo: corev1.NodeSystemInfo{OSImage: "Windows Server 2022 Datacenter", KubeletVersion: "v1.37.1"},
-		},
-	}
+func testNode(name, ip string, ready corev1.ConditionStatus, created time.Duration) *builder.NodeBuilder {
+	return builder.Node(name).Created(tableNow.Add(-created)).Ready(ready).
+		Address(corev1.NodeHostName, name).Address(corev1.NodeInternalIP, ip).
+		Info("Windows Server 2022 Datacenter", "v1.37.1")
 }
 
 func TestNodeTableGolden(t *testing.T) {
-	cordoned := testNode("win-b", "127.0.0.11", corev1.ConditionTrue, 90*time.Second)
-	cordoned.Spec.Unschedulable = true
 	nodes := []*corev1.Node{
-		testNode("win-c", "127.0.0.12", corev1.ConditionFalse, 3*time.Hour),
-		cordoned,
-		testNode("win-a", "127.0.0.10", corev1.ConditionTrue, 26*time.Hour),
-		{ObjectMeta: metav1.ObjectMeta{Name: "win-d"}}, // nothing reported yet
+		testNode("win-c", "127.0.0.12", corev1.ConditionFalse, 3*time.Hour).Build(),
+		testNode("win-b", "127.0.0.11", corev1.ConditionTrue, 90*time.Second).Unschedulable().Build(),
+		testNode("win-a", "127.0.0.10", corev1.ConditionTrue, 26*time.Hour).Build(),
+		builder.Node("win-d").Build(), // nothing reported yet
 	}
 	var rows []NodeRow
 	for _, n := range nodes {
@@ -46,32 +36,28 @@ func TestNodeTableGolden(t *testing.T) {
 	if err := WriteNodeTable(&b, rows, tableNow); err != nil {
 		t.Fatal(err)
 	}
-	fixture.Golden(t, "nodes.golden", b.String())
+	testkit.Golden(t, "nodes.golden", b.String())
 }
 
 func TestInstanceTableGolden(t *testing.T) {
 	inst := func(name, addr string, port int32, phase winnodev1.Phase, step, node, lastErr string, created time.Duration) *winnodev1.WindowsInstance {
-		return &winnodev1.WindowsInstance{
-			ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(tableNow.Add(-created))},
-			Spec: winnodev1.WindowsInstanceSpec{Address: addr, Username: "Administrator", Port: port,
-				Source: winnodev1.SourceRef{Kind: winnodev1.SourceConfigMap, Name: "windows-instances", Namespace: "winnode-system", Key: addr}},
-			Status: winnodev1.WindowsInstanceStatus{Phase: phase, Step: step, NodeName: node, LastError: lastErr, Version: "v0.1.0"},
-		}
+		return builder.Instance(name).Created(tableNow.Add(-created)).Host(addr, "Administrator").Port(port).
+			Source(winnodev1.SourceRef{Kind: winnodev1.SourceConfigMap, Name: "windows-instances", Namespace: "winnode-system", Key: addr}).
+			Phase(phase).Step(step).Node(node, "").LastError(lastErr).Version("v0.1.0").Build()
 	}
 	rows := []InstanceRow{
 		NewInstanceRow(inst("10.0.0.7", "10.0.0.7", 22, winnodev1.PhaseReady, "", "win-a", "", 2*time.Hour),
-			testNode("win-a", "10.0.0.7", corev1.ConditionTrue, time.Hour)),
+			testNode("win-a", "10.0.0.7", corev1.ConditionTrue, time.Hour).Build()),
 		NewInstanceRow(inst("10.0.0.8", "10.0.0.8", 2222, winnodev1.PhaseConfiguring, "sync", "win-b", "", 5*time.Minute), nil),
 		NewInstanceRow(inst("bad.example.com", "bad.example.com", 0, winnodev1.PhaseFailed, "connect", "",
 			"connecting to bad.example.com:22: dial tcp: lookup bad.example.com: no such host;\ncheck the address in ConfigMap windows-instances", 40*time.Second), nil),
-		NewInstanceRow(&winnodev1.WindowsInstance{ObjectMeta: metav1.ObjectMeta{Name: "fresh", CreationTimestamp: metav1.NewTime(tableNow)},
-			Spec: winnodev1.WindowsInstanceSpec{Address: "10.0.0.9", Username: "Administrator"}}, nil),
+		NewInstanceRow(builder.Instance("fresh").Created(tableNow).Host("10.0.0.9", "Administrator").Build(), nil),
 	}
 	var b bytes.Buffer
 	if err := WriteInstanceTable(&b, rows, tableNow); err != nil {
 		t.Fatal(err)
 	}
-	fixture.Golden(t, "instances.golden", b.String())
+	testkit.Golden(t, "instances.golden", b.String())
 
 	// What `winnodectl status -o json` prints of them.
 	var j bytes.Buffer
@@ -82,7 +68,7 @@ func TestInstanceTableGolden(t *testing.T) {
 	}{rows}); err != nil {
 		t.Fatal(err)
 	}
-	fixture.Golden(t, "instances.json.golden", j.String())
+	testkit.Golden(t, "instances.json.golden", j.String())
 }
 
 func TestCell(t *testing.T) {

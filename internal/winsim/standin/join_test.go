@@ -28,25 +28,10 @@ import (
 	"github.com/winnode/winnode/internal/simhns"
 	"github.com/winnode/winnode/internal/simscm"
 	"github.com/winnode/winnode/internal/testenv"
+	"github.com/winnode/winnode/internal/testkit"
 	"github.com/winnode/winnode/internal/wincmd"
 	"github.com/winnode/winnode/internal/winsim"
 )
-
-// waitFor polls cond every 250ms for at most bound.
-func waitFor(t *testing.T, bound time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(bound)
-	last := ""
-	for time.Now().Before(deadline) {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		last = state
-		time.Sleep(250 * time.Millisecond)
-	}
-	t.Fatalf("timed out after %s waiting for %s; last seen: %s", bound, what, last)
-}
 
 // newHost starts a simulated host with containerd (the stand-in) installed
 // and the stand-in also placed as C:\k\kubelet.exe.
@@ -79,6 +64,45 @@ func writeHostFile(t *testing.T, h *winsim.Host, windowsPath string, data []byte
 	if err := os.WriteFile(p, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// kubeletLog is where these tests' kubelets log (--log-file), and
+// usingServingCert what one says when it starts with a serving
+// certificate it has (serving.go).
+const (
+	kubeletLog       = `C:\var\log\kubelet\kubelet.log`
+	usingServingCert = "using the serving certificate in"
+)
+
+// heartbeats waits for two renewals of the kubelet's Lease after this
+// call. Its heartbeat (node.go, runNode) renews the Lease and then checks
+// the node's status, every 10 s: the first renewal seen was written after
+// the call, so the status check after it saw what the test changed
+// before; the second renewal shows that check is done.
+func heartbeats(t *testing.T, admin kubernetes.Interface, nodeName string) {
+	t.Helper()
+	renewed := func() (string, error) {
+		l, err := admin.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(context.Background(), nodeName, metav1.GetOptions{})
+		if err != nil {
+			return "", err
+		}
+		return l.Spec.RenewTime.String(), nil
+	}
+	last, err := renewed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	testkit.Eventually(t, time.Minute, "two heartbeats of the kubelet of "+nodeName, func() (bool, string) {
+		at, err := renewed()
+		if err != nil {
+			return false, err.Error()
+		}
+		if at != last {
+			seen, last = seen+1, at
+		}
+		return seen >= 2, fmt.Sprintf("%d renewals, the last at %s", seen, last)
+	})
 }
 
 func hostFile(h *winsim.Host, windowsPath string) string {
@@ -127,7 +151,7 @@ func approve(t *testing.T, admin kubernetes.Interface, signer, user string) *cer
 	t.Helper()
 	ctx := context.Background()
 	var found *certificatesv1.CertificateSigningRequest
-	waitFor(t, 90*time.Second, fmt.Sprintf("a %s CSR from %s", signer, user), func() (bool, string) {
+	testkit.Eventually(t, 90*time.Second, fmt.Sprintf("a %s CSR from %s", signer, user), func() (bool, string) {
 		list, err := admin.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -228,7 +252,7 @@ systemReserved:
 	approve(t, admin, certificatesv1.KubeAPIServerClientKubeletSignerName, "system:bootstrap:"+id)
 	checkNetworkGate(t, admin, h, nodeName)
 	var node *corev1.Node
-	waitFor(t, 180*time.Second, "node "+nodeName+" Ready", func() (bool, string) {
+	testkit.Eventually(t, 180*time.Second, "node "+nodeName+" Ready", func() (bool, string) {
 		n, err := admin.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error() + "\nkubelet log:\n" + hostFile(h, `C:\var\log\kubelet\kubelet.log`)
@@ -280,11 +304,11 @@ systemReserved:
 
 	// serverTLSBootstrap: a serving CSR from the node itself.
 	approve(t, admin, certificatesv1.KubeletServingSignerName, "system:node:"+nodeName)
-	waitFor(t, 60*time.Second, "the serving certificate on the host", func() (bool, string) {
+	testkit.Eventually(t, 60*time.Second, "the serving certificate on the host", func() (bool, string) {
 		return strings.Contains(hostFile(h, `C:\var\lib\kubelet\pki\kubelet-server-current.pem`), "BEGIN CERTIFICATE"), ""
 	})
 
-	testPods(t, admin, nodeName)
+	testPods(t, admin, h, nodeName)
 
 	// Stopped, the kubelet stops heartbeating: the node lifecycle
 	// controller marks the node NotReady (Unknown) after its grace period.
@@ -295,7 +319,7 @@ systemReserved:
 	if !strings.Contains(hostFile(h, `C:\ProgramData\winsim\logs\kubelet.log`), "(simulated by winsim)") {
 		t.Errorf("the kubelet's log does not say it is simulated")
 	}
-	waitFor(t, 120*time.Second, "node "+nodeName+" NotReady after the kubelet stopped", func() (bool, string) {
+	testkit.Eventually(t, 120*time.Second, "node "+nodeName+" NotReady after the kubelet stopped", func() (bool, string) {
 		n, err := admin.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -305,15 +329,22 @@ systemReserved:
 
 	// Started again, it reuses its credentials (no new CSR) and is Ready.
 	csrsBefore, _ := admin.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{})
+	servingDecisions := strings.Count(hostFile(h, kubeletLog), usingServingCert)
 	if err := c.Start(ctx, "kubelet"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 180*time.Second, "node "+nodeName+" Ready again after a restart", func() (bool, string) {
+	testkit.Eventually(t, 180*time.Second, "node "+nodeName+" Ready again after a restart", func() (bool, string) {
 		n, err := admin.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
 		return nodeReady(n) == corev1.ConditionTrue, string(nodeReady(n))
+	})
+	// Ready shows it decided on its client certificate; its serving
+	// certificate it decides on afterwards, and says so.
+	testkit.Eventually(t, 60*time.Second, "the restarted kubelet deciding on its serving certificate", func() (bool, string) {
+		log := hostFile(h, kubeletLog)
+		return strings.Count(log, usingServingCert) > servingDecisions, log
 	})
 	csrsAfter, _ := admin.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{})
 	if len(csrsAfter.Items) != len(csrsBefore.Items) {
@@ -329,7 +360,7 @@ systemReserved:
 // testPods: a Windows pod bound to the node runs; deleted, it goes; a
 // Linux-only pod is rejected; a pod whose image is of another Windows build
 // than the host's (2019) stays Pending with ErrImagePull.
-func testPods(t *testing.T, admin kubernetes.Interface, nodeName string) {
+func testPods(t *testing.T, admin kubernetes.Interface, h *winsim.Host, nodeName string) {
 	ctx := context.Background()
 	ns := "default"
 	// The service account admission plugin needs the namespace's default
@@ -350,7 +381,7 @@ func testPods(t *testing.T, admin kubernetes.Interface, nodeName string) {
 	if _, err := admin.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 60*time.Second, "pod iis Running", func() (bool, string) {
+	testkit.Eventually(t, 60*time.Second, "pod iis Running", func() (bool, string) {
 		p, err := admin.CoreV1().Pods(ns).Get(ctx, "iis", metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -360,7 +391,7 @@ func testPods(t *testing.T, admin kubernetes.Interface, nodeName string) {
 	if err := admin.CoreV1().Pods(ns).Delete(ctx, "iis", metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(30))}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 60*time.Second, "pod iis gone after deletion", func() (bool, string) {
+	testkit.Eventually(t, 60*time.Second, "pod iis gone after deletion", func() (bool, string) {
 		_, err := admin.CoreV1().Pods(ns).Get(ctx, "iis", metav1.GetOptions{})
 		return apierrors.IsNotFound(err), fmt.Sprint(err)
 	})
@@ -370,7 +401,7 @@ func testPods(t *testing.T, admin kubernetes.Interface, nodeName string) {
 	if _, err := admin.CoreV1().Pods(ns).Create(ctx, linux, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 60*time.Second, "the Linux-only pod rejected", func() (bool, string) {
+	testkit.Eventually(t, 60*time.Second, "the Linux-only pod rejected", func() (bool, string) {
 		p, err := admin.CoreV1().Pods(ns).Get(ctx, "linux-only", metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -378,7 +409,7 @@ func testPods(t *testing.T, admin kubernetes.Interface, nodeName string) {
 		return p.Status.Phase == corev1.PodFailed && p.Status.Reason == "NodeAffinity", string(p.Status.Phase)
 	})
 	_ = admin.CoreV1().Pods(ns).Delete(ctx, "linux-only", metav1.DeleteOptions{})
-	testRuntimeClasses(t, admin, pod)
+	testRuntimeClasses(t, admin, h, pod)
 
 	newer := pod.DeepCopy()
 	newer.Name = "iis-2022"
@@ -386,7 +417,7 @@ func testPods(t *testing.T, admin kubernetes.Interface, nodeName string) {
 	if _, err := admin.CoreV1().Pods(ns).Create(ctx, newer, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 60*time.Second, "the ltsc2022 pod failing to pull on a 2019 host", func() (bool, string) {
+	testkit.Eventually(t, 60*time.Second, "the ltsc2022 pod failing to pull on a 2019 host", func() (bool, string) {
 		p, err := admin.CoreV1().Pods(ns).Get(ctx, "iis-2022", metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -426,7 +457,7 @@ func TestKubeletNeedsContainerd(t *testing.T) {
 
 // testRuntimeClasses: a pod whose RuntimeClass names containerd's Windows
 // handler runs; one naming a handler containerd does not have never does.
-func testRuntimeClasses(t *testing.T, admin kubernetes.Interface, pod *corev1.Pod) {
+func testRuntimeClasses(t *testing.T, admin kubernetes.Interface, h *winsim.Host, pod *corev1.Pod) {
 	ctx := context.Background()
 	for name, handler := range map[string]string{"windows-test": RuntimeHandler, "other-test": "kata"} {
 		rc := &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Handler: handler}
@@ -446,12 +477,18 @@ func testRuntimeClasses(t *testing.T, admin kubernetes.Interface, pod *corev1.Po
 			_ = admin.CoreV1().Pods(p.Namespace).Delete(context.Background(), p.Name, metav1.DeleteOptions{})
 		})
 	}
-	waitFor(t, 60*time.Second, "the pod of handler "+RuntimeHandler+" Running", func() (bool, string) {
+	testkit.Eventually(t, 60*time.Second, "the pod of handler "+RuntimeHandler+" Running", func() (bool, string) {
 		p, err := admin.CoreV1().Pods(good.Namespace).Get(ctx, good.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
 		return p.Status.Phase == corev1.PodRunning, string(p.Status.Phase)
+	})
+	// The kubelet tried the other pod's sandbox, and says why it failed.
+	refused := fmt.Sprintf("pod %s/%s: Failed to create pod sandbox", bad.Namespace, bad.Name)
+	testkit.Eventually(t, 60*time.Second, "the kubelet trying the sandbox of the pod of handler kata", func() (bool, string) {
+		log := hostFile(h, kubeletLog)
+		return strings.Contains(log, refused) && strings.Contains(log, `no runtime for "kata" is configured`), log
 	})
 	p, err := admin.CoreV1().Pods(bad.Namespace).Get(ctx, bad.Name, metav1.GetOptions{})
 	if err != nil || p.Status.Phase == corev1.PodRunning || len(p.Status.ContainerStatuses) > 0 {
@@ -467,7 +504,7 @@ func checkNetworkGate(t *testing.T, admin kubernetes.Interface, h *winsim.Host, 
 	t.Helper()
 	ctx := context.Background()
 	notReady := func(what string) {
-		waitFor(t, 90*time.Second, "node "+nodeName+" NotReady "+what, func() (bool, string) {
+		testkit.Eventually(t, 90*time.Second, "node "+nodeName+" NotReady "+what, func() (bool, string) {
 			n, err := admin.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
 			if err != nil {
 				return false, err.Error()
@@ -493,7 +530,7 @@ func checkNetworkGate(t *testing.T, admin kubernetes.Interface, h *winsim.Host, 
 	}
 	writeHostFile(t, h, `C:\k\cni\bin\host-local.exe`, data)
 	writeHostFile(t, h, `C:\k\cni\config\10-test.conf`, []byte(`{"cniVersion":"0.2.0","name":"vxlan0","type":"win-overlay","ipam":{"type":"host-local","subnet":"10.244.9.0/24"}}`))
-	time.Sleep(time.Second)
+	heartbeats(t, admin, nodeName)
 	notReady("while HNS network vxlan0 does not exist")
 	if _, err := h.HNS().CreateNetwork(simhns.Network{Name: "vxlan0", Type: simhns.TypeOverlay, VNI: 4096, Port: 4789,
 		Subnets: []simhns.Subnet{{AddressPrefix: "10.244.9.0/24", GatewayAddress: "10.244.9.1"}}}); err != nil {
