@@ -44,7 +44,7 @@ type runningOperator struct {
 	logFile *os.File
 }
 
-// startOperator runs every controller of winnode-operator (controller.Setup)
+// startOperator runs every controller of winnode-operator (controller.NewManager)
 // in this process, as cmd/winnode-operator does, minus what a demo does
 // not need: leader election, the metrics and health endpoints. Its log goes
 // to logPath, not to the terminal.
@@ -59,8 +59,7 @@ func startOperator(ctx context.Context, o operatorOptions) (*runningOperator, er
 	ctrl.SetLogger(logger)
 	klog.SetLogger(logger)
 
-	mgr, err := ctrl.NewManager(o.config, ctrl.Options{
-		Scheme:                 cli.Scheme(),
+	mgr, err := controller.NewManager(o.config, ctrl.Options{
 		Logger:                 logger,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
@@ -69,12 +68,7 @@ func startOperator(ctx context.Context, o operatorOptions) (*runningOperator, er
 		// before, even in a stopped manager; the demo's tests run several
 		// demos in one process.
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	if err != nil {
-		logFile.Close()
-		return nil, fmt.Errorf("creating the operator's manager: %w", err)
-	}
-	if err := controller.Setup(mgr, controller.Options{
+	}, controller.Options{
 		Namespace:  o.namespace,
 		PayloadDir: o.payloadDir,
 		Version:    cli.Version,
@@ -84,9 +78,10 @@ func startOperator(ctx context.Context, o operatorOptions) (*runningOperator, er
 		TuneInstance: func(c *configure.Configurer) {
 			c.Progress = o.progress
 		},
-	}); err != nil {
+	})
+	if err != nil {
 		logFile.Close()
-		return nil, fmt.Errorf("setting up the operator's controllers: %w", err)
+		return nil, fmt.Errorf("setting up the operator: %w", err)
 	}
 
 	// The operator is stopped by stop(), after the demo's signal, so that

@@ -378,22 +378,17 @@ type operatorOptions struct {
 // startOperator runs the operator until the test ends or op.stop.
 func (w *world) startOperator(t testing.TB, o operatorOptions) *operator {
 	t.Helper()
-	mgr, err := ctrl.NewManager(w.opConfig, ctrl.Options{
-		Scheme:                 w.scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-		Logger:                 logr.FromSlogHandler(slog.NewTextHandler(newTestWriter(t), &slog.HandlerOptions{Level: slog.LevelInfo})),
-	})
-	if err != nil {
-		t.Fatalf("operator manager: %v", err)
-	}
-	op := &operator{mgr: mgr, done: make(chan error, 1)}
+	op := &operator{done: make(chan error, 1)}
 	payloadDir, manifest := w.payloadDir, w.payload
 	if o.payloadDir != "" {
 		payloadDir, manifest = o.payloadDir, o.payload
 	}
-	err = controller.Setup(mgr, controller.Options{
+	mgr, err := controller.NewManager(w.opConfig, ctrl.Options{
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+		Logger:                 logr.FromSlogHandler(slog.NewTextHandler(newTestWriter(t), &slog.HandlerOptions{Level: slog.LevelInfo})),
+	}, controller.Options{
 		Namespace:         Namespace,
 		PayloadDir:        payloadDir,
 		Payload:           manifest,
@@ -434,8 +429,9 @@ func (w *world) startOperator(t testing.TB, o operatorOptions) *operator {
 		},
 	})
 	if err != nil {
-		t.Fatalf("operator controllers: %v", err)
+		t.Fatalf("operator manager: %v", err)
 	}
+	op.mgr = mgr
 	ctx, cancel := context.WithCancel(context.Background())
 	op.cancel = cancel
 	go func() { op.done <- mgr.Start(ctx) }()
