@@ -32,6 +32,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
+	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -510,7 +511,14 @@ func (w *world) forget(name string) {
 	if inst.Status.NodeName != "" {
 		_ = w.kube.CoreV1().Nodes().Delete(ctx, inst.Status.NodeName, metav1.DeleteOptions{})
 	}
-	_ = bootstrap.RevokeInstanceTokens(ctx, w.kube, name)
+	// Revoked as the operator revokes them (RevokeInstanceToken), each by
+	// its ID: the one its status records, and any a crash between issuing
+	// and recording left.
+	if toks, err := w.tokenSecrets(ctx, name); err == nil {
+		for _, s := range toks {
+			_ = bootstrap.RevokeInstanceToken(ctx, w.kube, name, string(s.Data[bootstrapapi.BootstrapTokenIDKey]))
+		}
+	}
 	_ = bootstrap.RevokeServiceAccount(ctx, w.kube, Namespace, name)
 	_ = w.client.Delete(ctx, inst)
 	_ = w.client.Patch(ctx, inst, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))
@@ -578,12 +586,21 @@ func conditionSummary(conds []metav1.Condition) string {
 // instanceTokens lists the bootstrap token Secrets of an instance.
 func (w *world) instanceTokens(t testing.TB, name string) []corev1.Secret {
 	t.Helper()
-	sel := labels.SelectorFromSet(labels.Set{winnodev1.LabelInstance: name}).String()
-	list, err := w.kube.CoreV1().Secrets(bootstrap.TokenNamespace).List(context.Background(), metav1.ListOptions{LabelSelector: sel})
+	toks, err := w.tokenSecrets(context.Background(), name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return list.Items
+	return toks
+}
+
+// tokenSecrets lists the bootstrap token Secrets labelled as an instance's.
+func (w *world) tokenSecrets(ctx context.Context, name string) ([]corev1.Secret, error) {
+	sel := labels.SelectorFromSet(labels.Set{winnodev1.LabelInstance: name}).String()
+	list, err := w.kube.CoreV1().Secrets(bootstrap.TokenNamespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
+	if err != nil {
+		return nil, err
+	}
+	return list.Items, nil
 }
 
 // checkJoinCredentialsGone checks that an instance that joined (or was

@@ -51,7 +51,7 @@ func managedInstance(t *testing.T, w *controllertest.World, name, nodeName, addr
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = bootstrap.RevokeToken(context.Background(), w.Kube, tok.ID) })
+	t.Cleanup(func() { _ = bootstrap.RevokeInstanceToken(context.Background(), w.Kube, tok.Instance, tok.ID) })
 	wi := &winnodev1.WindowsInstance{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec:       winnodev1.WindowsInstanceSpec{Address: address, Username: "Administrator", Port: 22, Source: winnodev1.SourceRef{Kind: winnodev1.SourceManual}},
@@ -116,7 +116,7 @@ func TestCSRApproverWithRealClients(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = bootstrap.RevokeToken(context.Background(), w.Kube, stray.ID) })
+	t.Cleanup(func() { _ = bootstrap.RevokeInstanceToken(context.Background(), w.Kube, stray.Instance, stray.ID) })
 	// A Node that already exists under the name of an instance.
 	if _, err := w.Kube.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeOld}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
