@@ -32,7 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	"github.com/winnode/winnode/internal/controller"
+	"github.com/winnode/winnode/internal/controller/runtimeclass"
 	"github.com/winnode/winnode/internal/inventory"
 	"github.com/winnode/winnode/internal/testenv"
 	"github.com/winnode/winnode/internal/testkit"
@@ -800,10 +800,11 @@ func TestOperatorCanBindOnlyThroughTheShippedBindings(t *testing.T) {
 // writes from the +kubebuilder:rbac markers beside the code
 // (hack/generate.sh), must grant exactly what the hand-written, commented
 // config/rbac/*.yaml grants: every permission the code declares is granted,
-// and nothing is granted that no marker declares. internal/controller's
-// tests run the operator under role.yaml, so the installed RBAC is the one
-// tested. Permissions are compared one (namespace, group, resource, name,
-// verb) at a time, so rules may be grouped differently.
+// and nothing is granted that no marker declares. The tests of
+// internal/controller's packages run the operator's controllers under
+// role.yaml, so the installed RBAC is the one tested. Permissions are
+// compared one (namespace, group, resource, name, verb) at a time, so rules
+// may be grouped differently.
 func TestGeneratedRBACIsGranted(t *testing.T) {
 	dir := filepath.Join(repoRoot(t), "config/rbac")
 	generated := rbacPermissions(t, filepath.Join(dir, "role.yaml"))
@@ -822,7 +823,7 @@ func TestGeneratedRBACIsGranted(t *testing.T) {
 	}
 	for p := range granted {
 		if !generated[p] {
-			t.Errorf("%s: config/rbac grants it and no +kubebuilder:rbac marker asks for it: drop the rule, or add the marker where the code needs it (a package-level comment of internal/controller or internal/bootstrap), then run hack/generate.sh", p)
+			t.Errorf("%s: config/rbac grants it and no +kubebuilder:rbac marker asks for it: drop the rule, or add the marker where the code needs it (a package-level comment of a package of internal/controller, or of internal/bootstrap), then run hack/generate.sh", p)
 		}
 	}
 }
@@ -1034,7 +1035,7 @@ func checkWebServerSample(t *testing.T, objs []*unstructured.Unstructured) {
 		t.Fatalf("samples/windows-web-server.yaml should hold a Deployment and a Service, has %d objects", len(objs))
 	}
 	rc, _, _ := unstructured.NestedString(objs[0].Object, "spec", "template", "spec", "runtimeClassName")
-	if _, ok := controller.WindowsReleases[rc]; !ok {
+	if _, ok := runtimeclass.WindowsReleases[rc]; !ok {
 		t.Errorf("the sample's runtimeClassName %q is none the operator keeps", rc)
 	}
 	containers, _, _ := unstructured.NestedSlice(objs[0].Object, "spec", "template", "spec", "containers")

@@ -34,7 +34,8 @@ generate() {
   # internal/capibootstrap (the Cluster API bootstrap provider). The
   # kustomize base (config/rbac/kustomization.yaml) uses the hand-written,
   # commented cluster_role.yaml and roles.yaml; role.yaml is the markers'
-  # view, which internal/controller's tests run the controllers under.
+  # view, which the tests of internal/controller's packages run the
+  # controllers under.
   "$bin/controller-gen" rbac:roleName=winnode-operator paths=./internal/controller/... paths=./internal/bootstrap/... paths=./internal/capibootstrap/... paths=./internal/machineapi/... paths=./internal/capisource/... output:rbac:dir="$3"
 }
 

@@ -1,6 +1,7 @@
 // Command winnode-operator turns Windows hosts into Kubernetes worker nodes:
-// it runs the controllers of internal/controller in a controller-runtime
-// manager with leader election, health probes and Prometheus metrics.
+// it runs the controllers of internal/controller (controller.NewManager) in
+// a controller-runtime manager with leader election, health probes and
+// Prometheus metrics.
 package main
 
 import (
@@ -11,17 +12,12 @@ import (
 	"io"
 	"os"
 
-	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/bootstrap"
 	"github.com/winnode/winnode/internal/configure"
 	"github.com/winnode/winnode/internal/controller"
@@ -97,17 +93,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 
-	scheme := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
-	utilruntime.Must(winnodev1.AddToScheme(scheme))
-
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme: scheme,
-		// Namespaced objects (the ConfigMap, the key Secrets) are watched in
-		// the operator namespace only; cluster-scoped ones (WindowsInstances,
-		// Nodes, CSRs) everywhere. Bootstrap token Secrets in kube-system are
-		// read and written directly, never cached.
-		Cache:                   cache.Options{DefaultNamespaces: map[string]cache.Config{*namespace: {}}},
+	// The scheme and the cache (namespaced objects in the operator namespace
+	// only) are controller.NewManager's.
+	mgr, err := controller.NewManager(cfg, ctrl.Options{
 		Metrics:                 metricsserver.Options{BindAddress: *metricsAddr},
 		HealthProbeBindAddress:  *probeAddr,
 		LeaderElection:          *leaderElect,
@@ -117,11 +105,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		// the Lease, so a new replica takes over at once without overlapping
 		// a configuration still running here.
 		LeaderElectionReleaseOnCancel: true,
-	})
-	if err != nil {
-		return fmt.Errorf("creating the manager: %w", err)
-	}
-	if err := controller.Setup(mgr, controller.Options{
+	}, controller.Options{
 		Namespace:         *namespace,
 		PayloadDir:        *payloadDir,
 		MaxConcurrent:     *maxConcurrent,
@@ -133,7 +117,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		Network:           *network,
 		Platform:          plat,
 		HybridClusterCIDR: hybridClusterCIDR,
-	}); err != nil {
+	})
+	if err != nil {
 		return err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {

@@ -42,9 +42,6 @@ func openNative() (Platform, error) {
 // for a simulated service manager: a winsim host runs the Linux build.
 func Open() (Platform, error) { return openNative() }
 
-// NewNative connects to this Windows host's service control manager.
-func NewNative() (Platform, error) { return openNative() }
-
 func (n *native) Close() error { return n.m.Disconnect() }
 
 func (n *native) LocalPath(p winpath.Path) (string, error) { return p.String(), nil }

@@ -2,7 +2,6 @@ package bootstrap
 
 import (
 	"context"
-	"crypto/x509"
 	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -60,13 +59,4 @@ func ParseClusterInfo(kubeconfig []byte) (*ClusterInfo, error) {
 		return &ClusterInfo{Server: cl.Server, CAData: cl.CertificateAuthorityData}, nil
 	}
 	panic("unreachable")
-}
-
-// CertPool returns the CA bundle as an x509.CertPool.
-func (ci *ClusterInfo) CertPool() (*x509.CertPool, error) {
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(ci.CAData) {
-		return nil, fmt.Errorf("the cluster CA data holds no PEM certificate")
-	}
-	return pool, nil
 }

@@ -13,7 +13,7 @@
 //     (clusterinfo.go);
 //   - the bootstrap kubeconfig the host's kubelet starts with (kubeconfig.go).
 //
-// Approving the CSRs is the operator's job (internal/controller/csr.go); this
+// Approving the CSRs is the operator's job (internal/controller/csr); this
 // package deliberately grants nothing that would make kube-controller-manager
 // approve them on its own.
 //

@@ -20,7 +20,7 @@ import (
 // (kubeadm binds it). kube-controller-manager's csrapproving controller
 // auto-approves every node client CSR whose requester holds that permission,
 // which would approve CSRs for any node name and bypass the operator's
-// checks (internal/controller/csr.go). The operator is the approver.
+// checks (internal/controller/csr). The operator is the approver.
 const NodeBootstrapperBinding = "winnode:bootstrappers:node-bootstrapper"
 
 // nodeBootstrapperRole is the ClusterRole every Kubernetes API server creates

@@ -2,8 +2,6 @@ package bootstrap
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"strings"
 	"time"
@@ -61,18 +59,14 @@ const (
 // ServiceAccountName is the join ServiceAccount of an instance.
 func ServiceAccountName(instance string) string { return serviceAccountPrefix + instance }
 
-// ServiceAccountUsername is the user a token of ServiceAccount namespace/name
-// authenticates as; the CSR approver compares a CSR's requester with it.
-func ServiceAccountUsername(namespace, name string) string {
-	return serviceAccountUserPrefix + namespace + ":" + name
-}
-
 // ServiceAccountGroup is the group every ServiceAccount of namespace is in.
 func ServiceAccountGroup(namespace string) string { return "system:serviceaccounts:" + namespace }
 
-// ServiceAccountFromUsername is the inverse of ServiceAccountUsername for
-// namespace: the ServiceAccount's name, and false for any other user
-// (another namespace's ServiceAccount included).
+// ServiceAccountFromUsername is the ServiceAccount whose tokens
+// authenticate as username (system:serviceaccount:<namespace>:<name>),
+// when it is a join ServiceAccount of namespace: its name, and false for
+// any other user (another namespace's ServiceAccount included). The CSR
+// approver compares a CSR's requester with it.
 func ServiceAccountFromUsername(namespace, username string) (string, bool) {
 	name, ok := strings.CutPrefix(username, serviceAccountUserPrefix+namespace+":")
 	if !ok || !strings.HasPrefix(name, serviceAccountPrefix) || strings.Contains(name, ":") {
@@ -170,12 +164,6 @@ func ServiceAccountKubeconfigCurrent(ctx context.Context, c kubernetes.Interface
 	exp, err := time.Parse(time.RFC3339, sa.Annotations[annotationTokenExpires])
 	return err == nil && sa.Labels[winnodev1.LabelInstance] == instance &&
 		sa.Annotations[annotationKubeconfigSHA256] == kubeconfigSHA256 && time.Until(exp) > minValid, nil
-}
-
-// SHA256 is the hex sha256 of data, as plan digests write it.
-func SHA256(data []byte) string {
-	sum := sha256.Sum256(data)
-	return hex.EncodeToString(sum[:])
 }
 
 // RevokeServiceAccount deletes the instance's join ServiceAccount (which

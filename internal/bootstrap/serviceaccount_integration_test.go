@@ -13,8 +13,10 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 
+	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/testenv"
 	"github.com/winnode/winnode/internal/testkit"
 )
@@ -111,7 +113,9 @@ func TestServiceAccountTokenJoinsAndIsRevoked(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the join ServiceAccount token does not authenticate: %v", err)
 	}
-	if want := ServiceAccountUsername(ns, ServiceAccountName(inst)); review.Status.UserInfo.Username != want {
+	// The user of a ServiceAccount's tokens (Kubernetes' "Managing Service
+	// Accounts": system:serviceaccount:<namespace>:<name>).
+	if want := "system:serviceaccount:" + ns + ":" + ServiceAccountName(inst); review.Status.UserInfo.Username != want {
 		t.Errorf("authenticates as %q, want %q", review.Status.UserInfo.Username, want)
 	}
 	if name, ok := ServiceAccountFromUsername(ns, review.Status.UserInfo.Username); !ok || name != ServiceAccountName(inst) {
@@ -277,4 +281,20 @@ func namespaceSubjects(t *testing.T, c kubernetes.Interface, ns string) []string
 	}
 	slices.Sort(names)
 	return names
+}
+
+// instanceTokens lists the bootstrap tokens issued for instance.
+func instanceTokens(ctx context.Context, c kubernetes.Interface, instance string) ([]*Token, error) {
+	sel := labels.SelectorFromSet(labels.Set{winnodev1.LabelInstance: instance}).String()
+	list, err := c.CoreV1().Secrets(TokenNamespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
+	if err != nil {
+		return nil, fmt.Errorf("listing bootstrap tokens of instance %s in %s: %w", instance, TokenNamespace, err)
+	}
+	var toks []*Token
+	for i := range list.Items {
+		if t := tokenFromSecret(&list.Items[i]); t != nil {
+			toks = append(toks, t)
+		}
+	}
+	return toks, nil
 }

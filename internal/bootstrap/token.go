@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
 	bootstraputil "k8s.io/cluster-bootstrap/token/util"
@@ -56,9 +54,6 @@ func (t Token) String() string { return fmt.Sprintf("bootstrap token %s", t.ID) 
 
 // SecretName is the name of the token's Secret in kube-system.
 func (t Token) SecretName() string { return bootstraputil.BootstrapTokenSecretName(t.ID) }
-
-// Username is the user the API server authenticates the token as.
-func (t Token) Username() string { return Username(t.ID) }
 
 // Username is the user name a bootstrap token with this ID authenticates as:
 // system:bootstrap:<id>. The CSR approver compares a CSR's requester with it.
@@ -155,23 +150,6 @@ func tokenSecret(t *Token) *corev1.Secret {
 	}
 }
 
-// FindToken returns the newest unexpired bootstrap token issued for the
-// instance, or nil (and no error) when there is none.
-func FindToken(ctx context.Context, c kubernetes.Interface, instance string) (*Token, error) {
-	toks, err := instanceTokens(ctx, c, instance)
-	if err != nil {
-		return nil, err
-	}
-	now := time.Now()
-	sort.Slice(toks, func(i, j int) bool { return toks[i].Expiration.After(toks[j].Expiration) })
-	for _, t := range toks {
-		if t.Expiration.After(now) {
-			return t, nil
-		}
-	}
-	return nil, nil
-}
-
 // GetToken returns the token with the given ID, or nil (and no error) when
 // its Secret does not exist.
 func GetToken(ctx context.Context, c kubernetes.Interface, tokenID string) (*Token, error) {
@@ -183,21 +161,6 @@ func GetToken(ctx context.Context, c kubernetes.Interface, tokenID string) (*Tok
 		return nil, fmt.Errorf("reading bootstrap token %s: %w", tokenID, err)
 	}
 	return tokenFromSecret(s), nil
-}
-
-func instanceTokens(ctx context.Context, c kubernetes.Interface, instance string) ([]*Token, error) {
-	sel := labels.SelectorFromSet(labels.Set{winnodev1.LabelInstance: instance}).String()
-	list, err := c.CoreV1().Secrets(TokenNamespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
-	if err != nil {
-		return nil, fmt.Errorf("listing bootstrap tokens of instance %s in %s: %w", instance, TokenNamespace, err)
-	}
-	var toks []*Token
-	for i := range list.Items {
-		if t := tokenFromSecret(&list.Items[i]); t != nil {
-			toks = append(toks, t)
-		}
-	}
-	return toks, nil
 }
 
 // tokenFromSecret reads a bootstrap token Secret; nil if it is not one.
@@ -214,17 +177,6 @@ func tokenFromSecret(s *corev1.Secret) *Token {
 		t.Expiration = exp
 	}
 	return t
-}
-
-// RevokeToken deletes the token's Secret; from then on the API server rejects
-// the token. A token that is already gone is not an error.
-func RevokeToken(ctx context.Context, c kubernetes.Interface, tokenID string) error {
-	err := c.CoreV1().Secrets(TokenNamespace).Delete(ctx, bootstraputil.BootstrapTokenSecretName(tokenID), metav1.DeleteOptions{})
-	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("revoking bootstrap token %s (deleting Secret %s/%s): %w",
-			tokenID, TokenNamespace, bootstraputil.BootstrapTokenSecretName(tokenID), err)
-	}
-	return nil
 }
 
 // RevokeInstanceToken revokes the token with this ID when its Secret is
@@ -246,22 +198,6 @@ func RevokeInstanceToken(ctx context.Context, c kubernetes.Interface, instance, 
 	err = c.CoreV1().Secrets(TokenNamespace).Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &s.UID}})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("revoking bootstrap token %s of instance %s (deleting Secret %s/%s): %w", tokenID, instance, TokenNamespace, name, err)
-	}
-	return nil
-}
-
-// RevokeInstanceTokens revokes every bootstrap token issued for the instance
-// (there is normally at most one; a crash between issuing and recording a
-// token can leave two).
-func RevokeInstanceTokens(ctx context.Context, c kubernetes.Interface, instance string) error {
-	toks, err := instanceTokens(ctx, c, instance)
-	if err != nil {
-		return err
-	}
-	for _, t := range toks {
-		if err := RevokeToken(ctx, c, t.ID); err != nil {
-			return err
-		}
 	}
 	return nil
 }

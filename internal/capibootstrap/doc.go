@@ -7,8 +7,9 @@
 //
 // One file per step:
 //
-//   - setup.go: whether the cluster serves Cluster API and the WinnodeConfig
-//     API (discovery), and the controller's watches;
+//   - setup.go: the provider as an optional part of the operator (on only
+//     where the cluster serves Cluster API and the WinnodeConfig API;
+//     internal/controller/optional), and the controller's watches;
 //   - reconcile.go: the order of the steps;
 //   - owners.go: the owning Machine and its Cluster, and pausing;
 //   - validate.go: the spec's rules;

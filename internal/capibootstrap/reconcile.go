@@ -21,7 +21,8 @@ import (
 type Reconciler struct {
 	// Client writes: the Secrets and the configs' status.
 	Client client.Client
-	// Cache reads WinnodeConfigs and Clusters in every namespace.
+	// Cache reads WinnodeConfigs and Clusters in every namespace (the
+	// manager's cache, Part).
 	Cache client.Reader
 	// Reader reads the reconciled WinnodeConfig and Machines from the API
 	// server (Machines are not watched).

@@ -2,11 +2,10 @@ package capibootstrap
 
 import (
 	"context"
-	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/discovery"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -15,10 +14,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	bootstrapv1 "github.com/winnode/winnode/api/bootstrap/v1alpha1"
-	"github.com/winnode/winnode/internal/platform"
+	"github.com/winnode/winnode/internal/controller/optional"
 	"github.com/winnode/winnode/internal/sshkey"
 )
 
@@ -41,56 +39,40 @@ var Required = []schema.GroupVersionResource{
 	bootstrapv1.GroupVersion.WithResource("winnodeconfigs"),
 }
 
-// Available reports whether the API server serves every required API, and
-// if not, which one is missing (a sentence for the log).
-func Available(d discovery.DiscoveryInterface) (bool, string, error) {
-	return platform.Serves(d, Required...)
-}
+// TurnOn says how to turn the provider (and the Cluster API Machine source)
+// on where it is off.
+const TurnOn = "restart the operator after installing Cluster API and winnode's bootstrap.winnode.io CRDs to turn it on"
 
-// Setup adds the bootstrap provider to mgr when the cluster serves Cluster
-// API (cluster.x-k8s.io/v1beta2) and the WinnodeConfig CRD; otherwise it
-// logs why not and adds nothing, so the operator runs on clusters without
-// Cluster API. The check runs once: installing Cluster API later takes a
-// restart of the operator. namespace is the operator namespace, whose key
-// Secret the manager's cache must cover.
-func Setup(mgr ctrl.Manager, namespace string) error {
-	log := mgr.GetLogger().WithName("capi-bootstrap")
-	ok, why, err := platform.ServesAt(mgr.GetConfig(), Required...)
-	if err != nil {
-		return err
+// Part is the bootstrap provider as an optional part of the operator
+// (internal/controller/optional): on where the cluster serves Cluster API
+// (cluster.x-k8s.io/v1beta2) and the WinnodeConfig CRD, so that the
+// operator runs on clusters without Cluster API. namespace is the operator
+// namespace, whose key Secret the manager's cache covers. WinnodeConfigs
+// and Clusters live in any namespace: the manager's cache keeps them all.
+func Part(namespace string) optional.Part {
+	return optional.Part{
+		Name:        "Cluster API bootstrap provider",
+		Requires:    Required,
+		TurnOn:      TurnOn,
+		AddToScheme: []func(*runtime.Scheme) error{clusterv1.AddToScheme, bootstrapv1.AddToScheme},
+		Cache: map[client.Object]cache.ByObject{
+			&bootstrapv1.WinnodeConfig{}: {Namespaces: map[string]cache.Config{cache.AllNamespaces: {}}},
+			&clusterv1.Cluster{}:         {Namespaces: map[string]cache.Config{cache.AllNamespaces: {}}},
+		},
+		Setup: func(mgr ctrl.Manager) error {
+			r := &Reconciler{
+				Client: mgr.GetClient(), Cache: mgr.GetClient(), Reader: mgr.GetAPIReader(), KeyReader: mgr.GetClient(),
+				Namespace: namespace, Recorder: mgr.GetEventRecorder("winnode-capi-bootstrap"),
+			}
+			return r.setupWithManager(mgr)
+		},
 	}
-	if !ok {
-		log.Info("Cluster API bootstrap provider off: " + why + "; restart the operator after installing Cluster API and winnode's bootstrap.winnode.io CRDs to turn it on")
-		return nil
-	}
-	scheme := mgr.GetScheme()
-	if err := clusterv1.AddToScheme(scheme); err != nil {
-		return err
-	}
-	if err := bootstrapv1.AddToScheme(scheme); err != nil {
-		return err
-	}
-	// The manager's cache may cover the operator namespace only
-	// (cmd/winnode-operator); WinnodeConfigs and Clusters live anywhere.
-	all, err := cache.New(mgr.GetConfig(), cache.Options{Scheme: scheme, Mapper: mgr.GetRESTMapper()})
-	if err != nil {
-		return fmt.Errorf("building the Cluster API cache: %w", err)
-	}
-	if err := mgr.Add(all); err != nil {
-		return err
-	}
-	r := &Reconciler{
-		Client: mgr.GetClient(), Cache: all, Reader: mgr.GetAPIReader(), KeyReader: mgr.GetClient(),
-		Namespace: namespace, Recorder: mgr.GetEventRecorder("winnode-capi-bootstrap"),
-	}
-	log.Info("Cluster API bootstrap provider on", "apis", fmt.Sprint(Required))
-	return r.setupWithManager(mgr, all)
 }
 
 // setupWithManager watches WinnodeConfigs, Clusters (a created or unpaused
 // Cluster wakes its namespace's configs) and the operator's key Secret (a
 // config waiting for the key goes on when it appears).
-func (r *Reconciler) setupWithManager(mgr ctrl.Manager, all cache.Cache) error {
+func (r *Reconciler) setupWithManager(mgr ctrl.Manager) error {
 	inNamespace := func(ctx context.Context, ns string) []reconcile.Request {
 		var list bootstrapv1.WinnodeConfigList
 		var opts []client.ListOption
@@ -112,11 +94,11 @@ func (r *Reconciler) setupWithManager(mgr ctrl.Manager, all cache.Cache) error {
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("capi-bootstrap").
-		WatchesRawSource(source.Kind(all, &bootstrapv1.WinnodeConfig{}, &handler.TypedEnqueueRequestForObject[*bootstrapv1.WinnodeConfig]{})).
-		WatchesRawSource(source.Kind(all, &clusterv1.Cluster{}, handler.TypedEnqueueRequestsFromMapFunc(
-			func(ctx context.Context, c *clusterv1.Cluster) []reconcile.Request {
-				return inNamespace(ctx, c.Namespace)
-			}))).
+		For(&bootstrapv1.WinnodeConfig{}).
+		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(
+			func(ctx context.Context, c client.Object) []reconcile.Request {
+				return inNamespace(ctx, c.GetNamespace())
+			})).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(
 			func(ctx context.Context, _ client.Object) []reconcile.Request { return inNamespace(ctx, "") }),
 			builder.WithPredicates(key)).

@@ -36,6 +36,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	bootstrapv1 "github.com/winnode/winnode/api/bootstrap/v1alpha1"
+	"github.com/winnode/winnode/internal/controller/optional"
 	"github.com/winnode/winnode/internal/fixture"
 	"github.com/winnode/winnode/internal/sshkey"
 	"github.com/winnode/winnode/internal/testenv"
@@ -206,23 +207,18 @@ func (w *capiWorld) bind(ctx context.Context, t *testing.T, role rbacv1.Role, su
 	}
 }
 
-// startOperator runs the provider as the operator would (capibootstrap.Setup
-// on a manager whose cache covers the operator namespace only) until the
-// test ends.
+// startOperator runs the provider as the operator would (Part through
+// optional.NewManager, on a manager whose cache covers the operator
+// namespace only, but for what the part adds) until the test ends.
 func (w *capiWorld) startOperator(t *testing.T) {
 	t.Helper()
-	mgr, err := ctrl.NewManager(w.operatorConfig(t), ctrl.Options{
-		Scheme:                 runtime.NewScheme(),
+	mgr, err := optional.NewManager(w.operatorConfig(t), ctrl.Options{
 		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{operatorNamespace: {}}},
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-	})
+	}, Part(operatorNamespace))
 	if err != nil {
-		t.Fatal(err)
-	}
-	utilruntime.Must(clientgoscheme.AddToScheme(mgr.GetScheme()))
-	if err := Setup(mgr, operatorNamespace); err != nil {
 		t.Fatal(err)
 	}
 	fixture.RunManager(t, mgr)

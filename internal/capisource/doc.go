@@ -5,9 +5,10 @@
 // InternalIP; the instance is deconfigured and deleted before the
 // Machine's infrastructure is deleted.
 //
-//   - setup.go: on only where the cluster serves Cluster API and
-//     winnode's bootstrap API; the watches and a cache of Machines in
-//     every namespace;
+//   - setup.go: the source as an optional part of the operator (on only
+//     where the cluster serves Cluster API and winnode's bootstrap API;
+//     internal/controller/optional) and its watches, of Machines of every
+//     namespace in the manager's cache;
 //   - machine.go: one Machine → its WindowsInstance, named
 //     <namespace>.<machine> (internal/machinesource keeps it);
 //   - hook.go: Cluster API's pre-terminate hook annotation, which holds

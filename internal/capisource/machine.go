@@ -30,7 +30,7 @@ import (
 type MachineReconciler struct {
 	// Client writes Machines (the hook annotation).
 	Client client.Client
-	// Machines reads Machines of every namespace (the source's cache).
+	// Machines reads Machines of every namespace (the manager's cache).
 	Machines client.Reader
 	// Instances keeps the Machines' WindowsInstances.
 	Instances *machinesource.Instances
@@ -47,7 +47,7 @@ func (r *MachineReconciler) Reconcile(ctx context.Context, req reconcile.Request
 	return reconcile.Result{}, err
 }
 
-// Get reads a Machine from the source's cache.
+// Get reads a Machine from the manager's cache.
 func (r *MachineReconciler) Get(ctx context.Context, key types.NamespacedName) (client.Object, error) {
 	var m clusterv1.Machine
 	return &m, r.Machines.Get(ctx, key, &m)

@@ -2,8 +2,8 @@ package capisource
 
 import (
 	"context"
-	"fmt"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -13,12 +13,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/capibootstrap"
+	"github.com/winnode/winnode/internal/controller/optional"
 	"github.com/winnode/winnode/internal/machinesource"
-	"github.com/winnode/winnode/internal/platform"
 )
 
 // What the source needs (config/rbac/cluster_role.yaml grants it, with the
@@ -26,36 +25,36 @@ import (
 // pre-terminate hook annotation.
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=machines,verbs=get;list;watch;patch
 
-// Setup adds the Cluster API source to mgr when the cluster serves Cluster
-// API and winnode's bootstrap API (capibootstrap.Available); otherwise it
-// adds nothing (capibootstrap.Setup logs why). The manager's cache may
-// cover the operator namespace only, so the source keeps a cache of
-// Machines in every namespace.
-func Setup(mgr ctrl.Manager) error {
-	ok, _, err := platform.ServesAt(mgr.GetConfig(), capibootstrap.Required...)
-	if err != nil || !ok {
-		return err
+// Part is the source as an optional part of the operator
+// (internal/controller/optional): on where the cluster serves Cluster API
+// and winnode's bootstrap API (capibootstrap.Required), as the bootstrap
+// provider is. Machines live in any namespace: the manager's cache keeps
+// them all.
+func Part() optional.Part {
+	return optional.Part{
+		Name:        "Cluster API Machine source",
+		Requires:    capibootstrap.Required,
+		TurnOn:      capibootstrap.TurnOn,
+		AddToScheme: []func(*runtime.Scheme) error{clusterv1.AddToScheme},
+		Cache: map[client.Object]cache.ByObject{
+			&clusterv1.Machine{}: {Namespaces: map[string]cache.Config{cache.AllNamespaces: {}}},
+		},
+		Setup: setup,
 	}
-	if err := clusterv1.AddToScheme(mgr.GetScheme()); err != nil {
-		return err
-	}
-	machines, err := cache.New(mgr.GetConfig(), cache.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
-	if err != nil {
-		return fmt.Errorf("building the cache of Cluster API Machines: %w", err)
-	}
-	if err := mgr.Add(machines); err != nil {
-		return err
-	}
+}
+
+// setup watches Machines and WindowsInstances of Machines (a deleted
+// instance lets its Machine's deletion go on).
+func setup(mgr ctrl.Manager) error {
 	recorder := mgr.GetEventRecorder("winnode-capi-source")
-	r := &MachineReconciler{Client: mgr.GetClient(), Machines: machines,
+	r := &MachineReconciler{Client: mgr.GetClient(), Machines: mgr.GetClient(),
 		Instances: &machinesource.Instances{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder}}
 	ofMachine := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		return o.GetLabels()[winnodev1.LabelSourceKind] == string(winnodev1.SourceMachine)
 	})
-	mgr.GetLogger().WithName("capi-source").Info("Cluster API Machine source on")
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("capi-machine-source").
-		WatchesRawSource(source.Kind(machines, &clusterv1.Machine{}, &handler.TypedEnqueueRequestForObject[*clusterv1.Machine]{})).
+		For(&clusterv1.Machine{}).
 		Watches(&winnodev1.WindowsInstance{}, handler.EnqueueRequestsFromMapFunc(
 			func(_ context.Context, o client.Object) []reconcile.Request {
 				l := o.GetLabels()

@@ -41,7 +41,8 @@ var Version = "v0.1.0-dev"
 // since without the operator its namespace may not exist.
 const joinNamespace = "kube-system"
 
-// hostFlags are the flags that say how to reach one host (add, remove).
+// hostFlags are the flags that say how to reach one host (add, upgrade,
+// remove); engine.go builds the engine all three run from them.
 type hostFlags struct {
 	cluster clusterFlags
 	user    string
@@ -118,7 +119,7 @@ func (f *hostFlags) host(address string) (inventory.Host, error) {
 	return inventory.NewHost(address, f.user, strconv.Itoa(f.port), f.hostKey)
 }
 
-// session is what add and remove work with: the cluster and the key.
+// session is what add, upgrade and remove work with: the cluster and the key.
 type session struct {
 	apiServer string
 	config    *rest.Config
@@ -262,10 +263,6 @@ func runAdd(ctx context.Context, s Streams, hf hostFlags, h inventory.Host, payl
 	if err != nil {
 		return err
 	}
-	addresses, err := hf.addresses()
-	if err != nil {
-		return err
-	}
 	manifest, err := payload.Load(payloadDir)
 	if err != nil {
 		return fmt.Errorf("loading the payload from --payload-dir %s: %w (build it with make payload)", payloadDir, err)
@@ -290,33 +287,14 @@ func runAdd(ctx context.Context, s Streams, hf hostFlags, h inventory.Host, payl
 		verb = "Upgrading"
 		fmt.Fprintf(s.Out, "Node %s runs winnode %s; moving it to %s.\n", inst.Status.NodeName, orDash(nodeVersion(ctx, sess.kube, inst.Status.NodeName)), Version)
 	}
-	plat, platReason, osReader, err := sess.platform(hf.platform)
+	steps := newStepPrinter(s.Out, view.IsTerminal(s.Out), time.Now())
+	cfg, err := hf.engine(s, sess, steps)
 	if err != nil {
 		return err
 	}
-	steps := newStepPrinter(s.Out, view.IsTerminal(s.Out), time.Now())
-	cfg := &configure.Configurer{
-		Kube:              sess.kube,
-		Signer:            sess.signer,
-		PayloadDir:        payloadDir,
-		Payload:           manifest,
-		Version:           Version,
-		Event:             steps.event,
-		Progress:          steps.progress,
-		JoinCredentials:   bootstrap.Mode(hf.joinCredentials),
-		JoinNamespace:     joinNamespace,
-		Addresses:         addresses,
-		Network:           hf.network,
-		ServiceCIDR:       policy.ServiceCIDRs[0].String(),
-		Platform:          plat,
-		PlatformReason:    platReason,
-		OpenShift:         osReader,
-		AfterStep:         func(_ *winnodev1.WindowsInstance, step string) { steps.begin(step) },
-		Log:               logrTo(s.Err, hf.verbose),
-		HybridClusterCIDR: hf.hybridClusterCIDR,
-		// Not a status: the pinned host key, kept where nodes cannot write.
-		Persist: persistPin(sess.kube, inst.Status.NodeName),
-	}
+	cfg.PayloadDir, cfg.Payload = payloadDir, manifest
+	// Not a status: the pinned host key, kept where nodes cannot write.
+	cfg.Persist = persistPin(sess.kube, inst.Status.NodeName)
 	fmt.Fprintf(s.Out, "%s %s (user %s, port %d) in the cluster at %s, without the operator:\n", verb, address, h.Username, h.Port, sess.apiServer)
 	approver := &csrApprover{kube: sess.kube, inst: inst, policy: policy, note: steps.note}
 	err = cfg.Run(ctx, inst, approver.approve)

@@ -35,7 +35,7 @@ func TestApproveOnePerCredential(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = bootstrap.RevokeToken(context.Background(), kube, tok.ID) })
+	t.Cleanup(func() { _ = bootstrap.RevokeInstanceToken(context.Background(), kube, tok.Instance, tok.ID) })
 	h, err := inventory.NewHost("192.0.2.80", "Administrator", "22", "")
 	if err != nil {
 		t.Fatal(err)

@@ -92,22 +92,10 @@ func runRemove(ctx context.Context, s Streams, hf hostFlags, target string) erro
 		return fmt.Errorf("node %s has no host key pinned in ConfigMap %s/%s, so the host cannot be checked: was it added by winnode? If so, %s", node.Name, joinNamespace, hostKeysConfigMap, hostKeyHelp)
 	}
 
-	addresses, err := hf.addresses()
+	steps := newStepPrinter(s.Out, view.IsTerminal(s.Out), time.Now())
+	cfg, err := hf.engine(s, sess, steps)
 	if err != nil {
 		return err
-	}
-	steps := newStepPrinter(s.Out, view.IsTerminal(s.Out), time.Now())
-	cfg := &configure.Configurer{
-		Kube:    sess.kube,
-		Signer:  sess.signer,
-		Version: Version,
-		Event:   steps.event,
-		// Where add made the host's join ServiceAccount, if it was
-		// interrupted before revoking it.
-		JoinNamespace: joinNamespace,
-		Addresses:     addresses,
-		AfterStep:     func(_ *winnodev1.WindowsInstance, step string) { steps.begin(step) },
-		Log:           logrTo(s.Err, hf.verbose),
 	}
 	fmt.Fprintf(s.Out, "Removing %s (Node %s) from the cluster at %s, without the operator:\n", address, node.Name, sess.apiServer)
 	err = cfg.RunDeconfigure(ctx, inst)

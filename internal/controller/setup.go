@@ -1,25 +1,27 @@
-// Package controller holds the operator's controllers, one file each. They
-// are thin: each reads objects, calls the package that does the work, and
-// writes status and events.
+// Package controller is the operator: NewManager builds its
+// controller-runtime manager with every controller registered. Each
+// controller has a package of its own under this folder; they are thin:
+// each reads objects, calls the package that does the work, and writes
+// status and events.
 //
-//   - sources.go: the windows-instances ConfigMap → one WindowsInstance per
+//   - sources: the windows-instances ConfigMap → one WindowsInstance per
 //     valid entry (the format and parser: internal/inventory);
-//   - keys.go: the cloud-private-key Secret → the windows-user-data Secret
+//   - keys: the cloud-private-key Secret → the windows-user-data Secret
 //     (the key's rules and loading: internal/sshkey);
-//   - csr.go: approval of the kubelet CSRs of managed hosts (the decision:
-//     internal/csrapproval);
-//   - instance.go: WindowsInstance → configured, Ready node, and back (the
-//     steps: internal/configure, the engine winnodectl runs too);
-//   - upgrade.go: waking upgrades that wait for their turn in the rollout
-//     (the rollout itself: configure.Rollout);
-//   - metrics.go, events.go: what they report;
-//   - the OpenShift Machine API source (Windows Machines → WindowsInstances)
-//     lives in internal/machineapi; Setup adds it on OpenShift;
-//   - the Cluster API bootstrap provider (WinnodeConfig → bootstrap-data
-//     Secret) lives in internal/capibootstrap, its Machine source (Machines
-//     it bootstraps → WindowsInstances) in internal/capisource; Setup adds
-//     both when the cluster serves Cluster API;
-//   - setup.go (this file): Setup wires every controller into a manager.
+//   - csr: approval of the kubelet CSRs of managed hosts (the decision:
+//     internal/csrapproval), and the warning about a cluster that approves
+//     them before winnode checks them;
+//   - instance: WindowsInstance → configured, Ready node, and back (the
+//     steps: internal/configure, the engine winnodectl runs too), and the
+//     wake-up of upgrades waiting for their turn in the rollout;
+//   - runtimeclass: one RuntimeClass per Windows Server release;
+//   - report: the events the controllers write one by one;
+//   - optional: the parts that are on only where the cluster serves their
+//     APIs: the OpenShift Machine API source (internal/machineapi, on
+//     OpenShift), the Cluster API bootstrap provider
+//     (internal/capibootstrap) and its Machine source (internal/capisource);
+//   - setup.go (this file): NewManager, the one place that wires them;
+//     metrics.go: the operator's metrics.
 package controller
 
 import (
@@ -27,15 +29,27 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/go-logr/logr"
 	"golang.org/x/crypto/ssh"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/bootstrap"
 	"github.com/winnode/winnode/internal/capibootstrap"
 	"github.com/winnode/winnode/internal/capisource"
 	"github.com/winnode/winnode/internal/configure"
+	"github.com/winnode/winnode/internal/controller/csr"
+	"github.com/winnode/winnode/internal/controller/instance"
+	"github.com/winnode/winnode/internal/controller/keys"
+	"github.com/winnode/winnode/internal/controller/optional"
+	"github.com/winnode/winnode/internal/controller/runtimeclass"
+	"github.com/winnode/winnode/internal/controller/sources"
 	"github.com/winnode/winnode/internal/csrapproval"
 	"github.com/winnode/winnode/internal/inventory"
 	"github.com/winnode/winnode/internal/machineapi"
@@ -54,7 +68,7 @@ const DefaultMaxConcurrent = 10
 // DefaultMaxUnavailable is the default of --max-unavailable.
 const DefaultMaxUnavailable = configure.DefaultMaxUnavailable
 
-// Options configure Setup; cmd/winnode-operator fills them from its flags,
+// Options configure NewManager; cmd/winnode-operator fills them from its flags,
 // the demo and the end-to-end tests directly.
 type Options struct {
 	// Namespace is the operator namespace: where the windows-instances
@@ -62,13 +76,13 @@ type Options struct {
 	Namespace string
 	// PayloadDir is the payload folder (files and manifest.json).
 	PayloadDir string
-	// Payload is PayloadDir's manifest; nil: Setup loads it (payload.Load,
+	// Payload is PayloadDir's manifest; nil: NewManager loads it (payload.Load,
 	// which checks every file's size and sha256).
 	Payload *payload.Manifest
 	// MaxConcurrent bounds the hosts configured at once (default 10).
 	MaxConcurrent int
 	// MaxUnavailable bounds the Ready nodes that upgrades restarting their
-	// services take out of service at once (default 1; upgrade.go).
+	// services take out of service at once (default 1; instance/upgrade.go).
 	MaxUnavailable int
 	// Version is the operator's version, written to configured nodes
 	// (annotation winnode.io/version).
@@ -92,7 +106,7 @@ type Options struct {
 	// flannel, ovn-hybrid, external; "" is auto).
 	Network string
 	// Platform is --platform (auto, openshift, kubernetes; "" is auto):
-	// where cluster facts come from. Setup resolves auto once, from the API
+	// where cluster facts come from. NewManager resolves auto once, from the API
 	// server's discovery, and logs which and why.
 	Platform platform.Platform
 	// HybridClusterCIDR is the hybrid overlay's cluster network
@@ -103,7 +117,8 @@ type Options struct {
 	TuneInstance func(*configure.Configurer)
 }
 
-func (o Options) withDefaults() Options {
+// complete fills in the defaults and loads the payload.
+func (o Options) complete() (Options, error) {
 	if o.Namespace == "" {
 		o.Namespace = DefaultNamespace
 	}
@@ -122,152 +137,143 @@ func (o Options) withDefaults() Options {
 	if o.Addresses.ClusterDomain == "" {
 		o.Addresses.ClusterDomain = o.CSRPolicy.ClusterDomain
 	}
-	return o
-}
-
-// Deps are what Setup builds once and hands to the controllers.
-type Deps struct {
-	// Kube talks to the API server directly (no cache): bootstrap tokens in
-	// kube-system, Node checks, CSR approval.
-	Kube kubernetes.Interface
-	// Detector answers --join-credentials=auto once for the process.
-	Detector *bootstrap.Detector
-	// Signer loads the operator's current private key (sshkey.LoadSigner on
-	// the manager's cached client), at each call, so a rotated key is used
-	// at once.
-	Signer func(ctx context.Context) (ssh.Signer, error)
-	// Platform is the resolved platform (openshift or kubernetes) and
-	// PlatformReason why; OpenShift reads OpenShift's configuration
-	// objects (nil on kubernetes).
-	Platform       platform.Platform
-	PlatformReason string
-	OpenShift      client.Reader
+	if o.Payload == nil {
+		if o.PayloadDir == "" {
+			return o, fmt.Errorf("no payload: set the payload folder (--payload-dir)")
+		}
+		m, err := payload.Load(o.PayloadDir)
+		if err != nil {
+			return o, fmt.Errorf("loading the payload from %s: %w", o.PayloadDir, err)
+		}
+		o.Payload = m
+	}
+	return o, nil
 }
 
 // Leader election (cmd/winnode-operator) keeps a Lease in the operator namespace.
 // +kubebuilder:rbac:groups=coordination.k8s.io,namespace=winnode-system,resources=leases,verbs=get;list;watch;create;update;patch;delete
 
-// Setup registers every controller of the operator with mgr, whose cache
-// must cover opts.Namespace for namespaced objects (cmd/winnode-operator
-// restricts it to that namespace). It also registers the winnode_instances
-// metric. The manager's scheme must include winnode.io/v1alpha1 and client-go's
-// types.
-func Setup(mgr ctrl.Manager, opts Options) error {
-	opts = opts.withDefaults()
-	if opts.Payload == nil {
-		if opts.PayloadDir == "" {
-			return fmt.Errorf("no payload: set the payload folder (--payload-dir)")
-		}
-		m, err := payload.Load(opts.PayloadDir)
-		if err != nil {
-			return fmt.Errorf("loading the payload from %s: %w", opts.PayloadDir, err)
-		}
-		opts.Payload = m
-	}
-	kube, err := kubernetes.NewForConfig(mgr.GetConfig())
+// NewManager builds the operator's manager on cfg with every controller
+// registered, ready to start. mo holds what its caller decides (leader
+// election, the metrics and health endpoints, the logger); NewManager
+// sets the scheme and the cache:
+//
+//   - the scheme: client-go's types, winnode.io/v1alpha1, and the API types
+//     of the optional parts that are on;
+//   - the cache: namespaced objects (the windows-instances ConfigMap, the
+//     key Secrets) in opts.Namespace only, cluster-scoped ones
+//     (WindowsInstances, Nodes, CSRs) everywhere, and what the optional
+//     parts that are on watch elsewhere (optional.Part.Cache). Bootstrap
+//     token Secrets in kube-system are read and written directly, never
+//     cached.
+//
+// It also registers the winnode_instances metric.
+func NewManager(cfg *rest.Config, mo ctrl.Options, opts Options) (ctrl.Manager, error) {
+	opts, err := opts.complete()
 	if err != nil {
-		return fmt.Errorf("building a Kubernetes client: %w", err)
+		return nil, err
 	}
-	signers := &sshkey.SignerCache{}
-	deps := Deps{
-		Kube:     kube,
-		Detector: &bootstrap.Detector{Kube: kube},
-		Signer: func(ctx context.Context) (ssh.Signer, error) {
-			return signers.Load(ctx, mgr.GetClient(), opts.Namespace)
-		},
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("building a Kubernetes client: %w", err)
 	}
+	plat, why, err := platform.Resolve(kube.Discovery(), opts.Platform)
+	if err != nil {
+		return nil, err
+	}
+	log := mo.Logger
+	if log.GetSink() == nil {
+		log = ctrl.Log
+	}
+	log.WithName("setup").Info("platform: "+string(plat), "why", why)
 
-	if deps.Platform, deps.PlatformReason, err = platform.Resolve(kube.Discovery(), opts.Platform); err != nil {
-		return err
+	if mo.Scheme, err = scheme(); err != nil {
+		return nil, err
 	}
-	mgr.GetLogger().WithName("setup").Info("platform: "+string(deps.Platform), "why", deps.PlatformReason)
-	if deps.Platform == platform.OpenShift {
-		if deps.OpenShift, err = openshift.NewReader(mgr.GetConfig()); err != nil {
-			return err
-		}
+	mo.Cache.DefaultNamespaces = map[string]cache.Config{opts.Namespace: {}}
+	mgr, err := optional.NewManager(cfg, mo, optionalParts(opts, plat)...)
+	if err != nil {
+		return nil, err
 	}
+	if err := setupControllers(mgr, kube, opts); err != nil {
+		return nil, err
+	}
+	if err := setupInstances(mgr, kube, opts, plat, why, log); err != nil {
+		return nil, fmt.Errorf("setting up the instance reconciler: %w", err)
+	}
+	return mgr, registerInstanceCollector(mgr.GetClient())
+}
 
-	if err := (&KeysReconciler{
+// scheme is the operator's scheme before the optional parts add theirs.
+func scheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	return s, winnodev1.AddToScheme(s)
+}
+
+// optionalParts are the parts that are on where the cluster serves their
+// APIs: the Machine API source on OpenShift, the Cluster API bootstrap
+// provider and its Machine source anywhere.
+func optionalParts(opts Options, plat platform.Platform) []optional.Part {
+	var parts []optional.Part
+	if plat == platform.OpenShift {
+		parts = append(parts, machineapi.Part(machineapi.Options{
+			OperatorNamespace: opts.Namespace, UserDataSecret: keys.UserDataSecret, UserDataKey: keys.UserDataKey,
+		}))
+	}
+	return append(parts, capibootstrap.Part(opts.Namespace), capisource.Part())
+}
+
+// setupControllers registers the controllers other than the instance
+// reconciler.
+func setupControllers(mgr ctrl.Manager, kube kubernetes.Interface, opts Options) error {
+	if err := (&keys.Reconciler{
 		Client: mgr.GetClient(), Namespace: opts.Namespace,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the keys controller: %w", err)
 	}
-	if err := (&SourcesReconciler{
+	if err := (&sources.Reconciler{
 		Client: mgr.GetClient(), Namespace: opts.Namespace, Recorder: mgr.GetEventRecorder("winnode-sources"),
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the sources controller: %w", err)
 	}
-	if err := (&CSRApprover{
+	if err := (&csr.Approver{
 		Client: mgr.GetClient(), Kube: kube, Recorder: mgr.GetEventRecorder("winnode-csr-approver"),
 		Policy: opts.CSRPolicy, JoinNamespace: opts.Namespace,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the CSR approver: %w", err)
 	}
-	if err := mgr.Add(&AutoApprovalWarner{Kube: kube, Recorder: mgr.GetEventRecorder("winnode-csr-approver")}); err != nil {
+	if err := mgr.Add(&csr.AutoApprovalWarner{Kube: kube, Recorder: mgr.GetEventRecorder("winnode-csr-approver")}); err != nil {
 		return fmt.Errorf("setting up the auto-approval check: %w", err)
 	}
-	if err := (&RuntimeClassReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+	if err := (&runtimeclass.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the RuntimeClass controller: %w", err)
 	}
-	if err := SetupInstanceReconciler(mgr, opts, deps); err != nil {
-		return fmt.Errorf("setting up the instance reconciler: %w", err)
-	}
-	// On OpenShift, where the cluster serves the Machine API.
-	if deps.Platform == platform.OpenShift {
-		if err := machineapi.Setup(mgr, machineapi.Options{
-			OperatorNamespace: opts.Namespace, UserDataSecret: UserDataSecret, UserDataKey: UserDataKey,
-		}); err != nil {
-			return fmt.Errorf("setting up the Machine API source: %w", err)
-		}
-	}
-	// On only where the cluster serves cluster.x-k8s.io and
-	// bootstrap.winnode.io; elsewhere it logs why and adds nothing.
-	if err := capibootstrap.Setup(mgr, opts.Namespace); err != nil {
-		return fmt.Errorf("setting up the Cluster API bootstrap provider: %w", err)
-	}
-	// Its Machines become WindowsInstances where it is on.
-	if err := capisource.Setup(mgr); err != nil {
-		return fmt.Errorf("setting up the Cluster API Machine source: %w", err)
-	}
-	return registerInstanceCollector(mgr.GetClient())
+	return nil
 }
 
-// What the instance reconciler and its engine (internal/configure) need,
-// for config/rbac/role.yaml, which must equal the hand-written
-// config/rbac/*.yaml (config's TestGeneratedRBACIsGranted). These markers
-// stand apart from any declaration: controller-gen reads only
-// package-level markers for RBAC, and ignores those in a function's doc
-// comment. Nodes are patched (labels, annotations, cordon), never updated.
-// +kubebuilder:rbac:groups=winnode.io,resources=windowsinstances/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=winnode.io,resources=windowsinstances/finalizers,verbs=update
-// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch;delete
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list
-// +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
-// +kubebuilder:rbac:groups=apps,resources=daemonsets,verbs=get
-// The cluster DNS for the hosts' kubelets (internal/configure clusterDNS).
-// +kubebuilder:rbac:groups="",namespace=kube-system,resources=configmaps,resourceNames=kubelet-config,verbs=get
-// +kubebuilder:rbac:groups="",namespace=kube-system,resources=services,resourceNames=kube-dns,verbs=get
-// flannel's configuration, by name only (internal/configure network.go).
-// +kubebuilder:rbac:groups="",resources=configmaps,resourceNames=kube-flannel-cfg,verbs=get
-// On OpenShift, the platform's configuration (internal/openshift): the
-// newest rendered worker MachineConfig (listed, and watched with the
-// ControllerConfig so that a new one reaches the hosts at once), the kubelet
-// CA, the API server's internal URL, the networks, and the API server's CA
-// where the rendered config has no kubeconfig, and the cluster's ID
-// (ClusterVersion version). Discovery (--platform=auto) needs no permission.
-// +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=machineconfigs,verbs=get;list;watch
-// +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=controllerconfigs,verbs=get;list;watch
-// +kubebuilder:rbac:groups=config.openshift.io,resources=infrastructures;networks,verbs=get
-// +kubebuilder:rbac:groups=config.openshift.io,resources=clusterversions,resourceNames=version,verbs=get
-// +kubebuilder:rbac:groups="",namespace=kube-system,resources=configmaps,resourceNames=kube-root-ca.crt,verbs=get
-
-// SetupInstanceReconciler registers the instance reconciler (instance.go).
-// ---- The instance reconciler's owner maintains this function. ----
-func SetupInstanceReconciler(mgr ctrl.Manager, opts Options, deps Deps) error {
-	return (&InstanceReconciler{
-		Client:                  mgr.GetClient(),
-		Kube:                    deps.Kube,
-		Signer:                  deps.Signer,
+// setupInstances registers the instance reconciler, with what it needs
+// built once for the process: the join credentials' detector, the
+// operator's key loaded afresh at each call from the manager's cache (so a
+// rotated key is used at once), and on OpenShift a reader of its
+// configuration objects.
+func setupInstances(mgr ctrl.Manager, kube kubernetes.Interface, opts Options, plat platform.Platform, why string, log logr.Logger) error {
+	var osReader client.Reader
+	if plat == platform.OpenShift {
+		var err error
+		if osReader, err = openshift.NewReader(mgr.GetConfig()); err != nil {
+			return err
+		}
+	}
+	signers := &sshkey.SignerCache{}
+	return (&instance.Reconciler{
+		Client: mgr.GetClient(),
+		Kube:   kube,
+		Signer: func(ctx context.Context) (ssh.Signer, error) {
+			return signers.Load(ctx, mgr.GetClient(), opts.Namespace)
+		},
 		KeySecret:               client.ObjectKey{Namespace: opts.Namespace, Name: sshkey.PrivateKeySecret},
 		PayloadDir:              opts.PayloadDir,
 		Payload:                 opts.Payload,
@@ -278,10 +284,10 @@ func SetupInstanceReconciler(mgr ctrl.Manager, opts Options, deps Deps) error {
 		Network:                 opts.Network,
 		HybridClusterCIDR:       opts.HybridClusterCIDR,
 		ServiceCIDR:             opts.CSRPolicy.ServiceCIDRs[0].String(),
-		Detector:                deps.Detector,
-		Platform:                deps.Platform,
-		PlatformReason:          deps.PlatformReason,
-		OpenShift:               deps.OpenShift,
+		Detector:                &bootstrap.Detector{Kube: kube},
+		Platform:                plat,
+		PlatformReason:          why,
+		OpenShift:               osReader,
 		MaxConcurrentReconciles: opts.MaxConcurrent,
 		MaxUnavailable:          opts.MaxUnavailable,
 		RetryMax:                opts.RetryMax,

@@ -12,7 +12,8 @@ import (
 
 // Approve adds the Approved condition through the approval subresource,
 // with message saying who approved and why (a Decision's Reason). The
-// operator's CSRApprover and winnodectl add call it after Decide approved.
+// operator's CSR approver (internal/controller/csr) and winnodectl add call
+// it after Decide approved.
 func Approve(ctx context.Context, kube kubernetes.Interface, csr *certificatesv1.CertificateSigningRequest, message string) error {
 	csr = csr.DeepCopy()
 	csr.Status.Conditions = append(csr.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{

@@ -17,7 +17,7 @@
 //     would approve winnode's hosts' client CSRs first;
 //   - approve.go: Approve, the approval subresource write.
 //
-// Both the operator (internal/controller/csr.go, the CSRApprover reconciler)
+// Both the operator (internal/controller/csr, the Approver reconciler)
 // and `winnodectl add` (internal/cli/approve.go, for its one host) call
 // them, so winnodectl approves nothing the operator would not.
 package csrapproval

@@ -45,15 +45,14 @@ type runningOperator struct {
 	done   chan error
 }
 
-// startOperator runs every controller of winnode-operator (controller.Setup)
+// startOperator runs every controller of winnode-operator (controller.NewManager)
 // in this process, as cmd/winnode-operator does, minus what a demo does
 // not need: leader election, the metrics and health endpoints. Its log goes
 // to o.log, not to the terminal (the process-wide loggers of
 // controller-runtime and client-go go there too: logs.go).
 func startOperator(ctx context.Context, o operatorOptions) (*runningOperator, error) {
 	logger := logr.FromSlogHandler(slog.NewTextHandler(o.log, nil))
-	mgr, err := ctrl.NewManager(o.config, ctrl.Options{
-		Scheme:                 cli.Scheme(),
+	mgr, err := controller.NewManager(o.config, ctrl.Options{
 		Logger:                 logger,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
@@ -62,11 +61,7 @@ func startOperator(ctx context.Context, o operatorOptions) (*runningOperator, er
 		// before, even in a stopped manager; the demo's tests run several
 		// demos in one process.
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	if err != nil {
-		return nil, fmt.Errorf("creating the operator's manager: %w", err)
-	}
-	if err := controller.Setup(mgr, controller.Options{
+	}, controller.Options{
 		Namespace:  o.namespace,
 		PayloadDir: o.payloadDir,
 		Version:    cli.Version,
@@ -76,8 +71,9 @@ func startOperator(ctx context.Context, o operatorOptions) (*runningOperator, er
 		TuneInstance: func(c *configure.Configurer) {
 			c.Progress = o.progress
 		},
-	}); err != nil {
-		return nil, fmt.Errorf("setting up the operator's controllers: %w", err)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("setting up the operator: %w", err)
 	}
 
 	// The operator is stopped by stop(), after the demo's signal, so that

@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/winnode/winnode/internal/cli"
-	"github.com/winnode/winnode/internal/controller"
+	"github.com/winnode/winnode/internal/controller/keys"
 	"github.com/winnode/winnode/internal/machineapi"
 	"github.com/winnode/winnode/internal/testenv"
 	"github.com/winnode/winnode/internal/winsim"
@@ -78,7 +78,7 @@ func (d *demo) createMachineSet(ctx context.Context) error {
 	if err := d.waitUserDataCopy(ctx); err != nil {
 		return err
 	}
-	ms := testenv.WinsimMachineSet(demoMachineSet, controller.UserDataSecret, int32(d.o.machines), map[string]string{machineapi.LabelOSID: "Windows"})
+	ms := testenv.WinsimMachineSet(demoMachineSet, keys.UserDataSecret, int32(d.o.machines), map[string]string{machineapi.LabelOSID: "Windows"})
 	if err := d.mapiClient.Create(ctx, ms); err != nil {
 		return fmt.Errorf("creating MachineSet %s/%s: %w", machineapi.Namespace, demoMachineSet, err)
 	}
@@ -90,7 +90,7 @@ func (d *demo) createMachineSet(ctx context.Context) error {
 // waitUserDataCopy waits for the operator's copy of windows-user-data in
 // openshift-machine-api.
 func (d *demo) waitUserDataCopy(ctx context.Context) error {
-	key := client.ObjectKey{Namespace: machineapi.Namespace, Name: controller.UserDataSecret}
+	key := client.ObjectKey{Namespace: machineapi.Namespace, Name: keys.UserDataSecret}
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		err := d.client.Get(ctx, key, &corev1.Secret{})
 		return err == nil, client.IgnoreNotFound(err)

@@ -3,7 +3,6 @@ package host
 import (
 	"context"
 	"fmt"
-	"io"
 	"io/fs"
 
 	"github.com/winnode/winnode/internal/winpath"
@@ -27,34 +26,6 @@ func (c *Client) Stat(ctx context.Context, hostPath string) (fs.FileInfo, error)
 		return nil, c.sftpError("stat", p, err)
 	}
 	return fi, nil
-}
-
-// ReadFile reads a file of at most limit bytes from the host (SFTP); a
-// larger file is an error, a missing one matches fs.ErrNotExist.
-func (c *Client) ReadFile(ctx context.Context, hostPath string, limit int64) ([]byte, error) {
-	p, err := winpath.Parse(hostPath)
-	if err != nil {
-		return nil, fmt.Errorf("host %s: read: %w", c.address, err)
-	}
-	client, err := c.sftpClient()
-	if err != nil {
-		return nil, err
-	}
-	stop := context.AfterFunc(ctx, func() { c.dropSFTP(client) })
-	defer stop()
-	f, err := client.Open(p.SFTP())
-	if err != nil {
-		return nil, c.sftpError("read", p, err)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, c.sftpError("read", p, err)
-	}
-	if int64(len(b)) > limit {
-		return nil, fmt.Errorf("host %s: read %s: larger than %d bytes", c.address, p, limit)
-	}
-	return b, nil
 }
 
 // sftpError names the host, the operation and the path, and makes a lost

@@ -262,22 +262,13 @@ func TestSyncStagingFolderIsAFile(t *testing.T) {
 	}
 }
 
-func TestReadFileAndStat(t *testing.T) {
+func TestStat(t *testing.T) {
 	h := newSimHost(t)
 	c := connect(t, h.options())
 	ctx := context.Background()
 	p := must(h.Path(`C:\k\x.txt`))
 	os.MkdirAll(filepath.Dir(p), 0o755)
 	os.WriteFile(p, []byte("hello"), 0o644)
-	if b, err := c.ReadFile(ctx, `c:\K\X.TXT`, 5); err != nil || string(b) != "hello" {
-		t.Errorf("ReadFile = %q, %v", b, err)
-	}
-	if _, err := c.ReadFile(ctx, `C:\k\x.txt`, 4); err == nil {
-		t.Error("ReadFile over the limit succeeded")
-	}
-	if _, err := c.ReadFile(ctx, `C:\k\missing`, 4); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("ReadFile of a missing file: %v, want fs.ErrNotExist", err)
-	}
 	if fi, err := c.Stat(ctx, `C:\k\x.txt`); err != nil || fi.Size() != 5 {
 		t.Errorf("Stat = %v, %v", fi, err)
 	}

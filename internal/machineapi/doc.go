@@ -4,8 +4,10 @@
 // WindowsInstance once the Machine API has provisioned it, and the instance
 // is deconfigured and deleted before the Machine's VM is terminated.
 //
-//   - setup.go: on only where the cluster serves the Machine API; the
-//     watches and the cache of openshift-machine-api;
+//   - setup.go: the source as an optional part of the operator (on only
+//     where the cluster serves the Machine API; internal/controller/optional)
+//     and its watches, of openshift-machine-api's Machines in the manager's
+//     cache;
 //   - machine.go: one Machine → its WindowsInstance (address from the
 //     Machine's InternalIP, the kubelet's provider ID from its
 //     spec.providerID);

@@ -45,7 +45,7 @@ const (
 type MachineReconciler struct {
 	// Client writes Machines.
 	Client client.Client
-	// Machines reads openshift-machine-api's Machines (the source's cache).
+	// Machines reads openshift-machine-api's Machines (the manager's cache).
 	Machines client.Reader
 	// Instances keeps the Machines' WindowsInstances.
 	Instances *machinesource.Instances
@@ -63,7 +63,7 @@ func (r *MachineReconciler) Reconcile(ctx context.Context, req reconcile.Request
 	return r.replaceIfKeyRefused(ctx, m.(*machinev1.Machine), inst)
 }
 
-// Get reads a Machine of openshift-machine-api from the source's cache.
+// Get reads a Machine of openshift-machine-api from the manager's cache.
 func (r *MachineReconciler) Get(ctx context.Context, key types.NamespacedName) (client.Object, error) {
 	var m machinev1.Machine
 	return &m, r.Machines.Get(ctx, key, &m)

@@ -2,9 +2,10 @@ package machineapi
 
 import (
 	"context"
-	"fmt"
 
 	machinev1 "github.com/openshift/api/machine/v1beta1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -14,11 +15,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
+	"github.com/winnode/winnode/internal/controller/optional"
 	"github.com/winnode/winnode/internal/machinesource"
-	"github.com/winnode/winnode/internal/platform"
 )
 
 // Namespace is where OpenShift's Machine API keeps Machines and MachineSets
@@ -36,52 +36,36 @@ type Options struct {
 	// OperatorNamespace holds Secret UserDataSecret, which is copied.
 	OperatorNamespace string
 	// UserDataSecret and UserDataKey name the user data Secret and its key
-	// (internal/controller's KeysReconciler writes it).
+	// (internal/controller/keys writes it).
 	UserDataSecret, UserDataKey string
 }
 
-// machines is what the source needs the API server to serve.
-var machines = machinev1.GroupVersion.WithResource("machines")
-
-// Setup adds the Machine source to mgr when the cluster serves the Machine
-// API; otherwise it logs why not and adds nothing. The manager's own cache
-// may cover the operator namespace only (cmd/winnode-operator), so the
-// source keeps a cache of its own for openshift-machine-api's Machines.
-func Setup(mgr ctrl.Manager, opts Options) error {
-	log := mgr.GetLogger().WithName("machine-api")
-	ok, why, err := platform.ServesAt(mgr.GetConfig(), machines)
-	if err != nil {
-		return err
+// Part is the source as an optional part of the operator
+// (internal/controller/optional): on where the cluster serves the Machine
+// API's Machines. The manager's cache keeps the Machines of
+// openshift-machine-api only: Machines elsewhere are not the Machine API's,
+// and the operator may list and watch them there alone (a Role).
+func Part(opts Options) optional.Part {
+	return optional.Part{
+		Name:        "Machine API source",
+		Requires:    []schema.GroupVersionResource{machinev1.GroupVersion.WithResource("machines")},
+		AddToScheme: []func(*runtime.Scheme) error{machinev1.Install},
+		Cache: map[client.Object]cache.ByObject{
+			&machinev1.Machine{}: {Namespaces: map[string]cache.Config{Namespace: {}}},
+		},
+		Setup: func(mgr ctrl.Manager) error {
+			if err := setupMachines(mgr, mgr.GetEventRecorder("winnode-machine-api")); err != nil {
+				return err
+			}
+			return setupUserData(mgr, opts)
+		},
 	}
-	if !ok {
-		log.Info("Machine API source off: " + why)
-		return nil
-	}
-	if err := machinev1.Install(mgr.GetScheme()); err != nil {
-		return err
-	}
-	machines, err := cache.New(mgr.GetConfig(), cache.Options{
-		Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
-		DefaultNamespaces: map[string]cache.Config{Namespace: {}},
-	})
-	if err != nil {
-		return fmt.Errorf("building the cache of %s: %w", Namespace, err)
-	}
-	if err := mgr.Add(machines); err != nil {
-		return err
-	}
-	recorder := mgr.GetEventRecorder("winnode-machine-api")
-	if err := setupMachines(mgr, machines, recorder); err != nil {
-		return err
-	}
-	log.Info("Machine API source on", "namespace", Namespace)
-	return setupUserData(mgr, opts)
 }
 
-// setupMachines watches Machines (their cache) and WindowsInstances of
-// Machines (a deleted instance lets its Machine's termination go on).
-func setupMachines(mgr ctrl.Manager, machines cache.Cache, recorder events.EventRecorder) error {
-	r := &MachineReconciler{Client: mgr.GetClient(), Machines: machines, Recorder: recorder,
+// setupMachines watches Machines and WindowsInstances of Machines (a
+// deleted instance lets its Machine's termination go on).
+func setupMachines(mgr ctrl.Manager, recorder events.EventRecorder) error {
+	r := &MachineReconciler{Client: mgr.GetClient(), Machines: mgr.GetClient(), Recorder: recorder,
 		Instances: &machinesource.Instances{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder}}
 	ofMachine := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		l := o.GetLabels()
@@ -89,7 +73,7 @@ func setupMachines(mgr ctrl.Manager, machines cache.Cache, recorder events.Event
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("machine-api-source").
-		WatchesRawSource(source.Kind(machines, &machinev1.Machine{}, &handler.TypedEnqueueRequestForObject[*machinev1.Machine]{})).
+		For(&machinev1.Machine{}).
 		Watches(&winnodev1.WindowsInstance{}, handler.EnqueueRequestsFromMapFunc(
 			func(_ context.Context, o client.Object) []reconcile.Request {
 				return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: Namespace, Name: o.GetLabels()[winnodev1.LabelSourceName]}}}

@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/rest"
 )
 
 // Platform is a value of --platform.
@@ -65,7 +64,7 @@ func Resolve(d discovery.ServerGroupsInterface, p Platform) (Platform, string, e
 // Serves reports whether the API server serves every resource given, and
 // if not, which one is missing (a sentence for the log). The operator's
 // optional parts (the Machine sources, the Cluster API bootstrap provider)
-// turn on only where their APIs are.
+// turn on only where their APIs are (internal/controller/optional).
 func Serves(d discovery.DiscoveryInterface, resources ...schema.GroupVersionResource) (bool, string, error) {
 	for _, gvr := range resources {
 		gv := gvr.GroupVersion().String()
@@ -81,14 +80,4 @@ func Serves(d discovery.DiscoveryInterface, resources ...schema.GroupVersionReso
 		}
 	}
 	return true, "", nil
-}
-
-// ServesAt is Serves, asked of the API server of cfg (a discovery client
-// of its own, since the managers' clients cache and discovery does not).
-func ServesAt(cfg *rest.Config, resources ...schema.GroupVersionResource) (bool, string, error) {
-	d, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		return false, "", fmt.Errorf("building a discovery client: %w", err)
-	}
-	return Serves(d, resources...)
 }

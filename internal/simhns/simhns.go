@@ -137,19 +137,6 @@ func (s *Store) CreateNetwork(n Network) (Network, error) {
 	return out, err
 }
 
-// DeleteNetwork removes the network of that name; ErrNotFound when there
-// is none.
-func (s *Store) DeleteNetwork(name string) error {
-	return s.locked(true, func(have *[]Network) error {
-		i := slices.IndexFunc(*have, func(n Network) bool { return strings.EqualFold(n.Name, name) })
-		if i < 0 {
-			return fmt.Errorf("network %q: %w", name, ErrNotFound)
-		}
-		*have = slices.Delete(*have, i, i+1)
-		return nil
-	})
-}
-
 // validate refuses what HNS refuses: no name, an unknown type, a subnet
 // that is not a prefix or whose gateway lies outside it.
 func (n Network) validate() error {

@@ -18,7 +18,7 @@ import (
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/configure"
-	"github.com/winnode/winnode/internal/controller"
+	"github.com/winnode/winnode/internal/controller/sources"
 	"github.com/winnode/winnode/internal/inventory"
 	"github.com/winnode/winnode/internal/plan"
 	"github.com/winnode/winnode/internal/testkit"
@@ -312,7 +312,7 @@ func testConfigMapHosts(t *testing.T, w *world) {
 		data[hosts[0].IP()] = entry(hosts[0]) // listed again
 		w.setEntries(t, data)
 		testkit.Eventually(t, time.Minute, "an InvalidEntry event for each bad entry", func() (bool, string) {
-			msgs := w.eventMessages(t, Namespace, inventory.InstancesConfigMap, controller.EventReasonInvalidEntry)
+			msgs := w.eventMessages(t, Namespace, inventory.InstancesConfigMap, sources.EventReasonInvalidEntry)
 			var missing []string
 			for k := range bad {
 				found := false

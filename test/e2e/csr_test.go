@@ -28,7 +28,7 @@ import (
 // bootstrap token, or a join ServiceAccount where bootstrap tokens do not
 // authenticate), one with SANs, one for the wrong signer. (Requests by a cluster administrator are
 // not used: kube-controller-manager approves those itself, as it should.
-// internal/controller's own tests cover each rule in detail.)
+// internal/controller/csr's own tests cover each rule in detail.)
 func TestRogueCSRsAreNotApproved(t *testing.T) { eachAPIServer(t, testRogueCSRsAreNotApproved) }
 
 func testRogueCSRsAreNotApproved(t *testing.T, w *world) {
@@ -106,7 +106,7 @@ func (w *world) strayJoinCredential(t *testing.T, ctx context.Context) kubernete
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { _ = bootstrap.RevokeToken(context.Background(), w.kube, tok.ID) })
+		t.Cleanup(func() { _ = bootstrap.RevokeInstanceToken(context.Background(), w.kube, tok.Instance, tok.ID) })
 		if err := bootstrap.EnsureRBAC(ctx, w.kube); err != nil {
 			t.Fatal(err)
 		}

@@ -33,6 +33,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
+	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -381,22 +382,17 @@ type operatorOptions struct {
 // startOperator runs the operator until the test ends or op.stop.
 func (w *world) startOperator(t testing.TB, o operatorOptions) *operator {
 	t.Helper()
-	mgr, err := ctrl.NewManager(w.opConfig, ctrl.Options{
-		Scheme:                 w.scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-		Logger:                 logr.FromSlogHandler(slog.NewTextHandler(newTestWriter(t), &slog.HandlerOptions{Level: slog.LevelInfo})),
-	})
-	if err != nil {
-		t.Fatalf("operator manager: %v", err)
-	}
-	op := &operator{mgr: mgr, done: make(chan error, 1)}
+	op := &operator{done: make(chan error, 1)}
 	payloadDir, manifest := w.payloadDir, w.payload
 	if o.payloadDir != "" {
 		payloadDir, manifest = o.payloadDir, o.payload
 	}
-	err = controller.Setup(mgr, controller.Options{
+	mgr, err := controller.NewManager(w.opConfig, ctrl.Options{
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+		Logger:                 logr.FromSlogHandler(slog.NewTextHandler(newTestWriter(t), &slog.HandlerOptions{Level: slog.LevelInfo})),
+	}, controller.Options{
 		Namespace:         Namespace,
 		PayloadDir:        payloadDir,
 		Payload:           manifest,
@@ -437,8 +433,9 @@ func (w *world) startOperator(t testing.TB, o operatorOptions) *operator {
 		},
 	})
 	if err != nil {
-		t.Fatalf("operator controllers: %v", err)
+		t.Fatalf("operator manager: %v", err)
 	}
+	op.mgr = mgr
 	ctx, cancel := context.WithCancel(context.Background())
 	op.cancel = cancel
 	go func() { op.done <- mgr.Start(ctx) }()
@@ -509,7 +506,14 @@ func (w *world) forget(name string) {
 	if inst.Status.NodeName != "" {
 		_ = w.kube.CoreV1().Nodes().Delete(ctx, inst.Status.NodeName, metav1.DeleteOptions{})
 	}
-	_ = bootstrap.RevokeInstanceTokens(ctx, w.kube, name)
+	// Revoked as the operator revokes them (RevokeInstanceToken), each by
+	// its ID: the one its status records, and any a crash between issuing
+	// and recording left.
+	if toks, err := w.tokenSecrets(ctx, name); err == nil {
+		for _, s := range toks {
+			_ = bootstrap.RevokeInstanceToken(ctx, w.kube, name, string(s.Data[bootstrapapi.BootstrapTokenIDKey]))
+		}
+	}
 	_ = bootstrap.RevokeServiceAccount(ctx, w.kube, Namespace, name)
 	_ = w.client.Delete(ctx, inst)
 	_ = w.client.Patch(ctx, inst, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))
@@ -557,12 +561,21 @@ func conditionSummary(conds []metav1.Condition) string {
 // instanceTokens lists the bootstrap token Secrets of an instance.
 func (w *world) instanceTokens(t testing.TB, name string) []corev1.Secret {
 	t.Helper()
-	sel := labels.SelectorFromSet(labels.Set{winnodev1.LabelInstance: name}).String()
-	list, err := w.kube.CoreV1().Secrets(bootstrap.TokenNamespace).List(context.Background(), metav1.ListOptions{LabelSelector: sel})
+	toks, err := w.tokenSecrets(context.Background(), name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return list.Items
+	return toks
+}
+
+// tokenSecrets lists the bootstrap token Secrets labelled as an instance's.
+func (w *world) tokenSecrets(ctx context.Context, name string) ([]corev1.Secret, error) {
+	sel := labels.SelectorFromSet(labels.Set{winnodev1.LabelInstance: name}).String()
+	list, err := w.kube.CoreV1().Secrets(bootstrap.TokenNamespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
+	if err != nil {
+		return nil, err
+	}
+	return list.Items, nil
 }
 
 // checkJoinCredentialsGone checks that an instance that joined (or was

@@ -116,7 +116,7 @@ func TestRecreatedPathIsNewObject(t *testing.T) {
 
 func TestParseDACL(t *testing.T) {
 	d, err := ParseDACL("D:PAI(A;OICIIO;0x1301bf;;;AU)(A;;LC;;;AU)")
-	if err != nil || !d.Protected || len(d.ACEs) != 2 || d.ACEs[0].Flags != ObjectInherit|ContainerInherit|InheritOnly || d.ACEs[0].Mask != Modify || d.ACEs[1].SID != AuthenticatedUsers {
+	if err != nil || !d.Protected || len(d.ACEs) != 2 || d.ACEs[0].Flags != ObjectInherit|ContainerInherit|InheritOnly || d.ACEs[0].Mask != 0x1301bf /* icacls "M" */ || d.ACEs[1].SID != AuthenticatedUsers {
 		t.Errorf("ParseDACL = %+v, %v", d, err)
 	}
 	for _, bad := range []string{"O:BA", "D:(D;;FA;;;WD)", "D:(A;XX;FA;;;WD)", "D:(A;;ZZ;;;WD)"} {

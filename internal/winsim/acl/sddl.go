@@ -37,16 +37,13 @@ var aliases = map[string]string{
 type Right uint32
 
 const (
-	ReadData     Right = 0x1      // FILE_READ_DATA / FILE_LIST_DIRECTORY
-	AddFile      Right = 0x2      // FILE_WRITE_DATA / FILE_ADD_FILE
-	AddFolder    Right = 0x4      // FILE_APPEND_DATA / FILE_ADD_SUBDIRECTORY ("AD" in icacls)
-	DeleteChild  Right = 0x40     // FILE_DELETE_CHILD
-	Delete       Right = 0x10000  // DELETE
-	FullAccess   Right = 0x1f01ff // FILE_ALL_ACCESS ("FA", icacls "F")
-	Modify       Right = 0x1301bf // icacls "M"
-	ReadExecute  Right = 0x1200a9 // icacls "RX"
-	WriteData    Right = AddFile
-	WriteOrAddIn Right = AddFile | AddFolder
+	ReadData    Right = 0x1      // FILE_READ_DATA / FILE_LIST_DIRECTORY
+	AddFile     Right = 0x2      // FILE_WRITE_DATA / FILE_ADD_FILE
+	AddFolder   Right = 0x4      // FILE_APPEND_DATA / FILE_ADD_SUBDIRECTORY ("AD" in icacls)
+	DeleteChild Right = 0x40     // FILE_DELETE_CHILD
+	Delete      Right = 0x10000  // DELETE
+	FullAccess  Right = 0x1f01ff // FILE_ALL_ACCESS ("FA", icacls "F")
+	WriteData   Right = AddFile
 )
 
 // rightNames are the SDDL right strings the model reads besides hex masks.

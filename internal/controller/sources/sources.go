@@ -1,4 +1,8 @@
-package controller
+// Package sources is the operator's ConfigMap source: the entries of the
+// windows-instances ConfigMap in the operator namespace become
+// WindowsInstances, one per host (Reconciler; the format and its parser are
+// in internal/inventory).
+package sources
 
 import (
 	"context"
@@ -20,10 +24,21 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
+	"github.com/winnode/winnode/internal/controller/report"
 	"github.com/winnode/winnode/internal/inventory"
 )
 
-// SourcesReconciler keeps one WindowsInstance per valid entry of the
+// Event reasons (events.k8s.io/v1) on the windows-instances ConfigMap.
+const (
+	// EventReasonInvalidEntry: one per bad entry.
+	EventReasonInvalidEntry = "InvalidEntry"
+	// EventReasonInstanceCreated and EventReasonInstanceDeleted: an
+	// instance created or deleted for an entry.
+	EventReasonInstanceCreated = "InstanceCreated"
+	EventReasonInstanceDeleted = "InstanceDeleted"
+)
+
+// Reconciler keeps one WindowsInstance per valid entry of the
 // windows-instances ConfigMap (inventory.InstancesConfigMap; its format and
 // parser are in internal/inventory):
 //
@@ -45,7 +60,7 @@ import (
 // object). So the instance carries the labels
 // winnode.io/source-{kind,namespace,name}, and this reconciler deletes by
 // label — which also goes through the finalizer, as a deletion must.
-type SourcesReconciler struct {
+type Reconciler struct {
 	Client    client.Client
 	Namespace string
 	Recorder  events.EventRecorder
@@ -64,7 +79,7 @@ type SourcesReconciler struct {
 // +kubebuilder:rbac:groups="",namespace=winnode-system,resources=configmaps,verbs=get;list;watch
 
 // sourceLabels select the instances of this reconciler's ConfigMap.
-func (r *SourcesReconciler) sourceLabels() client.MatchingLabels {
+func (r *Reconciler) sourceLabels() client.MatchingLabels {
 	return client.MatchingLabels{
 		winnodev1.LabelSourceKind:      string(winnodev1.SourceConfigMap),
 		winnodev1.LabelSourceNamespace: r.Namespace,
@@ -73,7 +88,7 @@ func (r *SourcesReconciler) sourceLabels() client.MatchingLabels {
 }
 
 // Reconcile brings the WindowsInstances of the ConfigMap in line with its entries.
-func (r *SourcesReconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
 
 	var cm corev1.ConfigMap
@@ -114,7 +129,7 @@ func (r *SourcesReconciler) Reconcile(ctx context.Context, _ reconcile.Request) 
 			return reconcile.Result{}, fmt.Errorf("deleting WindowsInstance %s (entry %q removed): %w", wi.Name, wi.Spec.Source.Key, err)
 		}
 		if exists {
-			r.Recorder.Eventf(&cm, wi, corev1.EventTypeNormal, EventReasonInstanceDeleted, ActionDelete,
+			r.Recorder.Eventf(&cm, wi, corev1.EventTypeNormal, EventReasonInstanceDeleted, report.ActionDelete,
 				"entry %q removed: WindowsInstance %s is being deconfigured and deleted", wi.Spec.Source.Key, wi.Name)
 		}
 	}
@@ -144,7 +159,7 @@ func (r *SourcesReconciler) Reconcile(ctx context.Context, _ reconcile.Request) 
 }
 
 // ensure creates or updates the instance of one valid entry.
-func (r *SourcesReconciler) ensure(ctx context.Context, cm *corev1.ConfigMap, e inventory.Entry, byName, byAddress map[string]*winnodev1.WindowsInstance) error {
+func (r *Reconciler) ensure(ctx context.Context, cm *corev1.ConfigMap, e inventory.Entry, byName, byAddress map[string]*winnodev1.WindowsInstance) error {
 	name := inventory.InstanceName(e.Address)
 	source := winnodev1.SourceRef{Kind: winnodev1.SourceConfigMap, Namespace: r.Namespace, Name: inventory.InstancesConfigMap, Key: e.Key}
 
@@ -182,7 +197,7 @@ func (r *SourcesReconciler) ensure(ctx context.Context, cm *corev1.ConfigMap, e 
 			return fmt.Errorf("creating WindowsInstance %s for entry %q: %w", name, e.Key, err)
 		}
 		ctrl.LoggerFrom(ctx).Info("created WindowsInstance", "instance", name, "address", e.Address)
-		r.Recorder.Eventf(cm, wi, corev1.EventTypeNormal, EventReasonInstanceCreated, ActionCreate,
+		r.Recorder.Eventf(cm, wi, corev1.EventTypeNormal, EventReasonInstanceCreated, report.ActionCreate,
 			"entry %q: created WindowsInstance %s", e.Key, name)
 		return nil
 	}
@@ -213,7 +228,7 @@ func (r *SourcesReconciler) ensure(ctx context.Context, cm *corev1.ConfigMap, e 
 // created a moment ago (an administrator's manual instance for the host,
 // just before its ConfigMap entry), and creating a second instance for the
 // host would have two instances configure it.
-func (r *SourcesReconciler) managedElsewhere(ctx context.Context, address, name string) (*winnodev1.WindowsInstance, error) {
+func (r *Reconciler) managedElsewhere(ctx context.Context, address, name string) (*winnodev1.WindowsInstance, error) {
 	if r.APIReader == nil {
 		return nil, nil
 	}
@@ -231,7 +246,7 @@ func (r *SourcesReconciler) managedElsewhere(ctx context.Context, address, name 
 }
 
 // warnManaged reports an entry whose host another instance manages.
-func (r *SourcesReconciler) warnManaged(ctx context.Context, cm *corev1.ConfigMap, e inventory.Entry, other *winnodev1.WindowsInstance) {
+func (r *Reconciler) warnManaged(ctx context.Context, cm *corev1.ConfigMap, e inventory.Entry, other *winnodev1.WindowsInstance) {
 	r.warn(ctx, cm, []inventory.EntryError{{Key: e.Key, Reason: fmt.Sprintf(
 		"host %s is already managed by WindowsInstance %s (source %s); delete that instance to manage it from this ConfigMap",
 		e.Address, other.Name, other.Spec.Source.Kind)}})
@@ -239,7 +254,7 @@ func (r *SourcesReconciler) warnManaged(ctx context.Context, cm *corev1.ConfigMa
 
 // warn sends one Warning event per bad entry not yet reported with the same
 // value and reason (an edit of another entry does not repeat it).
-func (r *SourcesReconciler) warn(ctx context.Context, cm *corev1.ConfigMap, bad []inventory.EntryError) {
+func (r *Reconciler) warn(ctx context.Context, cm *corev1.ConfigMap, bad []inventory.EntryError) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.warned == nil || r.warned[cm.UID] == nil {
@@ -252,7 +267,7 @@ func (r *SourcesReconciler) warn(ctx context.Context, cm *corev1.ConfigMap, bad 
 		if prev, ok := seen[b.Key]; ok && prev == fingerprint {
 			continue
 		}
-		if err := createEvent(ctx, r.Client, cm, corev1.EventTypeWarning, EventReasonInvalidEntry, ActionParse, b.Error()); err != nil {
+		if err := report.Event(ctx, r.Client, cm, corev1.EventTypeWarning, EventReasonInvalidEntry, report.ActionParse, b.Error()); err != nil {
 			ctrl.LoggerFrom(ctx).Error(err, "reporting a bad entry", "key", b.Key, "reason", b.Reason)
 			continue // try again next reconcile
 		}
@@ -261,7 +276,7 @@ func (r *SourcesReconciler) warn(ctx context.Context, cm *corev1.ConfigMap, bad 
 }
 
 // forget drops what was reported (the ConfigMap is gone).
-func (r *SourcesReconciler) forget() {
+func (r *Reconciler) forget() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.warned = nil
@@ -270,7 +285,7 @@ func (r *SourcesReconciler) forget() {
 // SetupWithManager watches the ConfigMap and the instances (an instance
 // deleted by hand while listed is created again; a finished deletion lets a
 // re-added entry be created).
-func (r *SourcesReconciler) SetupWithManager(mgr ctrl.Manager) error {
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
 	}

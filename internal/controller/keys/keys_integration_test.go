@@ -1,4 +1,4 @@
-package controller
+package keys
 
 import (
 	"context"
@@ -10,47 +10,43 @@ import (
 
 	"golang.org/x/crypto/ssh"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/bootstrap"
+	"github.com/winnode/winnode/internal/controller/internal/controllertest"
 	"github.com/winnode/winnode/internal/fixture"
 	"github.com/winnode/winnode/internal/sshkey"
 )
 
-// eventsFor lists the events.k8s.io Events about the named object with reason.
-func (w *world) eventsFor(ctx context.Context, namespace, name, reason string) ([]eventsv1.Event, error) {
-	list, err := w.kube.EventsV1().Events(namespace).List(ctx, metav1.ListOptions{})
+func TestMain(m *testing.M) { controllertest.Main(m) }
+
+func mustParse(t *testing.T, data []byte) ssh.Signer {
+	t.Helper()
+	s, err := sshkey.ParsePrivateKey(data)
 	if err != nil {
-		return nil, err
+		t.Fatal(err)
 	}
-	var out []eventsv1.Event
-	for _, e := range list.Items {
-		if e.Regarding.Name == name && e.Reason == reason {
-			out = append(out, e)
-		}
-	}
-	return out, nil
+	return s
 }
 
-func (w *world) userData(ctx context.Context) (*corev1.Secret, error) {
+func userData(ctx context.Context, w *controllertest.World) (*corev1.Secret, error) {
 	var ud corev1.Secret
-	err := w.client.Get(ctx, client.ObjectKey{Namespace: w.namespace, Name: UserDataSecret}, &ud)
+	err := w.Client.Get(ctx, client.ObjectKey{Namespace: w.Namespace, Name: UserDataSecret}, &ud)
 	return &ud, err
 }
 
-// userDataFor waits until the user data Secret holds the user data of pub.
-func (w *world) waitUserDataFor(t *testing.T, pub ssh.PublicKey) {
+// waitUserDataFor waits until the user data Secret holds the user data of pub.
+func waitUserDataFor(t *testing.T, w *controllertest.World, pub ssh.PublicKey) {
 	t.Helper()
 	want, err := bootstrap.UserData(pub)
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "user data rendered for key "+ssh.FingerprintSHA256(pub), func(ctx context.Context) (bool, error) {
-		ud, err := w.userData(ctx)
+	controllertest.Eventually(t, 30*time.Second, "user data rendered for key "+ssh.FingerprintSHA256(pub), func(ctx context.Context) (bool, error) {
+		ud, err := userData(ctx, w)
 		if err != nil {
 			return false, client.IgnoreNotFound(err)
 		}
@@ -60,34 +56,34 @@ func (w *world) waitUserDataFor(t *testing.T, pub ssh.PublicKey) {
 }
 
 func TestKeysReconcilerRendersRotatesAndRejects(t *testing.T) {
-	w := newWorld(t)
+	w := controllertest.NewWorld(t)
 	ctx := context.Background()
-	w.startManager(t, func(mgr ctrl.Manager) error {
-		return (&KeysReconciler{Client: mgr.GetClient(), Namespace: w.namespace}).SetupWithManager(mgr)
+	w.StartManager(t, func(mgr ctrl.Manager) error {
+		return (&Reconciler{Client: mgr.GetClient(), Namespace: w.Namespace}).SetupWithManager(mgr)
 	})
 
 	// No key yet: sshkey.LoadSigner says so, with reason NoPrivateKey.
-	_, err := sshkey.LoadSigner(ctx, w.client, w.namespace)
+	_, err := sshkey.LoadSigner(ctx, w.Client, w.Namespace)
 	var ke *sshkey.KeyError
-	if !errors.As(err, &ke) || ke.Reason != winnodev1.ReasonNoPrivateKey || !strings.Contains(err.Error(), "kubectl -n "+w.namespace+" create secret generic") {
+	if !errors.As(err, &ke) || ke.Reason != winnodev1.ReasonNoPrivateKey || !strings.Contains(err.Error(), "kubectl -n "+w.Namespace+" create secret generic") {
 		t.Fatalf("sshkey.LoadSigner without a Secret: %v", err)
 	}
 
 	// A key: the user data appears, for its public key.
 	keySecret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: w.namespace, Name: sshkey.PrivateKeySecret},
+		ObjectMeta: metav1.ObjectMeta{Namespace: w.Namespace, Name: sshkey.PrivateKeySecret},
 		Data:       map[string][]byte{sshkey.PrivateKeyKey: fixture.PEMOpenSSH(t, fixture.PrivateKeys()["ed25519"])},
 	}
-	if err := w.client.Create(ctx, keySecret); err != nil {
+	if err := w.Client.Create(ctx, keySecret); err != nil {
 		t.Fatal(err)
 	}
 	ed := mustParse(t, keySecret.Data[sshkey.PrivateKeyKey])
-	w.waitUserDataFor(t, ed.PublicKey())
-	signer, err := sshkey.LoadSigner(ctx, w.client, w.namespace)
+	waitUserDataFor(t, w, ed.PublicKey())
+	signer, err := sshkey.LoadSigner(ctx, w.Client, w.Namespace)
 	if err != nil || sshkey.KeyFingerprint(signer) != sshkey.KeyFingerprint(ed) {
 		t.Fatalf("sshkey.LoadSigner = %v, %v; want the ed25519 key", signer, err)
 	}
-	ud, err := w.userData(ctx)
+	ud, err := userData(ctx, w)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,15 +93,15 @@ func TestKeysReconcilerRendersRotatesAndRejects(t *testing.T) {
 
 	// Rotation: a new key, new user data and a new fingerprint.
 	keySecret.Data[sshkey.PrivateKeyKey] = fixture.PEMPKCS1(fixture.PrivateKeys()["rsa2048"].(*rsa.PrivateKey))
-	if err := w.client.Update(ctx, keySecret); err != nil {
+	if err := w.Client.Update(ctx, keySecret); err != nil {
 		t.Fatal(err)
 	}
 	rsaSigner := mustParse(t, keySecret.Data[sshkey.PrivateKeyKey])
-	w.waitUserDataFor(t, rsaSigner.PublicKey())
+	waitUserDataFor(t, w, rsaSigner.PublicKey())
 
 	// Each rendering is reported with its own key's fingerprint.
-	eventually(t, 30*time.Second, "UserDataUpdated events for both keys", func(ctx context.Context) (bool, error) {
-		evs, err := w.eventsFor(ctx, w.namespace, sshkey.PrivateKeySecret, EventReasonUserDataUpdated)
+	controllertest.Eventually(t, 30*time.Second, "UserDataUpdated events for both keys", func(ctx context.Context) (bool, error) {
+		evs, err := w.EventsFor(ctx, w.Namespace, sshkey.PrivateKeySecret, EventReasonUserDataUpdated)
 		var ed25519Seen, rsaSeen bool
 		for _, e := range evs {
 			ed25519Seen = ed25519Seen || strings.Contains(e.Note, sshkey.KeyFingerprint(ed))
@@ -115,18 +111,18 @@ func TestKeysReconcilerRendersRotatesAndRejects(t *testing.T) {
 	})
 
 	// The user data deleted by mistake: rendered again.
-	if err := w.client.Delete(ctx, ud); err != nil {
+	if err := w.Client.Delete(ctx, ud); err != nil {
 		t.Fatal(err)
 	}
-	w.waitUserDataFor(t, rsaSigner.PublicKey())
+	waitUserDataFor(t, w, rsaSigner.PublicKey())
 
 	// A weak key: one Warning event, the user data left as it was.
 	keySecret.Data[sshkey.PrivateKeyKey] = fixture.PEMPKCS1(fixture.PrivateKeys()["rsa1024"].(*rsa.PrivateKey))
-	if err := w.client.Update(ctx, keySecret); err != nil {
+	if err := w.Client.Update(ctx, keySecret); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "Warning event InvalidPrivateKey on the key Secret", func(ctx context.Context) (bool, error) {
-		evs, err := w.eventsFor(ctx, w.namespace, sshkey.PrivateKeySecret, EventReasonInvalidPrivateKey)
+	controllertest.Eventually(t, 30*time.Second, "Warning event InvalidPrivateKey on the key Secret", func(ctx context.Context) (bool, error) {
+		evs, err := w.EventsFor(ctx, w.Namespace, sshkey.PrivateKeySecret, EventReasonInvalidPrivateKey)
 		if err != nil || len(evs) == 0 {
 			return false, err
 		}
@@ -138,11 +134,11 @@ func TestKeysReconcilerRendersRotatesAndRejects(t *testing.T) {
 		}
 		return true, nil
 	})
-	_, err = sshkey.LoadSigner(ctx, w.client, w.namespace)
+	_, err = sshkey.LoadSigner(ctx, w.Client, w.Namespace)
 	if !errors.As(err, &ke) || ke.Reason != winnodev1.ReasonInvalidPrivateKey {
 		t.Errorf("sshkey.LoadSigner with a weak key: %v, want reason %s", err, winnodev1.ReasonInvalidPrivateKey)
 	}
-	ud, err = w.userData(ctx)
+	ud, err = userData(ctx, w)
 	if err != nil || ud.Annotations[winnodev1.AnnotationKeyFingerprint] != sshkey.KeyFingerprint(rsaSigner) {
 		t.Errorf("a weak key changed the user data: %v %v", ud.Annotations, err)
 	}
@@ -150,11 +146,30 @@ func TestKeysReconcilerRendersRotatesAndRejects(t *testing.T) {
 	// A Secret without the key: NoPrivateKey.
 	delete(keySecret.Data, sshkey.PrivateKeyKey)
 	keySecret.Data["id_rsa"] = []byte("x")
-	if err := w.client.Update(ctx, keySecret); err != nil {
+	if err := w.Client.Update(ctx, keySecret); err != nil {
 		t.Fatal(err)
 	}
-	_, err = sshkey.LoadSigner(ctx, w.client, w.namespace)
+	_, err = sshkey.LoadSigner(ctx, w.Client, w.Namespace)
 	if !errors.As(err, &ke) || ke.Reason != winnodev1.ReasonNoPrivateKey || !strings.Contains(err.Error(), "has no key "+sshkey.PrivateKeyKey) {
 		t.Errorf("sshkey.LoadSigner without the key in the Secret: %v", err)
 	}
+}
+
+// TestKeysUnderGeneratedRBAC runs the keys controller as a user that holds
+// only config/rbac/role.yaml: the permissions the markers declare are
+// enough for it to create the user data Secret, owned by the key Secret
+// (which takes the right to update the key Secret's finalizers).
+func TestKeysUnderGeneratedRBAC(t *testing.T) {
+	w := controllertest.NewWorld(t)
+	cfg := w.OperatorConfig(t)
+	w.StartManagerAs(t, cfg, func(mgr ctrl.Manager) error {
+		return (&Reconciler{Client: mgr.GetClient(), Namespace: w.Namespace}).SetupWithManager(mgr)
+	})
+	if err := w.Client.Create(context.Background(), &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: w.Namespace, Name: sshkey.PrivateKeySecret},
+		Data:       map[string][]byte{sshkey.PrivateKeyKey: controllertest.KeyPEM(t)},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	waitUserDataFor(t, w, mustParse(t, controllertest.KeyPEM(t)).PublicKey())
 }

@@ -1,4 +1,8 @@
-package controller
+// Package csr approves the kubelet certificate requests of the hosts
+// winnode manages (Approver, around the decision of internal/csrapproval)
+// and warns when the cluster approves them before winnode checks them
+// (AutoApprovalWarner).
+package csr
 
 import (
 	"context"
@@ -18,8 +22,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
+	"github.com/winnode/winnode/internal/controller/report"
 	"github.com/winnode/winnode/internal/csrapproval"
 )
+
+// EventReasonCSRApproved is the event on a WindowsInstance whose
+// CertificateSigningRequest winnode approved.
+const EventReasonCSRApproved = "CSRApproved"
 
 // isPending reports whether nobody approved or denied the CSR yet.
 func isPending(csr *certificatesv1.CertificateSigningRequest) bool {
@@ -31,9 +40,9 @@ func isPending(csr *certificatesv1.CertificateSigningRequest) bool {
 	return true
 }
 
-// CSRApprover approves the kubelet CSRs of managed hosts: the reconciler
+// Approver approves the kubelet CSRs of managed hosts: the reconciler
 // around csrapproval.Decide, which winnodectl add calls too.
-type CSRApprover struct {
+type Approver struct {
 	// Client reads CSRs and WindowsInstances from the cache.
 	Client client.Client
 	// Kube checks Nodes against the API server (not a possibly stale cache)
@@ -58,7 +67,7 @@ type CSRApprover struct {
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 
 // Reconcile decides one CSR.
-func (r *CSRApprover) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+func (r *Approver) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
 	var csr certificatesv1.CertificateSigningRequest
 	if err := r.Client.Get(ctx, req.NamespacedName, &csr); err != nil {
@@ -88,13 +97,13 @@ func (r *CSRApprover) Reconcile(ctx context.Context, req reconcile.Request) (rec
 	log.Info("CSR approved", "csr", csr.Name, "instance", d.Instance, "reason", d.Reason)
 	var wi winnodev1.WindowsInstance
 	if err := r.Client.Get(ctx, client.ObjectKey{Name: d.Instance}, &wi); err == nil {
-		r.Recorder.Eventf(&wi, &csr, corev1.EventTypeNormal, EventReasonCSRApproved, ActionApprove, "approved CSR %s: %s", csr.Name, d.Reason)
+		r.Recorder.Eventf(&wi, &csr, corev1.EventTypeNormal, EventReasonCSRApproved, report.ActionApprove, "approved CSR %s: %s", csr.Name, d.Reason)
 	}
 	r.decided(csr.Name, d)
 	return reconcile.Result{}, nil
 }
 
-func (r *CSRApprover) decided(name string, d csrapproval.Decision) {
+func (r *Approver) decided(name string, d csrapproval.Decision) {
 	if r.OnDecision != nil {
 		r.OnDecision(name, d)
 	}
@@ -102,7 +111,7 @@ func (r *CSRApprover) decided(name string, d csrapproval.Decision) {
 
 // SetupWithManager watches CSRs, and WindowsInstances whose node name, token,
 // addresses or phase change (a CSR that arrived early is decided again).
-func (r *CSRApprover) SetupWithManager(mgr ctrl.Manager) error {
+func (r *Approver) SetupWithManager(mgr ctrl.Manager) error {
 	pendingCSRs := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
 		var list certificatesv1.CertificateSigningRequestList
 		if err := r.Client.List(ctx, &list); err != nil {

@@ -1,4 +1,7 @@
-package controller
+// Package report writes the events the operator's controllers report one
+// by one (Event), and names what a controller was doing when it reported
+// (the events.k8s.io "action"). Each controller names its own reasons.
+package report
 
 import (
 	"context"
@@ -14,26 +17,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 )
 
-// Event reasons (events.k8s.io/v1 "reason", CamelCase) and actions ("action":
-// what the controller was doing). Messages name the object, say what is
-// wrong and what to do; they never contain key material or tokens.
-const (
-	// On the windows-instances ConfigMap, one per bad entry.
-	EventReasonInvalidEntry = "InvalidEntry"
-	// On the windows-instances ConfigMap when an instance is created or
-	// deleted for an entry.
-	EventReasonInstanceCreated = "InstanceCreated"
-	EventReasonInstanceDeleted = "InstanceDeleted"
-
-	// On the cloud-private-key Secret.
-	EventReasonInvalidPrivateKey = "InvalidPrivateKey"
-	EventReasonUserDataUpdated   = "UserDataUpdated"
-
-	// On a CertificateSigningRequest.
-	EventReasonCSRApproved = "CSRApproved"
-)
-
-// Event actions.
+// Event actions (events.k8s.io/v1 "action": what the controller was
+// doing). Reasons (CamelCase) are each controller's own. Messages name the
+// object, say what is wrong and what to do; they never contain key material
+// or tokens.
 const (
 	ActionParse   = "Parse"
 	ActionCreate  = "Create"
@@ -45,13 +32,13 @@ const (
 // ReportingController names the operator in the events it writes itself.
 const ReportingController = "winnode.io/winnode-operator"
 
-// createEvent writes one events.k8s.io/v1 Event about obj, always a new one.
+// Event writes one events.k8s.io/v1 Event about obj, always a new one.
 //
 // Why not client-go's recorders: they merge events that differ only in their
 // message (events.k8s.io recorders into one series; core/v1 recorders after
 // ten similar events), which would fold the one-per-entry warnings about the
 // windows-instances ConfigMap into one. Those warnings go through here.
-func createEvent(ctx context.Context, c client.Client, obj client.Object, eventType, reason, action, note string) error {
+func Event(ctx context.Context, c client.Client, obj client.Object, eventType, reason, action, note string) error {
 	gvk, err := apiutil.GVKForObject(obj, c.Scheme())
 	if err != nil {
 		return err

@@ -1,4 +1,4 @@
-package controller
+package instance
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 // for their turn when a place in the rollout frees up.
 
 // waitingUpgrades enqueues the instances whose upgrade waits for its turn.
-func (r *InstanceReconciler) waitingUpgrades(ctx context.Context, _ client.Object) []reconcile.Request {
+func (r *Reconciler) waitingUpgrades(ctx context.Context, _ client.Object) []reconcile.Request {
 	var list winnodev1.WindowsInstanceList
 	if err := r.Client.List(ctx, &list); err != nil {
 		return nil

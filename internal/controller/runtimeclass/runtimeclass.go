@@ -1,4 +1,6 @@
-package controller
+// Package runtimeclass keeps one RuntimeClass per Windows Server release,
+// so that a workload names its Windows release once (Reconciler).
+package runtimeclass
 
 import (
 	"context"
@@ -20,20 +22,20 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 )
 
-// RuntimeClassHandler is the containerd runtime handler of Windows
+// Handler is the containerd runtime handler of Windows
 // process-isolated containers: containerd's default runtime on Windows
 // (`runhcs-wcow-process` in its default CRI configuration). The kubelet
 // asks containerd for it by name; a handler containerd does not have fails
 // every pod of the RuntimeClass.
-const RuntimeClassHandler = "runhcs-wcow-process"
+const Handler = "runhcs-wcow-process"
 
 // LabelManagedBy marks the RuntimeClasses winnode keeps: one of the same
 // name without it is someone else's and is left alone.
 const LabelManagedBy = "app.kubernetes.io/managed-by"
 
-// EventReasonRuntimeClassNotOurs is the warning about a RuntimeClass of one
+// EventReasonNotOurs is the warning about a RuntimeClass of one
 // of winnode's names that winnode did not make.
-const EventReasonRuntimeClassNotOurs = "RuntimeClassNotManaged"
+const EventReasonNotOurs = "RuntimeClassNotManaged"
 
 // WindowsReleases are the Windows Server releases winnode keeps a
 // RuntimeClass for, by RuntimeClass name, with the OS build their nodes
@@ -51,20 +53,20 @@ var WindowsReleases = map[string]string{
 // +kubebuilder:rbac:groups=node.k8s.io,resources=runtimeclasses,verbs=get;list;watch;create
 // +kubebuilder:rbac:groups=node.k8s.io,resources=runtimeclasses,resourceNames=windows-2019;windows-2022;windows-2025,verbs=update;delete
 
-// RuntimeClassReconciler keeps one RuntimeClass per Windows Server release
+// Reconciler keeps one RuntimeClass per Windows Server release
 // (WindowsReleases), so that a workload names its Windows release once
 // (`runtimeClassName: windows-2022`) and the RuntimeClass admission plugin
 // gives its pods the node selector of that release's build and the
 // toleration of winnode's taint, as Kubernetes' "Guide for scheduling
 // Windows containers" recommends. Process isolation, Windows' default,
 // runs only images of the host's own build.
-type RuntimeClassReconciler struct {
+type Reconciler struct {
 	Client   client.Client
 	Recorder events.EventRecorder
 }
 
 // Reconcile creates or restores one release's RuntimeClass.
-func (r *RuntimeClassReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	build, ok := WindowsReleases[req.Name]
 	if !ok {
 		return reconcile.Result{}, nil
@@ -82,7 +84,7 @@ func (r *RuntimeClassReconciler) Reconcile(ctx context.Context, req reconcile.Re
 	case err != nil:
 		return reconcile.Result{}, err
 	case got.Labels[LabelManagedBy] != managedBy:
-		r.Recorder.Eventf(&got, nil, corev1.EventTypeWarning, EventReasonRuntimeClassNotOurs, "Check",
+		r.Recorder.Eventf(&got, nil, corev1.EventTypeWarning, EventReasonNotOurs, "Check",
 			"RuntimeClass %s was not made by winnode (no label %s=%s): winnode leaves it as it is; delete it for winnode to make its own (Windows build %s)",
 			req.Name, LabelManagedBy, managedBy, build)
 		return reconcile.Result{}, nil
@@ -112,7 +114,7 @@ const managedBy = "winnode"
 func desiredRuntimeClass(name, build string) *nodev1.RuntimeClass {
 	return &nodev1.RuntimeClass{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{LabelManagedBy: managedBy}},
-		Handler:    RuntimeClassHandler,
+		Handler:    Handler,
 		Scheduling: &nodev1.Scheduling{
 			NodeSelector: map[string]string{
 				corev1.LabelOSStable:     string(corev1.Windows),
@@ -127,7 +129,7 @@ func desiredRuntimeClass(name, build string) *nodev1.RuntimeClass {
 
 // SetupWithManager watches winnode's RuntimeClasses and asks for each of
 // them once at start, so that missing ones are created.
-func (r *RuntimeClassReconciler) SetupWithManager(mgr ctrl.Manager) error {
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Recorder == nil {
 		r.Recorder = mgr.GetEventRecorder("winnode-runtimeclasses")
 	}

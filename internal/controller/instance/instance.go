@@ -1,4 +1,9 @@
-package controller
+// Package instance is the operator's instance controller: each
+// WindowsInstance becomes a configured, Ready Windows node, and its host is
+// cleaned when the instance is deleted (Reconciler; the steps are
+// internal/configure's, the engine winnodectl runs too). upgrade.go wakes
+// the upgrades that wait for their turn in the rollout.
+package instance
 
 import (
 	"context"
@@ -35,13 +40,13 @@ import (
 	"github.com/winnode/winnode/internal/platform"
 )
 
-// InstanceReconciler turns each WindowsInstance into a configured, Ready
+// Reconciler turns each WindowsInstance into a configured, Ready
 // Windows node (configure.Configurer.Configure), and deconfigures its host
 // when it is deleted (configure.Configurer.Deconfigure, behind finalizer
 // winnode.io/deconfigure).
 // It persists the status after every step, so an operator stopped at any
 // point resumes where it was.
-type InstanceReconciler struct {
+type Reconciler struct {
 	// Client is the manager's client (WindowsInstances through the cache).
 	Client client.Client
 	// Reader reads an instance afresh from the API server at the start of
@@ -102,7 +107,7 @@ type InstanceReconciler struct {
 }
 
 // SetupWithManager registers the reconciler.
-func (r *InstanceReconciler) SetupWithManager(mgr ctrl.Manager) error {
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Recorder == nil {
 		r.Recorder = mgr.GetEventRecorder("winnode-instance")
 	}
@@ -143,7 +148,7 @@ func (r *InstanceReconciler) SetupWithManager(mgr ctrl.Manager) error {
 // renders change: a rendered worker MachineConfig appears or changes, or
 // ControllerConfig machine-config-controller's spec changes (a new kubelet
 // CA). Only metadata is watched; the objects are read when configuring.
-func (r *InstanceReconciler) watchOpenShift(b *builder.Builder) *builder.Builder {
+func (r *Reconciler) watchOpenShift(b *builder.Builder) *builder.Builder {
 	meta := func(kind string) *metav1.PartialObjectMetadata {
 		m := &metav1.PartialObjectMetadata{}
 		m.SetGroupVersionKind(schema.GroupVersionKind{Group: "machineconfiguration.openshift.io", Version: "v1", Kind: kind})
@@ -161,7 +166,7 @@ func (r *InstanceReconciler) watchOpenShift(b *builder.Builder) *builder.Builder
 }
 
 // allInstances enqueues every WindowsInstance (the key changed).
-func (r *InstanceReconciler) allInstances(ctx context.Context, _ client.Object) []reconcile.Request {
+func (r *Reconciler) allInstances(ctx context.Context, _ client.Object) []reconcile.Request {
 	var list winnodev1.WindowsInstanceList
 	if err := r.Client.List(ctx, &list); err != nil {
 		return nil
@@ -174,7 +179,7 @@ func (r *InstanceReconciler) allInstances(ctx context.Context, _ client.Object) 
 }
 
 // instanceOfNode enqueues the instance whose host registered the Node.
-func (r *InstanceReconciler) instanceOfNode(ctx context.Context, o client.Object) []reconcile.Request {
+func (r *Reconciler) instanceOfNode(ctx context.Context, o client.Object) []reconcile.Request {
 	var list winnodev1.WindowsInstanceList
 	if err := r.Client.List(ctx, &list); err != nil {
 		return nil
@@ -229,7 +234,7 @@ func (instanceChanged) Delete(event.DeleteEvent) bool   { return true }
 func (instanceChanged) Generic(event.GenericEvent) bool { return true }
 
 // Reconcile configures, checks or deconfigures one instance.
-func (r *InstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	log := logr.FromContextOrDiscard(ctx)
 	inst := &winnodev1.WindowsInstance{}
 	if err := r.Reader.Get(ctx, req.NamespacedName, inst); err != nil {
@@ -268,7 +273,7 @@ func (r *InstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 }
 
 // configurer builds the Configurer for one reconcile, with the current key.
-func (r *InstanceReconciler) configurer(ctx context.Context, inst *winnodev1.WindowsInstance, log logr.Logger) (*configure.Configurer, error) {
+func (r *Reconciler) configurer(ctx context.Context, inst *winnodev1.WindowsInstance, log logr.Logger) (*configure.Configurer, error) {
 	c := &configure.Configurer{
 		Kube:       r.Kube,
 		PayloadDir: r.PayloadDir,
@@ -319,7 +324,7 @@ func (r *InstanceReconciler) configurer(ctx context.Context, inst *winnodev1.Win
 
 // noKey records that nothing can be done without a usable private key, and
 // waits for the key Secret to change (or checks again in a minute).
-func (r *InstanceReconciler) noKey(ctx context.Context, inst *winnodev1.WindowsInstance, keyErr error) (ctrl.Result, error) {
+func (r *Reconciler) noKey(ctx context.Context, inst *winnodev1.WindowsInstance, keyErr error) (ctrl.Result, error) {
 	msg := fmt.Sprintf("no usable SSH private key: %v (Secret cloud-private-key, key private-key.pem: RSA of at least 2048 bits or ed25519)", keyErr)
 	if meta.IsStatusConditionFalse(inst.Status.Conditions, winnodev1.ConditionReachable) && inst.Status.LastError == msg {
 		return ctrl.Result{RequeueAfter: time.Minute}, nil

@@ -1,4 +1,4 @@
-package controller
+package csr
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/bootstrap"
+	"github.com/winnode/winnode/internal/controller/internal/controllertest"
 	"github.com/winnode/winnode/internal/csrapproval"
 	"github.com/winnode/winnode/internal/fixture"
 )
@@ -27,15 +28,15 @@ import (
 // (re)started gets no second one; a Ready winnode node renews its own
 // client certificate.
 func TestCSRApproverPolicyWithRealClients(t *testing.T) {
-	w := newWorld(t)
+	w := controllertest.NewWorld(t)
 	ctx := context.Background()
-	if err := bootstrap.EnsureRBAC(ctx, w.kube); err != nil {
+	if err := bootstrap.EnsureRBAC(ctx, w.Kube); err != nil {
 		t.Fatal(err)
 	}
-	p := w.namespace
+	p := w.Namespace
 	nodeA, nodeR, other := p+"-pa", p+"-pr", p+"-other"
-	tokA := w.managedInstance(t, p+"-wi-pa", nodeA, "127.0.0.211")
-	_ = w.managedInstance(t, p+"-wi-pr", nodeR, "127.0.0.212")
+	tokA := managedInstance(t, w, p+"-wi-pa", nodeA, "127.0.0.211")
+	_ = managedInstance(t, w, p+"-wi-pr", nodeR, "127.0.0.212")
 	// What host A reports beyond spec.address: an allowed address, one
 	// outside the allowed CIDRs, a Service IP and another Node's address.
 	setStatus(t, w, p+"-wi-pa", func(s *winnodev1.WindowsInstanceStatus) {
@@ -43,18 +44,18 @@ func TestCSRApproverPolicyWithRealClients(t *testing.T) {
 	})
 	setStatus(t, w, p+"-wi-pr", func(s *winnodev1.WindowsInstanceStatus) { s.Phase = winnodev1.PhaseReady })
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: other}}
-	if _, err := w.kube.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+	if _, err := w.Kube.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = w.kube.CoreV1().Nodes().Delete(context.Background(), other, metav1.DeleteOptions{}) })
+	t.Cleanup(func() { _ = w.Kube.CoreV1().Nodes().Delete(context.Background(), other, metav1.DeleteOptions{}) })
 	node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.1.2.250"}}
-	if _, err := w.kube.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+	if _, err := w.Kube.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 
-	asA := fixture.BootstrapClient(t, w.kube, *tokA)
-	asNodeA, asNodeR := w.nodeClient(t, nodeA), w.nodeClient(t, nodeR)
-	eventually(t, 30*time.Second, "the new bootstrap token authenticates", func(ctx context.Context) (bool, error) {
+	asA := fixture.BootstrapClient(t, w.Kube, *tokA)
+	asNodeA, asNodeR := nodeClient(t, w, nodeA), nodeClient(t, w, nodeR)
+	controllertest.Eventually(t, 30*time.Second, "the new bootstrap token authenticates", func(ctx context.Context) (bool, error) {
 		_, err := asA.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{Limit: 1})
 		return err == nil, err
 	})
@@ -62,23 +63,23 @@ func TestCSRApproverPolicyWithRealClients(t *testing.T) {
 
 	// A first client CSR approved by an earlier run (here: the admin),
 	// before this operator starts: it still counts.
-	w.createCSR(t, asA, p+"-first-client", client, csrTemplate{CN: "system:node:" + nodeA, O: nodes}, clientUsages)
-	first, err := w.kube.CertificatesV1().CertificateSigningRequests().Get(ctx, p+"-first-client", metav1.GetOptions{})
+	createCSR(t, w, asA, p+"-first-client", client, csrTemplate{CN: "system:node:" + nodeA, O: nodes}, clientUsages)
+	first, err := w.Kube.CertificatesV1().CertificateSigningRequests().Get(ctx, p+"-first-client", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	first.Status.Conditions = append(first.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
 		Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: "EarlierRun", Message: "approved before the operator restarted",
 	})
-	if _, err := w.kube.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, first.Name, first, metav1.UpdateOptions{}); err != nil {
+	if _, err := w.Kube.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, first.Name, first, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 
 	dec := &decisions{m: map[string]csrapproval.Decision{}}
 	policy := csrapproval.DefaultPolicy()
 	policy.NodeAddressCIDRs = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("10.0.0.0/8")}
-	w.startManager(t, func(mgr ctrl.Manager) error {
-		return (&CSRApprover{Client: mgr.GetClient(), Kube: w.kube, Recorder: mgr.GetEventRecorder("winnode-csr-approver"), Policy: policy, OnDecision: dec.record}).SetupWithManager(mgr)
+	w.StartManager(t, func(mgr ctrl.Manager) error {
+		return (&Approver{Client: mgr.GetClient(), Kube: w.Kube, Recorder: mgr.GetEventRecorder("winnode-csr-approver"), Policy: policy, OnDecision: dec.record}).SetupWithManager(mgr)
 	})
 
 	servingA := func(ips ...string) csrTemplate {
@@ -102,16 +103,16 @@ func TestCSRApproverPolicyWithRealClients(t *testing.T) {
 		{"renewal-not-ready", asNodeA, client, csrTemplate{CN: "system:node:" + nodeA, O: nodes}, clientUsages, false},
 	}
 	for _, c := range cases {
-		w.createCSR(t, c.c, p+"-"+c.name, c.signer, c.tmpl, c.usages)
+		createCSR(t, w, c.c, p+"-"+c.name, c.signer, c.tmpl, c.usages)
 	}
 	for _, c := range cases {
 		name := p + "-" + c.name
-		eventually(t, 30*time.Second, "the approver's decision on "+name, func(context.Context) (bool, error) {
+		controllertest.Eventually(t, 30*time.Second, "the approver's decision on "+name, func(context.Context) (bool, error) {
 			_, ok := dec.get(name)
 			return ok, nil
 		})
 		d, _ := dec.get(name)
-		csr, err := w.kube.CertificatesV1().CertificateSigningRequests().Get(ctx, name, metav1.GetOptions{})
+		csr, err := w.Kube.CertificatesV1().CertificateSigningRequests().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -124,9 +125,9 @@ func TestCSRApproverPolicyWithRealClients(t *testing.T) {
 }
 
 // nodeClient is a client authenticated as Node name (group system:nodes).
-func (w *world) nodeClient(t *testing.T, name string) kubernetes.Interface {
+func nodeClient(t *testing.T, w *controllertest.World, name string) kubernetes.Interface {
 	t.Helper()
-	cfg, err := w.env.UserConfig("system:node:"+name, "system:nodes")
+	cfg, err := w.Env.UserConfig("system:node:"+name, "system:nodes")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,14 +135,14 @@ func (w *world) nodeClient(t *testing.T, name string) kubernetes.Interface {
 }
 
 // setStatus changes an instance's status as the instance reconciler would.
-func setStatus(t *testing.T, w *world, name string, change func(*winnodev1.WindowsInstanceStatus)) {
+func setStatus(t *testing.T, w *controllertest.World, name string, change func(*winnodev1.WindowsInstanceStatus)) {
 	t.Helper()
 	var wi winnodev1.WindowsInstance
-	if err := w.client.Get(context.Background(), crclient.ObjectKey{Name: name}, &wi); err != nil {
+	if err := w.Client.Get(context.Background(), crclient.ObjectKey{Name: name}, &wi); err != nil {
 		t.Fatal(err)
 	}
 	change(&wi.Status)
-	if err := w.client.Status().Update(context.Background(), &wi); err != nil {
+	if err := w.Client.Status().Update(context.Background(), &wi); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -1,4 +1,4 @@
-package controller
+package csr
 
 import "github.com/winnode/winnode/internal/fixture"
 

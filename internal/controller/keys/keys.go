@@ -1,4 +1,6 @@
-package controller
+// Package keys keeps the user data Secret (windows-user-data) in step with
+// the operator's SSH key (Secret cloud-private-key): Reconciler.
+package keys
 
 import (
 	"context"
@@ -18,6 +20,7 @@ import (
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/bootstrap"
+	"github.com/winnode/winnode/internal/controller/report"
 	"github.com/winnode/winnode/internal/sshkey"
 )
 
@@ -25,14 +28,20 @@ import (
 // administrators; the key Secret's are in internal/sshkey).
 const (
 	// UserDataSecret, in the operator namespace, holds the user data script
-	// (bootstrap.UserData) under UserDataKey, written by the KeysReconciler.
+	// (bootstrap.UserData) under UserDataKey, written by the Reconciler.
 	// Its annotation winnodev1.AnnotationKeyFingerprint is the fingerprint of
 	// the public key inside.
 	UserDataSecret = "windows-user-data"
 	UserDataKey    = "userData"
 )
 
-// KeysReconciler keeps Secret windows-user-data in step with Secret
+// Event reasons (events.k8s.io/v1) on the cloud-private-key Secret.
+const (
+	EventReasonInvalidPrivateKey = "InvalidPrivateKey"
+	EventReasonUserDataUpdated   = "UserDataUpdated"
+)
+
+// Reconciler keeps Secret windows-user-data in step with Secret
 // cloud-private-key: on every change of the key (creation, rotation) it
 // renders the user data for the new public key. An unusable key gets one
 // Warning event on the key Secret and leaves the user data as it was; the
@@ -41,10 +50,10 @@ const (
 // The user data Secret is owned by the key Secret, so deleting the key
 // deletes it.
 //
-// Its events are written one per change (createEvent): a recorder would fold
+// Its events are written one per change (report.Event): a recorder would fold
 // a second, different complaint about the same Secret into the first one's
 // series and keep the first message.
-type KeysReconciler struct {
+type Reconciler struct {
 	Client    client.Client
 	Namespace string
 }
@@ -57,7 +66,7 @@ type KeysReconciler struct {
 // +kubebuilder:rbac:groups="";events.k8s.io,namespace=default,resources=events,verbs=create;patch
 
 // Reconcile renders the user data of the current key.
-func (r *KeysReconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
 	var key corev1.Secret
 	err := r.Client.Get(ctx, types.NamespacedName{Namespace: r.Namespace, Name: sshkey.PrivateKeySecret}, &key)
@@ -71,7 +80,7 @@ func (r *KeysReconciler) Reconcile(ctx context.Context, _ reconcile.Request) (re
 	signer, err := sshkey.ParsePrivateKey(key.Data[sshkey.PrivateKeyKey])
 	if err != nil {
 		log.Info("unusable private key; user data left as it was", "secret", sshkey.PrivateKeySecret, "reason", err.Error())
-		if err := createEvent(ctx, r.Client, &key, corev1.EventTypeWarning, EventReasonInvalidPrivateKey, ActionParse, err.Error()); err != nil {
+		if err := report.Event(ctx, r.Client, &key, corev1.EventTypeWarning, EventReasonInvalidPrivateKey, report.ActionParse, err.Error()); err != nil {
 			log.Error(err, "reporting the unusable key")
 		}
 		return reconcile.Result{}, nil // wait for the Secret to change
@@ -101,7 +110,7 @@ func (r *KeysReconciler) Reconcile(ctx context.Context, _ reconcile.Request) (re
 	}
 	if op != controllerutil.OperationResultNone {
 		log.Info("user data rendered", "secret", UserDataSecret, "operation", op, "keyFingerprint", fp)
-		if err := createEvent(ctx, r.Client, &key, corev1.EventTypeNormal, EventReasonUserDataUpdated, ActionUpdate,
+		if err := report.Event(ctx, r.Client, &key, corev1.EventTypeNormal, EventReasonUserDataUpdated, report.ActionUpdate,
 			fmt.Sprintf("Secret %s rendered for the public key %s", UserDataSecret, fp)); err != nil {
 			log.Error(err, "reporting the rendered user data")
 		}
@@ -111,7 +120,7 @@ func (r *KeysReconciler) Reconcile(ctx context.Context, _ reconcile.Request) (re
 
 // SetupWithManager watches both Secrets (a deleted or edited user data
 // Secret is rendered again) and reconciles one fixed key.
-func (r *KeysReconciler) SetupWithManager(mgr ctrl.Manager) error {
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	ours := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		return o.GetNamespace() == r.Namespace && (o.GetName() == sshkey.PrivateKeySecret || o.GetName() == UserDataSecret)
 	})

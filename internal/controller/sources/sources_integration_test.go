@@ -1,4 +1,4 @@
-package controller
+package sources
 
 import (
 	"context"
@@ -15,15 +15,18 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
+	"github.com/winnode/winnode/internal/controller/internal/controllertest"
 	"github.com/winnode/winnode/internal/inventory"
 )
+
+func TestMain(m *testing.M) { controllertest.Main(m) }
 
 var entryKeyRe = regexp.MustCompile(`^entry "([^"]*)"`)
 
 // invalidEntryEvents counts the InvalidEntry events on the ConfigMap by entry
 // key; a key reported twice (a second event, or a series) counts twice.
-func (w *world) invalidEntryEvents(ctx context.Context) (map[string]int, error) {
-	evs, err := w.eventsFor(ctx, w.namespace, inventory.InstancesConfigMap, EventReasonInvalidEntry)
+func invalidEntryEvents(ctx context.Context, w *controllertest.World) (map[string]int, error) {
+	evs, err := w.EventsFor(ctx, w.Namespace, inventory.InstancesConfigMap, EventReasonInvalidEntry)
 	if err != nil {
 		return nil, err
 	}
@@ -42,17 +45,17 @@ func (w *world) invalidEntryEvents(ctx context.Context) (map[string]int, error) 
 	return counts, nil
 }
 
-func (w *world) instance(ctx context.Context, address string) (*winnodev1.WindowsInstance, error) {
+func instance(ctx context.Context, w *controllertest.World, address string) (*winnodev1.WindowsInstance, error) {
 	var wi winnodev1.WindowsInstance
-	err := w.client.Get(ctx, client.ObjectKey{Name: inventory.InstanceName(address)}, &wi)
+	err := w.Client.Get(ctx, client.ObjectKey{Name: inventory.InstanceName(address)}, &wi)
 	return &wi, err
 }
 
 func TestSourcesReconciler(t *testing.T) {
-	w := newWorld(t)
+	w := controllertest.NewWorld(t)
 	ctx := context.Background()
-	w.startManager(t, func(mgr ctrl.Manager) error {
-		return (&SourcesReconciler{Client: mgr.GetClient(), Namespace: w.namespace, Recorder: mgr.GetEventRecorder("winnode-sources")}).SetupWithManager(mgr)
+	w.StartManager(t, func(mgr ctrl.Manager) error {
+		return (&Reconciler{Client: mgr.GetClient(), Namespace: w.Namespace, Recorder: mgr.GetEventRecorder("winnode-sources")}).SetupWithManager(mgr)
 	})
 	good := map[string]string{
 		"10.250.0.1":         "username=Administrator",
@@ -75,13 +78,13 @@ func TestSourcesReconciler(t *testing.T) {
 	}
 	t.Cleanup(func() {
 		for _, a := range []string{"10.250.0.1", "10.250.0.2", "src-a.winnode.test", "10.250.0.3", "10.250.0.4"} {
-			w.forgetInstance(inventory.InstanceName(a))
+			w.ForgetInstance(inventory.InstanceName(a))
 		}
 	})
 
 	// IPv6 is not supported: the API server refuses the key before we see it.
-	err := w.client.Create(ctx, &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Namespace: w.namespace, Name: "ipv6-probe"},
+	err := w.Client.Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: w.Namespace, Name: "ipv6-probe"},
 		Data:       map[string]string{"fe80::1": "username=a"},
 	})
 	if !apierrors.IsInvalid(err) {
@@ -95,15 +98,15 @@ func TestSourcesReconciler(t *testing.T) {
 	for k, v := range bad {
 		data[k] = v
 	}
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: w.namespace, Name: inventory.InstancesConfigMap}, Data: data}
-	if err := w.client.Create(ctx, cm); err != nil {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: w.Namespace, Name: inventory.InstancesConfigMap}, Data: data}
+	if err := w.Client.Create(ctx, cm); err != nil {
 		t.Fatal(err)
 	}
 
 	// One instance per good entry, labelled, with the finalizer and the spec.
-	eventually(t, 30*time.Second, "three WindowsInstances for the three good entries", func(ctx context.Context) (bool, error) {
+	controllertest.Eventually(t, 30*time.Second, "three WindowsInstances for the three good entries", func(ctx context.Context) (bool, error) {
 		var list winnodev1.WindowsInstanceList
-		err := w.client.List(ctx, &list, client.MatchingLabels{winnodev1.LabelSourceNamespace: w.namespace})
+		err := w.Client.List(ctx, &list, client.MatchingLabels{winnodev1.LabelSourceNamespace: w.Namespace})
 		return len(list.Items) == 3, err
 	})
 	for key, want := range map[string]winnodev1.WindowsInstanceSpec{
@@ -111,11 +114,11 @@ func TestSourcesReconciler(t *testing.T) {
 		"10.250.0.2":         {Address: "10.250.0.2", Username: "admin", Port: 2222},
 		"src-a.winnode.test": {Address: "src-a.winnode.test", Username: "core@corp.example.com", Port: 22},
 	} {
-		wi, err := w.instance(ctx, want.Address)
+		wi, err := instance(ctx, w, want.Address)
 		if err != nil {
 			t.Fatalf("instance of %s: %v", key, err)
 		}
-		want.Source = winnodev1.SourceRef{Kind: winnodev1.SourceConfigMap, Namespace: w.namespace, Name: inventory.InstancesConfigMap, Key: key}
+		want.Source = winnodev1.SourceRef{Kind: winnodev1.SourceConfigMap, Namespace: w.Namespace, Name: inventory.InstancesConfigMap, Key: key}
 		if wi.Spec != want {
 			t.Errorf("instance of %s: spec %+v, want %+v", key, wi.Spec, want)
 		}
@@ -128,8 +131,8 @@ func TestSourcesReconciler(t *testing.T) {
 	}
 
 	// One Warning event per bad entry, naming the key.
-	eventually(t, 30*time.Second, "one InvalidEntry event per bad entry", func(ctx context.Context) (bool, error) {
-		counts, err := w.invalidEntryEvents(ctx)
+	controllertest.Eventually(t, 30*time.Second, "one InvalidEntry event per bad entry", func(ctx context.Context) (bool, error) {
+		counts, err := invalidEntryEvents(ctx, w)
 		if err == nil && len(counts) != len(bad) {
 			t.Logf("InvalidEntry events so far: %v", counts)
 		}
@@ -138,14 +141,14 @@ func TestSourcesReconciler(t *testing.T) {
 
 	// More reconciles (a ConfigMap edit adds a host) report nothing again.
 	cm.Data["10.250.0.3"] = "username=third"
-	if err := w.client.Update(ctx, cm); err != nil {
+	if err := w.Client.Update(ctx, cm); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "instance for the added entry 10.250.0.3", func(ctx context.Context) (bool, error) {
-		_, err := w.instance(ctx, "10.250.0.3")
+	controllertest.Eventually(t, 30*time.Second, "instance for the added entry 10.250.0.3", func(ctx context.Context) (bool, error) {
+		_, err := instance(ctx, w, "10.250.0.3")
 		return err == nil, client.IgnoreNotFound(err)
 	})
-	counts, err := w.invalidEntryEvents(ctx)
+	counts, err := invalidEntryEvents(ctx, w)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,22 +165,22 @@ func TestSourcesReconciler(t *testing.T) {
 	cm.Data["10.250.0.1"] = "username=Admin istrator"
 	delete(cm.Data, "src-a.winnode.test")
 	delete(cm.Data, "SRC-A.winnode.test") // else this spelling would name the host still
-	if err := w.client.Update(ctx, cm); err != nil {
+	if err := w.Client.Update(ctx, cm); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "port of 10.250.0.2 updated to 2200", func(ctx context.Context) (bool, error) {
-		wi, err := w.instance(ctx, "10.250.0.2")
+	controllertest.Eventually(t, 30*time.Second, "port of 10.250.0.2 updated to 2200", func(ctx context.Context) (bool, error) {
+		wi, err := instance(ctx, w, "10.250.0.2")
 		return err == nil && wi.Spec.Port == 2200, err
 	})
-	eventually(t, 30*time.Second, "instance of the removed entry src-a.winnode.test being deleted", func(ctx context.Context) (bool, error) {
-		wi, err := w.instance(ctx, "src-a.winnode.test")
+	controllertest.Eventually(t, 30*time.Second, "instance of the removed entry src-a.winnode.test being deleted", func(ctx context.Context) (bool, error) {
+		wi, err := instance(ctx, w, "src-a.winnode.test")
 		return err == nil && !wi.DeletionTimestamp.IsZero(), err
 	})
-	eventually(t, 30*time.Second, "the typo in 10.250.0.1 reported", func(ctx context.Context) (bool, error) {
-		counts, err := w.invalidEntryEvents(ctx)
+	controllertest.Eventually(t, 30*time.Second, "the typo in 10.250.0.1 reported", func(ctx context.Context) (bool, error) {
+		counts, err := invalidEntryEvents(ctx, w)
 		return counts["10.250.0.1"] == 1, err
 	})
-	if wi, err := w.instance(ctx, "10.250.0.1"); err != nil || !wi.DeletionTimestamp.IsZero() || wi.Spec.Username != "Administrator" {
+	if wi, err := instance(ctx, w, "10.250.0.1"); err != nil || !wi.DeletionTimestamp.IsZero() || wi.Spec.Username != "Administrator" {
 		t.Errorf("a typo changed or deleted the instance of 10.250.0.1: %+v, %v", wi, err)
 	}
 
@@ -186,16 +189,16 @@ func TestSourcesReconciler(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "manual-10-250-0-4"},
 		Spec:       winnodev1.WindowsInstanceSpec{Address: "10.250.0.4", Username: "u", Port: 22, Source: winnodev1.SourceRef{Kind: winnodev1.SourceManual}},
 	}
-	if err := w.client.Create(ctx, manual); err != nil {
+	if err := w.Client.Create(ctx, manual); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { w.forgetInstance(manual.Name) })
+	t.Cleanup(func() { w.ForgetInstance(manual.Name) })
 	cm.Data["10.250.0.4"] = "username=u"
-	if err := w.client.Update(ctx, cm); err != nil {
+	if err := w.Client.Update(ctx, cm); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "entry 10.250.0.4 reported as already managed", func(ctx context.Context) (bool, error) {
-		evs, err := w.eventsFor(ctx, w.namespace, inventory.InstancesConfigMap, EventReasonInvalidEntry)
+	controllertest.Eventually(t, 30*time.Second, "entry 10.250.0.4 reported as already managed", func(ctx context.Context) (bool, error) {
+		evs, err := w.EventsFor(ctx, w.Namespace, inventory.InstancesConfigMap, EventReasonInvalidEntry)
 		for _, e := range evs {
 			if strings.Contains(e.Note, `entry "10.250.0.4"`) && strings.Contains(e.Note, "already managed by WindowsInstance manual-10-250-0-4") {
 				return true, nil
@@ -203,17 +206,17 @@ func TestSourcesReconciler(t *testing.T) {
 		}
 		return false, err
 	})
-	if _, err := w.instance(ctx, "10.250.0.4"); !apierrors.IsNotFound(err) {
+	if _, err := instance(ctx, w, "10.250.0.4"); !apierrors.IsNotFound(err) {
 		t.Errorf("a second instance was created for a host another source manages: %v", err)
 	}
 
 	// The ConfigMap deleted: every instance it created is deleted.
-	if err := w.client.Delete(ctx, cm); err != nil {
+	if err := w.Client.Delete(ctx, cm); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "every instance of the deleted ConfigMap being deleted", func(ctx context.Context) (bool, error) {
+	controllertest.Eventually(t, 30*time.Second, "every instance of the deleted ConfigMap being deleted", func(ctx context.Context) (bool, error) {
 		var list winnodev1.WindowsInstanceList
-		if err := w.client.List(ctx, &list, client.MatchingLabels{winnodev1.LabelSourceNamespace: w.namespace}); err != nil {
+		if err := w.Client.List(ctx, &list, client.MatchingLabels{winnodev1.LabelSourceNamespace: w.Namespace}); err != nil {
 			return false, err
 		}
 		for _, wi := range list.Items {
@@ -224,7 +227,7 @@ func TestSourcesReconciler(t *testing.T) {
 		return true, nil
 	})
 	var m winnodev1.WindowsInstance
-	if err := w.client.Get(ctx, client.ObjectKey{Name: manual.Name}, &m); err != nil || !m.DeletionTimestamp.IsZero() {
+	if err := w.Client.Get(ctx, client.ObjectKey{Name: manual.Name}, &m); err != nil || !m.DeletionTimestamp.IsZero() {
 		t.Errorf("the manual instance was touched: %v", err)
 	}
 }
@@ -233,33 +236,61 @@ func TestSourcesReconciler(t *testing.T) {
 // another source's instance of the same host gets its own instance as soon
 // as that one is deleted, without any edit of the ConfigMap.
 func TestSourcesTakesOverAHostOnceItsOtherInstanceIsGone(t *testing.T) {
-	w := newWorld(t)
+	w := controllertest.NewWorld(t)
 	ctx := context.Background()
-	w.startManager(t, func(mgr ctrl.Manager) error {
-		return (&SourcesReconciler{Client: mgr.GetClient(), Namespace: w.namespace, Recorder: mgr.GetEventRecorder("winnode-sources")}).SetupWithManager(mgr)
+	w.StartManager(t, func(mgr ctrl.Manager) error {
+		return (&Reconciler{Client: mgr.GetClient(), Namespace: w.Namespace, Recorder: mgr.GetEventRecorder("winnode-sources")}).SetupWithManager(mgr)
 	})
 	const addr = "10.250.1.1"
 	manual := &winnodev1.WindowsInstance{
 		ObjectMeta: metav1.ObjectMeta{Name: "manual-10-250-1-1"},
 		Spec:       winnodev1.WindowsInstanceSpec{Address: addr, Username: "u", Port: 22, Source: winnodev1.SourceRef{Kind: winnodev1.SourceManual}},
 	}
-	if err := w.client.Create(ctx, manual); err != nil {
+	if err := w.Client.Create(ctx, manual); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { w.forgetInstance(manual.Name); w.forgetInstance(inventory.InstanceName(addr)) })
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: w.namespace, Name: inventory.InstancesConfigMap}, Data: map[string]string{addr: "username=u"}}
-	if err := w.client.Create(ctx, cm); err != nil {
+	t.Cleanup(func() { w.ForgetInstance(manual.Name); w.ForgetInstance(inventory.InstanceName(addr)) })
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: w.Namespace, Name: inventory.InstancesConfigMap}, Data: map[string]string{addr: "username=u"}}
+	if err := w.Client.Create(ctx, cm); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "entry reported as already managed", func(ctx context.Context) (bool, error) {
-		counts, err := w.invalidEntryEvents(ctx)
+	controllertest.Eventually(t, 30*time.Second, "entry reported as already managed", func(ctx context.Context) (bool, error) {
+		counts, err := invalidEntryEvents(ctx, w)
 		return counts[addr] == 1, err
 	})
-	if err := w.client.Delete(ctx, manual); err != nil {
+	if err := w.Client.Delete(ctx, manual); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "the ConfigMap's instance created once the manual one is gone", func(ctx context.Context) (bool, error) {
-		wi, err := w.instance(ctx, addr)
+	controllertest.Eventually(t, 30*time.Second, "the ConfigMap's instance created once the manual one is gone", func(ctx context.Context) (bool, error) {
+		wi, err := instance(ctx, w, addr)
 		return err == nil && wi.Spec.Source.Kind == winnodev1.SourceConfigMap, client.IgnoreNotFound(err)
+	})
+}
+
+// TestSourcesUnderGeneratedRBAC runs the sources controller as a user that
+// holds only config/rbac/role.yaml: the permissions the markers declare are
+// enough for it to create an instance and report a bad entry.
+func TestSourcesUnderGeneratedRBAC(t *testing.T) {
+	w := controllertest.NewWorld(t)
+	ctx := context.Background()
+	cfg := w.OperatorConfig(t)
+	w.StartManagerAs(t, cfg, func(mgr ctrl.Manager) error {
+		return (&Reconciler{Client: mgr.GetClient(), Namespace: w.Namespace, Recorder: mgr.GetEventRecorder("winnode-sources")}).SetupWithManager(mgr)
+	})
+	const addr = "10.250.2.1"
+	t.Cleanup(func() { w.ForgetInstance(inventory.InstanceName(addr)) })
+	if err := w.Client.Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: w.Namespace, Name: inventory.InstancesConfigMap},
+		Data:       map[string]string{addr: "username=u", "10.250.2.300": "username=u"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	controllertest.Eventually(t, 30*time.Second, "the instance created as the operator", func(ctx context.Context) (bool, error) {
+		_, err := instance(ctx, w, addr)
+		return err == nil, client.IgnoreNotFound(err)
+	})
+	controllertest.Eventually(t, 30*time.Second, "the bad entry reported as the operator", func(ctx context.Context) (bool, error) {
+		counts, err := invalidEntryEvents(ctx, w)
+		return counts["10.250.2.300"] == 1, err
 	})
 }
