@@ -65,8 +65,29 @@ type SourceRef struct {
 	Key string `json:"key,omitempty"`
 }
 
+// ClusterRef names a Cluster API Cluster (cluster.x-k8s.io) in the
+// management cluster the operator runs in.
+type ClusterRef struct {
+	// Namespace of the Cluster: its Machines' namespace.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace"`
+	// Name of the Cluster (a Machine's spec.clusterName).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
+}
+
+// IsZero reports whether the reference names no Cluster.
+func (r ClusterRef) IsZero() bool { return r.Namespace == "" && r.Name == "" }
+
+// String is namespace/name.
+func (r ClusterRef) String() string { return r.Namespace + "/" + r.Name }
+
 // WindowsInstanceSpec is what the administrator (or a source) asks for: a
 // Windows host reachable over SSH that should become a worker node.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.cluster) == has(oldSelf.cluster) && (!has(self.cluster) || self.cluster == oldSelf.cluster)",message="spec.cluster cannot change: the host joined that cluster; delete the instance (which deconfigures it) and create it again"
 type WindowsInstanceSpec struct {
 	// Address is the host's IPv4 address or DNS name, as used for SSH.
 	// +kubebuilder:validation:MinLength=1
@@ -105,6 +126,13 @@ type WindowsInstanceSpec struct {
 	// +kubebuilder:validation:Pattern=`^[A-Za-z][A-Za-z0-9+.-]*://[!-~]*$`
 	// +optional
 	ProviderID string `json:"providerID,omitempty"`
+	// Cluster, when set, is the Cluster API Cluster whose workload cluster
+	// the host joins, reached through the Cluster's <name>-kubeconfig
+	// Secret (docs/cluster-api.md); the Cluster API Machine source sets it
+	// to its Machine's Cluster. Empty: the cluster the operator runs in.
+	// It cannot change.
+	// +optional
+	Cluster ClusterRef `json:"cluster,omitempty,omitzero"`
 }
 
 // Phase is where a WindowsInstance is in its life.
@@ -147,6 +175,12 @@ const (
 	// with the host until the conflict is gone. Present (True) only when it
 	// applies.
 	ConditionNodeNameConflict = "NodeNameConflict"
+	// ConditionWorkloadClusterReachable: for an instance with spec.cluster,
+	// whether the operator can act in that workload cluster; False names
+	// the cause (internal/workload's reasons) and nothing is done with the
+	// host, no credential issued, until it is True again. Absent for
+	// instances of the operator's own cluster.
+	ConditionWorkloadClusterReachable = "WorkloadClusterReachable"
 	// ConditionNetworkUnsupported: the pod network mode chosen (--network,
 	// or what auto found) cannot be set up on this host: the message names
 	// what is missing (flannel's ConfigMap, a VXLAN setting Windows needs, a
@@ -296,6 +330,7 @@ type WindowsInstanceStatus struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,shortName=wi;winst,categories=winnode
 // +kubebuilder:printcolumn:name="Address",type=string,JSONPath=`.spec.address`
+// +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.spec.cluster.name`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Node",type=string,JSONPath=`.status.nodeName`
 // +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.version`

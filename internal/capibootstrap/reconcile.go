@@ -87,6 +87,13 @@ func (r *Reconciler) reconcile(ctx context.Context, cfg *bootstrapv1.WinnodeConf
 		}
 		return nil
 	}
+	if mode := ModeOf(cfg.Spec); mode != bootstrapv1.ModePush {
+		msg := fmt.Sprintf("spec.mode %s is not implemented by this operator yet: set spec.mode: Push, with which the operator configures the host over SSH (docs/cluster-api.md)", mode)
+		if setReady(cfg, false, bootstrapv1.ReasonModeUnavailable, msg) {
+			r.event(cfg, true, bootstrapv1.ReasonModeUnavailable, ActionValidate, msg)
+		}
+		return nil
+	}
 	return r.write(ctx, cfg, orig, machine, cluster)
 }
 

@@ -18,6 +18,9 @@ import (
 func ValidateSpec(spec bootstrapv1.WinnodeConfigSpec) field.ErrorList {
 	var errs field.ErrorList
 	root := field.NewPath("spec")
+	if m := spec.Mode; m != "" && m != bootstrapv1.ModePull && m != bootstrapv1.ModePush {
+		errs = append(errs, field.NotSupported(root.Child("mode"), m, []string{string(bootstrapv1.ModePull), string(bootstrapv1.ModePush)}))
+	}
 	if p := spec.ComputerNamePrefix; p != "" {
 		if err := checkNameChars(p, MaxComputerNamePrefix); err != nil {
 			errs = append(errs, field.Invalid(root.Child("computerNamePrefix"), p,
@@ -42,6 +45,15 @@ func ValidateSpec(spec bootstrapv1.WinnodeConfigSpec) field.ErrorList {
 		seen[key] = true
 	}
 	return errs
+}
+
+// ModeOf is the spec's mode, Pull when empty (an object stored before the
+// API server defaulted the field).
+func ModeOf(spec bootstrapv1.WinnodeConfigSpec) bootstrapv1.Mode {
+	if spec.Mode == "" {
+		return bootstrapv1.ModePull
+	}
+	return spec.Mode
 }
 
 // protocolOf is the port's protocol, TCP when empty.

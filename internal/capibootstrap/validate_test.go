@@ -9,6 +9,7 @@ import (
 
 func TestValidateSpec(t *testing.T) {
 	good := bootstrapv1.WinnodeConfigSpec{
+		Mode:               bootstrapv1.ModePush,
 		ComputerNamePrefix: "web01",
 		FirewallPorts:      []bootstrapv1.FirewallPort{{Port: 80}, {Port: 4789, Protocol: "UDP"}, {Port: 4789, Protocol: "TCP"}},
 	}
@@ -19,6 +20,7 @@ func TestValidateSpec(t *testing.T) {
 		spec bootstrapv1.WinnodeConfigSpec
 		want string
 	}{
+		{bootstrapv1.WinnodeConfigSpec{Mode: "pull"}, `spec.mode: Unsupported value: "pull": supported values: "Pull", "Push"`},
 		{bootstrapv1.WinnodeConfigSpec{ComputerNamePrefix: "web_01"}, `spec.computerNamePrefix: Invalid value: "web_01"`},
 		{bootstrapv1.WinnodeConfigSpec{ComputerNamePrefix: "toolongprefix"}, "must be 1 to 8 characters"},
 		{bootstrapv1.WinnodeConfigSpec{ComputerNamePrefix: "web-"}, "must not start or end with a hyphen"},
@@ -42,5 +44,15 @@ func TestFirewallRules(t *testing.T) {
 	rules := firewallRules([]bootstrapv1.FirewallPort{{Port: 80}, {Port: 4789, Protocol: "UDP"}})
 	if len(rules) != 2 || rules[0].Name != "winnode-tcp-80" || rules[0].Protocol != "TCP" || rules[1].Name != "winnode-udp-4789" || rules[1].Protocol != "UDP" {
 		t.Errorf("rules = %+v", rules)
+	}
+}
+
+// An empty mode (an object stored before the API server defaulted it) is
+// Pull, the default.
+func TestModeOf(t *testing.T) {
+	for in, want := range map[bootstrapv1.Mode]bootstrapv1.Mode{"": bootstrapv1.ModePull, "Pull": bootstrapv1.ModePull, "Push": bootstrapv1.ModePush} {
+		if got := ModeOf(bootstrapv1.WinnodeConfigSpec{Mode: in}); got != want {
+			t.Errorf("ModeOf(%q) = %q, want %q", in, got, want)
+		}
 	}
 }

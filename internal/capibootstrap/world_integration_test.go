@@ -266,7 +266,12 @@ func (w *capiWorld) machineWithConfig(t *testing.T, cluster, name string, spec b
 	return cfg
 }
 
+// config is a WinnodeConfig of spec; an empty mode is Push, the mode these
+// tests' bootstrap data is written in.
 func (w *capiWorld) config(name string, spec bootstrapv1.WinnodeConfigSpec) *bootstrapv1.WinnodeConfig {
+	if spec.Mode == "" {
+		spec.Mode = bootstrapv1.ModePush
+	}
 	return &bootstrapv1.WinnodeConfig{ObjectMeta: metav1.ObjectMeta{Namespace: w.namespace, Name: name}, Spec: spec}
 }
 

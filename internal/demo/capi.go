@@ -49,6 +49,7 @@ func (d *demo) createMachineDeployment(ctx context.Context) error {
 		return fmt.Errorf("creating the Cluster API Cluster: %w", err)
 	}
 	tmpl := &bootstrapv1.WinnodeConfigTemplate{ObjectMeta: metav1.ObjectMeta{Name: demoConfigTemplate, Namespace: testenv.CAPINamespace}}
+	tmpl.Spec.Template.Spec.Mode = bootstrapv1.ModePush
 	md, infra := testenv.WinsimMachineDeployment(cluster.Name, demoMachineDeployment, int32(d.o.machines), testenv.WinnodeConfigTemplateBootstrap(demoConfigTemplate))
 	for _, o := range []client.Object{tmpl, infra, md} {
 		if err := d.mapiClient.Create(ctx, o); err != nil {

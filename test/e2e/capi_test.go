@@ -89,6 +89,7 @@ func (w *world) createWinnodeConfigTemplate(t *testing.T, name, prefix string) {
 	t.Helper()
 	tmpl := &bootstrapv1.WinnodeConfigTemplate{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testenv.CAPINamespace}}
 	tmpl.Spec.Template.Spec.ComputerNamePrefix = prefix
+	tmpl.Spec.Template.Spec.Mode = bootstrapv1.ModePush
 	if err := w.client.Create(context.Background(), tmpl); err != nil {
 		t.Fatal(err)
 	}

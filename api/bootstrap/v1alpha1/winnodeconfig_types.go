@@ -13,6 +13,16 @@ const (
 	// ConditionPaused is True while the Cluster (spec.paused) or the config
 	// (annotation cluster.x-k8s.io/paused) pauses reconciliation.
 	ConditionPaused = "Paused"
+	// ConditionWorkloadClusterReachable is True while the operator can act
+	// in the Machine's workload cluster: the Machine's Cluster exists, its
+	// <cluster>-kubeconfig Secret holds a usable kubeconfig, winnode's
+	// ServiceAccount and RBAC are installed there and its API server
+	// answers. False names the cause in its reason (internal/workload's
+	// Reason values: ClusterNotFound, KubeconfigSecretNotFound,
+	// KubeconfigInvalid, AccessNotInstalled, WorkloadClusterUnreachable);
+	// while it is False no join credential is made anywhere for the
+	// Machine.
+	ConditionWorkloadClusterReachable = "WorkloadClusterReachable"
 )
 
 // Reasons of the conditions above.
@@ -35,6 +45,13 @@ const (
 	// ReasonDataSecretNotWritten: the API server refused the Secret (e.g. a
 	// Secret of that name that another controller owns).
 	ReasonDataSecretNotWritten = "DataSecretNotWritten"
+	// ReasonWaitingForWorkloadCluster: the operator cannot act in the
+	// Machine's workload cluster yet (condition WorkloadClusterReachable
+	// says why); the bootstrap data is written once it can.
+	ReasonWaitingForWorkloadCluster = "WaitingForWorkloadCluster"
+	// ReasonModeUnavailable: spec.mode names a mode this operator does not
+	// implement; nothing is written until the mode is changed.
+	ReasonModeUnavailable = "ModeUnavailable"
 	// ReasonPaused / ReasonNotPaused: the Paused condition's reasons.
 	ReasonPaused    = "Paused"
 	ReasonNotPaused = "NotPaused"
@@ -48,6 +65,22 @@ const (
 // itself is a cloudbase-init "#ps1_sysnative" PowerShell script, which
 // cloudbase-init recognises by its first line.
 const DataSecretFormat = "cloud-config"
+
+// Mode is how a Machine's Windows host becomes a node of its workload
+// cluster.
+type Mode string
+
+const (
+	// ModePull is Cluster API's way: the bootstrap data alone makes the host
+	// a node, and the operator needs no network path to it.
+	ModePull Mode = "Pull"
+	// ModePush: the bootstrap data prepares the host for SSH, and the
+	// operator configures it over SSH as any other winnode host, joining
+	// it to the Machine's workload cluster; winnode's in-place payload
+	// upgrades apply. It needs a network path from the operator to the
+	// host's SSH port.
+	ModePush Mode = "Push"
+)
 
 // Protocol of a firewall port.
 type Protocol string
@@ -78,6 +111,14 @@ type FirewallPort struct {
 // Warning event, so the rules live in one place and apply as well to
 // objects stored before a rule existed.
 type WinnodeConfigSpec struct {
+	// Mode is how the Machine's host becomes a node of its workload
+	// cluster: Pull (the bootstrap data alone joins it) or Push (the
+	// operator configures it over SSH). Empty is Pull.
+	// +optional
+	// +kubebuilder:default=Pull
+	// +kubebuilder:validation:MaxLength=16
+	Mode Mode `json:"mode,omitempty"`
+
 	// ComputerNamePrefix replaces the Machine's name as the readable part of
 	// the Windows computer name: 1 to 8 letters, digits or hyphens, not
 	// starting or ending with a hyphen. The computer name is the prefix, a
@@ -137,7 +178,7 @@ type WinnodeConfigStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// Conditions: Ready and Paused.
+	// Conditions: Ready, Paused and WorkloadClusterReachable.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -154,6 +195,7 @@ type WinnodeConfigStatus struct {
 // +kubebuilder:resource:path=winnodeconfigs,scope=Namespaced,categories=cluster-api
 // +kubebuilder:metadata:labels="cluster.x-k8s.io/v1beta2=v1alpha1"
 // +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.metadata.labels['cluster\.x-k8s\.io/cluster-name']`
+// +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.spec.mode`
 // +kubebuilder:printcolumn:name="Computer Name",type=string,JSONPath=`.status.computerName`
 // +kubebuilder:printcolumn:name="Data Secret",type=string,JSONPath=`.status.dataSecretName`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
