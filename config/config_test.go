@@ -293,8 +293,10 @@ func TestOpenShiftOverlay(t *testing.T) {
 func TestEveryRBACRuleSaysWhy(t *testing.T) {
 	root := repoRoot(t)
 	files, _ := filepath.Glob(filepath.Join(root, "config/rbac/*.yaml"))
-	more, _ := filepath.Glob(filepath.Join(root, "config/openshift/*.yaml"))
-	files = append(files, more...)
+	for _, dir := range []string{"config/openshift", "config/workload"} {
+		more, _ := filepath.Glob(filepath.Join(root, dir, "*.yaml"))
+		files = append(files, more...)
+	}
 	ruleStart := regexp.MustCompile(`^\s*- apiGroups:`)
 	rules := 0
 	for _, file := range files {
@@ -685,6 +687,9 @@ func TestRBACGrantsWhatTheOperatorNeedsAndNoMore(t *testing.T) {
 		{verb: "watch", group: "cluster.x-k8s.io", resource: "clusters"},
 		{verb: "create", resource: "secrets", namespace: "capi-clusters"},
 		{verb: "create", group: "events.k8s.io", resource: "events", namespace: "capi-clusters"},
+		// A Cluster's kubeconfig, to act in its workload cluster
+		// (workload_kubeconfigs.yaml).
+		{verb: "get", resource: "secrets", namespace: "capi-clusters", name: "windows-cluster-kubeconfig"},
 	}
 	for _, a := range need {
 		if !allowed(t, c, a) {
@@ -693,8 +698,10 @@ func TestRBACGrantsWhatTheOperatorNeedsAndNoMore(t *testing.T) {
 	}
 
 	mustNot := []access{
-		{verb: "get", resource: "secrets", namespace: "default"},
+		// Secrets are read by name (a Cluster's kubeconfig), never listed
+		// or watched outside the operator's namespace.
 		{verb: "list", resource: "secrets"},
+		{verb: "watch", resource: "secrets", namespace: "capi-clusters"},
 		{verb: "update", resource: "secrets", namespace: namespace, name: "cloud-private-key"},
 		{verb: "delete", resource: "secrets", namespace: namespace, name: "cloud-private-key"},
 		{verb: "update", resource: "secrets", namespace: "kube-system", name: "bootstrap-token-abcdef"},
@@ -729,8 +736,7 @@ func TestRBACGrantsWhatTheOperatorNeedsAndNoMore(t *testing.T) {
 		{verb: "get", group: "rbac.authorization.k8s.io", resource: "clusterrolebindings", name: "winnode:join:a"},
 		{verb: "create", group: "rbac.authorization.k8s.io", resource: "rolebindings", namespace: "kube-system"},
 		{verb: "create", group: "apiextensions.k8s.io", resource: "customresourcedefinitions"},
-		// Bootstrap-data Secrets are created only: never read, changed or deleted.
-		{verb: "get", resource: "secrets", namespace: "capi-clusters", name: "md-0-abc"},
+		// Bootstrap-data Secrets are created only: never changed or deleted.
 		{verb: "update", resource: "secrets", namespace: "capi-clusters"},
 		{verb: "patch", resource: "secrets", namespace: "capi-clusters"},
 		{verb: "delete", resource: "secrets", namespace: "capi-clusters"},
@@ -811,7 +817,7 @@ func TestGeneratedRBACIsGranted(t *testing.T) {
 	granted := map[string]bool{}
 	// config/openshift adds the Machine API source's Role, in a namespace
 	// only OpenShift has.
-	for _, f := range []string{"cluster_role.yaml", "roles.yaml", "../openshift/machine_api_rbac.yaml"} {
+	for _, f := range []string{"cluster_role.yaml", "roles.yaml", "workload_kubeconfigs.yaml", "../openshift/machine_api_rbac.yaml"} {
 		for p := range rbacPermissions(t, filepath.Join(dir, f)) {
 			granted[p] = true
 		}

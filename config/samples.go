@@ -8,3 +8,11 @@ import _ "embed"
 //
 //go:embed samples/windows-web-server.yaml
 var WindowsWebServer []byte
+
+// WorkloadAccess is workload/access.yaml: what the operator installs in
+// each Cluster API workload cluster whose Machines it configures (its
+// namespace, its ServiceAccount there and the RBAC a join needs),
+// internal/workload.
+//
+//go:embed workload/access.yaml
+var WorkloadAccess []byte

@@ -36,7 +36,7 @@ generate() {
   # commented cluster_role.yaml and roles.yaml; role.yaml is the markers'
   # view, which the tests of internal/controller's packages run the
   # controllers under.
-  "$bin/controller-gen" rbac:roleName=winnode-operator paths=./internal/controller/... paths=./internal/bootstrap/... paths=./internal/capibootstrap/... paths=./internal/machineapi/... paths=./internal/capisource/... output:rbac:dir="$3"
+  "$bin/controller-gen" rbac:roleName=winnode-operator paths=./internal/controller/... paths=./internal/bootstrap/... paths=./internal/capibootstrap/... paths=./internal/machineapi/... paths=./internal/capisource/... paths=./internal/workload/... output:rbac:dir="$3"
 }
 
 if [ "${1:-}" = "--verify" ]; then

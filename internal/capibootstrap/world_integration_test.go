@@ -4,14 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -62,35 +59,6 @@ func repoRoot(t *testing.T) string {
 	return root
 }
 
-// clusterAPICRDs returns Cluster API's own Machine and Cluster CRDs, from
-// the source of sigs.k8s.io/cluster-api at the release whose API types
-// (sigs.k8s.io/cluster-api/api) go.mod requires, fetched through the Go
-// module proxy into the module cache. The full module is not a dependency:
-// only its CRD files are read.
-func clusterAPICRDs(t *testing.T) []string {
-	t.Helper()
-	root := repoRoot(t)
-	out, err := exec.Command("go", "-C", root, "list", "-m", "-f", "{{.Version}}", "sigs.k8s.io/cluster-api/api").Output()
-	if err != nil {
-		t.Fatalf("go list -m sigs.k8s.io/cluster-api/api: %v", err)
-	}
-	version := strings.TrimSpace(string(out))
-	cmd := exec.Command("go", "mod", "download", "-json", "sigs.k8s.io/cluster-api@"+version)
-	cmd.Dir = t.TempDir() // outside any module: nothing is added to go.mod or go.sum
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err = cmd.Output()
-	if err != nil {
-		t.Fatalf("go mod download sigs.k8s.io/cluster-api@%s: %v\n%s%s", version, err, out, stderr.String())
-	}
-	var mod struct{ Dir string }
-	if err := json.Unmarshal(out, &mod); err != nil || mod.Dir == "" {
-		t.Fatalf("go mod download sigs.k8s.io/cluster-api@%s: no folder in %s (%v)", version, out, err)
-	}
-	bases := filepath.Join(mod.Dir, "core/config/crd/bases")
-	return []string{filepath.Join(bases, "cluster.x-k8s.io_clusters.yaml"), filepath.Join(bases, "cluster.x-k8s.io_machines.yaml")}
-}
-
 // capiWorld is a control plane with winnode's CRDs and Cluster API's Machine
 // and Cluster CRDs, and the bootstrap provider running in a manager shaped
 // like cmd/winnode-operator's, as a user that holds only the generated
@@ -109,7 +77,7 @@ var nsCounter atomic.Int64
 func newCAPIWorld(t *testing.T) *capiWorld {
 	t.Helper()
 	env := testenv.GetWith(t, testenv.Options{CRDDirectoryPaths: []string{filepath.Join(repoRoot(t), "config/crd/bases")}})
-	if _, err := envtest.InstallCRDs(env.Config, envtest.CRDInstallOptions{Paths: clusterAPICRDs(t), ErrorIfPathMissing: true}); err != nil {
+	if _, err := envtest.InstallCRDs(env.Config, envtest.CRDInstallOptions{Paths: testenv.ClusterAPICRDs(t), ErrorIfPathMissing: true}); err != nil {
 		t.Fatalf("installing Cluster API's CRDs: %v", err)
 	}
 	c, err := client.New(env.Config, client.Options{Scheme: testScheme})

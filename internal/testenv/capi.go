@@ -1,9 +1,12 @@
 package testenv
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -15,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -253,4 +258,71 @@ func WinsimMachineDeployment(cluster, name string, replicas int32, bootstrap clu
 		},
 	}
 	return md, template
+}
+
+// AdminKubeconfig is the environment's admin kubeconfig with its
+// certificates inlined, as a Cluster API control-plane provider writes it
+// into a Cluster's <cluster>-kubeconfig Secret (key "value").
+func (e *Env) AdminKubeconfig() ([]byte, error) {
+	cfg, err := clientcmd.LoadFromFile(e.KubeconfigPath)
+	if err != nil {
+		return nil, err
+	}
+	if err := clientcmdapi.FlattenConfig(cfg); err != nil {
+		return nil, err
+	}
+	return clientcmd.Write(*cfg)
+}
+
+// KubeconfigSecret is the <cluster>-kubeconfig Secret, in namespace, of a
+// Cluster whose workload cluster is e, in Cluster API's format (type
+// cluster.x-k8s.io/secret, the cluster-name label, key "value").
+func (e *Env) KubeconfigSecret(namespace, cluster string) (*corev1.Secret, error) {
+	data, err := e.AdminKubeconfig()
+	if err != nil {
+		return nil, err
+	}
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: cluster + "-kubeconfig", Labels: map[string]string{clusterv1.ClusterNameLabel: cluster}},
+		Type:       clusterv1.ClusterSecretType,
+		Data:       map[string][]byte{"value": data},
+	}, nil
+}
+
+// ClusterAPICRDs returns Cluster API's own Machine and Cluster CRDs, from
+// the source of sigs.k8s.io/cluster-api at the release whose API types
+// (sigs.k8s.io/cluster-api/api) the main module requires, fetched through
+// the Go module proxy into the module cache: for tests that need the
+// Cluster API types served without Cluster API's controllers (the capi
+// flavor installs every CRD of Cluster API itself). The full module is not
+// a dependency: only its CRD files are read.
+func ClusterAPICRDs(t TB) []string {
+	t.Helper()
+	root, err := RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("go", "-C", root, "list", "-m", "-f", "{{.Version}}", "sigs.k8s.io/cluster-api/api").Output()
+	if err != nil {
+		t.Fatalf("go list -m sigs.k8s.io/cluster-api/api: %v", err)
+	}
+	version := strings.TrimSpace(string(out))
+	dir, err := os.MkdirTemp("", "winnode-capi-crds-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	cmd := exec.Command("go", "mod", "download", "-json", "sigs.k8s.io/cluster-api@"+version)
+	cmd.Dir = dir // outside any module: nothing is added to go.mod or go.sum
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if out, err = cmd.Output(); err != nil {
+		t.Fatalf("go mod download sigs.k8s.io/cluster-api@%s: %v\n%s%s", version, err, out, stderr.String())
+	}
+	var mod struct{ Dir string }
+	if err := json.Unmarshal(out, &mod); err != nil || mod.Dir == "" {
+		t.Fatalf("go mod download sigs.k8s.io/cluster-api@%s: no folder in %s (%v)", version, out, err)
+	}
+	bases := filepath.Join(mod.Dir, "core/config/crd/bases")
+	return []string{filepath.Join(bases, "cluster.x-k8s.io_clusters.yaml"), filepath.Join(bases, "cluster.x-k8s.io_machines.yaml")}
 }
