@@ -15,6 +15,7 @@ import (
 
 	bootstrapv1 "github.com/winnode/winnode/api/bootstrap/v1alpha1"
 	"github.com/winnode/winnode/internal/sshkey"
+	"github.com/winnode/winnode/internal/workload"
 )
 
 func readyIs(status metav1.ConditionStatus, reason string) func(*bootstrapv1.WinnodeConfig) bool {
@@ -216,5 +217,46 @@ func TestWaitsPausesAndRefusesForeignSecret(t *testing.T) {
 	s, err := w.secret(t, "taken")
 	if err != nil || string(s.Data["value"]) != "theirs" {
 		t.Errorf("the foreign Secret changed: %v %q", err, s.Data["value"])
+	}
+}
+
+// The data is written only once the operator can act in the workload
+// cluster of the Machine's Cluster: a missing or malformed kubeconfig
+// Secret is a False WorkloadClusterReachable condition naming the cause
+// (and Ready False, WaitingForWorkloadCluster); once the Secret is right,
+// the data is written.
+func TestWaitsForTheWorkloadCluster(t *testing.T) {
+	w := newCAPIWorld(t)
+	w.startOperator(t)
+	reachable := func(status metav1.ConditionStatus, reason string) func(*bootstrapv1.WinnodeConfig) bool {
+		return func(c *bootstrapv1.WinnodeConfig) bool {
+			r := meta.FindStatusCondition(c.Status.Conditions, bootstrapv1.ConditionWorkloadClusterReachable)
+			return r != nil && r.Status == status && r.Reason == reason && readyIs(metav1.ConditionFalse, bootstrapv1.ReasonWaitingForWorkloadCluster)(c)
+		}
+	}
+	w.bareCluster(t, "no-kubeconfig", false)
+	w.machineWithConfig(t, "no-kubeconfig", "waits", bootstrapv1.WinnodeConfigSpec{})
+	cfg := w.waitFor(t, "waits", "KubeconfigSecretNotFound", reachable(metav1.ConditionFalse, workload.ReasonKubeconfigSecretNotFound))
+	if msg := meta.FindStatusCondition(cfg.Status.Conditions, bootstrapv1.ConditionWorkloadClusterReachable).Message; !strings.Contains(msg, "no-kubeconfig-kubeconfig does not exist") {
+		t.Errorf("condition message %q does not name the Secret", msg)
+	}
+	if notes := w.events(t, "waits", workload.ReasonKubeconfigSecretNotFound); len(notes) == 0 {
+		t.Error("no Warning event naming the missing Secret")
+	}
+
+	w.bareCluster(t, "garbled", false)
+	w.kubeconfigSecret(t, "garbled", []byte("not: [a kubeconfig"))
+	w.machineWithConfig(t, "garbled", "garbled-kubeconfig", bootstrapv1.WinnodeConfigSpec{})
+	w.waitFor(t, "garbled-kubeconfig", "KubeconfigInvalid", reachable(metav1.ConditionFalse, workload.ReasonKubeconfigInvalid))
+	for _, name := range []string{"waits", "garbled-kubeconfig"} {
+		if _, err := w.secret(t, name); !apierrors.IsNotFound(err) {
+			t.Errorf("%s: bootstrap data written while the workload cluster cannot be used: %v", name, err)
+		}
+	}
+
+	w.kubeconfigSecret(t, "no-kubeconfig", nil)
+	cfg = w.waitFor(t, "waits", "Ready once the Secret exists", readyIs(metav1.ConditionTrue, bootstrapv1.ReasonDataSecretAvailable))
+	if !meta.IsStatusConditionTrue(cfg.Status.Conditions, bootstrapv1.ConditionWorkloadClusterReachable) {
+		t.Errorf("conditions %+v", cfg.Status.Conditions)
 	}
 }

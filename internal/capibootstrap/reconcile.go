@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -32,6 +34,10 @@ type Reconciler struct {
 	// Namespace is the operator namespace (Secret cloud-private-key).
 	Namespace string
 	Recorder  events.EventRecorder
+	// Workloads is how the operator acts in each Machine's workload
+	// cluster (internal/workload.Clusters): the data is written only once
+	// it can, and condition WorkloadClusterReachable says whether it can.
+	Workloads Workloads
 
 	names names
 }
@@ -54,32 +60,51 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, nil // its Secret goes with it (owner reference)
 	}
 	orig := cfg.DeepCopy()
-	err := r.reconcile(ctx, &cfg, &orig)
-	return reconcile.Result{}, errors.Join(err, r.patchStatus(ctx, orig, &cfg))
+	res, err := r.reconcile(ctx, &cfg, &orig)
+	return res, errors.Join(err, r.patchStatus(ctx, orig, &cfg))
 }
+
+// workloadRecheck is how soon a config whose workload cluster cannot be
+// used is looked at again: the operator reads kubeconfig Secrets by name
+// and is not told when one appears or changes.
+const workloadRecheck = 10 * time.Second
 
 // reconcile runs the steps on cfg's status; *orig is what the API server
 // holds (it moves on when a step writes the status itself).
-func (r *Reconciler) reconcile(ctx context.Context, cfg *bootstrapv1.WinnodeConfig, orig **bootstrapv1.WinnodeConfig) error {
+func (r *Reconciler) reconcile(ctx context.Context, cfg *bootstrapv1.WinnodeConfig, orig **bootstrapv1.WinnodeConfig) (reconcile.Result, error) {
 	machine, cluster, w, err := r.owners(ctx, cfg)
 	if err != nil || w != nil {
 		if w != nil {
 			setReady(cfg, false, w.reason, w.message)
 		}
-		return err
+		return reconcile.Result{}, err
 	}
 	if isPaused, why := paused(cluster, cfg); isPaused {
 		ctrl.LoggerFrom(ctx).Info("paused", "reason", why)
 		setPaused(cfg, true, why)
-		return nil
+		return reconcile.Result{}, nil
 	}
 	setPaused(cfg, false, "")
+	reachable, err := r.workloadCluster(ctx, cfg, cluster)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	var res reconcile.Result
+	if !reachable {
+		res.RequeueAfter = workloadRecheck
+	}
 	if ptr.Deref(cfg.Status.Initialization.DataSecretCreated, false) {
 		// Written once (secret.go): a later spec change does not reach a
 		// Machine that exists.
 		setCreated(cfg)
-		return nil
+		return res, nil
 	}
+	return res, r.validateAndWrite(ctx, cfg, orig, machine, cluster, reachable)
+}
+
+// validateAndWrite checks the spec and the mode, then writes the data once
+// the workload cluster is reachable.
+func (r *Reconciler) validateAndWrite(ctx context.Context, cfg *bootstrapv1.WinnodeConfig, orig **bootstrapv1.WinnodeConfig, machine *clusterv1.Machine, cluster *clusterv1.Cluster, reachable bool) error {
 	if errs := ValidateSpec(cfg.Spec); len(errs) > 0 {
 		msg := errs.ToAggregate().Error()
 		if setReady(cfg, false, bootstrapv1.ReasonInvalidSpec, msg) {
@@ -92,6 +117,11 @@ func (r *Reconciler) reconcile(ctx context.Context, cfg *bootstrapv1.WinnodeConf
 		if setReady(cfg, false, bootstrapv1.ReasonModeUnavailable, msg) {
 			r.event(cfg, true, bootstrapv1.ReasonModeUnavailable, ActionValidate, msg)
 		}
+		return nil
+	}
+	if !reachable {
+		c := meta.FindStatusCondition(cfg.Status.Conditions, bootstrapv1.ConditionWorkloadClusterReachable)
+		setReady(cfg, false, bootstrapv1.ReasonWaitingForWorkloadCluster, c.Message)
 		return nil
 	}
 	return r.write(ctx, cfg, orig, machine, cluster)

@@ -13,6 +13,7 @@ import (
 	bootstrapv1 "github.com/winnode/winnode/api/bootstrap/v1alpha1"
 	"github.com/winnode/winnode/internal/controller/optional"
 	"github.com/winnode/winnode/internal/testenv"
+	"github.com/winnode/winnode/internal/workload"
 )
 
 // On a cluster without Cluster API (the default test control plane has
@@ -24,7 +25,7 @@ func TestPartIsOffWithoutClusterAPI(t *testing.T) {
 	logger := funcr.New(func(prefix, args string) { logs.WriteString(prefix + " " + args + "\n") }, funcr.Options{})
 	mgr, err := optional.NewManager(env.Config, ctrl.Options{
 		Scheme: runtime.NewScheme(), Logger: logger, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
-	}, Part(operatorNamespace))
+	}, Part(operatorNamespace, &workload.Clusters{}))
 	if err != nil {
 		t.Fatalf("a manager with the part on a cluster without Cluster API: %v", err)
 	}

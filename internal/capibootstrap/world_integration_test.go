@@ -37,6 +37,7 @@ import (
 	"github.com/winnode/winnode/internal/fixture"
 	"github.com/winnode/winnode/internal/sshkey"
 	"github.com/winnode/winnode/internal/testenv"
+	"github.com/winnode/winnode/internal/workload"
 )
 
 // operatorNamespace is where the operator's key Secret lives in these tests.
@@ -180,20 +181,45 @@ func (w *capiWorld) bind(ctx context.Context, t *testing.T, role rbacv1.Role, su
 // namespace only, but for what the part adds) until the test ends.
 func (w *capiWorld) startOperator(t *testing.T) {
 	t.Helper()
+	workloads := &workload.Clusters{Namespace: operatorNamespace}
 	mgr, err := optional.NewManager(w.operatorConfig(t), ctrl.Options{
 		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{operatorNamespace: {}}},
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-	}, Part(operatorNamespace))
+	}, workload.Part(workloads, Required, TurnOn), Part(operatorNamespace, workloads))
 	if err != nil {
 		t.Fatal(err)
 	}
 	fixture.RunManager(t, mgr)
 }
 
-// cluster creates a Cluster API Cluster.
+// cluster creates a Cluster API Cluster, and its kubeconfig Secret: its
+// workload cluster is the test's control plane (self-hosted).
 func (w *capiWorld) cluster(t *testing.T, name string, isPaused bool) *clusterv1.Cluster {
+	t.Helper()
+	w.kubeconfigSecret(t, name, nil)
+	return w.bareCluster(t, name, isPaused)
+}
+
+// kubeconfigSecret writes the kubeconfig Secret of Cluster name, holding
+// data (nil: the control plane's admin kubeconfig).
+func (w *capiWorld) kubeconfigSecret(t *testing.T, name string, data []byte) {
+	t.Helper()
+	s, err := w.env.KubeconfigSecret(w.namespace, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if data != nil {
+		s.Data[workload.KubeconfigKey] = data
+	}
+	if err := w.client.Create(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// bareCluster creates a Cluster API Cluster without its kubeconfig Secret.
+func (w *capiWorld) bareCluster(t *testing.T, name string, isPaused bool) *clusterv1.Cluster {
 	t.Helper()
 	// spec may not be empty: paused is set either way.
 	c := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: w.namespace, Name: name}, Spec: clusterv1.ClusterSpec{Paused: ptr.To(isPaused)}}

@@ -2,6 +2,8 @@ package capisource
 
 import (
 	"context"
+	"errors"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -10,18 +12,23 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	bootstrapv1 "github.com/winnode/winnode/api/bootstrap/v1alpha1"
+	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
+	"github.com/winnode/winnode/internal/capibootstrap"
 	"github.com/winnode/winnode/internal/machinesource"
+	"github.com/winnode/winnode/internal/workload"
 )
 
 // MachineReconciler keeps one WindowsInstance per provisioned Cluster API
 // Machine that winnode bootstraps (the instance's life:
 // internal/machinesource):
 //
-//   - a Machine whose spec.bootstrap.configRef is a WinnodeConfig, whose
-//     infrastructure is provisioned and which has an InternalIP → winnode's
-//     pre-terminate hook on the Machine, then a WindowsInstance named
-//     <namespace>.<machine> for that address, with the Machine's
-//     spec.providerID for the kubelet;
+//   - a Machine whose spec.bootstrap.configRef is a WinnodeConfig of mode
+//     Push, whose infrastructure is provisioned, which has an InternalIP,
+//     and whose workload cluster (its Cluster's) the operator can act in
+//     → winnode's pre-terminate hook on the Machine, then a WindowsInstance
+//     named <namespace>.<machine> for that address, joining that workload
+//     cluster (spec.cluster), with the Machine's spec.providerID for the
+//     kubelet;
 //   - a changed InternalIP or provider ID → the instance's spec updated;
 //   - a Machine being deleted → its instance deleted (deconfigured through
 //     its finalizer: drained, services removed, Node deleted); once the
@@ -30,10 +37,20 @@ import (
 type MachineReconciler struct {
 	// Client writes Machines (the hook annotation).
 	Client client.Client
-	// Machines reads Machines of every namespace (the manager's cache).
+	// Machines reads Machines and WinnodeConfigs of every namespace (the
+	// manager's cache).
 	Machines client.Reader
 	// Instances keeps the Machines' WindowsInstances.
 	Instances *machinesource.Instances
+	// Workloads is how the operator acts in each Machine's workload
+	// cluster: a Machine's instance is created only once it can.
+	Workloads Workloads
+}
+
+// Workloads gives the workload cluster of a Cluster, or why it cannot be
+// used (internal/workload.Clusters).
+type Workloads interface {
+	Get(ctx context.Context, ref winnodev1.ClusterRef) (*workload.Cluster, error)
 }
 
 // InstanceName is the WindowsInstance name of Machine namespace/name:
@@ -41,10 +58,73 @@ type MachineReconciler struct {
 func InstanceName(namespace, name string) string { return namespace + "." + name }
 
 // Reconcile brings one Machine's instance in line with the Machine
-// (machinesource.Instances.Reconcile).
+// (machinesource.Instances.Reconcile). A Machine whose host the operator
+// may not configure yet (not Push, its workload cluster not reachable:
+// its WinnodeConfig's conditions say why) is looked at again a little
+// later.
 func (r *MachineReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	_, _, err := r.Instances.Reconcile(ctx, r, req.NamespacedName)
+	k := &machineKind{MachineReconciler: r}
+	_, _, err := r.Instances.Reconcile(ctx, k, req.NamespacedName)
+	if err == nil && k.waiting {
+		return reconcile.Result{RequeueAfter: workloadRecheck}, nil
+	}
 	return reconcile.Result{}, err
+}
+
+// workloadRecheck is how soon a Machine whose workload cluster cannot be
+// reached is looked at again (the operator reads kubeconfig Secrets by
+// name and is not told when one appears).
+const workloadRecheck = 10 * time.Second
+
+// machineKind is the Machine source for one reconcile: it reads the
+// Machine with what decides whether its host is the operator's to
+// configure (its WinnodeConfig's mode, its workload cluster), for
+// Provisioned.
+type machineKind struct {
+	*MachineReconciler
+	push    bool
+	cluster winnodev1.ClusterRef
+	waiting bool
+}
+
+// Get reads a Machine from the manager's cache, and its config's mode and
+// workload cluster when winnode bootstraps it.
+func (k *machineKind) Get(ctx context.Context, key types.NamespacedName) (client.Object, error) {
+	var m clusterv1.Machine
+	if err := k.Machines.Get(ctx, key, &m); err != nil {
+		return &m, err
+	}
+	if !bootstrappedByWinnode(&m) || !m.DeletionTimestamp.IsZero() {
+		return &m, nil
+	}
+	var cfg bootstrapv1.WinnodeConfig
+	err := k.Machines.Get(ctx, client.ObjectKey{Namespace: m.Namespace, Name: m.Spec.Bootstrap.ConfigRef.Name}, &cfg)
+	if err != nil {
+		return &m, client.IgnoreNotFound(err)
+	}
+	if k.push = capibootstrap.ModeOf(cfg.Spec) == bootstrapv1.ModePush; !k.push {
+		return &m, nil // Pull: the bootstrap data alone joins the host
+	}
+	k.cluster = winnodev1.ClusterRef{Namespace: m.Namespace, Name: m.Spec.ClusterName}
+	if _, err := k.Workloads.Get(ctx, k.cluster); err != nil {
+		var we *workload.Error
+		if !errors.As(err, &we) {
+			return &m, err
+		}
+		k.push, k.waiting = false, true
+	}
+	return &m, nil
+}
+
+// Provisioned is MachineReconciler.Provisioned, for a Push Machine whose
+// workload cluster the operator can act in, with that cluster.
+func (k *machineKind) Provisioned(obj client.Object) (machinesource.Machine, bool) {
+	m, ok := k.MachineReconciler.Provisioned(obj)
+	if !ok || !k.push {
+		return machinesource.Machine{}, false
+	}
+	m.Cluster = k.cluster
+	return m, true
 }
 
 // Get reads a Machine from the manager's cache.

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	bootstrapv1 "github.com/winnode/winnode/api/bootstrap/v1alpha1"
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/capibootstrap"
 	"github.com/winnode/winnode/internal/controller/optional"
@@ -30,24 +31,25 @@ import (
 // and winnode's bootstrap API (capibootstrap.Required), as the bootstrap
 // provider is. Machines live in any namespace: the manager's cache keeps
 // them all.
-func Part() optional.Part {
+func Part(workloads Workloads) optional.Part {
 	return optional.Part{
 		Name:        "Cluster API Machine source",
 		Requires:    capibootstrap.Required,
 		TurnOn:      capibootstrap.TurnOn,
-		AddToScheme: []func(*runtime.Scheme) error{clusterv1.AddToScheme},
+		AddToScheme: []func(*runtime.Scheme) error{clusterv1.AddToScheme, bootstrapv1.AddToScheme},
 		Cache: map[client.Object]cache.ByObject{
-			&clusterv1.Machine{}: {Namespaces: map[string]cache.Config{cache.AllNamespaces: {}}},
+			&clusterv1.Machine{}:         {Namespaces: map[string]cache.Config{cache.AllNamespaces: {}}},
+			&bootstrapv1.WinnodeConfig{}: {Namespaces: map[string]cache.Config{cache.AllNamespaces: {}}},
 		},
-		Setup: setup,
+		Setup: func(mgr ctrl.Manager) error { return setup(mgr, workloads) },
 	}
 }
 
 // setup watches Machines and WindowsInstances of Machines (a deleted
 // instance lets its Machine's deletion go on).
-func setup(mgr ctrl.Manager) error {
+func setup(mgr ctrl.Manager, workloads Workloads) error {
 	recorder := mgr.GetEventRecorder("winnode-capi-source")
-	r := &MachineReconciler{Client: mgr.GetClient(), Machines: mgr.GetClient(),
+	r := &MachineReconciler{Client: mgr.GetClient(), Machines: mgr.GetClient(), Workloads: workloads,
 		Instances: &machinesource.Instances{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder}}
 	ofMachine := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		return o.GetLabels()[winnodev1.LabelSourceKind] == string(winnodev1.SourceMachine)

@@ -37,9 +37,14 @@ func (c *Configurer) clusterFacts(ctx context.Context) (*bootstrap.ClusterInfo, 
 		if err != nil {
 			return nil, plan.ClusterFacts{}, "", err
 		}
+		where := fmt.Sprintf("platform %s (%s): API server %s and CA from ConfigMap kube-public/cluster-info", p, why, ci.Server)
+		if c.APIServer != "" {
+			ci.Server = c.APIServer
+			where = fmt.Sprintf("platform %s (%s): API server %s (the Cluster's control plane endpoint), CA from ConfigMap kube-public/cluster-info", p, why, ci.Server)
+		}
 		dns, domain := clusterDNS(ctx, c.Kube)
 		facts := plan.ClusterFacts{Server: ci.Server, CAData: ci.CAData, ClusterDNS: dns, ClusterDomain: domain}
-		return ci, facts, fmt.Sprintf("platform %s (%s): API server %s and CA from ConfigMap kube-public/cluster-info", p, why, ci.Server), nil
+		return ci, facts, where, nil
 	}
 	if c.OpenShift == nil {
 		return nil, plan.ClusterFacts{}, "", errors.New("platform openshift, but no client for OpenShift's configuration objects is configured")

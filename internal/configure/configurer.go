@@ -160,6 +160,16 @@ type Configurer struct {
 	// OpenShift reads OpenShift's configuration objects (openshift.NewReader);
 	// required on the openshift platform.
 	OpenShift client.Reader
+	// APIServer, when set, is the API server URL the host's kubelet joins,
+	// in place of kube-public/cluster-info's (a Cluster API workload
+	// cluster's Cluster.spec.controlPlaneEndpoint); the CA stays
+	// cluster-info's.
+	APIServer string
+	// RefreshTokens, when set, keeps the instance's bootstrap token alive
+	// until its Node registers, as Cluster API's kubeadm bootstrap provider
+	// does (bootstrap.RefreshToken, with TokenTTL): its expiration is moved
+	// on rather than a new token issued.
+	RefreshTokens bool
 
 	Log logr.Logger
 
@@ -183,6 +193,9 @@ func (c *Configurer) pollInterval() time.Duration { return orDefault(c.PollInter
 func (c *Configurer) resyncPeriod() time.Duration { return orDefault(c.ResyncPeriod, 10*time.Minute) }
 func (c *Configurer) upgradeRecheck() time.Duration {
 	return orDefault(c.UpgradeRecheck, upgradeRecheck)
+}
+func (c *Configurer) tokenTTL() time.Duration {
+	return orDefault(c.TokenTTL, bootstrap.DefaultTokenTTL)
 }
 func (c *Configurer) tokenMinValid() time.Duration {
 	return orDefault(c.TokenMinValid, 15*time.Minute)

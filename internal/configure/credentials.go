@@ -147,6 +147,11 @@ func (c *Configurer) token(ctx context.Context, inst *winnodev1.WindowsInstance,
 		if err != nil {
 			return nil, err
 		}
+		if tok != nil && tok.Instance == inst.Name && c.RefreshTokens && time.Until(tok.Expiration) > 0 {
+			if tok.Expiration, err = bootstrap.RefreshToken(ctx, c.Kube, inst.Name, id, c.tokenTTL()); err == nil {
+				return tok, nil
+			}
+		}
 		if tok != nil && tok.Instance == inst.Name && time.Until(tok.Expiration) > c.tokenMinValid() {
 			return tok, nil
 		}

@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
+	"github.com/winnode/winnode/internal/bootstrap"
 )
 
 // join waits (by asking to be called again) for the host's kubelet to
@@ -24,6 +25,9 @@ func (c *Configurer) join(ctx context.Context, inst *winnodev1.WindowsInstance) 
 	}
 	if node == nil {
 		if err := c.joinDeadline(inst, "register"); err != nil {
+			return Result{}, err
+		}
+		if err := c.refreshToken(ctx, inst); err != nil {
 			return Result{}, err
 		}
 		SetCondition(inst, winnodev1.ConditionNodeReady, metav1.ConditionFalse, winnodev1.ReasonWaitingForNode,
@@ -65,4 +69,23 @@ func (c *Configurer) joinDeadline(inst *winnodev1.WindowsInstance, what string) 
 	inst.Status.ConfigurationStarted = nil
 	inst.Status.Step = ""
 	return stepErr(StepJoin, winnodev1.ReasonNodeNotReady, err)
+}
+
+// refreshToken keeps the host's bootstrap token alive while its Node has
+// not registered (RefreshTokens). A token issued or refreshed at step
+// credentials has five sixths of TokenTTL left for that long, so none is
+// looked at before a sixth of it has passed. A token that cannot be
+// refreshed (revoked, run out) starts the configuration again, with a new
+// one.
+func (c *Configurer) refreshToken(ctx context.Context, inst *winnodev1.WindowsInstance) error {
+	started, id := inst.Status.ConfigurationStarted, inst.Status.BootstrapTokenID
+	if !c.RefreshTokens || id == "" || started == nil || time.Since(started.Time) < c.tokenTTL()/6 {
+		return nil
+	}
+	if _, err := bootstrap.RefreshToken(ctx, c.Kube, inst.Name, id, c.tokenTTL()); err != nil {
+		inst.Status.ConfigurationStarted = nil
+		inst.Status.Step = ""
+		return stepErr(StepJoin, winnodev1.ReasonCredentialsFailed, fmt.Errorf("%w; configuring the host again with a new one", err))
+	}
+	return nil
 }

@@ -57,6 +57,7 @@ import (
 	"github.com/winnode/winnode/internal/payload"
 	"github.com/winnode/winnode/internal/platform"
 	"github.com/winnode/winnode/internal/sshkey"
+	"github.com/winnode/winnode/internal/workload"
 )
 
 // DefaultNamespace is the operator namespace when none is given.
@@ -223,7 +224,11 @@ func optionalParts(opts Options, plat platform.Platform) []optional.Part {
 			OperatorNamespace: opts.Namespace, UserDataSecret: keys.UserDataSecret, UserDataKey: keys.UserDataKey,
 		}))
 	}
-	return append(parts, capibootstrap.Part(opts.Namespace), capisource.Part())
+	// The workload clusters' part comes first: the parts that act in a
+	// Machine's workload cluster use it once it is set up.
+	workloads := &workload.Clusters{Namespace: opts.Namespace}
+	return append(parts, workload.Part(workloads, capibootstrap.Required, capibootstrap.TurnOn),
+		capibootstrap.Part(opts.Namespace, workloads), capisource.Part(workloads))
 }
 
 // setupControllers registers the controllers other than the instance

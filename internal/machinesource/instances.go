@@ -49,6 +49,9 @@ type Machine struct {
 	Instance string
 	// Address is its InternalIP; ProviderID its spec.providerID.
 	Address, ProviderID string
+	// Cluster is the Cluster API Cluster whose workload cluster its host
+	// joins (zero: the operator's own cluster, as for OpenShift's Machines).
+	Cluster winnodev1.ClusterRef
 }
 
 // source is the SourceRef of Machine m.
@@ -111,6 +114,15 @@ func (s *Instances) ensure(ctx context.Context, m Machine, inst *winnodev1.Windo
 		return nil // deleted by hand: its deletion brings us back to create it afresh
 	}
 	got := inst.Spec
+	if got.Cluster != want.Cluster {
+		// Set once (its CRD keeps it from changing): an instance of an
+		// older operator, which joined another cluster. Deconfigured from
+		// there, then created afresh.
+		s.Recorder.Eventf(m.Object, inst, corev1.EventTypeNormal, "InstanceDeleted", "Delete",
+			"Machine %s joins the workload cluster of Cluster %s; WindowsInstance %s joined %s: it is deconfigured, then created again",
+			m.Object.GetName(), want.Cluster, inst.Name, clusterName(got.Cluster))
+		return client.IgnoreNotFound(s.Client.Delete(ctx, inst))
+	}
 	if got.Address == want.Address && got.Username == want.Username && got.ProviderID == want.ProviderID && got.Port == want.Port {
 		return nil
 	}
@@ -128,14 +140,22 @@ func (s *Instances) desired(m Machine) winnodev1.WindowsInstanceSpec {
 	if user == "" {
 		user = DefaultUsername
 	}
-	return winnodev1.WindowsInstanceSpec{Address: m.Address, Username: user, Port: 22, ProviderID: m.ProviderID, Source: m.source()}
+	return winnodev1.WindowsInstanceSpec{Address: m.Address, Username: user, Port: 22, ProviderID: m.ProviderID, Source: m.source(), Cluster: m.Cluster}
+}
+
+// clusterName names the cluster an instance joins, for messages.
+func clusterName(ref winnodev1.ClusterRef) string {
+	if ref.IsZero() {
+		return "the operator's own cluster"
+	}
+	return "the workload cluster of Cluster " + ref.String()
 }
 
 // create creates the instance, unless its name or its address is another
 // source's.
 func (s *Instances) create(ctx context.Context, m Machine, spec winnodev1.WindowsInstanceSpec) error {
 	name := m.Object.GetName()
-	conflict, err := s.conflict(ctx, m.Instance, name, spec.Address)
+	conflict, err := s.conflict(ctx, m.Instance, name, spec.Address, spec.Cluster)
 	if err != nil {
 		return err
 	}
@@ -162,9 +182,11 @@ func (s *Instances) create(ctx context.Context, m Machine, spec winnodev1.Window
 }
 
 // conflict says why no instance may be created for Machine machine at
-// address ("" when one may), asking the API server rather than the cache:
-// an instance created a moment ago must count.
-func (s *Instances) conflict(ctx context.Context, instance, machine, address string) (string, error) {
+// address in cluster ("" when one may), asking the API server rather than
+// the cache: an instance created a moment ago must count. Addresses are
+// compared within one cluster only: two workload clusters' private ranges
+// may overlap.
+func (s *Instances) conflict(ctx context.Context, instance, machine, address string, cluster winnodev1.ClusterRef) (string, error) {
 	var all winnodev1.WindowsInstanceList
 	if err := s.APIReader.List(ctx, &all); err != nil {
 		return "", fmt.Errorf("listing WindowsInstances before creating %s: %w", instance, err)
@@ -175,8 +197,8 @@ func (s *Instances) conflict(ctx context.Context, instance, machine, address str
 		if wi.Name == instance {
 			return fmt.Sprintf("WindowsInstance %s exists and belongs to another source (%s); delete it to configure Machine %s", instance, wi.Spec.Source.Kind, machine), nil
 		}
-		if got, err := inventory.NormalizeAddress(wi.Spec.Address); err == nil && got == want {
-			return fmt.Sprintf("host %s of Machine %s is already managed by WindowsInstance %s (source %s); delete that instance to configure the Machine", address, machine, wi.Name, wi.Spec.Source.Kind), nil
+		if got, err := inventory.NormalizeAddress(wi.Spec.Address); err == nil && got == want && wi.Spec.Cluster == cluster {
+			return fmt.Sprintf("host %s of Machine %s is already managed by WindowsInstance %s (source %s, in %s); nothing is run on the host: delete that instance, or correct the Machine's address, to configure the Machine", address, machine, wi.Name, wi.Spec.Source.Kind, clusterName(cluster)), nil
 		}
 	}
 	return "", nil

@@ -1,0 +1,47 @@
+package bootstrap
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// As Cluster API's kubeadm bootstrap provider does: a token with more than
+// five sixths of its TTL left is left alone; one with less gets now + TTL;
+// the token of another instance, or one that is gone, is not refreshed.
+func TestRefreshTokenExtendsOnlyWhenDue(t *testing.T) {
+	ctx := context.Background()
+	_, admin := adminClient(t)
+	tok, err := CreateToken(ctx, admin, "wi-refresh", ClusterAPITokenTTL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = RevokeInstanceToken(context.Background(), admin, tok.Instance, tok.ID) })
+	exp, err := RefreshToken(ctx, admin, tok.Instance, tok.ID, ClusterAPITokenTTL)
+	if err != nil || !exp.Equal(tok.Expiration) {
+		t.Errorf("a fresh token: expiration %v (%v), want it left at %v", exp, err, tok.Expiration)
+	}
+	// A third of its life later (a longer TTL asked for, the same token):
+	// due, extended to now + TTL.
+	ttl := 3 * ClusterAPITokenTTL
+	exp, err = RefreshToken(ctx, admin, tok.Instance, tok.ID, ttl)
+	if err != nil || time.Until(exp) < ttl-time.Minute {
+		t.Errorf("a token due for a refresh: expiration %v (%v), want about now + %v", exp, err, ttl)
+	}
+	got, err := GetToken(ctx, admin, tok.ID)
+	if err != nil || got == nil || !got.Expiration.Equal(exp) {
+		t.Errorf("the Secret's expiration: %+v, %v; want %v", got, err, exp)
+	}
+	if _, err := RefreshToken(ctx, admin, "someone-else", tok.ID, ttl); err == nil || !strings.Contains(err.Error(), "is not the bootstrap token of instance someone-else") {
+		t.Errorf("another instance's token refreshed: %v", err)
+	}
+	if err := admin.CoreV1().Secrets(TokenNamespace).Delete(ctx, tok.SecretName(), metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := RefreshToken(ctx, admin, tok.Instance, tok.ID, ttl); err == nil {
+		t.Error("a revoked token refreshed")
+	}
+}
