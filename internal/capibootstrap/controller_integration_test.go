@@ -246,9 +246,9 @@ func TestWaitsForTheWorkloadCluster(t *testing.T) {
 
 	w.bareCluster(t, "garbled", false)
 	w.kubeconfigSecret(t, "garbled", []byte("not: [a kubeconfig"))
-	w.machineWithConfig(t, "garbled", "garbled-kubeconfig", bootstrapv1.WinnodeConfigSpec{})
-	w.waitFor(t, "garbled-kubeconfig", "KubeconfigInvalid", reachable(metav1.ConditionFalse, workload.ReasonKubeconfigInvalid))
-	for _, name := range []string{"waits", "garbled-kubeconfig"} {
+	w.machineWithConfig(t, "garbled", "garbled-data", bootstrapv1.WinnodeConfigSpec{})
+	w.waitFor(t, "garbled-data", "KubeconfigInvalid", reachable(metav1.ConditionFalse, workload.ReasonKubeconfigInvalid))
+	for _, name := range []string{"waits", "garbled-data"} {
 		if _, err := w.secret(t, name); !apierrors.IsNotFound(err) {
 			t.Errorf("%s: bootstrap data written while the workload cluster cannot be used: %v", name, err)
 		}

@@ -192,14 +192,17 @@ func NewManager(cfg *rest.Config, mo ctrl.Options, opts Options) (ctrl.Manager, 
 		return nil, err
 	}
 	mo.Cache.DefaultNamespaces = map[string]cache.Config{opts.Namespace: {}}
-	mgr, err := optional.NewManager(cfg, mo, optionalParts(opts, plat)...)
+	// Cluster API Machines join their own workload clusters: the
+	// connections to them, used by the parts and controllers below.
+	workloads := &workload.Clusters{Namespace: opts.Namespace}
+	mgr, err := optional.NewManager(cfg, mo, optionalParts(opts, plat, workloads)...)
 	if err != nil {
 		return nil, err
 	}
-	if err := setupControllers(mgr, kube, opts); err != nil {
+	if err := setupControllers(mgr, kube, opts, workloads); err != nil {
 		return nil, err
 	}
-	if err := setupInstances(mgr, kube, opts, plat, why, log); err != nil {
+	if err := setupInstances(mgr, kube, opts, plat, why, log, workloads); err != nil {
 		return nil, fmt.Errorf("setting up the instance reconciler: %w", err)
 	}
 	return mgr, registerInstanceCollector(mgr.GetClient())
@@ -217,7 +220,7 @@ func scheme() (*runtime.Scheme, error) {
 // optionalParts are the parts that are on where the cluster serves their
 // APIs: the Machine API source on OpenShift, the Cluster API bootstrap
 // provider and its Machine source anywhere.
-func optionalParts(opts Options, plat platform.Platform) []optional.Part {
+func optionalParts(opts Options, plat platform.Platform, workloads *workload.Clusters) []optional.Part {
 	var parts []optional.Part
 	if plat == platform.OpenShift {
 		parts = append(parts, machineapi.Part(machineapi.Options{
@@ -226,14 +229,13 @@ func optionalParts(opts Options, plat platform.Platform) []optional.Part {
 	}
 	// The workload clusters' part comes first: the parts that act in a
 	// Machine's workload cluster use it once it is set up.
-	workloads := &workload.Clusters{Namespace: opts.Namespace}
 	return append(parts, workload.Part(workloads, capibootstrap.Required, capibootstrap.TurnOn),
 		capibootstrap.Part(opts.Namespace, workloads), capisource.Part(workloads))
 }
 
 // setupControllers registers the controllers other than the instance
-// reconciler.
-func setupControllers(mgr ctrl.Manager, kube kubernetes.Interface, opts Options) error {
+// reconciler; the CSR approver also approves in each workload cluster.
+func setupControllers(mgr ctrl.Manager, kube kubernetes.Interface, opts Options, workloads *workload.Clusters) error {
 	if err := (&keys.Reconciler{
 		Client: mgr.GetClient(), Namespace: opts.Namespace,
 	}).SetupWithManager(mgr); err != nil {
@@ -244,12 +246,14 @@ func setupControllers(mgr ctrl.Manager, kube kubernetes.Interface, opts Options)
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the sources controller: %w", err)
 	}
-	if err := (&csr.Approver{
+	approver := &csr.Approver{
 		Client: mgr.GetClient(), Kube: kube, Recorder: mgr.GetEventRecorder("winnode-csr-approver"),
 		Policy: opts.CSRPolicy, JoinNamespace: opts.Namespace,
-	}).SetupWithManager(mgr); err != nil {
+	}
+	if err := approver.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the CSR approver: %w", err)
 	}
+	csr.WatchWorkloads(mgr, workloads, approver)
 	if err := mgr.Add(&csr.AutoApprovalWarner{Kube: kube, Recorder: mgr.GetEventRecorder("winnode-csr-approver")}); err != nil {
 		return fmt.Errorf("setting up the auto-approval check: %w", err)
 	}
@@ -264,7 +268,7 @@ func setupControllers(mgr ctrl.Manager, kube kubernetes.Interface, opts Options)
 // operator's key loaded afresh at each call from the manager's cache (so a
 // rotated key is used at once), and on OpenShift a reader of its
 // configuration objects.
-func setupInstances(mgr ctrl.Manager, kube kubernetes.Interface, opts Options, plat platform.Platform, why string, log logr.Logger) error {
+func setupInstances(mgr ctrl.Manager, kube kubernetes.Interface, opts Options, plat platform.Platform, why string, log logr.Logger, workloads *workload.Clusters) error {
 	var osReader client.Reader
 	if plat == platform.OpenShift {
 		var err error
@@ -300,5 +304,6 @@ func setupInstances(mgr ctrl.Manager, kube kubernetes.Interface, opts Options, p
 		SSHFailed:               RecordSSHFailure,
 		Configured:              RecordConfiguration,
 		Tune:                    opts.TuneInstance,
+		Workloads:               workloads,
 	}).SetupWithManager(mgr)
 }

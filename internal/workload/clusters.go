@@ -44,8 +44,14 @@ type Cluster struct {
 	// Facts are the cluster's, from its Cluster API Cluster.
 	Facts Facts
 
+	ctx  context.Context
 	stop context.CancelFunc
 }
+
+// Context ends when the operator stops acting in the cluster (its Cluster
+// or kubeconfig Secret gone, the operator stopping): what is started for
+// the cluster (OnConnect) runs until then.
+func (wc *Cluster) Context() context.Context { return wc.ctx }
 
 // Clusters keeps one Cluster per workload cluster in use: connected at the
 // first Get, checked again at most every RecheckEvery, stopped when its
@@ -257,7 +263,7 @@ func (c *Clusters) newCluster(ref winnodev1.ClusterRef, cfg *rest.Config) (*Clus
 		}
 	}()
 	return &Cluster{Ref: ref, Config: cfg, Kube: kube, Cache: ca, Client: cl, Namespace: c.Namespace,
-		Detector: &bootstrap.Detector{Kube: kube}, stop: stop}, nil
+		Detector: &bootstrap.Detector{Kube: kube}, ctx: cctx, stop: stop}, nil
 }
 
 // check checks a connected cluster again: its kubeconfig Secret still

@@ -56,6 +56,13 @@ type Approver struct {
 	// live: a client CSR from system:serviceaccount:<JoinNamespace>:<name>
 	// is bound to the instance whose status names that ServiceAccount.
 	JoinNamespace string
+	// Cluster is the Cluster API Cluster whose workload cluster's CSRs this
+	// approver decides (workload.go): only the instances joining that
+	// cluster (spec.cluster) are matched. Zero: the operator's own cluster,
+	// and only the instances without spec.cluster.
+	Cluster winnodev1.ClusterRef
+	// CSRs reads the CSRs (default: Client).
+	CSRs client.Reader
 	// OnDecision, when set, is told every decision after it took effect
 	// (tests wait on it instead of on time; the CLI can print it).
 	OnDecision func(csrName string, d csrapproval.Decision)
@@ -70,14 +77,14 @@ type Approver struct {
 func (r *Approver) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
 	var csr certificatesv1.CertificateSigningRequest
-	if err := r.Client.Get(ctx, req.NamespacedName, &csr); err != nil {
+	if err := r.csrs().Get(ctx, req.NamespacedName, &csr); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if !isPending(&csr) {
 		return reconcile.Result{}, nil
 	}
-	var instances winnodev1.WindowsInstanceList
-	if err := r.Client.List(ctx, &instances); err != nil {
+	instances, err := r.instances(ctx)
+	if err != nil {
 		return reconcile.Result{}, err
 	}
 	facts, err := csrapproval.LoadFacts(ctx, r.Kube, r.Policy)
@@ -85,7 +92,7 @@ func (r *Approver) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 		return reconcile.Result{}, fmt.Errorf("deciding CSR %s: %w", csr.Name, err)
 	}
 	facts.JoinNamespace = r.JoinNamespace
-	d := csrapproval.Decide(&csr, instances.Items, facts)
+	d := csrapproval.Decide(&csr, instances, facts)
 	if !d.Approve {
 		log.Info("CSR left alone", "csr", csr.Name, "signer", csr.Spec.SignerName, "requester", csr.Spec.Username, "instance", d.Instance, "reason", d.Reason)
 		r.decided(csr.Name, d)
@@ -103,6 +110,30 @@ func (r *Approver) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 	return reconcile.Result{}, nil
 }
 
+// csrs reads CSRs: from CSRs, or the manager's client.
+func (r *Approver) csrs() client.Reader {
+	if r.CSRs != nil {
+		return r.CSRs
+	}
+	return r.Client
+}
+
+// instances are the WindowsInstances joining the approver's cluster: a
+// CSR of one cluster never matches a host of another.
+func (r *Approver) instances(ctx context.Context) ([]winnodev1.WindowsInstance, error) {
+	var list winnodev1.WindowsInstanceList
+	if err := r.Client.List(ctx, &list); err != nil {
+		return nil, err
+	}
+	mine := list.Items[:0]
+	for _, wi := range list.Items {
+		if wi.Spec.Cluster == r.Cluster {
+			mine = append(mine, wi)
+		}
+	}
+	return mine, nil
+}
+
 func (r *Approver) decided(name string, d csrapproval.Decision) {
 	if r.OnDecision != nil {
 		r.OnDecision(name, d)
@@ -112,24 +143,27 @@ func (r *Approver) decided(name string, d csrapproval.Decision) {
 // SetupWithManager watches CSRs, and WindowsInstances whose node name, token,
 // addresses or phase change (a CSR that arrived early is decided again).
 func (r *Approver) SetupWithManager(mgr ctrl.Manager) error {
-	pendingCSRs := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
-		var list certificatesv1.CertificateSigningRequestList
-		if err := r.Client.List(ctx, &list); err != nil {
-			return nil
-		}
-		var reqs []reconcile.Request
-		for i := range list.Items {
-			if isPending(&list.Items[i]) {
-				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-			}
-		}
-		return reqs
-	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("csr-approver").
 		For(&certificatesv1.CertificateSigningRequest{}).
-		Watches(&winnodev1.WindowsInstance{}, pendingCSRs, builder.WithPredicates(identityChanged{})).
+		Watches(&winnodev1.WindowsInstance{}, handler.EnqueueRequestsFromMapFunc(r.pendingCSRs), builder.WithPredicates(identityChanged{})).
 		Complete(r)
+}
+
+// pendingCSRs enqueues every pending CSR (an instance changed what
+// csrapproval.Decide looks at).
+func (r *Approver) pendingCSRs(ctx context.Context, _ client.Object) []reconcile.Request {
+	var list certificatesv1.CertificateSigningRequestList
+	if err := r.csrs().List(ctx, &list); err != nil {
+		return nil
+	}
+	var reqs []reconcile.Request
+	for i := range list.Items {
+		if isPending(&list.Items[i]) {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+	}
+	return reqs
 }
 
 // identityChanged passes instance updates that change what csrapproval.Decide

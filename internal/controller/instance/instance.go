@@ -7,6 +7,7 @@ package instance
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -38,6 +39,7 @@ import (
 	"github.com/winnode/winnode/internal/openshift"
 	"github.com/winnode/winnode/internal/payload"
 	"github.com/winnode/winnode/internal/platform"
+	"github.com/winnode/winnode/internal/workload"
 )
 
 // Reconciler turns each WindowsInstance into a configured, Ready
@@ -102,6 +104,9 @@ type Reconciler struct {
 	HybridClusterCIDR string
 	// Tune adjusts each Configurer (timeouts, test hooks).
 	Tune func(*configure.Configurer)
+	// Workloads, when set, is how an instance with spec.cluster (a Cluster
+	// API Machine's) joins that Cluster's workload cluster: workload.go.
+	Workloads Workloads
 
 	rollout *configure.Rollout
 }
@@ -141,7 +146,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Platform == platform.OpenShift {
 		b = r.watchOpenShift(b)
 	}
-	return b.Complete(r)
+	ctl, err := b.Build(r)
+	if err != nil {
+		return err
+	}
+	r.watchWorkloadNodes(ctl)
+	return nil
 }
 
 // watchOpenShift rechecks every instance when the cluster facts OpenShift
@@ -178,14 +188,16 @@ func (r *Reconciler) allInstances(ctx context.Context, _ client.Object) []reconc
 	return reqs
 }
 
-// instanceOfNode enqueues the instance whose host registered the Node.
+// instanceOfNode enqueues the instance whose host registered the Node of
+// the operator's own cluster (the instances of workload clusters are woken
+// by their cluster's Nodes: workload.go).
 func (r *Reconciler) instanceOfNode(ctx context.Context, o client.Object) []reconcile.Request {
 	var list winnodev1.WindowsInstanceList
 	if err := r.Client.List(ctx, &list); err != nil {
 		return nil
 	}
 	for _, i := range list.Items {
-		if i.Status.NodeName != "" && i.Status.NodeName == o.GetName() {
+		if i.Spec.Cluster.IsZero() && i.Status.NodeName != "" && i.Status.NodeName == o.GetName() {
 			return []reconcile.Request{{NamespacedName: client.ObjectKeyFromObject(&i)}}
 		}
 	}
@@ -242,6 +254,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	c, keyErr := r.configurer(ctx, inst, log)
+	if err := r.inWorkloadCluster(ctx, inst, c); err != nil {
+		var we *workload.Error
+		switch {
+		case !errors.As(err, &we):
+			return ctrl.Result{}, err
+		case inst.DeletionTimestamp != nil && we.Reason == workload.ReasonClusterNotFound && controllerutil.ContainsFinalizer(inst, winnodev1.Finalizer):
+			return r.forgetGoneCluster(ctx, inst, we)
+		}
+		return r.workloadUnusable(ctx, inst, we)
+	}
+	workloadReachable(inst)
 	if inst.DeletionTimestamp != nil {
 		if !controllerutil.ContainsFinalizer(inst, winnodev1.Finalizer) {
 			return ctrl.Result{}, nil
