@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -159,6 +161,44 @@ func CAPIClusterObjects(name string) []client.Object {
 // Machine whose Node appears gets its nodeRef. The winsim providers set
 // the control plane endpoint and write the <name>-kubeconfig Secret.
 func (e *Env) CreateCAPICluster(ctx context.Context, name string) (*clusterv1.Cluster, error) {
+	return e.createCAPICluster(ctx, name, CAPIClusterObjects(name))
+}
+
+// CreateCAPIWorkloadCluster is CreateCAPICluster for a Cluster whose
+// workload cluster is workload, a second control plane of the test world
+// (Start), as in Cluster API's usual topology: a management cluster (e,
+// where Cluster API and winnode run) and workload clusters elsewhere. Its
+// WinsimCluster's control plane endpoint is workload's API server; its
+// WinsimControlPlane stands for workload's control plane and writes
+// workload's admin kubeconfig (held in Secret <name>-workload-admin) into
+// the <name>-kubeconfig Secret, through which Cluster API and winnode
+// reach that cluster.
+func (e *Env) CreateCAPIWorkloadCluster(ctx context.Context, name string, workload *Env) (*clusterv1.Cluster, error) {
+	admin, err := workload.AdminKubeconfig()
+	if err != nil {
+		return nil, err
+	}
+	endpoint, err := url.Parse(workload.Config.Host)
+	if err != nil {
+		return nil, err
+	}
+	port, err := strconv.Atoi(endpoint.Port())
+	if err != nil {
+		return nil, fmt.Errorf("the workload control plane's URL %s: port: %w", workload.Config.Host, err)
+	}
+	src := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: CAPINamespace, Name: name + "-workload-admin"},
+		Data: map[string][]byte{"value": admin}}
+	objs := CAPIClusterObjects(name)
+	objs[0].(*unstructured.Unstructured).Object["spec"] = map[string]any{
+		"controlPlaneEndpoint": map[string]any{"host": endpoint.Hostname(), "port": int64(port)}}
+	objs[1].(*unstructured.Unstructured).Object["spec"] = map[string]any{"workloadKubeconfigSecret": src.Name}
+	return e.createCAPICluster(ctx, name, append([]client.Object{src}, objs...))
+}
+
+// createCAPICluster creates namespace CAPINamespace and objs, whose last
+// is the Cluster, and waits until Cluster API reports it provisioned and
+// reachable.
+func (e *Env) createCAPICluster(ctx context.Context, name string, objs []client.Object) (*clusterv1.Cluster, error) {
 	s, err := CAPIScheme()
 	if err != nil {
 		return nil, err
@@ -170,7 +210,6 @@ func (e *Env) CreateCAPICluster(ctx context.Context, name string) (*clusterv1.Cl
 	if err := createOrGet(ctx, c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: CAPINamespace}}); err != nil {
 		return nil, err
 	}
-	objs := CAPIClusterObjects(name)
 	for _, obj := range objs {
 		if err := c.Create(ctx, obj); err != nil {
 			return nil, fmt.Errorf("creating %s %s/%s: %w", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetNamespace(), obj.GetName(), err)

@@ -136,14 +136,21 @@ func parseEndpoint(apiServer string) (clusterv1.APIEndpoint, error) {
 // managed outside the cluster's Nodes (externalManagedControlPlane), and
 // writes, as the contract asks of a control-plane provider, the
 // <cluster>-kubeconfig Secret through which Cluster API reaches the
-// workload cluster (the program's own kubeconfig: the same cluster).
+// workload cluster (the program's own kubeconfig: the same cluster). A
+// WinsimControlPlane whose spec.workloadKubeconfigSecret names a Secret
+// of its namespace stands for another cluster's control plane, already
+// running (the test world's second control plane): the kubeconfig under
+// that Secret's key "value" is the one written, so Cluster API (and
+// winnode) reach that cluster, as with a control plane a provider made
+// elsewhere.
 type controlPlaneReconciler struct {
 	client     client.Client
+	reader     client.Reader
 	kubeconfig []byte
 }
 
 func addControlPlaneController(mgr manager.Manager, kubeconfig []byte) error {
-	r := &controlPlaneReconciler{client: mgr.GetClient(), kubeconfig: kubeconfig}
+	r := &controlPlaneReconciler{client: mgr.GetClient(), reader: mgr.GetAPIReader(), kubeconfig: kubeconfig}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("winsimcontrolplane").
 		For(newObject(winsimControlPlaneGVK)).
@@ -199,6 +206,17 @@ func (r *controlPlaneReconciler) Reconcile(ctx context.Context, req ctrl.Request
 // managers cache only Secrets so labelled), the kubeconfig under key
 // "value", controlled by the control plane object.
 func (r *controlPlaneReconciler) writeKubeconfig(ctx context.Context, cp *unstructured.Unstructured, cluster *clusterv1.Cluster) error {
+	kubeconfig, whose := r.kubeconfig, "the test world's admin kubeconfig: the workload cluster is this cluster"
+	if from, _, _ := unstructured.NestedString(cp.Object, "spec", "workloadKubeconfigSecret"); from != "" {
+		var src corev1.Secret
+		if err := r.reader.Get(ctx, client.ObjectKey{Namespace: cp.GetNamespace(), Name: from}, &src); err != nil {
+			return fmt.Errorf("reading Secret %s/%s (spec.workloadKubeconfigSecret): %w", cp.GetNamespace(), from, err)
+		}
+		if len(src.Data[secret.KubeconfigDataName]) == 0 {
+			return fmt.Errorf("Secret %s/%s (spec.workloadKubeconfigSecret) has no key %q", cp.GetNamespace(), from, secret.KubeconfigDataName)
+		}
+		kubeconfig, whose = src.Data[secret.KubeconfigDataName], "the kubeconfig of Secret "+from+": another cluster's control plane"
+	}
 	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: cluster.Namespace, Name: secret.Name(cluster.Name, secret.Kubeconfig)}}
 	op, err := controllerutil.CreateOrUpdate(ctx, r.client, s, func() error {
 		s.Type = clusterv1.ClusterSecretType
@@ -206,14 +224,14 @@ func (r *controlPlaneReconciler) writeKubeconfig(ctx context.Context, cp *unstru
 			s.Labels = map[string]string{}
 		}
 		s.Labels[clusterv1.ClusterNameLabel] = cluster.Name
-		s.Data = map[string][]byte{secret.KubeconfigDataName: r.kubeconfig}
+		s.Data = map[string][]byte{secret.KubeconfigDataName: kubeconfig}
 		return controllerutil.SetControllerReference(cp, s, r.client.Scheme())
 	})
 	if err != nil {
 		return fmt.Errorf("writing Secret %s/%s: %w", s.Namespace, s.Name, err)
 	}
 	if op != controllerutil.OperationResultNone {
-		logf(cp, "Secret %s %s (the test world's admin kubeconfig: the workload cluster is this cluster)", s.Name, op)
+		logf(cp, "Secret %s %s (%s)", s.Name, op, whose)
 	}
 	return nil
 }
