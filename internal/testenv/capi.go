@@ -167,32 +167,44 @@ func (e *Env) CreateCAPICluster(ctx context.Context, name string) (*clusterv1.Cl
 // CreateCAPIWorkloadCluster is CreateCAPICluster for a Cluster whose
 // workload cluster is workload, a second control plane of the test world
 // (Start), as in Cluster API's usual topology: a management cluster (e,
-// where Cluster API and winnode run) and workload clusters elsewhere. Its
-// WinsimCluster's control plane endpoint is workload's API server; its
-// WinsimControlPlane stands for workload's control plane and writes
-// workload's admin kubeconfig (held in Secret <name>-workload-admin) into
-// the <name>-kubeconfig Secret, through which Cluster API and winnode
-// reach that cluster.
+// where Cluster API and winnode run) and workload clusters elsewhere
+// (CAPIWorkloadClusterObjects).
 func (e *Env) CreateCAPIWorkloadCluster(ctx context.Context, name string, workload *Env) (*clusterv1.Cluster, error) {
-	admin, err := workload.AdminKubeconfig()
+	admin, objs, err := CAPIWorkloadClusterObjects(name, workload)
 	if err != nil {
 		return nil, err
+	}
+	return e.createCAPICluster(ctx, name, append([]client.Object{admin}, objs...))
+}
+
+// CAPIWorkloadClusterObjects are CAPIClusterObjects(name) for a Cluster
+// whose workload cluster is workload: its WinsimCluster's control plane
+// endpoint is workload's API server; its WinsimControlPlane stands for
+// workload's control plane and copies the kubeconfig of Secret admin
+// (workload's admin kubeconfig, named <name>-workload-admin, to create
+// first) into the Cluster's <name>-kubeconfig Secret, through which
+// Cluster API and winnode reach that cluster. Until admin exists, the
+// Cluster has no kubeconfig Secret.
+func CAPIWorkloadClusterObjects(name string, workload *Env) (admin *corev1.Secret, objs []client.Object, err error) {
+	kubeconfig, err := workload.AdminKubeconfig()
+	if err != nil {
+		return nil, nil, err
 	}
 	endpoint, err := url.Parse(workload.Config.Host)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	port, err := strconv.Atoi(endpoint.Port())
 	if err != nil {
-		return nil, fmt.Errorf("the workload control plane's URL %s: port: %w", workload.Config.Host, err)
+		return nil, nil, fmt.Errorf("the workload control plane's URL %s: port: %w", workload.Config.Host, err)
 	}
-	src := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: CAPINamespace, Name: name + "-workload-admin"},
-		Data: map[string][]byte{"value": admin}}
-	objs := CAPIClusterObjects(name)
+	admin = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: CAPINamespace, Name: name + "-workload-admin"},
+		Data: map[string][]byte{"value": kubeconfig}}
+	objs = CAPIClusterObjects(name)
 	objs[0].(*unstructured.Unstructured).Object["spec"] = map[string]any{
 		"controlPlaneEndpoint": map[string]any{"host": endpoint.Hostname(), "port": int64(port)}}
-	objs[1].(*unstructured.Unstructured).Object["spec"] = map[string]any{"workloadKubeconfigSecret": src.Name}
-	return e.createCAPICluster(ctx, name, append([]client.Object{src}, objs...))
+	objs[1].(*unstructured.Unstructured).Object["spec"] = map[string]any{"workloadKubeconfigSecret": admin.Name}
+	return admin, objs, nil
 }
 
 // createCAPICluster creates namespace CAPINamespace and objs, whose last

@@ -4,19 +4,24 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	bootstrapv1 "github.com/winnode/winnode/api/bootstrap/v1alpha1"
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/capisource"
 	"github.com/winnode/winnode/internal/testenv"
 	"github.com/winnode/winnode/internal/testkit"
+	"github.com/winnode/winnode/internal/testkit/builder"
 	"github.com/winnode/winnode/internal/workload"
 )
 
@@ -36,15 +41,7 @@ import (
 func TestClusterAPIWorkloadCluster(t *testing.T) {
 	w := getWorldOf(t, kindCAPI)
 	ctx := context.Background()
-	wl, err := testenv.Start(ctx, testenv.Options{})
-	if err != nil {
-		t.Fatalf("starting the workload cluster's control plane: %v", err)
-	}
-	t.Cleanup(func() { _ = wl.Stop() })
-	wlKube, err := kubernetes.NewForConfig(wl.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
+	wl, wlKube := startWorkloadControlPlane(t)
 	mgmtBefore := w.nodeNames(t, w.kube)
 
 	w.startOperator(t, operatorOptions{})
@@ -84,6 +81,23 @@ func TestClusterAPIWorkloadCluster(t *testing.T) {
 	if got := w.nodeNames(t, w.kube); !slices.Equal(got, mgmtBefore) {
 		t.Errorf("the management cluster's Nodes changed: %v, were %v", got, mgmtBefore)
 	}
+}
+
+// startWorkloadControlPlane starts a second control plane (etcd,
+// kube-apiserver, kube-controller-manager, kube-scheduler) for a workload
+// cluster, stopped when the test ends.
+func startWorkloadControlPlane(t *testing.T) (*testenv.Env, kubernetes.Interface) {
+	t.Helper()
+	wl, err := testenv.Start(context.Background(), testenv.Options{})
+	if err != nil {
+		t.Fatalf("starting the workload cluster's control plane: %v", err)
+	}
+	t.Cleanup(func() { _ = wl.Stop() })
+	wlKube, err := kubernetes.NewForConfig(wl.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return wl, wlKube
 }
 
 // nodeNames lists the names of a cluster's Nodes, sorted.
@@ -152,4 +166,120 @@ func (w *world) workloadNodeOf(t *testing.T, m *clusterv1.Machine, wlKube kubern
 		t.Errorf("Node %s has providerID %q, Machine %s %q", node.Name, node.Spec.ProviderID, m.Name, m.Spec.ProviderID)
 	}
 	return node.Name, ""
+}
+
+// A Cluster whose <cluster>-kubeconfig Secret does not exist yet (its
+// control plane provider has not written it): the Machine's WinnodeConfig
+// says so by name (WorkloadClusterReachable=False,
+// KubeconfigSecretNotFound, and a Warning event), no bootstrap data is
+// written and no WindowsInstance made; once the control plane provider
+// writes the Secret, the Machine becomes a Ready node of the workload
+// cluster and of no other.
+func TestClusterAPIWorkloadKubeconfigLate(t *testing.T) {
+	w := getWorldOf(t, kindCAPI)
+	ctx := context.Background()
+	wl, wlKube := startWorkloadControlPlane(t)
+	mgmtBefore := w.nodeNames(t, w.kube)
+	w.startOperator(t, operatorOptions{})
+	admin, objs, err := testenv.CAPIWorkloadClusterObjects("workload-late", wl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		if err := w.client.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.createWinnodeConfigTemplate(t, "workload-late-workers", "wl")
+	md := w.createMachineDeployment(t, "workload-late", "workload-late-md-0", "workload-late-workers")
+	w.scaleMachineDeployment(t, md, 1)
+
+	var cfgName string
+	testkit.Eventually(t, 3*time.Minute, "the Machine's WinnodeConfig: WorkloadClusterReachable=False, KubeconfigSecretNotFound", func() (bool, string) {
+		machines := w.capiMachinesOf(t, md)
+		if len(machines) != 1 || !machines[0].Spec.Bootstrap.ConfigRef.IsDefined() {
+			return false, fmt.Sprintf("%d Machines", len(machines))
+		}
+		cfgName = machines[0].Spec.Bootstrap.ConfigRef.Name
+		cfg := &bootstrapv1.WinnodeConfig{}
+		if err := w.client.Get(ctx, client.ObjectKey{Namespace: md.Namespace, Name: cfgName}, cfg); err != nil {
+			return false, err.Error()
+		}
+		c := meta.FindStatusCondition(cfg.Status.Conditions, bootstrapv1.ConditionWorkloadClusterReachable)
+		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != workload.ReasonKubeconfigSecretNotFound {
+			return false, fmt.Sprintf("conditions %+v", cfg.Status.Conditions)
+		}
+		if !strings.Contains(c.Message, "workload-late-kubeconfig") {
+			t.Errorf("condition message %q does not name the Secret", c.Message)
+		}
+		return true, ""
+	})
+	if msgs := w.eventMessages(t, md.Namespace, cfgName, workload.ReasonKubeconfigSecretNotFound); len(msgs) == 0 {
+		t.Errorf("no %s event on WinnodeConfig %s", workload.ReasonKubeconfigSecretNotFound, cfgName)
+	}
+	if err := w.client.Get(ctx, client.ObjectKey{Namespace: md.Namespace, Name: cfgName}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
+		t.Errorf("bootstrap data Secret %s written while the workload cluster cannot be used: %v", cfgName, err)
+	}
+	var instances winnodev1.WindowsInstanceList
+	if err := w.client.List(ctx, &instances); err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range instances.Items {
+		if i.Spec.Cluster.Name == "workload-late" {
+			t.Errorf("WindowsInstance %s exists while its workload cluster cannot be used", i.Name)
+		}
+	}
+
+	if err := w.client.Create(ctx, admin); err != nil {
+		t.Fatal(err)
+	}
+	w.waitWorkloadNodes(t, md, wlKube, 1)
+	if got := w.nodeNames(t, w.kube); !slices.Equal(got, mgmtBefore) {
+		t.Errorf("the management cluster's Nodes changed: %v, were %v", got, mgmtBefore)
+	}
+}
+
+// An instance naming a Cluster API Cluster that does not exist (a Machine
+// of a deleted Cluster, or one written by hand): the operator does nothing
+// with its host and makes no credential anywhere: WorkloadClusterReachable
+// is False with reason ClusterNotFound and a Warning event, the host sees
+// no SSH connection, and no bootstrap token is issued for it in the
+// management cluster.
+func TestWorkloadInstanceOfMissingCluster(t *testing.T) {
+	w := getWorldOf(t, kindCAPI)
+	ctx := context.Background()
+	w.startOperator(t, operatorOptions{})
+	h := w.newHost(t)
+	inst := builder.Instance("no-cluster").Host(h.IP(), h.User()).Port(int32(h.Port())).Manual().Build()
+	inst.Spec.Cluster = winnodev1.ClusterRef{Namespace: testenv.CAPINamespace, Name: "no-such-cluster"}
+	if err := w.client.Create(ctx, inst); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.forget(inst.Name) })
+
+	testkit.Eventually(t, 2*time.Minute, "WorkloadClusterReachable=False, ClusterNotFound", func() (bool, string) {
+		got := &winnodev1.WindowsInstance{}
+		if err := w.client.Get(ctx, client.ObjectKeyFromObject(inst), got); err != nil {
+			return false, err.Error()
+		}
+		c := meta.FindStatusCondition(got.Status.Conditions, winnodev1.ConditionWorkloadClusterReachable)
+		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != workload.ReasonClusterNotFound {
+			return false, fmt.Sprintf("conditions %+v", got.Status.Conditions)
+		}
+		return strings.Contains(c.Message, "no-such-cluster"), "message " + c.Message
+	})
+	testkit.Eventually(t, time.Minute, "a ClusterNotFound event on the instance", func() (bool, string) {
+		n := len(w.eventMessages(t, metav1.NamespaceDefault, inst.Name, workload.ReasonClusterNotFound))
+		return n > 0, "none yet"
+	})
+	if c := h.Counters(); c.Connections != 0 {
+		t.Errorf("the host saw %d SSH connections for an instance whose cluster does not exist", c.Connections)
+	}
+	tokens, err := w.kube.CoreV1().Secrets("kube-system").List(ctx, metav1.ListOptions{LabelSelector: winnodev1.LabelInstance + "=" + inst.Name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tokens.Items) != 0 {
+		t.Errorf("%d credentials made in the management cluster for an instance of another cluster", len(tokens.Items))
+	}
 }
