@@ -161,7 +161,16 @@ func CAPIClusterObjects(name string) []client.Object {
 // Machine whose Node appears gets its nodeRef. The winsim providers set
 // the control plane endpoint and write the <name>-kubeconfig Secret.
 func (e *Env) CreateCAPICluster(ctx context.Context, name string) (*clusterv1.Cluster, error) {
-	return e.createCAPICluster(ctx, name, CAPIClusterObjects(name))
+	return e.CreateCAPIClusterOf(ctx, CAPIClusterObjects(name))
+}
+
+// InNamespace moves objs, made for CAPINamespace, to namespace ns (they
+// refer to each other by name, within one namespace) and returns them.
+func InNamespace(ns string, objs ...client.Object) []client.Object {
+	for _, o := range objs {
+		o.SetNamespace(ns)
+	}
+	return objs
 }
 
 // CreateCAPIWorkloadCluster is CreateCAPICluster for a Cluster whose
@@ -174,7 +183,7 @@ func (e *Env) CreateCAPIWorkloadCluster(ctx context.Context, name string, worklo
 	if err != nil {
 		return nil, err
 	}
-	return e.createCAPICluster(ctx, name, append([]client.Object{admin}, objs...))
+	return e.CreateCAPIClusterOf(ctx, append([]client.Object{admin}, objs...))
 }
 
 // CAPIWorkloadClusterObjects are CAPIClusterObjects(name) for a Cluster
@@ -207,10 +216,10 @@ func CAPIWorkloadClusterObjects(name string, workload *Env) (admin *corev1.Secre
 	return admin, objs, nil
 }
 
-// createCAPICluster creates namespace CAPINamespace and objs, whose last
-// is the Cluster, and waits until Cluster API reports it provisioned and
-// reachable.
-func (e *Env) createCAPICluster(ctx context.Context, name string, objs []client.Object) (*clusterv1.Cluster, error) {
+// CreateCAPIClusterOf creates the namespace of objs, whose last is the
+// Cluster, and objs (CAPIClusterObjects, CAPIWorkloadClusterObjects), and
+// waits until Cluster API reports the Cluster provisioned and reachable.
+func (e *Env) CreateCAPIClusterOf(ctx context.Context, objs []client.Object) (*clusterv1.Cluster, error) {
 	s, err := CAPIScheme()
 	if err != nil {
 		return nil, err
@@ -219,7 +228,8 @@ func (e *Env) createCAPICluster(ctx context.Context, name string, objs []client.
 	if err != nil {
 		return nil, err
 	}
-	if err := createOrGet(ctx, c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: CAPINamespace}}); err != nil {
+	cluster := objs[len(objs)-1].(*clusterv1.Cluster)
+	if err := createOrGet(ctx, c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cluster.Namespace}}); err != nil {
 		return nil, err
 	}
 	for _, obj := range objs {
@@ -227,7 +237,6 @@ func (e *Env) createCAPICluster(ctx context.Context, name string, objs []client.
 			return nil, fmt.Errorf("creating %s %s/%s: %w", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetNamespace(), obj.GetName(), err)
 		}
 	}
-	cluster := objs[len(objs)-1].(*clusterv1.Cluster)
 	var last string
 	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(cluster), cluster); err != nil {
@@ -239,7 +248,7 @@ func (e *Env) createCAPICluster(ctx context.Context, name string, objs []client.
 			conditionTrue(cluster.Status.Conditions, clusterv1.ClusterRemoteConnectionProbeCondition), nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("waiting for Cluster %s/%s to be provisioned and reachable: %w; last seen: %s", CAPINamespace, name, err, last)
+		return nil, fmt.Errorf("waiting for Cluster %s/%s to be provisioned and reachable: %w; last seen: %s", cluster.Namespace, cluster.Name, err, last)
 	}
 	return cluster, nil
 }

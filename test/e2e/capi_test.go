@@ -87,7 +87,14 @@ func TestClusterAPIMachineDeployment(t *testing.T) {
 // computer name prefix ("": the Machine's name).
 func (w *world) createWinnodeConfigTemplate(t *testing.T, name, prefix string) {
 	t.Helper()
-	tmpl := &bootstrapv1.WinnodeConfigTemplate{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testenv.CAPINamespace}}
+	w.createWinnodeConfigTemplateIn(t, testenv.CAPINamespace, name, prefix)
+}
+
+// createWinnodeConfigTemplateIn is createWinnodeConfigTemplate in
+// namespace ns.
+func (w *world) createWinnodeConfigTemplateIn(t *testing.T, ns, name, prefix string) {
+	t.Helper()
+	tmpl := &bootstrapv1.WinnodeConfigTemplate{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
 	tmpl.Spec.Template.Spec.ComputerNamePrefix = prefix
 	tmpl.Spec.Template.Spec.Mode = bootstrapv1.ModePush
 	if err := w.client.Create(context.Background(), tmpl); err != nil {
@@ -100,8 +107,14 @@ func (w *world) createWinnodeConfigTemplate(t *testing.T, name, prefix string) {
 // deleted when the test ends.
 func (w *world) createMachineDeployment(t *testing.T, cluster, name, bootstrap string) *clusterv1.MachineDeployment {
 	t.Helper()
+	return w.createMachineDeploymentIn(t, testenv.CAPINamespace, cluster, name, bootstrap)
+}
+
+// createMachineDeploymentIn is createMachineDeployment in namespace ns.
+func (w *world) createMachineDeploymentIn(t *testing.T, ns, cluster, name, bootstrap string) *clusterv1.MachineDeployment {
+	t.Helper()
 	md, infra := testenv.WinsimMachineDeployment(cluster, name, 0, testenv.WinnodeConfigTemplateBootstrap(bootstrap))
-	for _, o := range []client.Object{infra, md} {
+	for _, o := range testenv.InNamespace(ns, infra, md) {
 		if err := w.client.Create(context.Background(), o); err != nil {
 			t.Fatal(err)
 		}

@@ -283,3 +283,49 @@ func TestWorkloadInstanceOfMissingCluster(t *testing.T) {
 		t.Errorf("%d credentials made in the management cluster for an instance of another cluster", len(tokens.Items))
 	}
 }
+
+// Two namespaces, two Clusters: team-a's workload cluster is a second
+// control plane, team-b's is the management cluster itself (self-hosted).
+// Each Machine's node is in its own Cluster's cluster and in no other.
+func TestClusterAPIClustersInTwoNamespaces(t *testing.T) {
+	w := getWorldOf(t, kindCAPI)
+	ctx := context.Background()
+	wl, wlKube := startWorkloadControlPlane(t)
+	mgmtBefore := w.nodeNames(t, w.kube)
+	w.startOperator(t, operatorOptions{})
+
+	admin, objs, err := testenv.CAPIWorkloadClusterObjects("team-a", wl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.env.CreateCAPIClusterOf(ctx, testenv.InNamespace("capi-team-a", append([]client.Object{admin}, objs...)...)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.env.CreateCAPIClusterOf(ctx, testenv.InNamespace("capi-team-b", testenv.CAPIClusterObjects("team-b")...)); err != nil {
+		t.Fatal(err)
+	}
+	var mds []*clusterv1.MachineDeployment
+	for _, team := range []string{"team-a", "team-b"} {
+		ns := "capi-" + team
+		w.createWinnodeConfigTemplateIn(t, ns, team+"-workers", "t"+team[len(team)-1:])
+		md := w.createMachineDeploymentIn(t, ns, team, team+"-md-0", team+"-workers")
+		w.scaleMachineDeployment(t, md, 1)
+		mds = append(mds, md)
+	}
+	inA := w.waitWorkloadNodes(t, mds[0], wlKube, 1)
+	inB := w.waitWorkloadNodes(t, mds[1], w.kube, 1)
+	for _, name := range inA {
+		if slices.Contains(w.nodeNames(t, w.kube), name) {
+			t.Errorf("team-a's Node %s is in the management cluster", name)
+		}
+	}
+	for _, name := range inB {
+		if slices.Contains(w.nodeNames(t, wlKube), name) {
+			t.Errorf("team-b's Node %s is in team-a's workload cluster", name)
+		}
+	}
+	want := slices.Sorted(slices.Values(append(slices.Clone(mgmtBefore), inB...)))
+	if got := w.nodeNames(t, w.kube); !slices.Equal(got, want) {
+		t.Errorf("the management cluster's Nodes: %v, want %v (those before and team-b's)", got, want)
+	}
+}
