@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -329,7 +330,10 @@ func (r *Reconciler) configurer(ctx context.Context, inst *winnodev1.WindowsInst
 			if err := r.Client.List(ctx, &all); err != nil {
 				return "", err
 			}
-			return configure.NodeNameOwner(inst, all.Items), nil
+			// Node names are unique within one cluster: instances joining
+			// other clusters do not count.
+			same := slices.DeleteFunc(all.Items, func(o winnodev1.WindowsInstance) bool { return o.Spec.Cluster != inst.Spec.Cluster })
+			return configure.NodeNameOwner(inst, same), nil
 		},
 	}
 	c.Persisted(inst)
