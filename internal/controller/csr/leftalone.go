@@ -47,7 +47,7 @@ const (
 
 var csrDecisions = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "winnode_csr_decisions_total",
-	Help: "Decisions of the CSR approver, one per CertificateSigningRequest and outcome (a pending CSR decided again the same way is not counted again), " +
+	Help: "Decisions of the CSR approver, once per CertificateSigningRequest and reason (a pending CSR decided again the same way is not counted again), " +
 		"by decision (approved, left_alone) and reason (approved: client, renewal, serving; left alone: not_winnode, not_kubelet_signer, unknown_credential, refused_by_a_rule).",
 }, []string{"decision", "reason"})
 
