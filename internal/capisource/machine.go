@@ -82,7 +82,9 @@ const workloadRecheck = 10 * time.Second
 // Provisioned.
 type machineKind struct {
 	*MachineReconciler
-	push    bool
+	// why is why the Machine's host is not the operator's to configure
+	// (machinesource's reasons; "" when it is).
+	why     string
 	cluster winnodev1.ClusterRef
 	waiting bool
 }
@@ -100,10 +102,12 @@ func (k *machineKind) Get(ctx context.Context, key types.NamespacedName) (client
 	var cfg bootstrapv1.WinnodeConfig
 	err := k.Machines.Get(ctx, client.ObjectKey{Namespace: m.Namespace, Name: m.Spec.Bootstrap.ConfigRef.Name}, &cfg)
 	if err != nil {
+		k.why = machinesource.NotProvisioned // its config comes with it
 		return &m, client.IgnoreNotFound(err)
 	}
-	if k.push = capibootstrap.ModeOf(cfg.Spec) == bootstrapv1.ModePush; !k.push {
-		return &m, nil // Pull: the bootstrap data alone joins the host
+	if capibootstrap.ModeOf(cfg.Spec) != bootstrapv1.ModePush {
+		k.why = machinesource.NotPushMode // Pull: the bootstrap data alone joins the host
+		return &m, nil
 	}
 	k.cluster = winnodev1.ClusterRef{Namespace: m.Namespace, Name: m.Spec.ClusterName}
 	if _, err := k.Workloads.Get(ctx, k.cluster); err != nil {
@@ -111,20 +115,23 @@ func (k *machineKind) Get(ctx context.Context, key types.NamespacedName) (client
 		if !errors.As(err, &we) {
 			return &m, err
 		}
-		k.push, k.waiting = false, true
+		k.why, k.waiting = machinesource.WorkloadClusterUnusable, true
 	}
 	return &m, nil
 }
 
 // Provisioned is MachineReconciler.Provisioned, for a Push Machine whose
 // workload cluster the operator can act in, with that cluster.
-func (k *machineKind) Provisioned(obj client.Object) (machinesource.Machine, bool) {
-	m, ok := k.MachineReconciler.Provisioned(obj)
-	if !ok || !k.push {
-		return machinesource.Machine{}, false
+func (k *machineKind) Provisioned(obj client.Object) (machinesource.Machine, string) {
+	m, why := k.MachineReconciler.Provisioned(obj)
+	if why != "" {
+		return machinesource.Machine{}, why
+	}
+	if k.why != "" {
+		return machinesource.Machine{}, k.why
 	}
 	m.Cluster = k.cluster
-	return m, true
+	return m, ""
 }
 
 // Get reads a Machine from the manager's cache.
@@ -139,14 +146,18 @@ func (r *MachineReconciler) InstanceName(key types.NamespacedName) string {
 }
 
 // Provisioned says whether winnode bootstraps the Machine and its
-// infrastructure is provisioned, with an InternalIP and a provider ID.
-func (r *MachineReconciler) Provisioned(obj client.Object) (machinesource.Machine, bool) {
+// infrastructure is provisioned, with an InternalIP and a provider ID; if
+// not, why not.
+func (r *MachineReconciler) Provisioned(obj client.Object) (machinesource.Machine, string) {
 	m := obj.(*clusterv1.Machine)
-	address := internalIP(m)
-	if !bootstrappedByWinnode(m) || address == "" || !ptr.Deref(m.Status.Initialization.InfrastructureProvisioned, false) || m.Spec.ProviderID == "" {
-		return machinesource.Machine{}, false
+	if !bootstrappedByWinnode(m) {
+		return machinesource.Machine{}, machinesource.NotWindows
 	}
-	return machinesource.Machine{Address: address, ProviderID: m.Spec.ProviderID}, true
+	address := internalIP(m)
+	if address == "" || !ptr.Deref(m.Status.Initialization.InfrastructureProvisioned, false) || m.Spec.ProviderID == "" {
+		return machinesource.Machine{}, machinesource.NotProvisioned
+	}
+	return machinesource.Machine{Address: address, ProviderID: m.Spec.ProviderID}, ""
 }
 
 // bootstrappedByWinnode reports whether m's bootstrap config is a

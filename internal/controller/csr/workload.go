@@ -41,11 +41,12 @@ func WatchWorkloads(mgr ctrl.Manager, w Workloads, base *Approver) {
 	}
 	log := mgr.GetLogger().WithName("csr-approver")
 	w.OnConnect(func(wc *workload.Cluster) error {
-		a := *base
-		a.Cluster, a.CSRs, a.Kube = wc.Ref, wc.Client, wc.Kube
-		a.Policy, a.JoinNamespace = wc.Facts.CSRPolicy(), wc.Namespace
+		a := &Approver{
+			Client: base.Client, Recorder: base.Recorder, OnDecision: base.OnDecision,
+			Cluster: wc.Ref, CSRs: wc.Client, Kube: wc.Kube, Policy: wc.Facts.CSRPolicy(), JoinNamespace: wc.Namespace,
+		}
 		ctl, err := controller.NewUnmanaged("csr-approver-"+wc.Ref.Namespace+"-"+wc.Ref.Name, controller.Options{
-			Reconciler: &a, SkipNameValidation: ptr.To(true), Logger: log.WithValues("cluster", wc.Ref.String()),
+			Reconciler: a, SkipNameValidation: ptr.To(true), Logger: log.WithValues("cluster", wc.Ref.String()),
 		})
 		if err != nil {
 			return err
