@@ -38,7 +38,7 @@ func RefreshToken(ctx context.Context, c kubernetes.Interface, instance, id stri
 		return time.Time{}, fmt.Errorf("reading bootstrap token %s of instance %s to refresh it: %w", id, instance, err)
 	}
 	if s.Type != corev1.SecretTypeBootstrapToken || s.Labels[winnodev1.LabelInstance] != instance {
-		return time.Time{}, fmt.Errorf("Secret %s/%s is not the bootstrap token of instance %s", TokenNamespace, name, instance)
+		return time.Time{}, fmt.Errorf("bootstrap token refresh: Secret %s/%s is not the bootstrap token of instance %s", TokenNamespace, name, instance)
 	}
 	exp, err := time.Parse(time.RFC3339, string(s.Data[bootstrapapi.BootstrapTokenExpirationKey]))
 	now := time.Now()
