@@ -196,6 +196,34 @@ type ServiceStatus struct {
 // reports.
 const MaxLogTailLines = 5
 
+// LogsDocument is what `winnode-agent logs` prints: a part of a service's
+// log, read on the host (for a node whose kubelet cannot serve it).
+type LogsDocument struct {
+	SchemaVersion string `json:"schemaVersion"`
+	// Service is the service asked for ("winnode-agent": the agent's own
+	// log); File the log file read (Windows path).
+	Service string `json:"service"`
+	File    string `json:"file"`
+	// Size is the file's size when read; Offset where in it the bytes read
+	// start (a reader following the log asks for the bytes from Size on
+	// next time, and starts again from 0 once Size is smaller: rotated).
+	Size   int64 `json:"size"`
+	Offset int64 `json:"offset"`
+	// Text is the log from Offset on, at most MaxLogsBytes of it (the
+	// end), with --since and --tail applied.
+	Text string `json:"text"`
+	// Truncated: the file had more than MaxLogsBytes from Offset on, and
+	// only the end was read.
+	Truncated bool `json:"truncated,omitempty"`
+	// Rotated are the rotated copies beside the file, oldest first (names
+	// only): older lines are there.
+	Rotated []string `json:"rotated,omitempty"`
+}
+
+// MaxLogsBytes bounds what `winnode-agent logs` reads of a file: the end
+// of it, so that a host's answer stays small whatever its logs hold.
+const MaxLogsBytes = 4 << 20
+
 // OSInfo names the Windows release.
 type OSInfo struct {
 	ProductName string `json:"productName"` // "Windows Server 2022 Datacenter"

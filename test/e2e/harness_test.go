@@ -115,6 +115,7 @@ type world struct {
 	scheme     *runtime.Scheme
 	standin    string
 	agent      string
+	service    string // the Linux build of cmd/winnode-service
 	payloadDir string
 	payload    *payload.Manifest
 	signer     ssh.Signer
@@ -199,6 +200,9 @@ func newWorld(t testing.TB, env *testenv.Env, kind apiServerKind) (*world, error
 	if w.agent, err = testenv.BuildBinary("cmd/winnode-agent"); err != nil {
 		return nil, err
 	}
+	if w.service, err = testenv.BuildBinary("cmd/winnode-service"); err != nil {
+		return nil, err
+	}
 	if w.standin, err = testenv.BuildBinary("cmd/winsim-standin"); err != nil {
 		return nil, err
 	}
@@ -211,7 +215,7 @@ func newWorld(t testing.TB, env *testenv.Env, kind apiServerKind) (*world, error
 		return nil, err
 	}
 	w.payloadDir = dir
-	if w.payload, err = simpayload.Build(dir, simpayload.Options{AgentBinary: w.agent, StandinBinary: w.standin, HostLocalBinary: hostLocal}); err != nil {
+	if w.payload, err = simpayload.Build(dir, simpayload.Options{AgentBinary: w.agent, ServiceBinary: w.service, StandinBinary: w.standin, HostLocalBinary: hostLocal}); err != nil {
 		return nil, err
 	}
 	key, err := fixture.GenerateKey()

@@ -39,7 +39,7 @@ func TestPayloadChangeUpgrades(t *testing.T) {
 
 	const pad = 3 << 20
 	dir := t.TempDir()
-	m, err := simpayload.Build(dir, simpayload.Options{AgentBinary: w.agent, StandinBinary: w.standin, PaddingBytes: pad, PaddingSeed: t.Name()})
+	m, err := simpayload.Build(dir, simpayload.Options{AgentBinary: w.agent, ServiceBinary: w.service, StandinBinary: w.standin, PaddingBytes: pad, PaddingSeed: t.Name()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +175,7 @@ func TestUpgradeRestartingServicesRollsOutOneNodeAtATime(t *testing.T) {
 		}
 	}
 	dir := t.TempDir()
-	m, err := simpayload.Build(dir, simpayload.Options{AgentBinary: w.agent, StandinBinary: w.standin, Build: t.Name()})
+	m, err := simpayload.Build(dir, simpayload.Options{AgentBinary: w.agent, ServiceBinary: w.service, StandinBinary: w.standin, Build: t.Name()})
 	if err != nil {
 		t.Fatal(err)
 	}
