@@ -37,7 +37,9 @@ func TestCSIProxyLogsToItsFile(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "csi-proxy.log")
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
-	go func() { done <- runCSIProxy(ctx, []string{"-logtostderr=false", "-log_file", file, "-kubelet-path", `C:\var\lib\kubelet`}) }()
+	go func() {
+		done <- runCSIProxy(ctx, []string{"-logtostderr=false", "-log_file", file, "-kubelet-path", `C:\var\lib\kubelet`})
+	}()
 	deadline := time.Now().Add(10 * time.Second)
 	var data []byte
 	for time.Now().Before(deadline) {
