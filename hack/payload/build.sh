@@ -66,6 +66,12 @@ flannel_version=$(modversion "$here/flannel" github.com/flannel-io/flannel)
 # Kubernetes programs' cache, and a new flannel rebuilds only flanneld.
 flannel_cache="${WINNODE_CACHE:-$HOME/.cache/winnode}/payload/flannel-$flannel_version-r1"
 mkdir -p "$flannel_cache"
+# One payload build at a time on this machine: two builds started side by
+# side (test packages, work trees) would otherwise compile the same program
+# into the same .tmp file at once. Waiting is cheaper: a warm build takes
+# seconds.
+exec 8>"${WINNODE_CACHE:-$HOME/.cache/winnode}/payload/.lock"
+flock 8
 # The CSI proxy has a cache of its own too (cold build: 74 to 89 s of CPU).
 csi_version=$(modversion "$here/csi-proxy" github.com/kubernetes-csi/csi-proxy)
 csi_cache="${WINNODE_CACHE:-$HOME/.cache/winnode}/payload/csi-proxy-$csi_version-r1"
