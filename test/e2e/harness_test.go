@@ -48,6 +48,7 @@ import (
 	"github.com/winnode/winnode/internal/controller"
 	"github.com/winnode/winnode/internal/fixture"
 	"github.com/winnode/winnode/internal/inventory"
+	"github.com/winnode/winnode/internal/logrotate"
 	"github.com/winnode/winnode/internal/payload"
 	"github.com/winnode/winnode/internal/testenv"
 	"github.com/winnode/winnode/internal/testkit"
@@ -381,6 +382,8 @@ type operatorOptions struct {
 	// --hybrid-cluster-cidr.
 	network           string
 	hybridClusterCIDR string
+	// logs are --log-file-size and --log-file-age (nil: the defaults).
+	logs *logrotate.Limits
 }
 
 // startOperator runs the operator until the test ends or op.stop.
@@ -406,6 +409,7 @@ func (w *world) startOperator(t testing.TB, o operatorOptions) *operator {
 		RetryMax:          5 * time.Second,
 		Network:           o.network,
 		HybridClusterCIDR: o.hybridClusterCIDR,
+		Logs:              o.logs,
 		// The simulated hosts have loopback addresses (127.0.0.10 and up).
 		Addresses: inventory.AddressPolicy{Allowed: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}},
 		TuneInstance: func(c *configure.Configurer) {
