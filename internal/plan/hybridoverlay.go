@@ -33,7 +33,7 @@ const (
 // after the kubelet, with the flags the Windows Machine Config Operator
 // gives it. Unlike flanneld it answers the service control manager itself
 // (--windows-service; ovn-kubernetes, hybrid-overlay/pkg/windows/service),
-// so it runs without the agent's run-service. It waits for its Node's
+// so it runs without winnode-service.exe. It waits for its Node's
 // hybrid subnet, creates the HNS network HybridOverlayNetwork on it and
 // annotates the Node with the network's gateway MAC.
 func (in RenderInput) hybridOverlayService() Service {

@@ -175,9 +175,10 @@ type Info struct {
 	Warnings []string `json:"warnings,omitempty"`
 	// Services are the services of the applied plan that are not Running
 	// (Stopped, restarting after a failure, missing), each with the end of
-	// its log where the agent knows it: the log file of run-service, which
-	// hosts the kubelet, kube-proxy and flanneld. Agents before it leave it
-	// out.
+	// its log where the agent knows it: the --log-file of
+	// winnode-service.exe, which hosts the kubelet, kube-proxy, flanneld
+	// and csi-proxy, or hybrid-overlay-node's --logfile. Agents before it
+	// leave it out.
 	Services []ServiceStatus `json:"services,omitempty"`
 }
 

@@ -647,12 +647,17 @@ func (w *world) nodesOfHost(t testing.TB, h *winsim.Host) int {
 	return n
 }
 
-// servicePIDs is each winnode service's process ID on a host.
+// servicePIDs is each winnode service's process ID on a host: the
+// kubelet's, and those of kube-proxy, flanneld and csi-proxy where the
+// plan has them.
 func servicePIDs(t testing.TB, h *winsim.Host) map[string]int {
 	t.Helper()
 	out := map[string]int{}
-	for _, name := range []string{"kubelet", "kube-proxy"} {
+	for _, name := range []string{"kubelet", "kube-proxy", "flanneld", "csi-proxy"} {
 		svc, err := h.Services().Get(name)
+		if err != nil && name != "kubelet" {
+			continue
+		}
 		if err != nil {
 			t.Fatalf("service %s on %s: %v", name, h.Hostname(), err)
 		}
