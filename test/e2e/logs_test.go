@@ -2,11 +2,19 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/winnode/winnode/internal/cli"
 	"github.com/winnode/winnode/internal/logrotate"
@@ -23,17 +31,18 @@ func (w *world) winnodectl(args ...string) (code int, stdout, stderr string) {
 	return code, out.String(), errOut.String()
 }
 
-// TestServiceLogsRotate: with the operator's --log-file-size at 2 KB,
+// TestServiceLogsRotate: with the operator's --log-file-size at 600 bytes,
 // winnode-service.exe rotates the kubelet's log as it grows, and a restart
 // of the service deletes the copies older than --log-file-age (a copy
 // planted with a 2020 time) and keeps the newer ones. csi-proxy logs to
-// its own folder. winnodectl logs reads a log over SSH through the agent
-// (the test world's API server cannot reach a kubelet), with --tail
-// applied, and names a log that is not there.
+// its own folder. winnodectl logs reads a log with --tail applied, and
+// names a log that is not there. It reads over SSH: the test world's API
+// server refuses to proxy to a node at a loopback address (its node proxy
+// allows no loopback or link-local address), as simulated hosts have.
 func TestServiceLogsRotate(t *testing.T) {
 	w := getWorld(t)
 	h := w.newHost(t)
-	w.startOperator(t, operatorOptions{logs: &logrotate.Limits{Size: 2000, Age: time.Hour}})
+	w.startOperator(t, operatorOptions{logs: &logrotate.Limits{Size: 600, Age: time.Hour}})
 	w.instanceFor(t, "rotating", h)
 	w.waitReady(t, "rotating", 3*time.Minute)
 
@@ -43,10 +52,14 @@ func TestServiceLogsRotate(t *testing.T) {
 	}
 	backups := func() []string { b, _ := logrotate.Backups(current); return b }
 	testkit.Eventually(t, 3*time.Minute, "a rotated copy of the kubelet's log", func() (bool, string) {
-		return len(backups()) > 0, strings.Join(backups(), ", ")
+		fi, err := os.Stat(current)
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(backups()) > 0, fmt.Sprintf("%s: %d bytes; copies: %v", current, fi.Size(), backups())
 	})
 	for _, b := range backups() {
-		if fi, err := os.Stat(b); err != nil || fi.Size() > 2000+logrotate.Slack {
+		if fi, err := os.Stat(b); err != nil || fi.Size() > 600+logrotate.Slack {
 			t.Errorf("rotated copy %s: %v, %v bytes; want at most the size limit and a line", b, err, fi.Size())
 		}
 	}
@@ -75,11 +88,12 @@ func TestServiceLogsRotate(t *testing.T) {
 		}
 	}
 
-	checkLogsOverSSH(t, w)
+	checkLogsCommand(t, w)
 }
 
-// checkLogsOverSSH reads the host's logs with winnodectl logs.
-func checkLogsOverSSH(t *testing.T, w *world) {
+// checkLogsCommand reads the host's logs with winnodectl logs (over SSH,
+// the stderr says).
+func checkLogsCommand(t *testing.T, w *world) {
 	t.Helper()
 	code, out, errOut := w.winnodectl("logs", "rotating", "kubelet", "--tail", "3")
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
@@ -91,11 +105,93 @@ func checkLogsOverSSH(t *testing.T, w *world) {
 		t.Errorf("winnodectl logs csi-proxy: exit %d, stdout:\n%s\nstderr: %s", code, out, errOut)
 	}
 	code, _, errOut = w.winnodectl("logs", "rotating", "no-such-service")
-	if code == 0 || !strings.Contains(errOut, `C:\var\log\no-such-service\no-such-service.log`) {
+	if code == 0 || !strings.Contains(errOut, "no-such-service/no-such-service.log") || !strings.Contains(errOut, `C:\var\log\no-such-service\no-such-service.log`) {
 		t.Errorf("winnodectl logs of a service with no log: exit %d, stderr %s; want a failure naming the file", code, errOut)
 	}
 	code, _, errOut = w.winnodectl("logs", "rotating", "--tail", "-5")
 	if code != cli.ExitUsage {
 		t.Errorf("--tail -5: exit %d (%s), want %d", code, errOut, cli.ExitUsage)
 	}
+}
+
+// TestLogsThroughTheKubelet: the API server reaches the stand-in kubelet
+// at its InternalIP over TLS (the approved serving certificate, checked
+// against the cluster CA; its kubelet client certificate authorized by
+// the kubelet's SubjectAccessReview): `kubectl logs` of a pod on the
+// Windows node works. The node's logs at /logs/ are read with the API
+// server's own client certificate, since its node proxy refuses a node at
+// a loopback address (as the simulated hosts are): a file, the listing, a
+// missing file (404), and no certificate (401).
+func TestLogsThroughTheKubelet(t *testing.T) {
+	w := getWorld(t)
+	h := w.newHost(t)
+	w.startOperator(t, operatorOptions{})
+	w.instanceFor(t, "kubelet-logs", h)
+	nodeName := w.waitReady(t, "kubelet-logs", 3*time.Minute).Status.NodeName
+	pod := w.podOn(t, nodeName)
+	ctx := context.Background()
+
+	// The serving certificate is approved after the node is Ready: until
+	// then the kubelet cannot serve, as the real one cannot.
+	var logs []byte
+	testkit.Eventually(t, 2*time.Minute, "kubectl logs of the pod on the Windows node", func() (bool, string) {
+		var err error
+		logs, err = w.kube.CoreV1().Pods(pod.Namespace).GetLogs(pod.Name, &corev1.PodLogOptions{Container: "iis"}).DoRaw(ctx)
+		return err == nil, fmt.Sprintf("%v %s", err, logs)
+	})
+	if !strings.Contains(string(logs), "container iis of pod default/"+pod.Name+" started") {
+		t.Errorf("kubectl logs printed %q", logs)
+	}
+	node, err := w.kube.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := fmt.Sprintf("https://%s:%d", h.IP(), node.Status.DaemonEndpoints.KubeletEndpoint.Port)
+	asAPIServer, anonymous := kubeletClients(t, w)
+	for _, tc := range []struct {
+		client *http.Client
+		path   string
+		code   int
+		want   string
+	}{
+		{asAPIServer, "/logs/kubelet/kubelet.log", http.StatusOK, "kubelet (simulated by winsim)"},
+		{asAPIServer, "/logs/", http.StatusOK, "csi-proxy/"},
+		{asAPIServer, "/logs/kubelet/no-such.log", http.StatusNotFound, "404 page not found"},
+		{asAPIServer, "/healthz", http.StatusOK, "ok"},
+		{anonymous, "/logs/kubelet/kubelet.log", http.StatusUnauthorized, "Unauthorized"},
+	} {
+		res, err := tc.client.Get(base + tc.path)
+		if err != nil {
+			t.Errorf("GET %s: %v", tc.path, err)
+			continue
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != tc.code || !strings.Contains(string(body), tc.want) {
+			t.Errorf("GET %s: %d %.300s; want %d with %q", tc.path, res.StatusCode, body, tc.code, tc.want)
+		}
+	}
+}
+
+// kubeletClients are HTTPS clients that trust the cluster CA (which signs
+// kubelets' serving certificates): one with the API server's kubelet
+// client certificate, one with none.
+func kubeletClients(t *testing.T, w *world) (*http.Client, *http.Client) {
+	t.Helper()
+	ca, err := os.ReadFile(w.env.CACertFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(ca)
+	cert, err := tls.LoadX509KeyPair(w.env.KubeletClientCertFile, w.env.KubeletClientKeyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := func(certs []tls.Certificate) *http.Client {
+		return &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+			TLSClientConfig: &tls.Config{RootCAs: roots, Certificates: certs, MinVersion: tls.VersionTLS12},
+		}}
+	}
+	return client([]tls.Certificate{cert}), client(nil)
 }
