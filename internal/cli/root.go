@@ -179,6 +179,7 @@ Exit codes: 0 success; 1 the command failed (the message says what to do);
 		newUserDataCommand(s),
 		newSSHCommand(s),
 		newLogsCommand(s),
+		newGatherCommand(s),
 	)
 	root.AddCommand(more...)
 	return root

@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"archive/tar"
+	"compress/gzip"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -194,4 +196,73 @@ func kubeletClients(t *testing.T, w *world) (*http.Client, *http.Client) {
 		}}
 	}
 	return client([]tls.Certificate{cert}), client(nil)
+}
+
+// TestGatherWithAHostDown: winnodectl gather writes one archive with the
+// instances, the Windows Nodes, their events, and each reachable host's
+// agent info and service logs; a host that is down gets a note saying
+// why, and the archive is still written.
+func TestGatherWithAHostDown(t *testing.T) {
+	w := getWorld(t)
+	up, down := w.newHost(t), w.newHost(t)
+	w.startOperator(t, operatorOptions{})
+	w.instanceFor(t, "gather-up", up)
+	w.instanceFor(t, "gather-down", down)
+	w.waitReady(t, "gather-up", 3*time.Minute)
+	w.waitReady(t, "gather-down", 3*time.Minute)
+	down.PowerOff()
+
+	file := filepath.Join(t.TempDir(), "case.tar.gz")
+	code, out, errOut := w.winnodectl("gather", "--output", file, "--connect-timeout", "5s")
+	if code != 0 || !strings.Contains(errOut, "gather-down") {
+		t.Fatalf("gather: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	files := readArchive(t, file)
+	for name, want := range map[string]string{
+		"cluster/windowsinstances.yaml":     "gather-up",
+		"cluster/nodes.yaml":                strings.ToLower(up.Hostname()),
+		"hosts/gather-up/info.json":         `"hostname"`,
+		"hosts/gather-up/kubelet.log":       "kubelet (simulated by winsim)",
+		"hosts/gather-up/csi-proxy.log":     "Starting CSI-Proxy Server",
+		"hosts/gather-down/UNREACHABLE.txt": "could not be reached",
+	} {
+		if got, ok := files[name]; !ok || !strings.Contains(got, want) {
+			t.Errorf("%s in the archive: present %t, lacks %q:\n%.500s", name, ok, want, got)
+		}
+	}
+	for name, content := range files {
+		if strings.Contains(content, "PRIVATE KEY") {
+			t.Errorf("%s in the archive holds a private key", name)
+		}
+	}
+}
+
+// readArchive is each file of a gzipped tar archive, by name.
+func readArchive(t *testing.T, file string) map[string]string {
+	t.Helper()
+	f, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	gz, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{}
+	tr := tar.NewReader(gz)
+	for {
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			return files
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := io.ReadAll(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[hdr.Name] = string(data)
+	}
 }
