@@ -50,6 +50,12 @@ func TestShippedBinariesLinkNoTestCode(t *testing.T) {
 		// Its Linux build runs on simulated hosts: it speaks the simulated
 		// service manager's API (simscm) but links none of the simulator.
 		{"linux", "winnode-agent", append(testOnly, module+"internal/winsim", module+"internal/testenv")},
+		// winnode-service.exe, the services' wrapper, is small: on Windows
+		// neither the agent nor the plan's types (and their Kubernetes
+		// libraries) are in it, so that its bytes change only with its own
+		// code. Its Linux build speaks simscm, as the agent's does.
+		{"windows", "winnode-service", append(append(testOnly, simulator...), module+"internal/agent", module+"internal/plan")},
+		{"linux", "winnode-service", append(testOnly, module+"internal/winsim", module+"internal/testenv", module+"internal/agent")},
 		// winnodectl links the simulator for its demo, on Linux only.
 		{"linux", "winnodectl", testOnly},
 		{"windows", "winnodectl", append(testOnly, simulator...)},

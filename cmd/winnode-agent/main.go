@@ -32,7 +32,12 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	log := slog.New(slog.NewTextHandler(stderr, nil))
+	// Every run's lines go to stderr (the operator reads them) and to the
+	// agent's own log on the host, C:\var\log\winnode-agent, once the run
+	// may write there (agent.OwnLog).
+	ownLog := &agent.OwnLog{}
+	defer ownLog.Close()
+	log := slog.New(slog.NewTextHandler(io.MultiWriter(stderr, ownLog), nil))
 	var startTimeout, stopTimeout time.Duration
 	code := agent.ExitOK
 
@@ -45,7 +50,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return
 		}
 		defer p.Close()
-		a := &agent.Agent{Platform: p, Log: log, Version: version, StartTimeout: startTimeout, StopTimeout: stopTimeout}
+		a := &agent.Agent{Platform: p, Log: log, OwnLog: ownLog, Version: version, StartTimeout: startTimeout, StopTimeout: stopTimeout}
 		doc, partial, err := do(a)
 		if err != nil {
 			log.Error("failed", "err", err)
@@ -113,7 +118,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	root.AddCommand(removeCmd)
 
 	root.AddCommand(bootstrapCommand(ctx, stdin, withAgent))
-	root.AddCommand(runServiceCommand(ctx, stdout, stderr, &code))
+	root.AddCommand(logsCommand(ctx, withAgent))
 
 	root.AddCommand(versionCommand(stdout))
 
@@ -160,4 +165,29 @@ func versionCommand(stdout io.Writer) *cobra.Command {
 			return nil
 		},
 	}
+}
+
+// logsCommand is `winnode-agent logs --service NAME`: the end of a
+// service's log, read on the host (Agent.Logs), for a node whose kubelet
+// cannot serve it. It changes nothing.
+func logsCommand(ctx context.Context, withAgent func(func(a *agent.Agent) (any, *plan.Result, error))) *cobra.Command {
+	var o agent.LogsOptions
+	cmd := &cobra.Command{
+		Use:   "logs --service NAME [--since DURATION] [--tail N] [--from BYTE]",
+		Short: "Print the end of a service's log (C:\\var\\log\\<service>\\<service>.log; winnode-agent: this program's own) as JSON; changes nothing",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			withAgent(func(a *agent.Agent) (any, *plan.Result, error) {
+				doc, err := a.Logs(ctx, o)
+				return doc, nil, err
+			})
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&o.Service, "service", "", "the service (kubelet, kube-proxy, flanneld, csi-proxy, hybrid-overlay-node, ...), or winnode-agent")
+	cmd.Flags().DurationVar(&o.Since, "since", 0, "only lines from this long ago on (0: all)")
+	cmd.Flags().IntVar(&o.Tail, "tail", -1, "only the last N lines (-1: all)")
+	cmd.Flags().Int64Var(&o.From, "from", 0, "start at this byte of the file (a follower's last size; from 0 when the file is smaller: rotated)")
+	cmd.MarkFlagRequired("service")
+	return cmd
 }

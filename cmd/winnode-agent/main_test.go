@@ -60,33 +60,3 @@ func TestCommandLineContract(t *testing.T) {
 		}
 	}
 }
-
-// run-service --dry-run parses a service's command line with the agent's
-// own parser and prints what it would run, running nothing: the Wine tier
-// checks the plans' run-service command lines with it.
-func TestRunServiceDryRun(t *testing.T) {
-	var stdout, stderr bytes.Buffer
-	args := []string{"run-service", "--dry-run", "--name", "kubelet", "--log-file", `C:\var\log\kubelet\kubelet.log`, "--", `C:\k\kubelet.exe`, "--config=C:\\k\\kubelet.yaml", "--v=2"}
-	if code := run(context.Background(), args, strings.NewReader(""), &stdout, &stderr); code != 0 {
-		t.Fatalf("exit %d\n%s\n%s", code, stdout.String(), stderr.String())
-	}
-	var got struct {
-		Name, LogFile, Program string
-		Args                   []string
-	}
-	if err := json.Unmarshal(stdout.Bytes(), &got); err != nil || got.Name != "kubelet" || got.LogFile != `C:\var\log\kubelet\kubelet.log` ||
-		got.Program != `C:\k\kubelet.exe` || strings.Join(got.Args, " ") != `--config=C:\k\kubelet.yaml --v=2` {
-		t.Errorf("dry run printed %s (%v)", stdout.String(), err)
-	}
-	for _, bad := range [][]string{
-		{"run-service", "--dry-run", "--name", "kubelet", "--", `kubelet.exe`},
-		{"run-service", "--dry-run", "--name", "kubelet", "--log-file", "kubelet.log", "--", `C:\k\kubelet.exe`},
-		{"run-service", "--dry-run", "--", `C:\k\kubelet.exe`},
-		{"run-service", "--dry-run", "--name", "kubelet", "--logtostderr", "--", `C:\k\kubelet.exe`},
-	} {
-		stdout.Reset()
-		if code := run(context.Background(), bad, strings.NewReader(""), &stdout, &stderr); code != 2 || !strings.Contains(stdout.String(), `"Usage"`) {
-			t.Errorf("%v: exit %d, %s; want a Usage error", bad, code, stdout.String())
-		}
-	}
-}

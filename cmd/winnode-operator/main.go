@@ -23,6 +23,7 @@ import (
 	"github.com/winnode/winnode/internal/controller"
 	"github.com/winnode/winnode/internal/csrapproval"
 	"github.com/winnode/winnode/internal/inventory"
+	"github.com/winnode/winnode/internal/logrotate"
 	"github.com/winnode/winnode/internal/platform"
 )
 
@@ -62,6 +63,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		network        = fs.String("network", configure.NetworkAuto, configure.NetworkHelp)
 		platformFlag   = fs.String("platform", string(platform.Auto), platform.Help)
 		hybridCIDR     = fs.String("hybrid-cluster-cidr", "", configure.HybridClusterCIDRHelp)
+		logFileSize    = fs.String("log-file-size", logrotate.FormatSize(logrotate.Defaults.Size), logrotate.SizeHelp)
+		logFileAge     = fs.Duration("log-file-age", logrotate.Defaults.Age, logrotate.AgeHelp)
 		joinCreds      = fs.String("join-credentials", string(bootstrap.ModeAuto), "the kubelets' join credentials: auto (a bootstrap token when the API server accepts one, else a token of a ServiceAccount in the operator namespace), bootstrap-token or service-account")
 	)
 	zapOpts := zap.Options{}
@@ -70,6 +73,10 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	joinMode, plat, hybridClusterCIDR, err := checkFlags(*joinCreds, *network, *platformFlag, *hybridCIDR, *maxUnavailable)
+	if err != nil {
+		return err
+	}
+	logs, err := logrotate.ParseLimits(*logFileSize, logFileAge.String())
 	if err != nil {
 		return err
 	}
@@ -117,6 +124,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		Network:           *network,
 		Platform:          plat,
 		HybridClusterCIDR: hybridClusterCIDR,
+		Logs:              &logs,
 	})
 	if err != nil {
 		return err

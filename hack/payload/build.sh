@@ -6,15 +6,18 @@
 #   win-bridge.exe, win-overlay.exe,      github.com/containernetworking/plugins, version pinned by
 #   host-local.exe                        hack/payload/cni/go.mod
 #   flanneld.exe                          github.com/flannel-io/flannel, version pinned by hack/payload/flannel/go.mod
+#   csi-proxy.exe                         github.com/kubernetes-csi/csi-proxy, version pinned by hack/payload/csi-proxy/go.mod
 #   winnode-agent.exe                     this repository's ./cmd/winnode-agent
+#   winnode-service.exe                   this repository's ./cmd/winnode-service (no version stamp: its
+#                                         bytes change only with its code, so an agent upgrade restarts no service)
 #   hybrid-overlay-node.exe               an INPUT FILE, only when given (below): the module proxy
 #                                         refuses github.com/ovn-org/ovn-kubernetes/go-controller
 #
 # Usage: hack/payload/build.sh [OUTPUT-DIR]
 #   OUTPUT-DIR defaults to $WINNODE_PAYLOAD_DIR, else <repo>/payload.
-#   It receives the seven programs and manifest.json (written with
+#   It receives the nine programs and manifest.json (written with
 #   internal/payload, then loaded back the way the operator loads it), and
-#   flags/{kubelet,kube-proxy,flanneld}.txt: the flags each program's --help
+#   flags/{kubelet,kube-proxy,flanneld,csi-proxy}.txt: the flags each program's --help
 #   lists under Wine (installed by hack/wine/install.sh when missing), which
 #   the winsim stand-ins accept (hack/payload/update-standin-flags.sh);
 #   WINNODE_PAYLOAD_FLAGS=0 leaves them out.
@@ -69,6 +72,10 @@ mkdir -p "$flannel_cache"
 # seconds.
 exec 8>"${WINNODE_CACHE:-$HOME/.cache/winnode}/payload/.lock"
 flock 8
+# The CSI proxy has a cache of its own too (cold build: 74 to 89 s of CPU).
+csi_version=$(modversion "$here/csi-proxy" github.com/kubernetes-csi/csi-proxy)
+csi_cache="${WINNODE_CACHE:-$HOME/.cache/winnode}/payload/csi-proxy-$csi_version-r1"
+mkdir -p "$csi_cache"
 
 # gobuild DIR OUTPUT PACKAGE LDFLAGS [TAGS]: one Windows build, as release
 # builds do it: static (no cgo), symbol tables stripped. Unlike release builds
@@ -123,6 +130,10 @@ upstream kubelet.exe "$here/kubernetes" k8s.io/kubernetes/cmd/kubelet "$k8s_ldfl
 # flanneld for Windows nodes in flannel mode (docs/networking.md); what
 # `flanneld.exe --version` prints.
 cache=$flannel_cache upstream flanneld.exe "$here/flannel" github.com/flannel-io/flannel "-X github.com/flannel-io/flannel/pkg/version.Version=$flannel_version"
+# csi-proxy.exe, the Windows service csi-proxy (docs/add-host.md: storage);
+# main.version is what csi-proxy's release-tools/build.make sets (it logs
+# "Version: ..." at start; it has no --version).
+cache=$csi_cache upstream csi-proxy.exe "$here/csi-proxy" github.com/kubernetes-csi/csi-proxy/cmd/csi-proxy "-X main.version=$csi_version"
 
 # The flags each of kubelet.exe, kube-proxy.exe and flanneld.exe accepts,
 # from its own --help run under Wine (hack/wine/prefix.sh), recorded once
@@ -166,6 +177,7 @@ record_flags() {
 record_flags kubelet.exe "$cache" pflag "$k8s_version"
 record_flags kube-proxy.exe "$cache" pflag "$k8s_version"
 record_flags flanneld.exe "$flannel_cache" goflag "$flannel_version"
+record_flags csi-proxy.exe "$csi_cache" goflag "$csi_version"
 
 # The agent is this repository's own program: its version is the work tree's.
 agent_version=${WINNODE_VERSION:-$(git -C "$root" describe --tags --always --dirty 2>/dev/null || echo dev)}
@@ -178,12 +190,19 @@ agent_tmp=$(mktemp -d)
 trap 'rm -rf "$agent_tmp"' EXIT
 # `winnode-agent.exe version` prints it (cmd/winnode-agent: var version).
 gobuild "$root" "$agent_tmp/winnode-agent.exe" ./cmd/winnode-agent "-X main.version=$agent_version"
+# winnode-service.exe, the services' wrapper: no -X and no VCS stamp, and
+# no file paths of this work tree (-trimpath), so that its bytes are the
+# same for the same code wherever and whenever it is built.
+say "winnode-service.exe: building ./cmd/winnode-service for windows/amd64 (no version stamp)"
+GOFLAGS="${GOFLAGS:-} -trimpath -buildvcs=false" gobuild "$root" "$agent_tmp/winnode-service.exe" ./cmd/winnode-service ""
 
 for name in kubelet.exe kube-proxy.exe win-bridge.exe win-overlay.exe host-local.exe; do
 	place "$name" "$cache/$name"
 done
 place flanneld.exe "$flannel_cache/flanneld.exe"
+place csi-proxy.exe "$csi_cache/csi-proxy.exe"
 place winnode-agent.exe "$agent_tmp/winnode-agent.exe"
+place winnode-service.exe "$agent_tmp/winnode-service.exe"
 
 # hybrid-overlay-node.exe: an input file, checked to be a Windows program
 # (the "MZ" of a PE image) and copied as given.
@@ -215,7 +234,9 @@ fi
 	win-overlay.exe 'C:\k\cni\bin\win-overlay.exe' "$cni_version" \
 	host-local.exe 'C:\k\cni\bin\host-local.exe' "$cni_version" \
 	flanneld.exe 'C:\k\flanneld.exe' "$flannel_version" \
+	csi-proxy.exe 'C:\k\csi-proxy.exe' "$csi_version" \
 	winnode-agent.exe 'C:\k\winnode-agent.exe' "$agent_version" \
+	winnode-service.exe 'C:\k\winnode-service.exe' "$agent_version" \
 	"${hybrid[@]}")
-say "payload ready: kubernetes $k8s_version, CNI plugins $cni_version, flannel $flannel_version, agent $agent_version${hybrid_version:+, hybrid-overlay-node $hybrid_version (input file)}"
+say "payload ready: kubernetes $k8s_version, CNI plugins $cni_version, flannel $flannel_version, csi-proxy $csi_version, agent $agent_version${hybrid_version:+, hybrid-overlay-node $hybrid_version (input file)}"
 echo "$out"

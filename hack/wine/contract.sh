@@ -4,12 +4,14 @@
 #
 #  - every service command line of every plan the renderer and the
 #    bootstrap path produce (hack/wine/contract writes them down): a
-#    run-service line is parsed by winnode-agent.exe's own parser
-#    (run-service --dry-run), and the program it would run, kubelet.exe,
-#    kube-proxy.exe or flanneld.exe, is run under Wine with exactly those
-#    arguments plus --version: the three parse every flag before acting on
-#    --version (cmd/kubelet/app/server.go, cmd/kube-proxy/app/server.go,
-#    flannel's main.go, which parses in init), so a flag the program refuses
+#    winnode-service.exe line is parsed by winnode-service.exe's own parser
+#    (--dry-run), and the program it would run, kubelet.exe, kube-proxy.exe,
+#    flanneld.exe or csi-proxy.exe, is run under Wine with exactly those
+#    arguments plus --version (csi-proxy.exe, which has none: -help): each
+#    parses every flag before acting on it (cmd/kubelet/app/server.go,
+#    cmd/kube-proxy/app/server.go, flannel's main.go, which parses in init;
+#    csi-proxy's main calls flag.Parse, which stops at -help with exit 0
+#    once every flag before it is parsed), so a flag the program refuses
 #    fails with the program's own words;
 #  - every KubeletConfiguration and KubeProxyConfiguration, loaded and
 #    validated by the kubelet's and kube-proxy's own code
@@ -57,15 +59,19 @@ program_of() {
 # check_version LOG PROGRAM-PATH ARGS...: runs the payload program installed
 # at PROGRAM-PATH under Wine with ARGS plus --version; true when it exits 0
 # printing its version and no refusal of a flag. Its output is in LOG.
+# csi-proxy.exe has no --version: -help, and its usage instead of a version.
 check_version() {
-	local log=$1 path=$2 file version
+	local log=$1 path=$2 file version probe=--version
 	shift 2
 	read -r file version < <(program_of "$path") || {
 		echo "no payload program is installed at $path" >"$log"
 		return 1
 	}
+	if [ "$file" = "csi-proxy.exe" ]; then
+		probe=-help version="Usage of"
+	fi
 	local rc=0
-	timeout 180 "$wine" "$WINNODE_PAYLOAD_DIR/$file" "$@" --version >"$log" 2>&1 || rc=$?
+	timeout 180 "$wine" "$WINNODE_PAYLOAD_DIR/$file" "$@" "$probe" >"$log" 2>&1 || rc=$?
 	# flanneld exits 0 even on an unknown flag (its usage exits 0), so
 	# the words count as much as the code.
 	[ "$rc" -eq 0 ] && grep -qF -- "$version" "$log" &&
@@ -99,8 +105,8 @@ contract_command() {
 }
 
 # resolve_command LOG BINARY ARGS...: sets child to the program and
-# arguments the service runs: the binary itself, or, for the agent's
-# run-service, what the agent's own parser says it would run.
+# arguments the service runs: the binary itself, or, for
+# winnode-service.exe, what its own parser says it would run.
 resolve_command() {
 	local log=$1 binary=$2 file version
 	shift 2
@@ -113,9 +119,8 @@ resolve_command() {
 		echo "no payload program is installed at $binary" >"$log"
 		return 1
 	}
-	if [ "$file" = "winnode-agent.exe" ] && [ "${1:-}" = "run-service" ]; then
-		shift
-		timeout 120 "$wine" "$WINNODE_PAYLOAD_DIR/winnode-agent.exe" run-service --dry-run "$@" >"$log.json" 2>"$log" || {
+	if [ "$file" = "winnode-service.exe" ]; then
+		timeout 120 "$wine" "$WINNODE_PAYLOAD_DIR/winnode-service.exe" --dry-run "$@" >"$log.json" 2>"$log" || {
 			cat "$log.json" >>"$log"
 			return 1
 		}
@@ -173,6 +178,10 @@ contract_negative() {
 	mapfile -d '' -t argv <"$neg/kubelet-logtostderr.cmd"
 	expect_refusal "contract/negative/kubelet --logtostderr" "$neg/kubelet-logtostderr.log" \
 		"unknown flag: --logtostderr" negative_command "$neg/kubelet-logtostderr.log.run" "${argv[@]}"
+	# A rendered csi-proxy command line with a flag csi-proxy lacks.
+	mapfile -d '' -t argv <"$neg/csi-proxy-unknown.cmd"
+	expect_refusal "contract/negative/csi-proxy unknown flag" "$neg/csi-proxy-unknown.log" \
+		"flag provided but not defined: -kubelet-dir" negative_command "$neg/csi-proxy-unknown.log.run" "${argv[@]}"
 	local kubelet proxy cni
 	kubelet=$(find "$contract_dir/configs/kubelet" -name '*.yaml' | sort | head -n1)
 	proxy=$(find "$contract_dir/configs/kube-proxy" -name '*.yaml' | sort | head -n1)

@@ -12,6 +12,10 @@ type Agent struct {
 	Platform Platform
 	// Log receives progress (stderr in winnode-agent); never secrets.
 	Log *slog.Logger
+	// OwnLog, when set, is where Log's lines are kept on the host too
+	// (C:\var\log\winnode-agent), once the run knows it may write there
+	// (ownlog.go). Log must write to it.
+	OwnLog *OwnLog
 	// Version is the agent's version, reported by Info.
 	Version string
 	// StartTimeout and StopTimeout bound the wait for one service to reach

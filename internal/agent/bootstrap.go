@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/winnode/winnode/internal/ignition"
+	"github.com/winnode/winnode/internal/logrotate"
 	"github.com/winnode/winnode/internal/plan"
 	"github.com/winnode/winnode/internal/winpath"
 )
@@ -35,6 +36,10 @@ type BootstrapOptions struct {
 	InstallDir string
 	// DryRun computes the plan and the files without changing anything.
 	DryRun bool
+	// WrapperFile is the local file of winnode-service.exe, the kubelet
+	// service's program; default: beside this program, where the payload
+	// puts it.
+	WrapperFile string
 }
 
 // BootstrapDocument is what `winnode-agent bootstrap` prints: the plan it
@@ -116,12 +121,12 @@ func (a *Agent) bootstrapPlan(o BootstrapOptions) (*plan.Plan, []generatedFile, 
 	if err != nil {
 		return nil, nil, err
 	}
-	self, err := in.agentFile()
+	wrapper, err := in.wrapperFile(o.WrapperFile)
 	if err != nil {
 		return nil, nil, err
 	}
-	p := in.plan(kubelet, self.file, in.kubeletArgs(w), generated)
-	generated = append(generated, self)
+	p := in.plan(kubelet, wrapper.file, in.kubeletArgs(w), generated)
+	generated = append(generated, wrapper)
 	body, _ := json.Marshal(p)
 	sum := sha256.Sum256(body)
 	p.Version = "bootstrap-" + hex.EncodeToString(sum[:])[:12]
@@ -185,21 +190,28 @@ func (a *Agent) kubeletBinary(kubeletPath winpath.Path) (plan.File, error) {
 	return plan.File{Path: kubeletPath.String(), SHA256: kubeletHash, Size: fi.Size()}, nil
 }
 
-// agentFile is this program as a file of the plan, in the install folder:
-// the kubelet service's binary (run-service, plan/wrapped.go). Its content
-// is staged with the generated files, so that apply puts it there when the
+// wrapperFile is winnode-service.exe, the kubelet service's binary
+// (plan/wrapped.go), as a file of the plan in the install folder, read
+// from beside this program (the payload carries both). Its content is
+// staged with the generated files, so that apply puts it there when the
 // agent runs from elsewhere, and finds it in place when it runs from there.
-func (in bootstrapInputs) agentFile() (generatedFile, error) {
-	self, err := os.Executable()
+func (in bootstrapInputs) wrapperFile(local string) (generatedFile, error) {
+	var err error
+	if local == "" {
+		if local, err = os.Executable(); err == nil {
+			local = filepath.Join(filepath.Dir(local), plan.PayloadService)
+		}
+	}
 	var data []byte
 	if err == nil {
-		data, err = os.ReadFile(self)
+		data, err = os.ReadFile(local)
 	}
 	if err != nil {
-		return generatedFile{}, &plan.Error{Code: plan.ErrHost, Message: fmt.Sprintf("reading this program, the kubelet service's wrapper: %v", err)}
+		return generatedFile{}, &plan.Error{Code: plan.ErrFileMissing, File: plan.PayloadService,
+			Message: fmt.Sprintf("reading %s, the kubelet service's program, from beside winnode-agent.exe: %v (copy it there from the payload)", plan.PayloadService, err)}
 	}
 	sum := sha256.Sum256(data)
-	return generatedFile{file: plan.File{Path: in.path(plan.PayloadAgent), SHA256: hex.EncodeToString(sum[:]), Size: int64(len(data))}, content: data}, nil
+	return generatedFile{file: plan.File{Path: in.path(plan.PayloadService), SHA256: hex.EncodeToString(sum[:]), Size: int64(len(data))}, content: data}, nil
 }
 
 // path is a file of the install folder.
@@ -234,9 +246,10 @@ func (in bootstrapInputs) generateFiles(w *ignition.Worker) ([]generatedFile, er
 }
 
 // kubeletArgs are the kubelet's arguments (after its program); the
-// service runs it through the agent's run-service, which answers the
-// service control manager and writes the kubelet's output to
-// <install-dir>\log\kubelet.log (plan/wrapped.go says why).
+// service runs it through winnode-service.exe, which answers the service
+// control manager and writes the kubelet's output to
+// <install-dir>\log\kubelet.log, rotated at the default limits
+// (plan/wrapped.go says why).
 func (in bootstrapInputs) kubeletArgs(w *ignition.Worker) []string {
 	args := []string{
 		"--config=" + in.path("kubelet.yaml"),
@@ -257,10 +270,10 @@ func (in bootstrapInputs) kubeletArgs(w *ignition.Worker) []string {
 	return args
 }
 
-// plan is the bootstrap plan, without its version: the kubelet binary, the
-// agent and the generated files, the kubelet service using them (the agent
-// running the kubelet), its port and check.
-func (in bootstrapInputs) plan(kubelet, agent plan.File, args []string, generated []generatedFile) *plan.Plan {
+// plan is the bootstrap plan, without its version: the kubelet binary,
+// winnode-service.exe and the generated files, the kubelet service using
+// them (winnode-service.exe running the kubelet), its port and check.
+func (in bootstrapInputs) plan(kubelet, wrapper plan.File, args []string, generated []generatedFile) *plan.Plan {
 	p := &plan.Plan{
 		SchemaVersion: plan.SchemaVersion,
 		Directories: []plan.Directory{
@@ -268,13 +281,13 @@ func (in bootstrapInputs) plan(kubelet, agent plan.File, args []string, generate
 			{Path: plan.KubeletStateDir},
 			{Path: in.logDir(), Logs: true},
 		},
-		Files:        []plan.File{kubelet, agent},
+		Files:        []plan.File{kubelet, wrapper},
 		HostServices: []string{plan.ContainerdService},
 		Services: []plan.Service{{
 			Name:         plan.KubeletService,
 			DisplayName:  "Kubernetes kubelet",
-			Binary:       agent.Path,
-			Args:         plan.RunServiceArgs(plan.KubeletService, in.logDir()+`\kubelet.log`, kubelet.Path, args...),
+			Binary:       wrapper.Path,
+			Args:         plan.ServiceArgs(plan.KubeletService, in.logDir()+`\kubelet.log`, logrotate.Defaults, kubelet.Path, args...),
 			Uses:         []string{kubelet.Path},
 			Dependencies: []string{plan.ContainerdService},
 			StartType:    plan.StartAuto,

@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/winnode/winnode/internal/plan"
-	"github.com/winnode/winnode/internal/wincmd"
 	"github.com/winnode/winnode/internal/winpath"
 )
 
@@ -19,6 +18,7 @@ const ContainerdService = "containerd"
 // Info reports the host facts the operator renders a plan from, and what
 // the agent installed (so the operator uploads only changed files).
 func (a *Agent) Info(ctx context.Context) (*plan.Info, error) {
+	a.startOwnLog(ctx, false)
 	facts, err := a.Platform.HostFacts(ctx)
 	if err != nil {
 		return nil, &plan.Error{Code: plan.ErrHost, Message: "reading the host's facts: " + err.Error()}
@@ -57,15 +57,14 @@ func (a *Agent) Info(ctx context.Context) (*plan.Info, error) {
 	return info, nil
 }
 
-// servicesNotRunning are the plan's services that are not Running, with the
-// end of their log when the agent's run-service hosts them (its own
-// parser, ParseRunService, finds the log file in the service's command
-// line): what tells an administrator why, such as the kubelet's "failed
-// to parse kubelet flag" after its command line was changed by hand.
+// servicesNotRunning are the plan's services that are not Running, with
+// the end of their log (logFileOf finds it from the service's command
+// line): what tells an administrator why, such as the kubelet's "failed to
+// parse kubelet flag" after its command line was changed by hand.
 func (a *Agent) servicesNotRunning(ctx context.Context, services []plan.Service) []plan.ServiceStatus {
 	var out []plan.ServiceStatus
 	for _, s := range services {
-		cfg, state, err := a.Platform.Query(ctx, s.Name)
+		_, state, err := a.Platform.Query(ctx, s.Name)
 		st := plan.ServiceStatus{Name: s.Name, State: string(state)}
 		switch {
 		case errors.Is(err, ErrServiceNotFound):
@@ -76,33 +75,25 @@ func (a *Agent) servicesNotRunning(ctx context.Context, services []plan.Service)
 			continue
 		}
 		if err == nil {
-			st.LogFile, st.LogTail = a.serviceLog(cfg)
+			st.LogFile, st.LogTail = a.serviceLog(ctx, s.Name)
 		}
 		out = append(out, st)
 	}
 	return out
 }
 
-// serviceLog is the log file of a service the agent's run-service hosts,
-// read from the service's installed command line, and its last lines.
-func (a *Agent) serviceLog(cfg ServiceConfig) (string, []string) {
-	args := wincmd.Split(cfg.BinaryPathName)
-	if len(args) < 2 || args[1] != plan.RunServiceCommand {
+// serviceLog is a service's log file and its last lines ("" when it has
+// none the agent may read).
+func (a *Agent) serviceLog(ctx context.Context, service string) (string, []string) {
+	file, err := a.logFileOf(ctx, service)
+	if err != nil {
 		return "", nil
 	}
-	r, _, err := ParseRunService(args[2:])
-	if err != nil || r.LogFile == "" {
-		return "", nil
-	}
-	wp, err := winpath.Parse(r.LogFile)
+	local, err := a.Platform.LocalPath(file)
 	if err != nil {
-		return r.LogFile, nil
+		return file.String(), nil
 	}
-	local, err := a.Platform.LocalPath(wp)
-	if err != nil {
-		return r.LogFile, nil
-	}
-	return r.LogFile, logTail(local, plan.MaxLogTailLines)
+	return file.String(), logTail(local, plan.MaxLogTailLines)
 }
 
 // logTail is the last n non-empty lines of the file's last 8 KiB.

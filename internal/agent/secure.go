@@ -81,7 +81,13 @@ func (a *Agent) secureFolders(ctx context.Context, roots []string, staging strin
 			return err
 		}
 	}
-	return a.checkOwners(ctx, paths, staging, trusted)
+	if err := a.checkOwners(ctx, paths, staging, trusted); err != nil {
+		return err
+	}
+	if slices.ContainsFunc(paths, func(p winpath.Path) bool { return strings.EqualFold(p.String(), plan.AgentLogDir) }) {
+		a.startOwnLog(ctx, true)
+	}
+	return nil
 }
 
 func parseRoots(roots []string) ([]winpath.Path, error) {

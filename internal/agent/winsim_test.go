@@ -40,7 +40,7 @@ import (
 // small service (see serviceMain) instead of running the tests.
 
 func TestMain(m *testing.M) {
-	// Started by run-service, its name is the Windows path (C:\k\svc-x.exe).
+	// Started by winnode-service, its name is the Windows path (C:\k\svc-x.exe).
 	name := os.Args[0][strings.LastIndexAny(os.Args[0], `/\`)+1:]
 	if strings.HasPrefix(strings.ToLower(name), "svc-") {
 		os.Exit(serviceMain())
@@ -55,7 +55,7 @@ func serviceMain() int {
 	signal.Notify(sig, syscall.SIGTERM, os.Interrupt)
 	// A service's process answers the service control manager first, as
 	// a Windows service calls StartServiceCtrlDispatcher.
-	// As the child of run-service it is not (ErrControllerConnect).
+	// As the child of winnode-service it is not (ErrControllerConnect).
 	if err := simscm.Dial(os.Getenv(simscm.EnvSocket)).ConnectDispatcher(context.Background()); err != nil && !errors.Is(err, simscm.ErrControllerConnect) {
 		os.Stderr.WriteString("simulated test service: answering the service control manager: " + err.Error() + "\n")
 		return 1
@@ -637,8 +637,10 @@ func TestBootstrapOnSimulatedHost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The kubelet here is this test binary acting as a service (svc-*).
+	// The kubelet here is this test binary acting as a service (svc-*);
+	// the payload puts winnode-service.exe beside the agent.
 	h.put(`C:\k\svc-kubelet.exe`, readFile(t, self))
+	h.put(`C:\k\winnode-service.exe`, readFile(t, testenv.Binary(t, "cmd/winnode-service")))
 	h.put(`C:\k\worker.ign`, readFile(t, filepath.Join("..", "ignition", "testdata", "worker-3.4.0.ign")))
 	args := []string{"bootstrap", "--ignition-file", `C:\k\worker.ign`, "--kubelet-path", `C:\k\svc-kubelet.exe`,
 		"--node-ip", "10.0.0.5", "--cluster-dns", "172.30.0.10"}
@@ -656,16 +658,16 @@ func TestBootstrapOnSimulatedHost(t *testing.T) {
 	if bytes.Contains(out, []byte("0123456789abcdef")) {
 		t.Error("the dry run printed the bootstrap token")
 	}
-	// The bootstrap kubeconfig, kubelet CA, kubelet configuration and the
-	// agent itself (the kubelet service's wrapper).
+	// The bootstrap kubeconfig, kubelet CA, kubelet configuration and
+	// winnode-service.exe (the kubelet service's program).
 	if !doc.DryRun || doc.Result != nil || len(doc.Files) != 4 || len(doc.Plan.Services) != 1 {
 		t.Errorf("dry run document: %+v", doc)
 	}
 	kubelet := doc.Plan.Services[0]
 	cmdline := strings.Join(kubelet.Args, " ")
-	wantPrefix := `run-service --name kubelet --log-file C:\k\log\kubelet.log -- C:\k\svc-kubelet.exe `
-	if kubelet.Binary != agentPath || !strings.HasPrefix(cmdline, wantPrefix) {
-		t.Errorf("kubelet service %s %q; want the agent with %q...", kubelet.Binary, cmdline, wantPrefix)
+	wantPrefix := `--name kubelet --log-file C:\k\log\kubelet.log --log-file-size 100M --log-file-age 168h0m0s -- C:\k\svc-kubelet.exe `
+	if kubelet.Binary != `C:\k\winnode-service.exe` || !strings.HasPrefix(cmdline, wantPrefix) {
+		t.Errorf("kubelet service %s %q; want winnode-service.exe with %q...", kubelet.Binary, cmdline, wantPrefix)
 	}
 	for _, want := range []string{`--bootstrap-kubeconfig=C:\k\bootstrap-kubeconfig`, "--cloud-provider=aws", "--v=4", "--node-ip=10.0.0.5"} {
 		if !strings.Contains(cmdline, want) {

@@ -25,6 +25,7 @@ import (
 	"github.com/winnode/winnode/internal/cli/view"
 	"github.com/winnode/winnode/internal/configure"
 	"github.com/winnode/winnode/internal/inventory"
+	"github.com/winnode/winnode/internal/logrotate"
 	"github.com/winnode/winnode/internal/openshift"
 	"github.com/winnode/winnode/internal/payload"
 	"github.com/winnode/winnode/internal/platform"
@@ -61,6 +62,10 @@ type hostFlags struct {
 	platform string
 	// hybridClusterCIDR is --hybrid-cluster-cidr (add and upgrade only).
 	hybridClusterCIDR string
+	// logFileSize and logFileAge are --log-file-size and --log-file-age
+	// (add and upgrade only); logs what they say, once checked.
+	logFileSize, logFileAge string
+	logs                    *logrotate.Limits
 	// hostKey is --host-key (add only): the SHA256 fingerprint the host
 	// key must have from the first connection on.
 	hostKey string
@@ -225,20 +230,27 @@ func runAddE(s Streams, hf *hostFlags, payloadDir *string, upgrade bool) func(*c
 		if hf.hybridClusterCIDR, err = configure.ParseHybridClusterCIDR(hf.hybridClusterCIDR); err != nil {
 			return UsageErrorf("--hybrid-cluster-cidr: %v", err)
 		}
+		logs, err := logrotate.ParseLimits(hf.logFileSize, hf.logFileAge)
+		if err != nil {
+			return UsageErrorf("%v", err)
+		}
+		hf.logs = &logs
 		ctx, cancel := context.WithTimeout(cmd.Context(), hf.timeout)
 		defer cancel()
 		return runAdd(ctx, s, *hf, h, payloadOrDefault(*payloadDir), upgrade)
 	}
 }
 
-// addJoinCredentialsFlag adds --join-credentials, --network, --platform and
-// --hybrid-cluster-cidr (add, upgrade).
+// addJoinCredentialsFlag adds --join-credentials, --network, --platform,
+// --hybrid-cluster-cidr, --log-file-size and --log-file-age (add, upgrade).
 func addJoinCredentialsFlag(cmd *cobra.Command, hf *hostFlags) {
 	cmd.Flags().StringVar(&hf.joinCredentials, "join-credentials", string(bootstrap.ModeAuto),
 		"the kubelet's join credentials: auto (a bootstrap token when the API server accepts one, else a ServiceAccount token), bootstrap-token or service-account (docs/credentials.md)")
 	cmd.Flags().StringVar(&hf.network, "network", configure.NetworkAuto, configure.NetworkHelp+" (docs/networking.md)")
 	cmd.Flags().StringVar(&hf.platform, "platform", string(platform.Auto), platform.Help+" (docs/openshift.md)")
 	cmd.Flags().StringVar(&hf.hybridClusterCIDR, "hybrid-cluster-cidr", "", configure.HybridClusterCIDRHelp)
+	cmd.Flags().StringVar(&hf.logFileSize, "log-file-size", logrotate.FormatSize(logrotate.Defaults.Size), logrotate.SizeHelp+" (docs/troubleshooting.md)")
+	cmd.Flags().StringVar(&hf.logFileAge, "log-file-age", logrotate.Defaults.Age.String(), logrotate.AgeHelp)
 }
 
 // addPayloadFlag adds --payload-dir. Its default is resolved when the

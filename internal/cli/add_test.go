@@ -32,6 +32,7 @@ func simulatedPayload(t *testing.T) string {
 	dir := filepath.Join(t.TempDir(), "payload")
 	if _, err := simpayload.Build(dir, simpayload.Options{
 		AgentBinary:   testenv.Binary(t, "cmd/winnode-agent"),
+		ServiceBinary: testenv.Binary(t, "cmd/winnode-service"),
 		StandinBinary: testenv.Binary(t, "cmd/winsim-standin"),
 	}); err != nil {
 		t.Fatal(err)
@@ -138,7 +139,7 @@ func TestAddThenRemove(t *testing.T) {
 	// Ready again.
 	payload2 := filepath.Join(t.TempDir(), "payload")
 	if _, err := simpayload.Build(payload2, simpayload.Options{
-		AgentBinary: testenv.Binary(t, "cmd/winnode-agent"), StandinBinary: testenv.Binary(t, "cmd/winsim-standin"),
+		AgentBinary: testenv.Binary(t, "cmd/winnode-agent"), ServiceBinary: testenv.Binary(t, "cmd/winnode-service"), StandinBinary: testenv.Binary(t, "cmd/winsim-standin"),
 		PaddingBytes: 1 << 20, PaddingSeed: "v2",
 	}); err != nil {
 		t.Fatal(err)
@@ -175,7 +176,7 @@ func TestAddThenRemove(t *testing.T) {
 	}
 	payload3 := filepath.Join(t.TempDir(), "payload")
 	if _, err := simpayload.Build(payload3, simpayload.Options{
-		AgentBinary: testenv.Binary(t, "cmd/winnode-agent"), StandinBinary: testenv.Binary(t, "cmd/winsim-standin"),
+		AgentBinary: testenv.Binary(t, "cmd/winnode-agent"), ServiceBinary: testenv.Binary(t, "cmd/winnode-service"), StandinBinary: testenv.Binary(t, "cmd/winsim-standin"),
 		PaddingBytes: 1 << 20, PaddingSeed: "v2", Build: "v3",
 	}); err != nil {
 		t.Fatal(err)

@@ -39,6 +39,7 @@ func (f *hostFlags) engine(s Streams, sess *session, steps *stepPrinter) (*confi
 		Network:           f.network,
 		ServiceCIDR:       policy.ServiceCIDRs[0].String(),
 		HybridClusterCIDR: f.hybridClusterCIDR,
+		Logs:              f.logs,
 		Platform:          plat,
 		PlatformReason:    platReason,
 		OpenShift:         osReader,

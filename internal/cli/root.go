@@ -178,6 +178,8 @@ Exit codes: 0 success; 1 the command failed (the message says what to do);
 		newStatusCommand(s),
 		newUserDataCommand(s),
 		newSSHCommand(s),
+		newLogsCommand(s),
+		newGatherCommand(s),
 	)
 	root.AddCommand(more...)
 	return root

@@ -19,6 +19,7 @@ import (
 	"github.com/winnode/winnode/internal/bootstrap"
 	"github.com/winnode/winnode/internal/host"
 	"github.com/winnode/winnode/internal/inventory"
+	"github.com/winnode/winnode/internal/logrotate"
 	"github.com/winnode/winnode/internal/payload"
 	"github.com/winnode/winnode/internal/platform"
 )
@@ -149,6 +150,9 @@ type Configurer struct {
 	// HybridClusterCIDR is the hybrid overlay's cluster network
 	// (--hybrid-cluster-cidr), which ovn-hybrid needs: hybridoverlay.go.
 	HybridClusterCIDR string
+	// Logs are the rotation limits of the host's service logs
+	// (--log-file-size, --log-file-age); nil: logrotate.Defaults.
+	Logs *logrotate.Limits
 	// Detector answers ModeAuto; share one per process so the API server is
 	// probed once. Nil: a Detector of this Configurer's own.
 	Detector *bootstrap.Detector

@@ -32,6 +32,7 @@ func (c *Configurer) render(ctx context.Context, inst *winnodev1.WindowsInstance
 		Payload:         c.Payload,
 		Network:         network,
 		OperatorVersion: c.Version,
+		Logs:            c.Logs,
 	})
 	if err != nil {
 		SetCondition(inst, winnodev1.ConditionConfigured, metav1.ConditionFalse, winnodev1.ReasonApplyFailed, err.Error())

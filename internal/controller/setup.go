@@ -51,6 +51,7 @@ import (
 	"github.com/winnode/winnode/internal/controller/sources"
 	"github.com/winnode/winnode/internal/csrapproval"
 	"github.com/winnode/winnode/internal/inventory"
+	"github.com/winnode/winnode/internal/logrotate"
 	"github.com/winnode/winnode/internal/machineapi"
 	"github.com/winnode/winnode/internal/openshift"
 	"github.com/winnode/winnode/internal/payload"
@@ -112,6 +113,9 @@ type Options struct {
 	// HybridClusterCIDR is the hybrid overlay's cluster network
 	// (--hybrid-cluster-cidr), for ovn-hybrid.
 	HybridClusterCIDR string
+	// Logs are the rotation limits of the hosts' service logs
+	// (--log-file-size, --log-file-age); nil: logrotate.Defaults.
+	Logs *logrotate.Limits
 	// TuneInstance, when set, adjusts each instance Configurer (tests:
 	// shorter timeouts).
 	TuneInstance func(*configure.Configurer)
@@ -291,6 +295,7 @@ func setupInstances(mgr ctrl.Manager, kube kubernetes.Interface, opts Options, p
 		Addresses:               opts.Addresses,
 		Network:                 opts.Network,
 		HybridClusterCIDR:       opts.HybridClusterCIDR,
+		Logs:                    opts.Logs,
 		ServiceCIDR:             opts.CSRPolicy.ServiceCIDRs[0].String(),
 		Detector:                &bootstrap.Detector{Kube: kube},
 		Platform:                plat,

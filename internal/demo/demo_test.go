@@ -570,6 +570,10 @@ func checkTrySSH(t *testing.T, printed, bin, kubeconfig string) {
 	n := 0
 	for _, line := range strings.Split(printed, "\n") {
 		line = strings.TrimSpace(line)
+		if strings.HasPrefix(line, bin+" logs ") {
+			checkTryLogs(t, line, kubeconfig)
+			continue
+		}
 		if !strings.HasPrefix(line, bin+" ssh ") {
 			continue
 		}
@@ -586,6 +590,18 @@ func checkTrySSH(t *testing.T, printed, bin, kubeconfig string) {
 	}
 	if n < 2 {
 		t.Errorf("the demo printed %d \"Try\" lines running %s ssh, want 2:\n%s", n, bin, printed)
+	}
+}
+
+// checkTryLogs runs the demo's "Try" line of winnodectl logs: it prints
+// the simulated kubelet's log.
+func checkTryLogs(t *testing.T, line, kubeconfig string) {
+	t.Helper()
+	cmd := exec.Command("bash", "-c", line)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+	out, err := cmd.Output()
+	if err != nil || !strings.Contains(string(out), "kubelet (simulated by winsim)") {
+		t.Errorf("the demo's \"Try\" line %s: %v\n%s", line, err, out)
 	}
 }
 

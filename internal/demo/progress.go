@@ -144,6 +144,7 @@ Try, in another terminal:
   %[2]s status
   %[2]s ssh %[3]s -- powershell -Command "Get-Service kubelet, kube-proxy, containerd"
   %[2]s ssh %[3]s -- "C:\Program Files\containerd\containerd.exe" --version
+  %[2]s logs %[3]s --tail 20            # the kubelet's log (C:\var\log\kubelet)
 %[4]s
 %[5]s
 `, d.kubeconfig, self, strings.ToLower(first.Hostname()), d.sampleLines(), d.changeLines())
@@ -202,6 +203,7 @@ func (d *demo) sampleLines() string {
   # windows-%[1]s places its pods on the Windows Server %[1]s nodes.
   kubectl apply -f %[3]s
   kubectl get pods -l app=win-webserver -o wide
+  kubectl logs -l app=win-webserver     # through the Windows node's kubelet
 `, release, sampleFile, path)
 	for _, other := range d.o.builds {
 		if other == release {

@@ -211,11 +211,14 @@ func (d *demo) startHosts(hostsDir, standinBin string, logger *slog.Logger) erro
 // folder the operator copies to them; it returns the folder and the
 // stand-in binary.
 func (d *demo) buildPayload() (payloadDir, standinBin string, err error) {
-	d.say("building the agent, the stand-in kubelet and the CNI host-local plugin for the simulated hosts (Linux builds; the first time Go compiles them for minutes)")
-	var agentBin, hostLocal string
+	d.say("building the agent, winnode-service, the stand-in kubelet and the CNI host-local plugin for the simulated hosts (Linux builds; the first time Go compiles them for minutes)")
+	var agentBin, serviceBin, hostLocal string
 	err = d.sayWhile("building the simulated hosts' programs", func() error {
 		if agentBin, err = testenv.BuildBinary("cmd/winnode-agent"); err != nil {
 			return fmt.Errorf("building the agent: %w", err)
+		}
+		if serviceBin, err = testenv.BuildBinary("cmd/winnode-service"); err != nil {
+			return fmt.Errorf("building winnode-service: %w", err)
 		}
 		if standinBin, err = testenv.BuildBinary("cmd/winsim-standin"); err != nil {
 			return fmt.Errorf("building the stand-in programs: %w", err)
@@ -229,7 +232,7 @@ func (d *demo) buildPayload() (payloadDir, standinBin string, err error) {
 		return "", "", err
 	}
 	payloadDir = filepath.Join(d.workdir, "payload")
-	_, err = simpayload.Build(payloadDir, simpayload.Options{AgentBinary: agentBin, StandinBinary: standinBin, HostLocalBinary: hostLocal})
+	_, err = simpayload.Build(payloadDir, simpayload.Options{AgentBinary: agentBin, ServiceBinary: serviceBin, StandinBinary: standinBin, HostLocalBinary: hostLocal})
 	return payloadDir, standinBin, err
 }
 

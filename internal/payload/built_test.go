@@ -25,6 +25,9 @@ var builtFrom = map[string]string{
 	"host-local.exe":    "github.com/containernetworking/plugins",
 	"flanneld.exe":      "github.com/flannel-io/flannel",
 	"winnode-agent.exe": "github.com/winnode/winnode",
+	"csi-proxy.exe":     "github.com/kubernetes-csi/csi-proxy",
+	// No version stamp (checked below): see hack/payload/build.sh.
+	"winnode-service.exe": "github.com/winnode/winnode",
 }
 
 // inputFiles are the files a payload has only when its build was given
@@ -149,6 +152,10 @@ func TestBuiltPayloadIsWindowsAMD64(t *testing.T) {
 			if module != "github.com/winnode/winnode" && info.Main.Version != entry.Version {
 				t.Errorf("built from %s %s, manifest says %s", module, info.Main.Version, entry.Version)
 			}
+			if entry.Name == "winnode-service.exe" {
+				checkNoStamp(t, settings)
+				return
+			}
 			// The version the program prints (`kubelet.exe --version`, the
 			// CNI plugins' VERSION command, `winnode-agent.exe version`) is
 			// set with -X; without it they would print "v0.0.0-master",
@@ -158,11 +165,23 @@ func TestBuiltPayloadIsWindowsAMD64(t *testing.T) {
 				"github.com/containernetworking/plugins": "-X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion=" + entry.Version,
 				"github.com/winnode/winnode":             "-X main.version=" + entry.Version,
 				"github.com/flannel-io/flannel":          "-X github.com/flannel-io/flannel/pkg/version.Version=" + entry.Version,
+				"github.com/kubernetes-csi/csi-proxy":    "-X main.version=" + entry.Version,
 			}[module]
 			if !strings.Contains(settings["-ldflags"]+" ", want) {
 				t.Errorf("-ldflags %q does not contain %q", settings["-ldflags"], want)
 			}
 		})
+	}
+}
+
+// checkNoStamp: winnode-service.exe carries nothing of when or where it was
+// built (no -X version, no VCS revision, no paths of the work tree), so
+// that its bytes, and the services that run it, change only with its code.
+func checkNoStamp(t *testing.T, settings map[string]string) {
+	t.Helper()
+	if strings.Contains(settings["-ldflags"], "-X") || settings["vcs.revision"] != "" || settings["-trimpath"] != "true" {
+		t.Errorf("winnode-service.exe is stamped: -ldflags %q, vcs.revision %q, -trimpath %q; want no -X, no revision, -trimpath",
+			settings["-ldflags"], settings["vcs.revision"], settings["-trimpath"])
 	}
 }
 

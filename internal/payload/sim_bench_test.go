@@ -20,6 +20,7 @@ func BenchmarkSimulatedPayloadCompression(b *testing.B) {
 	dir := b.TempDir()
 	m, err := simpayload.Build(dir, simpayload.Options{
 		AgentBinary:     testenv.Binary(b, "cmd/winnode-agent"),
+		ServiceBinary:   testenv.Binary(b, "cmd/winnode-service"),
 		StandinBinary:   testenv.Binary(b, "cmd/winsim-standin"),
 		HostLocalBinary: hostLocal,
 		PaddingBytes:    64 << 20, PaddingSeed: "bench",

@@ -4,6 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"strconv"
+	"time"
+
+	"github.com/winnode/winnode/internal/logrotate"
 )
 
 // OVN-Kubernetes' hybrid overlay on a Windows node (ovn-hybrid), as the
@@ -29,7 +33,7 @@ const (
 // after the kubelet, with the flags the Windows Machine Config Operator
 // gives it. Unlike flanneld it answers the service control manager itself
 // (--windows-service; ovn-kubernetes, hybrid-overlay/pkg/windows/service),
-// so it runs without the agent's run-service. It waits for its Node's
+// so it runs without winnode-service.exe. It waits for its Node's
 // hybrid subnet, creates the HNS network HybridOverlayNetwork on it and
 // annotates the Node with the network's gateway MAC.
 func (in RenderInput) hybridOverlayService() Service {
@@ -41,16 +45,32 @@ func (in RenderInput) hybridOverlayService() Service {
 		// The flags of go-controller/hybrid-overlay/cmd/hybrid-overlay-node
 		// (--node, --windows-service) and of go-controller/pkg/config
 		// (--k8s-kubeconfig, --logfile).
-		Args: []string{
+		Args: append([]string{
 			"--node", NodeName(in.Host.Info.Hostname),
 			"--k8s-kubeconfig", KubeconfigPath,
 			"--windows-service",
 			"--logfile", HybridOverlayLogFile,
-		},
+		}, hybridOverlayLogLimits(in.logLimits())...),
 		Dependencies: []string{KubeletService},
 		StartType:    StartAuto,
 		Recovery:     serviceRecovery,
 	}
+}
+
+// hybridOverlayLogLimits are the plan's log limits as hybrid-overlay-node
+// takes them: it rotates its own log with lumberjack (ovn-kubernetes'
+// go-controller/pkg/config), whose --logfile-maxsize is in megabytes
+// (2^20 bytes; rounded up, at least 1) and --logfile-maxage in days
+// (rounded up; 0 keeps every copy). lumberjack cannot be told never to
+// rotate: with a size of 0 the flag is left out and its default, 100 MB,
+// holds. It also keeps at most --logfile-maxbackups copies (5 by default).
+func hybridOverlayLogLimits(l logrotate.Limits) []string {
+	var args []string
+	if l.Size > 0 {
+		args = append(args, "--logfile-maxsize", strconv.FormatInt((l.Size+1<<20-1)>>20, 10))
+	}
+	days := (l.Age + 24*time.Hour - 1) / (24 * time.Hour)
+	return append(args, "--logfile-maxage", strconv.FormatInt(int64(days), 10))
 }
 
 // checkHybridOverlay refuses ovn-hybrid facts the plan cannot be made

@@ -4,7 +4,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/winnode/winnode/internal/logrotate"
 	"github.com/winnode/winnode/internal/payload"
 	"github.com/winnode/winnode/internal/testkit"
 )
@@ -14,7 +16,7 @@ import (
 // the node has its hybrid subnet.
 func hybridInput() RenderInput {
 	in := renderInput()
-	in.Payload.Files = append(in.Payload.Files[:3:3],
+	in.Payload.Files = append(slices.DeleteFunc(slices.Clone(in.Payload.Files), func(f payload.File) bool { return f.Name == PayloadFlanneld }),
 		payload.File{Name: PayloadHybridOverlay, HostPath: `C:\k\hybrid-overlay-node.exe`, SHA256: strings.Repeat("f", 64), Size: 500, Version: "input"})
 	in.Network = NetworkFacts{
 		Mode: NetworkOVNHybrid, ClusterCIDR: "10.132.0.0/14", ServiceCIDR: "172.30.0.0/16",
@@ -45,11 +47,14 @@ func TestHybridOverlayServices(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if names := serviceNames(r.Plan); !slices.Equal(names, []string{KubeletService, HybridOverlayService, KubeProxyService}) {
+	if names := serviceNames(r.Plan); !slices.Equal(names, []string{KubeletService, HybridOverlayService, KubeProxyService, CSIProxyService}) {
 		t.Errorf("services %v", names)
 	}
 	ho := findService(t, r.Plan, HybridOverlayService)
-	wantArgs := []string{"--node", "win-abc123", "--k8s-kubeconfig", KubeconfigPath, "--windows-service", "--logfile", `C:\var\log\hybrid-overlay\hybrid-overlay.log`}
+	// The default limits, 100M and 168h, as lumberjack takes them: 96
+	// megabytes (95.4, rounded up) and 7 days.
+	wantArgs := []string{"--node", "win-abc123", "--k8s-kubeconfig", KubeconfigPath, "--windows-service", "--logfile", `C:\var\log\hybrid-overlay\hybrid-overlay.log`,
+		"--logfile-maxsize", "96", "--logfile-maxage", "7"}
 	if ho.Binary != `C:\k\hybrid-overlay-node.exe` || !slices.Equal(ho.Args, wantArgs) {
 		t.Errorf("hybrid-overlay-node: %s %v, want %v", ho.Binary, ho.Args, wantArgs)
 	}
@@ -91,8 +96,8 @@ func TestHybridOverlayBeforeTheSubnet(t *testing.T) {
 			t.Errorf("generated %s without the node's subnet", g.HostPath)
 		}
 	}
-	if names := serviceNames(r.Plan); !slices.Equal(names, []string{KubeletService, HybridOverlayService}) {
-		t.Errorf("services %v, want the kubelet and hybrid-overlay-node", names)
+	if names := serviceNames(r.Plan); !slices.Equal(names, []string{KubeletService, HybridOverlayService, CSIProxyService}) {
+		t.Errorf("services %v, want the kubelet, hybrid-overlay-node and the CSI proxy", names)
 	}
 }
 
@@ -119,5 +124,23 @@ func TestHybridOverlayFactsRefused(t *testing.T) {
 	in.Payload.Files = in.Payload.Files[:3]
 	if _, err := Render(in); err == nil || !strings.Contains(err.Error(), "the payload has no hybrid-overlay-node.exe") {
 		t.Errorf("ovn-hybrid without hybrid-overlay-node.exe in the payload: %v", err)
+	}
+}
+
+// The administrator's limits reach hybrid-overlay-node in its own units:
+// megabytes and days, rounded up; a size of 0 (never rotate), which
+// lumberjack cannot do, leaves its default.
+func TestHybridOverlayLogLimits(t *testing.T) {
+	for _, tc := range []struct {
+		limits logrotate.Limits
+		want   []string
+	}{
+		{logrotate.Limits{Size: 10 << 20, Age: 24 * time.Hour}, []string{"--logfile-maxsize", "10", "--logfile-maxage", "1"}},
+		{logrotate.Limits{Size: 1, Age: 25 * time.Hour}, []string{"--logfile-maxsize", "1", "--logfile-maxage", "2"}},
+		{logrotate.Limits{Size: 0, Age: 0}, []string{"--logfile-maxage", "0"}},
+	} {
+		if got := hybridOverlayLogLimits(tc.limits); !slices.Equal(got, tc.want) {
+			t.Errorf("limits %+v: %v, want %v", tc.limits, got, tc.want)
+		}
 	}
 }

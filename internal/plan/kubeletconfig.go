@@ -79,6 +79,18 @@ func KubeletConfig(o KubeletConfigOptions) (*kubeletv1beta1.KubeletConfiguration
 		RegisterWithTaints: []corev1.Taint{{
 			Key: "os", Value: "Windows", Effect: corev1.TaintEffectNoSchedule,
 		}},
+		// Reading logs through the kubelet (docs/troubleshooting.md), both
+		// on by default and written out because winnode relies on them:
+		// /containerLogs/ (kubectl logs) is one of the debugging handlers,
+		// and /logs/ serves the node's log folder, C:\var\log on Windows
+		// (the kubelet's http.FileServer of /var/log/, which Windows reads
+		// on the current drive), as the API server's node proxy
+		// /api/v1/nodes/NODE/proxy/logs/ and `oc adm node-logs --path`
+		// read it. enableSystemLogQuery (the ?query= form, which runs
+		// Get-WinEvent on Windows) stays off, its default: the kubelet's
+		// documentation advises it only while debugging.
+		EnableDebuggingHandlers: ptr.To(true),
+		EnableSystemLogHandler:  ptr.To(true),
 	}
 	if o.Verbosity > 0 {
 		c.Logging.Verbosity = logsapi.VerbosityLevel(o.Verbosity)

@@ -36,7 +36,6 @@ const (
 	FlannelDir         = `C:\k\flannel`
 	FlannelNetConfPath = `C:\k\flannel\net-conf.json`
 	FlannelSubnetFile  = `C:\k\flannel\subnet.env`
-	FlanneldLogDir     = `C:\var\log\flanneld`
 	FlanneldService    = "flanneld"
 	PayloadFlanneld    = "flanneld.exe"
 )

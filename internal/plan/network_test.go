@@ -37,8 +37,8 @@ func TestFlannelServices(t *testing.T) {
 		t.Fatal(err)
 	}
 	flanneld := findService(t, r.Plan, FlanneldService)
-	if flanneld.Binary != `C:\k\winnode-agent.exe` || flanneld.Args[0] != "run-service" || !slices.Contains(flanneld.Args, `C:\k\flanneld.exe`) {
-		t.Errorf("flanneld does not run through the agent's run-service: %s %v", flanneld.Binary, flanneld.Args)
+	if flanneld.Binary != `C:\k\winnode-service.exe` || flanneld.Args[0] != "--name" || !slices.Contains(flanneld.Args, `C:\k\flanneld.exe`) {
+		t.Errorf("flanneld does not run through winnode-service.exe: %s %v", flanneld.Binary, flanneld.Args)
 	}
 	if flanneld.Environment["NODE_NAME"] != "win-abc123" || !slices.Contains(flanneld.Uses, `C:\k\flanneld.exe`) {
 		t.Errorf("flanneld: environment %v, uses %v", flanneld.Environment, flanneld.Uses)
@@ -73,15 +73,15 @@ func TestFlannelBeforeThePodCIDR(t *testing.T) {
 	}
 }
 
-func TestExternalNetworkRunsTheKubeletOnly(t *testing.T) {
+func TestExternalNetworkRunsNoNetworkProgram(t *testing.T) {
 	in := renderInput()
 	in.Network = NetworkFacts{Mode: NetworkExternal}
 	r, err := Render(in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if names := serviceNames(r.Plan); !slices.Equal(names, []string{KubeletService}) {
-		t.Errorf("services %v, want the kubelet only", names)
+	if names := serviceNames(r.Plan); !slices.Equal(names, []string{KubeletService, CSIProxyService}) {
+		t.Errorf("services %v, want the kubelet and the CSI proxy only", names)
 	}
 	var dirs []string
 	for _, d := range r.Plan.Directories {
@@ -139,15 +139,15 @@ func serviceNames(p *Plan) []string {
 	return names
 }
 
-// checkOverlayProxy: kube-proxy runs through run-service with only
+// checkOverlayProxy: kube-proxy runs through winnode-service with only
 // --config, and its KubeProxyConfiguration (read strictly, so no field is
 // misspelt) has the overlay's settings.
 func checkOverlayProxy(t *testing.T, r *Rendered, network, sourceVIP, clusterCIDR string) {
 	t.Helper()
 	proxy := findService(t, r.Plan, KubeProxyService)
-	want := []string{"run-service", "--name", "kube-proxy", "--log-file", KubeProxyLogFile, "--", `C:\k\kube-proxy.exe`, "--config=" + KubeProxyConfigPath}
-	if proxy.Binary != `C:\k\winnode-agent.exe` || !slices.Equal(proxy.Args, want) || !slices.Contains(proxy.Uses, KubeProxyConfigPath) {
-		t.Errorf("kube-proxy: %s %v (uses %v), want the agent with %v", proxy.Binary, proxy.Args, proxy.Uses, want)
+	want := []string{"--name", "kube-proxy", "--log-file", KubeProxyLogFile, "--log-file-size", "100M", "--log-file-age", "168h0m0s", "--", `C:\k\kube-proxy.exe`, "--config=" + KubeProxyConfigPath}
+	if proxy.Binary != `C:\k\winnode-service.exe` || !slices.Equal(proxy.Args, want) || !slices.Contains(proxy.Uses, KubeProxyConfigPath) {
+		t.Errorf("kube-proxy: %s %v (uses %v), want winnode-service.exe with %v", proxy.Binary, proxy.Args, proxy.Uses, want)
 	}
 	var c kubeproxyv1alpha1.KubeProxyConfiguration
 	if err := yaml.UnmarshalStrict(findGenerated(t, r, KubeProxyConfigPath), &c); err != nil {

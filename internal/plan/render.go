@@ -13,6 +13,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/winnode/winnode/internal/logrotate"
 	"github.com/winnode/winnode/internal/payload"
 	"github.com/winnode/winnode/internal/winpath"
 )
@@ -36,8 +37,6 @@ const (
 	KubeProxyConfigPath = `C:\k\kube-proxy.yaml`
 	KubeletStateDir     = `C:\var\lib\kubelet`
 	KubeletCertDir      = `C:\var\lib\kubelet\pki`
-	KubeletLogDir       = `C:\var\log\kubelet`
-	KubeProxyLogDir     = `C:\var\log\kube-proxy`
 	KubeletService      = "kubelet"
 	KubeProxyService    = "kube-proxy"
 	// ContainerdService is the container runtime's service: the plan relies
@@ -149,6 +148,9 @@ type RenderInput struct {
 	// OperatorVersion is the winnode version doing the rendering; it is part
 	// of Plan.Version, so a new operator version reconfigures every host.
 	OperatorVersion string
+	// Logs are the rotation limits of every service's log (the operator's
+	// --log-file-size and --log-file-age); nil: logrotate.Defaults.
+	Logs *logrotate.Limits
 }
 
 // Rendered is a plan and the generated files it names that the operator
@@ -184,16 +186,17 @@ func Render(in RenderInput) (*Rendered, error) {
 	if err != nil {
 		return nil, wrap(err)
 	}
+	services := in.services()
 	p := &Plan{
 		SchemaVersion: SchemaVersion,
 		StagingDir:    DefaultStagingDir,
-		Directories:   in.directories(),
+		Directories:   append(in.directories(), logDirs(services)...),
 		HostServices:  []string{ContainerdService},
 		Cluster:       in.Cluster.ID(),
 		// What the kubelet writes once joined: only valid in this cluster.
 		ClusterCredentials: []string{KubeconfigPath, KubeletCertDir},
 		Files:              in.files(generated),
-		Services:           in.services(),
+		Services:           services,
 		FirewallPorts:      []FirewallPort{{Name: "kubelet", Protocol: TCP, Port: 10250}},
 		Checks: []Check{
 			{Type: CheckServiceRunning, Service: KubeletService},
@@ -254,23 +257,20 @@ func (in RenderInput) generatedFiles() ([]GeneratedFile, error) {
 }
 
 // directories are the plan's folders: winnode's, the kubelet's, the CNI
-// folders containerd reads, and the logs of each service the mode runs.
+// folders containerd reads, flannel's, and hybrid-overlay-node's logs (the
+// wrapped services' log folders are added from the services, logDirs).
 func (in RenderInput) directories() []Directory {
 	dirs := []Directory{
 		{Path: KDir},
 		{Path: CNIBinDir},
 		{Path: CNIConfDir},
 		{Path: KubeletStateDir},
-		{Path: KubeletLogDir, Logs: true},
 	}
 	switch in.Network.Mode {
 	case NetworkFlannel:
-		dirs = append(dirs, Directory{Path: FlannelDir}, Directory{Path: FlanneldLogDir, Logs: true})
+		dirs = append(dirs, Directory{Path: FlannelDir})
 	case NetworkOVNHybrid:
 		dirs = append(dirs, Directory{Path: HybridOverlayLogDir, Logs: true})
-	}
-	if in.runsKubeProxy() {
-		dirs = append(dirs, Directory{Path: KubeProxyLogDir, Logs: true})
 	}
 	return dirs
 }
@@ -319,9 +319,9 @@ var serviceRecovery = Recovery{
 	ResetPeriod: metav1.Duration{Duration: 24 * time.Hour},
 }
 
-// services are the kubelet, and what the network mode runs beside it
+// services are the kubelet, what the network mode runs beside it
 // (flanneld or hybrid-overlay-node, kube-proxy), each started after what
-// it needs.
+// it needs, and the CSI proxy.
 func (in RenderInput) services() []Service {
 	services := []Service{in.kubeletService()}
 	switch in.Network.Mode {
@@ -333,14 +333,13 @@ func (in RenderInput) services() []Service {
 	if in.runsKubeProxy() {
 		services = append(services, in.kubeProxyService())
 	}
-	return services
+	return append(services, in.csiProxyService())
 }
 
-// kubeletService runs the kubelet after containerd, through the agent's
-// run-service (wrapped.go says why), its log in KubeletLogFile.
+// kubeletService runs the kubelet after containerd, through
+// winnode-service.exe (wrapped.go says why), its log in KubeletLogFile.
 func (in RenderInput) kubeletService() Service {
 	info := in.Host.Info
-	agent, _ := in.Payload.Lookup(PayloadAgent)
 	kubelet, _ := in.Payload.Lookup(PayloadKubelet)
 	args := []string{
 		"--config=" + KubeletConfigPath,
@@ -354,7 +353,7 @@ func (in RenderInput) kubeletService() Service {
 	if nodeIP := chooseNodeIP(info, in.Host.Address); nodeIP != "" {
 		args = append(args, "--node-ip="+nodeIP)
 	}
-	uses := []string{kubelet.HostPath, KubeletConfigPath, BootstrapKubeconfigPath, ClusterCAPath}
+	uses := []string{KubeletConfigPath, BootstrapKubeconfigPath, ClusterCAPath}
 	if len(in.Cluster.KubeletCAData) > 0 {
 		uses = append(uses, KubeletCAPath)
 	}
@@ -365,24 +364,21 @@ func (in RenderInput) kubeletService() Service {
 	if in.Cluster.CloudProvider != "" {
 		args = append(args, "--cloud-provider="+in.Cluster.CloudProvider)
 	}
-	return Service{
+	return in.wrap(Service{
 		Name:         KubeletService,
 		DisplayName:  "Kubernetes kubelet",
-		Binary:       agent.HostPath,
-		Args:         RunServiceArgs(KubeletService, KubeletLogFile, kubelet.HostPath, args...),
 		Uses:         uses,
 		Dependencies: []string{ContainerdService},
 		StartType:    StartAuto,
 		Recovery:     serviceRecovery,
-	}
+	}, kubelet.HostPath, args...)
 }
 
-// kubeProxyService runs kube-proxy, through the agent's run-service
+// kubeProxyService runs kube-proxy, through winnode-service.exe
 // (wrapped.go), with its KubeProxyConfiguration (kubeproxyconfig.go), after
 // the kubelet (whose kubeconfig it reads) and the program that creates the
 // overlay network (flanneld or hybrid-overlay-node).
 func (in RenderInput) kubeProxyService() Service {
-	agent, _ := in.Payload.Lookup(PayloadAgent)
 	proxy, _ := in.Payload.Lookup(PayloadKubeProxy)
 	deps := []string{KubeletService}
 	switch in.Network.Mode {
@@ -391,29 +387,26 @@ func (in RenderInput) kubeProxyService() Service {
 	case NetworkOVNHybrid:
 		deps = append(deps, HybridOverlayService)
 	}
-	return Service{
+	return in.wrap(Service{
 		Name:        KubeProxyService,
 		DisplayName: "Kubernetes kube-proxy",
-		Binary:      agent.HostPath,
-		// Only --config: kube-proxy ignores most flags given with it
-		// (cmd/kube-proxy/app/options.go, Complete).
-		Args: RunServiceArgs(KubeProxyService, KubeProxyLogFile, proxy.HostPath, "--config="+KubeProxyConfigPath),
-		Uses: []string{proxy.HostPath, KubeProxyConfigPath},
+		Uses:        []string{KubeProxyConfigPath},
 		// kube-proxy reads the kubeconfig the kubelet writes after its
 		// TLS bootstrap: until then it exits and Windows restarts it.
 		Dependencies: deps,
 		StartType:    StartAuto,
 		Recovery:     serviceRecovery,
-	}
+		// Only --config: kube-proxy ignores most flags given with it
+		// (cmd/kube-proxy/app/options.go, Complete).
+	}, proxy.HostPath, "--config="+KubeProxyConfigPath)
 }
 
 // flanneldService runs flanneld with the node's credentials (the kubeconfig
 // the kubelet writes after its TLS bootstrap: flanneld patches only its own
-// Node's annotations, which the node authorizer allows), through the
-// agent's run-service since flanneld cannot answer the service control
+// Node's annotations, which the node authorizer allows), through
+// winnode-service.exe since flanneld cannot answer the service control
 // manager itself (wrapped.go).
 func (in RenderInput) flanneldService() Service {
-	agent, _ := in.Payload.Lookup(PayloadAgent)
 	flanneld, _ := in.Payload.Lookup(PayloadFlanneld)
 	args := []string{
 		// flannel's Documentation/configuration.md and running.md: the
@@ -428,18 +421,16 @@ func (in RenderInput) flanneldService() Service {
 	if nodeIP := chooseNodeIP(in.Host.Info, in.Host.Address); nodeIP != "" {
 		args = append(args, "--iface="+nodeIP) // the interface that carries VXLAN traffic
 	}
-	return Service{
+	return in.wrap(Service{
 		Name:        FlanneldService,
 		DisplayName: "flannel overlay network (flanneld)",
-		Binary:      agent.HostPath,
-		Args:        RunServiceArgs(FlanneldService, FlanneldLogFile, flanneld.HostPath, args...),
-		Uses:        []string{flanneld.HostPath, FlannelNetConfPath},
+		Uses:        []string{FlannelNetConfPath},
 		// flanneld's kube subnet manager finds its Node by NODE_NAME.
 		Environment:  map[string]string{"NODE_NAME": NodeName(in.Host.Info.Hostname)},
 		Dependencies: []string{KubeletService},
 		StartType:    StartAuto,
 		Recovery:     serviceRecovery,
-	}
+	}, flanneld.HostPath, args...)
 }
 
 // seal names the plan's content in its version (the operator version and
@@ -487,7 +478,7 @@ func (in RenderInput) check() error {
 	if err := in.Network.check(); err != nil {
 		errs = append(errs, err)
 	}
-	required := []string{PayloadAgent, PayloadKubelet, PayloadKubeProxy}
+	required := []string{PayloadAgent, PayloadService, PayloadKubelet, PayloadKubeProxy, PayloadCSIProxy}
 	switch in.Network.Mode {
 	case NetworkFlannel:
 		required = append(required, PayloadFlanneld)
@@ -518,6 +509,11 @@ func (in RenderInput) check() error {
 	for _, ip := range in.Cluster.ClusterDNS {
 		if net.ParseIP(ip) == nil {
 			errs = append(errs, fmt.Errorf("cluster DNS address %q is not an IP address", ip))
+		}
+	}
+	if in.Logs != nil {
+		if err := in.Logs.Check(); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if len(errs) > 0 {

@@ -39,6 +39,8 @@ func renderInput() RenderInput {
 			{Name: "kube-proxy.exe", HostPath: `C:\k\kube-proxy.exe`, SHA256: strings.Repeat("c", 64), Size: 300, Version: "v1.37.1",
 				Encoding: "zstd", EncodedSHA256: strings.Repeat("f", 64), EncodedSize: 90},
 			{Name: "flanneld.exe", HostPath: `C:\k\flanneld.exe`, SHA256: strings.Repeat("e", 64), Size: 400, Version: "v0.28.10"},
+			{Name: "winnode-service.exe", HostPath: `C:\k\winnode-service.exe`, SHA256: strings.Repeat("7", 64), Size: 50, Version: "v0.1.0"},
+			{Name: "csi-proxy.exe", HostPath: `C:\k\csi-proxy.exe`, SHA256: strings.Repeat("8", 64), Size: 500, Version: "v1.1.3"},
 		}},
 		Network: NetworkFacts{
 			Mode: NetworkFlannel, ClusterCIDR: "10.244.0.0/16", ServiceCIDR: "10.96.0.0/12", PodCIDR: "10.244.3.0/24",

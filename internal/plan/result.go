@@ -175,9 +175,10 @@ type Info struct {
 	Warnings []string `json:"warnings,omitempty"`
 	// Services are the services of the applied plan that are not Running
 	// (Stopped, restarting after a failure, missing), each with the end of
-	// its log where the agent knows it: the log file of run-service, which
-	// hosts the kubelet, kube-proxy and flanneld. Agents before it leave it
-	// out.
+	// its log where the agent knows it: the --log-file of
+	// winnode-service.exe, which hosts the kubelet, kube-proxy, flanneld
+	// and csi-proxy, or hybrid-overlay-node's --logfile. Agents before it
+	// leave it out.
 	Services []ServiceStatus `json:"services,omitempty"`
 }
 
@@ -195,6 +196,34 @@ type ServiceStatus struct {
 // MaxLogTailLines is how many of a failing service's last log lines info
 // reports.
 const MaxLogTailLines = 5
+
+// LogsDocument is what `winnode-agent logs` prints: a part of a service's
+// log, read on the host (for a node whose kubelet cannot serve it).
+type LogsDocument struct {
+	SchemaVersion string `json:"schemaVersion"`
+	// Service is the service asked for ("winnode-agent": the agent's own
+	// log); File the log file read (Windows path).
+	Service string `json:"service"`
+	File    string `json:"file"`
+	// Size is the file's size when read; Offset where in it the bytes read
+	// start (a reader following the log asks for the bytes from Size on
+	// next time, and starts again from 0 once Size is smaller: rotated).
+	Size   int64 `json:"size"`
+	Offset int64 `json:"offset"`
+	// Text is the log from Offset on, at most MaxLogsBytes of it (the
+	// end), with --since and --tail applied.
+	Text string `json:"text"`
+	// Truncated: the file had more than MaxLogsBytes from Offset on, and
+	// only the end was read.
+	Truncated bool `json:"truncated,omitempty"`
+	// Rotated are the rotated copies beside the file, oldest first (names
+	// only): older lines are there.
+	Rotated []string `json:"rotated,omitempty"`
+}
+
+// MaxLogsBytes bounds what `winnode-agent logs` reads of a file: the end
+// of it, so that a host's answer stays small whatever its logs hold.
+const MaxLogsBytes = 4 << 20
 
 // OSInfo names the Windows release.
 type OSInfo struct {

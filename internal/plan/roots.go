@@ -12,13 +12,20 @@ import (
 // file written on the host cannot widen them. Render puts every folder and
 // file of its plans under them; a plan applied now adds its own folders (see
 // Plan.Roots), since the operator sent it.
-var Roots = []string{
+var Roots = append([]string{
 	KDir,                     // binaries, configuration, staging (C:\k\.staging)
 	KubeletStateDir,          // the kubelet's state and certificates
-	KubeletLogDir,            // logs
-	KubeProxyLogDir,          //
-	FlanneldLogDir,           //
 	`C:\ProgramData\winnode`, // the agent's own state
+	AgentLogDir,              // the agent's own log
+}, wrappedLogDirs()...) // the logs of the services winnode-service runs (wrapped.go)
+
+// wrappedLogDirs are the log folders of every service in Wrapped.
+func wrappedLogDirs() []string {
+	var dirs []string
+	for _, s := range Wrapped {
+		dirs = append(dirs, LogDir(s))
+	}
+	return dirs
 }
 
 // Roots returns the folders this plan creates and its staging folder: where

@@ -1,40 +1,128 @@
 package plan
 
-// How each service answers Windows' service control manager (SCM). The SCM
-// starts a service's program and waits for it to call
-// StartServiceCtrlDispatcher; a program that does not within the start
-// timeout (30 s by default) is killed, and the start fails with error 1053.
-//
-//   - kubelet, kube-proxy, flanneld: the SCM starts the agent,
-//     `winnode-agent.exe run-service` (internal/agent RunService), which
-//     answers it and runs the program as its child, writing the child's
-//     output to the service's log file. The child gets no --windows-service:
-//     it is not the process the SCM started, so it could not answer
-//     (StartServiceCtrlDispatcher fails in any other process). The wrapper
-//     is what gives the kubelet and kube-proxy a log file: Kubernetes
-//     removed klog's --log-file and --logtostderr from its components in
-//     v1.26 (KEP-2845), so they log to standard error only. kube-log-runner
-//     (k8s.io/component-base/logs/kube-log-runner) would redirect it too,
-//     but it never answers the SCM, so as a service's program it is killed
-//     with error 1053. flanneld has no service mode at all.
-//   - hybrid-overlay-node answers the SCM itself (--windows-service) and
-//     writes its own log file (--logfile): hybridoverlay.go.
-//   - containerd is the host's, not the plan's.
+import (
+	"strings"
 
-// Log files of the services the agent's run-service hosts.
-const (
-	KubeletLogFile   = KubeletLogDir + `\kubelet.log`
-	KubeProxyLogFile = KubeProxyLogDir + `\kube-proxy.log`
-	FlanneldLogFile  = FlanneldLogDir + `\flanneld.log`
+	"github.com/winnode/winnode/internal/logrotate"
 )
 
-// RunServiceCommand is the first argument of a service whose binary is the
-// agent: `winnode-agent.exe run-service --name NAME --log-file FILE --
-// PROGRAM ARGS...`.
-const RunServiceCommand = "run-service"
+// Which process answers Windows' service control manager (SCM) for each
+// service winnode installs, and where each service logs. The SCM starts a
+// service's program and waits for it to call StartServiceCtrlDispatcher;
+// a program that does not within the start timeout (30 s by default) is
+// killed, and the start fails with error 1053.
+//
+// | service             | the SCM starts                  | the program runs as       | its log (rotated at --log-file-size, --log-file-age)  |
+// |---------------------|---------------------------------|---------------------------|-------------------------------------------------------|
+// | kubelet             | winnode-service.exe             | its child                 | C:\var\log\kubelet\kubelet.log, by winnode-service    |
+// | kube-proxy          | winnode-service.exe             | its child                 | C:\var\log\kube-proxy\kube-proxy.log, same            |
+// | flanneld            | winnode-service.exe             | its child                 | C:\var\log\flanneld\flanneld.log, same                |
+// | csi-proxy           | winnode-service.exe             | its child                 | C:\var\log\csi-proxy\csi-proxy.log, same              |
+// | hybrid-overlay-node | hybrid-overlay-node.exe itself  | the service's process     | C:\var\log\hybrid-overlay\hybrid-overlay.log, its own |
+// | (the agent)         | not a service: run over SSH     |                           | C:\var\log\winnode-agent\winnode-agent.log, its own   |
+//
+// Why the wrapper (winnode-service.exe, internal/svcwrap) for the first
+// four: the kubelet and kube-proxy could answer the SCM themselves
+// (--windows-service), but since Kubernetes v1.26 they log only to
+// standard error (KEP-2845 removed klog's --log-file and --logtostderr),
+// which the wrapper puts in their log file; as the wrapper's child they get
+// no --windows-service, since StartServiceCtrlDispatcher fails in any
+// process but the one the SCM started. kube-log-runner
+// (k8s.io/component-base/logs/kube-log-runner) would redirect their output
+// too, but it never answers the SCM, so as a service's program it is
+// killed with error 1053. flanneld has no service mode at all. csi-proxy
+// answers the SCM only with -windows-service, and then its process may
+// outlive a stop (its server loop cannot be stopped; the wrapper kills its
+// child), and writes a file only with -logtostderr=false -log_file=...,
+// which klog rotates at 1800 MB without an age: under the wrapper it logs
+// to standard error, as by default, and gets the same rotation as the
+// others. A service is wrapped by being declared in Wrapped; the renderer
+// then runs it through winnode-service.exe with its log in LogFile(name)
+// and creates LogDir(name).
+//
+// hybrid-overlay-node answers the SCM itself (--windows-service) and
+// writes and rotates its own log file (--logfile, --logfile-maxsize in
+// megabytes, --logfile-maxage in days: lumberjack in ovn-kubernetes'
+// go-controller/pkg/config), hybridoverlay.go. containerd is the host's,
+// not the plan's, unless a plan declares it.
 
-// RunServiceArgs are the agent's arguments that run program with args as
-// the service name, its output appended to logFile.
-func RunServiceArgs(name, logFile, program string, args ...string) []string {
-	return append([]string{RunServiceCommand, "--name", name, "--log-file", logFile, "--", program}, args...)
+// PayloadService is winnode-service.exe, the wrapper.
+const PayloadService = "winnode-service.exe"
+
+// Wrapped are the services that winnode-service.exe runs.
+var Wrapped = []string{KubeletService, KubeProxyService, FlanneldService, CSIProxyService}
+
+// IsWrapped says whether a service is one of Wrapped.
+func IsWrapped(name string) bool {
+	for _, w := range Wrapped {
+		if strings.EqualFold(w, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// LogRoot is the folder of every service's log folder.
+const LogRoot = `C:\var\log`
+
+// LogDir is a service's log folder, C:\var\log\<service>.
+func LogDir(service string) string { return LogRoot + `\` + service }
+
+// LogFile is a service's log, C:\var\log\<service>\<service>.log.
+func LogFile(service string) string { return LogDir(service) + `\` + service + ".log" }
+
+// Log folders and files of the wrapped services, and of the agent's own
+// runs.
+var (
+	KubeletLogDir    = LogDir(KubeletService)
+	KubeProxyLogDir  = LogDir(KubeProxyService)
+	FlanneldLogDir   = LogDir(FlanneldService)
+	CSIProxyLogDir   = LogDir(CSIProxyService)
+	KubeletLogFile   = LogFile(KubeletService)
+	KubeProxyLogFile = LogFile(KubeProxyService)
+	FlanneldLogFile  = LogFile(FlanneldService)
+	AgentLogDir      = LogDir("winnode-agent")
+	AgentLogFile     = LogFile("winnode-agent")
+)
+
+// ServiceArgs are winnode-service.exe's arguments that run program with
+// args as the service name, its output written to logFile and rotated at
+// limits (internal/svcwrap parses them).
+func ServiceArgs(name, logFile string, limits logrotate.Limits, program string, args ...string) []string {
+	return append([]string{
+		"--name", name,
+		"--log-file", logFile,
+		"--log-file-size", logrotate.FormatSize(limits.Size),
+		"--log-file-age", limits.Age.String(),
+		"--", program}, args...)
+}
+
+// wrap makes s a service of winnode-service.exe running program with
+// args, its log in LogFile(s.Name) at the plan's limits: the service's
+// binary is the wrapper, and program is one of the files it uses.
+func (in RenderInput) wrap(s Service, program string, args ...string) Service {
+	wrapper, _ := in.Payload.Lookup(PayloadService)
+	s.Binary = wrapper.HostPath
+	s.Args = ServiceArgs(s.Name, LogFile(s.Name), in.logLimits(), program, args...)
+	s.Uses = append([]string{program}, s.Uses...)
+	return s
+}
+
+// logLimits are RenderInput.Logs, or the defaults when unset.
+func (in RenderInput) logLimits() logrotate.Limits {
+	if in.Logs == nil {
+		return logrotate.Defaults
+	}
+	return *in.Logs
+}
+
+// logDirs are the log folders of the plan's wrapped services.
+func logDirs(services []Service) []Directory {
+	var dirs []Directory
+	for _, s := range services {
+		if IsWrapped(s.Name) {
+			dirs = append(dirs, Directory{Path: LogDir(s.Name), Logs: true})
+		}
+	}
+	return dirs
 }

@@ -264,7 +264,7 @@ func (c *Client) Stop(ctx context.Context, name string) error {
 // host's start timeout is killed and Start fails with ErrRequestTimeout.
 // The stand-ins that answer on Windows (the kubelet and kube-proxy with
 // --windows-service, containerd with --run-service, hybrid-overlay-node
-// with --windows-service) and the agent's run-service call it.
+// with --windows-service) and winnode-service.exe call it.
 func (c *Client) ConnectDispatcher(ctx context.Context) error {
 	return c.do(ctx, http.MethodPost, "/v1/dispatcher", nil, nil)
 }

@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"strconv"
 
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
@@ -22,6 +25,7 @@ func (e *Env) startAPIServer(ctx context.Context, opts Options, etcdURL string, 
 	}
 	e.Host = fmt.Sprintf("https://127.0.0.1:%d", port)
 	p := e.pki.path
+	e.KubeletClientCertFile, e.KubeletClientKeyFile = p("apiserver-kubelet-client.crt"), p("apiserver-kubelet-client.key")
 	audit, err := e.auditFlags()
 	if err != nil {
 		return nil, err
@@ -31,6 +35,14 @@ func (e *Env) startAPIServer(ctx context.Context, opts Options, etcdURL string, 
 		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--secure-port=" + strconv.Itoa(port),
 		"--tls-cert-file=" + p("apiserver.crt"), "--tls-private-key-file=" + p("apiserver.key"),
 		"--client-ca-file=" + p("ca.crt"),
+		// Reaching kubelets (logs, exec, the node proxy) as a cluster
+		// does: at their InternalIP, checked against the cluster CA that
+		// signs their serving certificates, with a client certificate
+		// the kubelet's webhook authorization accepts (kubeletClientRBAC).
+		"--kubelet-preferred-address-types=InternalIP,Hostname",
+		"--kubelet-certificate-authority=" + p("ca.crt"),
+		"--kubelet-client-certificate=" + p("apiserver-kubelet-client.crt"),
+		"--kubelet-client-key=" + p("apiserver-kubelet-client.key"),
 		"--enable-bootstrap-token-auth=" + strconv.FormatBool(!opts.NoBootstrapTokenAuth),
 		"--authorization-mode=Node,RBAC",
 		"--enable-admission-plugins=NodeRestriction",
@@ -66,13 +78,36 @@ func (e *Env) startAPIServer(ctx context.Context, opts Options, etcdURL string, 
 	if err != nil {
 		return nil, err
 	}
-	return client, waitFor(ctx, apiserver, "kube-apiserver /readyz", func(ctx context.Context) (bool, error) {
+	err = waitFor(ctx, apiserver, "kube-apiserver /readyz", func(ctx context.Context) (bool, error) {
 		res := client.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx)
 		var code int
 		res.StatusCode(&code)
 		return code == http.StatusOK, nil
 	})
+	if err != nil {
+		return nil, err
+	}
+	return client, kubeletClientRBAC(ctx, client)
 }
+
+// kubeletClientRBAC lets the API server's kubelet client
+// (kube-apiserver-kubelet-client) use the kubelets' API, as kubeadm binds
+// it: ClusterRole system:kubelet-api-admin.
+func kubeletClientRBAC(ctx context.Context, client kubernetes.Interface) error {
+	crb := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "kube-apiserver-kubelet-client"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:kubelet-api-admin"},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: kubeletClientUser}},
+	}
+	_, err := client.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("binding the API server's kubelet client to system:kubelet-api-admin: %w", err)
+	}
+	return nil
+}
+
+// kubeletClientUser is the API server's user on kubelets.
+const kubeletClientUser = "kube-apiserver-kubelet-client"
 
 // issueCertificates issues the API server's serving certificate and the
 // client certificates of the admin and the controller manager.
@@ -80,6 +115,9 @@ func (e *Env) issueCertificates() error {
 	if err := e.pki.issue("apiserver", "kube-apiserver", nil, true,
 		[]net.IP{net.ParseIP("127.0.0.1"), net.ParseIP(kubernetesServiceIP)},
 		[]string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"}); err != nil {
+		return err
+	}
+	if err := e.pki.issue("apiserver-kubelet-client", kubeletClientUser, nil, false, nil, nil); err != nil {
 		return err
 	}
 	if err := e.pki.issue("admin", "winnode-testenv-admin", []string{"system:masters"}, false, nil, nil); err != nil {

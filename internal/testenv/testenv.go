@@ -91,6 +91,10 @@ type Env struct {
 	Dir string
 	// CACertFile and CAKeyFile are the cluster CA.
 	CACertFile, CAKeyFile string
+	// KubeletClientCertFile and KubeletClientKeyFile are the API server's
+	// client certificate on kubelets (user kube-apiserver-kubelet-client):
+	// tests reach a kubelet with them as the API server does.
+	KubeletClientCertFile, KubeletClientKeyFile string
 	// Host is the API server's URL (https://127.0.0.1:port).
 	Host string
 

@@ -53,7 +53,7 @@ func realPayloadDir() string {
 // compression can shrink.
 func newBenchPayload(b *testing.B, w *world, padMB int) *benchPayload {
 	b.Helper()
-	p := &benchPayload{dir: b.TempDir(), opts: simpayload.Options{AgentBinary: w.agent, StandinBinary: w.standin}}
+	p := &benchPayload{dir: b.TempDir(), opts: simpayload.Options{AgentBinary: w.agent, ServiceBinary: w.service, StandinBinary: w.standin}}
 	if hl, err := testenv.HostLocal(); err == nil {
 		p.opts.HostLocalBinary = hl
 	}

@@ -81,7 +81,7 @@ func TestWaitingUpgradeCostsNoSSHNorWrite(t *testing.T) {
 
 	// A new kubelet: wait-ready's upgrade restarts services and must wait.
 	dir := t.TempDir()
-	m, err := simpayload.Build(dir, simpayload.Options{AgentBinary: w.agent, StandinBinary: w.standin, Build: t.Name()})
+	m, err := simpayload.Build(dir, simpayload.Options{AgentBinary: w.agent, ServiceBinary: w.service, StandinBinary: w.standin, Build: t.Name()})
 	if err != nil {
 		t.Fatal(err)
 	}

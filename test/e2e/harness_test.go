@@ -48,6 +48,7 @@ import (
 	"github.com/winnode/winnode/internal/controller"
 	"github.com/winnode/winnode/internal/fixture"
 	"github.com/winnode/winnode/internal/inventory"
+	"github.com/winnode/winnode/internal/logrotate"
 	"github.com/winnode/winnode/internal/payload"
 	"github.com/winnode/winnode/internal/testenv"
 	"github.com/winnode/winnode/internal/testkit"
@@ -115,6 +116,7 @@ type world struct {
 	scheme     *runtime.Scheme
 	standin    string
 	agent      string
+	service    string // the Linux build of cmd/winnode-service
 	payloadDir string
 	payload    *payload.Manifest
 	signer     ssh.Signer
@@ -199,6 +201,9 @@ func newWorld(t testing.TB, env *testenv.Env, kind apiServerKind) (*world, error
 	if w.agent, err = testenv.BuildBinary("cmd/winnode-agent"); err != nil {
 		return nil, err
 	}
+	if w.service, err = testenv.BuildBinary("cmd/winnode-service"); err != nil {
+		return nil, err
+	}
 	if w.standin, err = testenv.BuildBinary("cmd/winsim-standin"); err != nil {
 		return nil, err
 	}
@@ -211,7 +216,7 @@ func newWorld(t testing.TB, env *testenv.Env, kind apiServerKind) (*world, error
 		return nil, err
 	}
 	w.payloadDir = dir
-	if w.payload, err = simpayload.Build(dir, simpayload.Options{AgentBinary: w.agent, StandinBinary: w.standin, HostLocalBinary: hostLocal}); err != nil {
+	if w.payload, err = simpayload.Build(dir, simpayload.Options{AgentBinary: w.agent, ServiceBinary: w.service, StandinBinary: w.standin, HostLocalBinary: hostLocal}); err != nil {
 		return nil, err
 	}
 	key, err := fixture.GenerateKey()
@@ -377,6 +382,8 @@ type operatorOptions struct {
 	// --hybrid-cluster-cidr.
 	network           string
 	hybridClusterCIDR string
+	// logs are --log-file-size and --log-file-age (nil: the defaults).
+	logs *logrotate.Limits
 }
 
 // startOperator runs the operator until the test ends or op.stop.
@@ -402,6 +409,7 @@ func (w *world) startOperator(t testing.TB, o operatorOptions) *operator {
 		RetryMax:          5 * time.Second,
 		Network:           o.network,
 		HybridClusterCIDR: o.hybridClusterCIDR,
+		Logs:              o.logs,
 		// The simulated hosts have loopback addresses (127.0.0.10 and up).
 		Addresses: inventory.AddressPolicy{Allowed: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}},
 		TuneInstance: func(c *configure.Configurer) {
@@ -639,12 +647,17 @@ func (w *world) nodesOfHost(t testing.TB, h *winsim.Host) int {
 	return n
 }
 
-// servicePIDs is each winnode service's process ID on a host.
+// servicePIDs is each winnode service's process ID on a host: the
+// kubelet's, and those of kube-proxy, flanneld and csi-proxy where the
+// plan has them.
 func servicePIDs(t testing.TB, h *winsim.Host) map[string]int {
 	t.Helper()
 	out := map[string]int{}
-	for _, name := range []string{"kubelet", "kube-proxy"} {
+	for _, name := range []string{"kubelet", "kube-proxy", "flanneld", "csi-proxy"} {
 		svc, err := h.Services().Get(name)
+		if err != nil && name != "kubelet" {
+			continue
+		}
 		if err != nil {
 			t.Fatalf("service %s on %s: %v", name, h.Hostname(), err)
 		}

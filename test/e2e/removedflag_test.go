@@ -73,6 +73,12 @@ func TestKubeletRefusesARemovedFlag(t *testing.T) {
 	if log := hostFile(t, h, `C:\var\log\kubelet\kubelet.log`); !strings.Contains(string(log), words) {
 		t.Errorf("the kubelet's log lacks %q", words)
 	}
+	// What an administrator reads when a node is not Ready: the kubelet's
+	// refusal, over SSH through the agent (no kubelet serves it).
+	code, out, errOut := w.winnodectl("logs", "flagged", "--tail", "20")
+	if code != 0 || !strings.Contains(out, words) || !strings.Contains(errOut, "over SSH") {
+		t.Errorf("winnodectl logs of the failing kubelet: exit %d, stdout:\n%s\nstderr: %s", code, out, errOut)
+	}
 
 	// The operator applies the plan again: the kubelet's own command line
 	// (the instance may still read Ready until the operator acts, so the

@@ -34,7 +34,7 @@ func TestCorruptStagedBlobRecovers(t *testing.T) {
 	// after the first sync staged it.
 	const pad = 3 << 20
 	dir := t.TempDir()
-	m, err := simpayload.Build(dir, simpayload.Options{AgentBinary: w.agent, StandinBinary: w.standin, PaddingBytes: pad, PaddingSeed: t.Name()})
+	m, err := simpayload.Build(dir, simpayload.Options{AgentBinary: w.agent, ServiceBinary: w.service, StandinBinary: w.standin, PaddingBytes: pad, PaddingSeed: t.Name()})
 	if err != nil {
 		t.Fatal(err)
 	}

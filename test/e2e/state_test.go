@@ -34,7 +34,7 @@ func TestUntrustedAgentStateIsReported(t *testing.T) {
 	}
 	// A new payload makes the operator apply a new plan.
 	dir := t.TempDir()
-	m, err := simpayload.Build(dir, simpayload.Options{AgentBinary: w.agent, StandinBinary: w.standin, PaddingBytes: 1 << 10, PaddingSeed: t.Name()})
+	m, err := simpayload.Build(dir, simpayload.Options{AgentBinary: w.agent, ServiceBinary: w.service, StandinBinary: w.standin, PaddingBytes: 1 << 10, PaddingSeed: t.Name()})
 	if err != nil {
 		t.Fatal(err)
 	}

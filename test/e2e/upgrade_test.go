@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"sync"
 	"testing"
@@ -39,7 +41,7 @@ func TestPayloadChangeUpgrades(t *testing.T) {
 
 	const pad = 3 << 20
 	dir := t.TempDir()
-	m, err := simpayload.Build(dir, simpayload.Options{AgentBinary: w.agent, StandinBinary: w.standin, PaddingBytes: pad, PaddingSeed: t.Name()})
+	m, err := simpayload.Build(dir, simpayload.Options{AgentBinary: w.agent, ServiceBinary: w.service, StandinBinary: w.standin, PaddingBytes: pad, PaddingSeed: t.Name()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,8 +88,35 @@ func TestPayloadChangeUpgrades(t *testing.T) {
 	if got := servicePIDs(t, h); !maps2Equal(got, pids) {
 		t.Errorf("services restarted by a version-only upgrade: %v -> %v", pids, got)
 	}
+	checkAgentOnlyUpgrade(t, w, op, h, simpayload.Options{AgentBinary: w.agent, ServiceBinary: w.service, StandinBinary: w.standin, PaddingBytes: pad, PaddingSeed: t.Name()}, newVersion, pids)
 	if p, err := w.kube.CoreV1().Pods(pod.Namespace).Get(context.Background(), pod.Name, metav1.GetOptions{}); err != nil || p.DeletionTimestamp != nil {
 		t.Errorf("the pod was evicted by upgrades that restarted no service: %v", err)
+	}
+}
+
+// checkAgentOnlyUpgrade: a payload whose agent alone is new (an agent
+// release) replaces winnode-agent.exe on the host and restarts no service:
+// the services run winnode-service.exe, whose bytes did not change, not
+// the agent.
+func checkAgentOnlyUpgrade(t *testing.T, w *world, op *operator, h *winsim.Host, o simpayload.Options, version string, pids map[string]int) {
+	t.Helper()
+	op.stop()
+	o.AgentBuild = t.Name()
+	dir := t.TempDir()
+	m, err := simpayload.Build(dir, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent, _ := m.Lookup("winnode-agent.exe")
+	w.startOperator(t, operatorOptions{payloadDir: dir, payload: m, version: version})
+	testkit.Eventually(t, 3*time.Minute, "the host to run the new agent", func() (bool, string) {
+		inst := w.get(t, "upgraded")
+		sum := sha256.Sum256(hostFile(t, h, simpayload.AgentHostPath))
+		return inst.Status.Phase == winnodev1.PhaseReady && hex.EncodeToString(sum[:]) == agent.SHA256,
+			fmt.Sprintf("phase %s step %s lastError %q", inst.Status.Phase, inst.Status.Step, inst.Status.LastError)
+	})
+	if got := servicePIDs(t, h); !maps2Equal(got, pids) {
+		t.Errorf("services restarted by an agent-only upgrade: %v -> %v", pids, got)
 	}
 }
 
@@ -175,7 +204,7 @@ func TestUpgradeRestartingServicesRollsOutOneNodeAtATime(t *testing.T) {
 		}
 	}
 	dir := t.TempDir()
-	m, err := simpayload.Build(dir, simpayload.Options{AgentBinary: w.agent, StandinBinary: w.standin, Build: t.Name()})
+	m, err := simpayload.Build(dir, simpayload.Options{AgentBinary: w.agent, ServiceBinary: w.service, StandinBinary: w.standin, Build: t.Name()})
 	if err != nil {
 		t.Fatal(err)
 	}

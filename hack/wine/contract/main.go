@@ -22,10 +22,12 @@
 //	programs.tsv       each payload program: host path, payload file, version
 //	negative/kubelet-logtostderr.cmd  a rendered kubelet command line with
 //	                   --logtostderr=false put back (the check must fail)
+//	negative/csi-proxy-unknown.cmd    a rendered csi-proxy command line with
+//	                   a flag csi-proxy lacks (the check must fail)
 //
 // It only renders: nothing is run, nothing is changed. `contract split`
-// turns what `winnode-agent run-service --dry-run` prints into the
-// program and arguments it would run, NUL-separated.
+// turns what `winnode-service --dry-run` prints into the program and
+// arguments it would run, NUL-separated.
 package main
 
 import (
@@ -45,6 +47,7 @@ import (
 	"github.com/winnode/winnode/internal/ignition"
 	"github.com/winnode/winnode/internal/payload"
 	"github.com/winnode/winnode/internal/plan"
+	"github.com/winnode/winnode/internal/svcwrap"
 )
 
 func main() {
@@ -58,7 +61,7 @@ func main() {
 			err = write(m, os.Args[2], filepath.Join("internal", "ignition", "testdata"))
 		}
 	default:
-		fmt.Fprintln(os.Stderr, "usage: contract PAYLOAD-DIR OUT-DIR | contract split < run-service-dry-run.json")
+		fmt.Fprintln(os.Stderr, "usage: contract PAYLOAD-DIR OUT-DIR | contract split < winnode-service-dry-run.json")
 		os.Exit(2)
 	}
 	if err != nil {
@@ -67,14 +70,14 @@ func main() {
 	}
 }
 
-// split reads what `winnode-agent run-service --dry-run` printed and writes
-// the program and its arguments, NUL-separated, for the Wine tier to run.
+// split reads what `winnode-service --dry-run` printed and writes the
+// program and its arguments, NUL-separated, for the Wine tier to run.
 func split(in io.Reader, out io.Writer) error {
-	var r agent.RunService
+	var r svcwrap.Command
 	dec := json.NewDecoder(in)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&r); err != nil {
-		return fmt.Errorf("reading run-service --dry-run's output: %w", err)
+		return fmt.Errorf("reading winnode-service --dry-run's output: %w", err)
 	}
 	_, err := io.WriteString(out, strings.Join(append([]string{r.Program}, r.Args...), "\x00"))
 	return err
@@ -239,8 +242,12 @@ func bootstrapCase(w *writer, fixture string) error {
 	if err := os.WriteFile(filepath.Join(root, "k", "kubelet.exe"), []byte("kubelet"), 0o644); err != nil {
 		return err
 	}
+	wrapper := filepath.Join(root, "winnode-service.exe")
+	if err := os.WriteFile(wrapper, []byte("winnode-service"), 0o644); err != nil {
+		return err
+	}
 	a := &agent.Agent{Platform: agent.NewSimulated(nil, root)}
-	o := agent.BootstrapOptions{Ignition: data, KubeletPath: `C:\k\kubelet.exe`, NodeIP: "10.0.0.5", ClusterDNS: "172.30.0.10", DryRun: true}
+	o := agent.BootstrapOptions{Ignition: data, KubeletPath: `C:\k\kubelet.exe`, NodeIP: "10.0.0.5", ClusterDNS: "172.30.0.10", DryRun: true, WrapperFile: wrapper}
 	doc, err := a.Bootstrap(context.Background(), o)
 	if err != nil {
 		return err
@@ -353,6 +360,15 @@ func (w *writer) negative(p *plan.Plan) error {
 	bad := *s
 	bad.Args = append(slices.Clone(s.Args), "--logtostderr=false")
 	w.files[filepath.Join("negative", "kubelet-logtostderr.cmd")] = commandLine(bad)
+	// csi-proxy parses with Go's flag package, which refuses an unknown
+	// flag ("flag provided but not defined"): a plausible misspelling.
+	csi, ok := p.Service(plan.CSIProxyService)
+	if !ok {
+		return errors.New("the first case has no csi-proxy service")
+	}
+	bad = *csi
+	bad.Args = append(slices.Clone(csi.Args), "-kubelet-dir", `C:\var\lib\kubelet`)
+	w.files[filepath.Join("negative", "csi-proxy-unknown.cmd")] = commandLine(bad)
 	return nil
 }
 

@@ -15,7 +15,7 @@ import (
 // configurations, once each, and the negative case.
 func TestWrite(t *testing.T) {
 	m := &payload.Manifest{SchemaVersion: payload.SchemaVersion}
-	for _, name := range []string{"winnode-agent.exe", "kubelet.exe", "kube-proxy.exe", "flanneld.exe"} {
+	for _, name := range []string{"winnode-agent.exe", "winnode-service.exe", "kubelet.exe", "kube-proxy.exe", "flanneld.exe", "csi-proxy.exe"} {
 		m.Files = append(m.Files, payload.File{Name: name, HostPath: `C:\k\` + name, SHA256: strings.Repeat("a", 64), Size: 1, Version: "v1"})
 	}
 	out := t.TempDir()
@@ -33,7 +33,8 @@ func TestWrite(t *testing.T) {
 	}
 	joined := strings.Join(all, "\n")
 	for _, want := range []string{`C:\k\kubelet.exe --config=`, `C:\k\kube-proxy.exe --config=C:\k\kube-proxy.yaml`, `C:\k\flanneld.exe --kube-subnet-mgr`,
-		`--log-file C:\k\log\kubelet.log -- C:\k\kubelet.exe`, `C:\k\hybrid-overlay-node.exe --node`} {
+		`--log-file C:\k\log\kubelet.log --log-file-size 100M --log-file-age 168h0m0s -- C:\k\kubelet.exe`, `C:\k\hybrid-overlay-node.exe --node`,
+		`C:\k\winnode-service.exe --name csi-proxy --log-file C:\var\log\csi-proxy\csi-proxy.log`, `-- C:\k\csi-proxy.exe -kubelet-path C:\var\lib\kubelet -v=2`} {
 		if !strings.Contains(joined, want) {
 			t.Errorf("no command line has %q:\n%s", want, joined)
 		}
@@ -51,7 +52,11 @@ func TestWrite(t *testing.T) {
 		}
 	}
 	bad, err := os.ReadFile(filepath.Join(out, "negative", "kubelet-logtostderr.cmd"))
-	if err != nil || !strings.HasSuffix(string(bad), "\x00--logtostderr=false") || !strings.HasPrefix(string(bad), `C:\k\winnode-agent.exe`+"\x00"+plan.RunServiceCommand) {
+	if err != nil || !strings.HasSuffix(string(bad), "\x00--logtostderr=false") || !strings.HasPrefix(string(bad), `C:\k\winnode-service.exe`+"\x00--name\x00"+plan.KubeletService) {
+		t.Errorf("negative case %q, %v", bad, err)
+	}
+	bad, err = os.ReadFile(filepath.Join(out, "negative", "csi-proxy-unknown.cmd"))
+	if err != nil || !strings.HasSuffix(string(bad), "\x00-kubelet-dir\x00C:\\var\\lib\\kubelet") {
 		t.Errorf("negative case %q, %v", bad, err)
 	}
 }

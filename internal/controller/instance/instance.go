@@ -37,6 +37,7 @@ import (
 	"github.com/winnode/winnode/internal/bootstrap"
 	"github.com/winnode/winnode/internal/configure"
 	"github.com/winnode/winnode/internal/inventory"
+	"github.com/winnode/winnode/internal/logrotate"
 	"github.com/winnode/winnode/internal/openshift"
 	"github.com/winnode/winnode/internal/payload"
 	"github.com/winnode/winnode/internal/platform"
@@ -103,6 +104,8 @@ type Reconciler struct {
 	OpenShift      client.Reader
 	// HybridClusterCIDR is handed to each Configurer (ovn-hybrid).
 	HybridClusterCIDR string
+	// Logs are handed to each Configurer (service log rotation).
+	Logs *logrotate.Limits
 	// Tune adjusts each Configurer (timeouts, test hooks).
 	Tune func(*configure.Configurer)
 	// Workloads, when set, is how an instance with spec.cluster (a Cluster
@@ -315,6 +318,7 @@ func (r *Reconciler) configurer(ctx context.Context, inst *winnodev1.WindowsInst
 		PlatformReason:    r.PlatformReason,
 		OpenShift:         r.OpenShift,
 		HybridClusterCIDR: r.HybridClusterCIDR,
+		Logs:              r.Logs,
 		Persist: func(ctx context.Context, inst *winnodev1.WindowsInstance) error {
 			return r.Client.Status().Update(ctx, inst)
 		},

@@ -1,8 +1,10 @@
 // Package simpayload assembles a *simulated* payload folder: a payload
 // folder (internal/payload) whose files are Linux builds standing in for the
-// Windows programs, for simulated (winsim) hosts only. The agent's Linux
-// build is winnode-agent.exe; the multi-call cmd/winsim-standin is
-// kubelet.exe and kube-proxy.exe. Nothing in such a folder runs on Windows.
+// Windows programs, for simulated (winsim) hosts only. The agent's and
+// winnode-service's Linux builds are winnode-agent.exe and
+// winnode-service.exe; the multi-call cmd/winsim-standin is kubelet.exe,
+// kube-proxy.exe, flanneld.exe and csi-proxy.exe. Nothing in such a folder
+// runs on Windows.
 //
 // The end-to-end tests and `winnodectl demo` both use it, so what the demo
 // shows is what the tests check.
@@ -22,6 +24,8 @@ import (
 // Host paths of the simulated payload's files.
 const (
 	AgentHostPath     = `C:\k\winnode-agent.exe`
+	ServiceHostPath   = `C:\k\winnode-service.exe`
+	CSIProxyHostPath  = `C:\k\csi-proxy.exe`
 	KubeletHostPath   = `C:\k\kubelet.exe`
 	KubeProxyHostPath = `C:\k\kube-proxy.exe`
 	FlanneldHostPath  = `C:\k\flanneld.exe`
@@ -39,10 +43,10 @@ const (
 
 // Options says what to put in the folder.
 type Options struct {
-	// AgentBinary is the Linux build of cmd/winnode-agent; StandinBinary the
-	// Linux build of cmd/winsim-standin (testenv.Binary or
-	// testenv.BuildBinary build both).
-	AgentBinary, StandinBinary string
+	// AgentBinary is the Linux build of cmd/winnode-agent, ServiceBinary
+	// of cmd/winnode-service, StandinBinary of cmd/winsim-standin
+	// (testenv.Binary or testenv.BuildBinary build them).
+	AgentBinary, ServiceBinary, StandinBinary string
 	// HostLocalBinary, when set, is the Linux build of the CNI host-local
 	// IPAM plugin (testenv.HostLocal), installed as
 	// C:\k\cni\bin\host-local.exe as the real payload installs its
@@ -70,6 +74,9 @@ type Options struct {
 	// end), so that their hashes change as a new Kubernetes release's do:
 	// tests use it for upgrades that restart services.
 	Build string
+	// AgentBuild, when set, is appended to winnode-agent.exe alone: a new
+	// agent and nothing else, as an agent-only release is.
+	AgentBuild string
 	// Carry, when set, is a real payload folder (`make payload`): each of
 	// its files is added as it is, named carried-<name> and placed in
 	// C:\k\carried, where nothing runs it. A benchmark so moves the bytes
@@ -81,8 +88,8 @@ type Options struct {
 // Build writes the simulated payload into dir (created if missing; files
 // there are replaced) and returns its manifest, as payload.Load reads it.
 func Build(dir string, o Options) (*payload.Manifest, error) {
-	if o.AgentBinary == "" || o.StandinBinary == "" {
-		return nil, errors.New("simulated payload: both the agent's and the stand-in's Linux builds are required")
+	if o.AgentBinary == "" || o.ServiceBinary == "" || o.StandinBinary == "" {
+		return nil, errors.New("simulated payload: the agent's, winnode-service's and the stand-in's Linux builds are required")
 	}
 	if o.Version == "" {
 		o.Version = "simulated"
@@ -98,8 +105,12 @@ func Build(dir string, o Options) (*payload.Manifest, error) {
 		{Name: "kubelet.exe", HostPath: KubeletHostPath, Version: o.Version},
 		{Name: "kube-proxy.exe", HostPath: KubeProxyHostPath, Version: o.Version},
 		{Name: "flanneld.exe", HostPath: FlanneldHostPath, Version: o.Version},
+		// Built from the same tree as the agent, but with no version in
+		// its bytes: they change only with its code.
+		{Name: "winnode-service.exe", HostPath: ServiceHostPath, Version: o.AgentVersion},
+		{Name: "csi-proxy.exe", HostPath: CSIProxyHostPath, Version: o.Version},
 	}
-	sources := []string{o.AgentBinary, o.StandinBinary, o.StandinBinary, o.StandinBinary}
+	sources := []string{o.AgentBinary, o.StandinBinary, o.StandinBinary, o.StandinBinary, o.ServiceBinary, o.StandinBinary}
 	if o.HybridOverlay {
 		files = append(files, payload.File{Name: "hybrid-overlay-node.exe", HostPath: HybridOverlayHostPath, Version: o.Version})
 		sources = append(sources, o.StandinBinary)
@@ -112,6 +123,9 @@ func Build(dir string, o Options) (*payload.Manifest, error) {
 		var trailer []byte
 		if o.Build != "" && (f.Name == "kubelet.exe" || f.Name == "kube-proxy.exe") {
 			trailer = []byte("\nwinnode simulated build " + o.Build + "\n")
+		}
+		if o.AgentBuild != "" && f.Name == "winnode-agent.exe" {
+			trailer = []byte("\nwinnode simulated agent build " + o.AgentBuild + "\n")
 		}
 		if err := copyFile(sources[i], filepath.Join(dir, f.Name), trailer); err != nil {
 			return nil, fmt.Errorf("simulated payload: %s from %s: %w", f.Name, sources[i], err)

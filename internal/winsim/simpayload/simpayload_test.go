@@ -12,14 +12,13 @@ import (
 func fakeBinaries(t *testing.T) Options {
 	t.Helper()
 	dir := t.TempDir()
-	agent, standin := filepath.Join(dir, "agent"), filepath.Join(dir, "standin")
-	if err := os.WriteFile(agent, []byte("agent build"), 0o755); err != nil {
-		t.Fatal(err)
+	agent, service, standin := filepath.Join(dir, "agent"), filepath.Join(dir, "service"), filepath.Join(dir, "standin")
+	for file, content := range map[string]string{agent: "agent build", service: "winnode-service build", standin: "stand-in build"} {
+		if err := os.WriteFile(file, []byte(content), 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := os.WriteFile(standin, []byte("stand-in build"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return Options{AgentBinary: agent, StandinBinary: standin}
+	return Options{AgentBinary: agent, ServiceBinary: service, StandinBinary: standin}
 }
 
 func TestBuildWritesALoadablePayload(t *testing.T) {
@@ -32,7 +31,8 @@ func TestBuildWritesALoadablePayload(t *testing.T) {
 	if _, err := payload.Load(dir); err != nil {
 		t.Fatalf("payload.Load refuses the simulated payload: %v", err)
 	}
-	for name, path := range map[string]string{"winnode-agent.exe": AgentHostPath, "kubelet.exe": KubeletHostPath, "kube-proxy.exe": KubeProxyHostPath} {
+	for name, path := range map[string]string{"winnode-agent.exe": AgentHostPath, "winnode-service.exe": ServiceHostPath,
+		"kubelet.exe": KubeletHostPath, "kube-proxy.exe": KubeProxyHostPath, "csi-proxy.exe": CSIProxyHostPath} {
 		f, ok := m.Lookup(name)
 		if !ok || f.HostPath != path {
 			t.Errorf("%s: %+v, want it installed at %s", name, f, path)
@@ -135,5 +135,26 @@ func TestCarryAddsTheRealPayloadsFiles(t *testing.T) {
 	o.Carry = t.TempDir() // no manifest: refused, naming the folder
 	if _, err := Build(t.TempDir(), o); err == nil || !strings.Contains(err.Error(), o.Carry) {
 		t.Errorf("carrying a folder without a payload: %v, want an error naming it", err)
+	}
+}
+
+// AgentBuild changes the agent alone, as an agent-only release does: the
+// wrapper the services run keeps its bytes.
+func TestAgentBuildChangesTheAgentAlone(t *testing.T) {
+	o := fakeBinaries(t)
+	before, err := Build(t.TempDir(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.AgentBuild = "next"
+	after, err := Build(t.TempDir(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range before.Files {
+		g, _ := after.Lookup(f.Name)
+		if changed := g.SHA256 != f.SHA256; changed != (f.Name == "winnode-agent.exe") {
+			t.Errorf("%s changed: %t, want only the agent changed", f.Name, changed)
+		}
 	}
 }

@@ -43,6 +43,9 @@ type hybridOverlayFlags struct {
 	node, kubeconfig, apiServer, token, caCert, logFile, configFile string
 	windowsService                                                  bool
 	vxlanPort, logLevel                                             int
+	// The log's rotation (lumberjack's MaxSize in megabytes, MaxBackups,
+	// MaxAge in days); the stand-in does not rotate its log.
+	logMaxSize, logMaxBackups, logMaxAge int
 }
 
 func parseHybridOverlayFlags(args []string) (*hybridOverlayFlags, error) {
@@ -57,6 +60,9 @@ func parseHybridOverlayFlags(args []string) (*hybridOverlayFlags, error) {
 	fs.StringVar(&f.caCert, "k8s-cacert", "", "the absolute path to the Kubernetes API CA certificate")
 	fs.StringVar(&f.logFile, "logfile", "", "path of a file to direct log output to")
 	fs.IntVar(&f.logLevel, "loglevel", 4, "log verbosity and level")
+	fs.IntVar(&f.logMaxSize, "logfile-maxsize", 100, "Maximum size in bytes of the log file before it gets rolled")
+	fs.IntVar(&f.logMaxBackups, "logfile-maxbackups", 5, "Maximum number of old log files to retain")
+	fs.IntVar(&f.logMaxAge, "logfile-maxage", 5, "Maximum number of days to retain old log files")
 	fs.StringVar(&f.configFile, "config-file", "", "configuration file path")
 	fs.IntVar(&f.vxlanPort, "hybrid-overlay-vxlan-port", hybridOverlayDefaultPort, "UDP port of the hybrid overlay's VXLAN tunnels")
 	if err := fs.Parse(args); err != nil {

@@ -268,6 +268,8 @@ type kubelet struct {
 
 	restConfig *rest.Config
 	client     kubernetes.Interface
+	// apiPort is the port of the kubelet's API (kubeletapi.go).
+	apiPort int32
 
 	// networkErr is why the runtime's network was last not ready ("" when
 	// it is), so that each cause is logged once.

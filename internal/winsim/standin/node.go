@@ -30,6 +30,11 @@ var ubr = map[string]string{"10.0.17763": "6414", "10.0.20348": "2849"}
 // serves its pods until ctx ends. Stopping ends the heartbeat, so the node
 // lifecycle controller marks the node NotReady.
 func (k *kubelet) runNode(ctx context.Context) error {
+	port, err := k.serveAPI(ctx)
+	if err != nil {
+		return err
+	}
+	k.apiPort = port
 	if err := k.registerNode(ctx); err != nil {
 		return err
 	}
@@ -199,7 +204,7 @@ func (k *kubelet) status(prev corev1.NodeStatus) corev1.NodeStatus {
 			{Type: corev1.NodeInternalIP, Address: k.nodeIP},
 			{Type: corev1.NodeHostName, Address: k.nodeName},
 		},
-		DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: 10250}},
+		DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: k.apiPort}},
 		NodeInfo: corev1.NodeSystemInfo{
 			MachineID:               fmt.Sprintf("%x", id[:16]),
 			SystemUUID:              uuid,

@@ -1,6 +1,6 @@
 // Package standin holds the simulated Windows programs that run on winsim
 // hosts in place of kubelet.exe, kube-proxy.exe, containerd.exe,
-// flanneld.exe and hybrid-overlay-node.exe. One Linux binary (cmd/winsim-standin) carries them all and
+// flanneld.exe, hybrid-overlay-node.exe and csi-proxy.exe. One Linux binary (cmd/winsim-standin) carries them all and
 // picks one by the
 // name it was started under. Each validates its flags as the real program
 // does and says in its log that it is simulated.
@@ -59,8 +59,10 @@ func Main(argv0 string, args []string) int {
 		return runFlanneld(ctx, args)
 	case HybridOverlayNode:
 		return runHybridOverlayNode(ctx, args)
+	case CSIProxy:
+		return runCSIProxy(ctx, args)
 	default:
-		fmt.Fprintf(os.Stderr, "winsim-standin: started as %q; this simulated program answers only to %s.exe, %s.exe, %s.exe, %s.exe or %s.exe (copy or link it under one of those names)\n", argv0, Kubelet, KubeProxy, Containerd, Flanneld, HybridOverlayNode)
+		fmt.Fprintf(os.Stderr, "winsim-standin: started as %q; this simulated program answers only to %s.exe, %s.exe, %s.exe, %s.exe, %s.exe or %s.exe (copy or link it under one of those names)\n", argv0, Kubelet, KubeProxy, Containerd, Flanneld, HybridOverlayNode, CSIProxy)
 		return 1
 	}
 }
@@ -81,21 +83,44 @@ func newLogger(program string) *logger {
 
 // toFile also writes to file (a Windows path on a simulated host).
 func (l *logger) toFile(file string) error {
-	p, err := hostPath(file)
+	f, err := openLogFile(file)
 	if err != nil {
 		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return fmt.Errorf("--log-file %s: %w", file, err)
-	}
-	f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return fmt.Errorf("--log-file %s: %w", file, err)
 	}
 	l.mu.Lock()
 	l.out = io.MultiWriter(os.Stderr, f)
 	l.mu.Unlock()
 	return nil
+}
+
+// onlyToFile writes to file instead of stderr (klog's -logtostderr=false
+// with -log_file).
+func (l *logger) onlyToFile(file string) error {
+	f, err := openLogFile(file)
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	l.out = f
+	l.mu.Unlock()
+	return nil
+}
+
+// openLogFile opens a log file (a Windows path on a simulated host) for
+// appending, creating its folder.
+func openLogFile(file string) (*os.File, error) {
+	p, err := hostPath(file)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return nil, fmt.Errorf("--log-file %s: %w", file, err)
+	}
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("--log-file %s: %w", file, err)
+	}
+	return f, nil
 }
 
 func (l *logger) logf(level byte, format string, args ...any) {

@@ -1,6 +1,6 @@
 //go:build !windows
 
-package agent
+package svcwrap
 
 import (
 	"context"
@@ -15,13 +15,13 @@ import (
 // Run runs the program on a winsim simulated host, whose service control
 // manager stops a service with SIGTERM (ctx): Windows paths resolve under
 // the simulated C:\ (simscm.EnvRoot).
-func (r RunService) Run(ctx context.Context) int {
+func (c Command) Run(ctx context.Context) int {
 	root := os.Getenv(simscm.EnvRoot)
 	if root == "" {
-		fmt.Fprintf(os.Stderr, "run-service: this build runs only on a winsim simulated host (%s unset)\n", simscm.EnvRoot)
+		fmt.Fprintf(os.Stderr, "winnode-service: this build runs only on a winsim simulated host (%s unset)\n", simscm.EnvRoot)
 		return 1
 	}
-	cmd, log, err := r.command(func(p string) (string, error) { return winpath.ResolveString(root, p) })
+	cmd, log, err := c.command(func(p string) (string, error) { return winpath.ResolveString(root, p) })
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -40,12 +40,12 @@ func (r RunService) Run(ctx context.Context) int {
 	// from a console) is told so, and runs the program in the foreground
 	// as the Windows build does.
 	if err := simscm.Dial(os.Getenv(simscm.EnvSocket)).ConnectDispatcher(ctx); err != nil && !errors.Is(err, simscm.ErrControllerConnect) {
-		fmt.Fprintf(os.Stderr, "run-service %s: answering the service control manager: %v\n", r.Name, err)
+		fmt.Fprintf(os.Stderr, "winnode-service %s: answering the service control manager: %v\n", c.Name, err)
 		return 1
 	}
-	code, err := supervise(ctx, cmd)
+	code, err := supervise(ctx, cmd, log)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "run-service %s: %v\n", r.Name, err)
+		fmt.Fprintf(os.Stderr, "winnode-service %s: %v\n", c.Name, err)
 	}
 	return code
 }

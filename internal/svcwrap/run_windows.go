@@ -1,6 +1,6 @@
 //go:build windows
 
-package agent
+package svcwrap
 
 import (
 	"context"
@@ -10,11 +10,11 @@ import (
 	"golang.org/x/sys/windows/svc"
 )
 
-// Run runs the program as the Windows service r.Name when the SCM started
+// Run runs the program as the Windows service c.Name when the SCM started
 // this process (svc.IsWindowsService), else in the foreground until ctx
 // ends (for a try at a console).
-func (r RunService) Run(ctx context.Context) int {
-	cmd, log, err := r.command(func(p string) (string, error) { return p, nil })
+func (c Command) Run(ctx context.Context) int {
+	cmd, log, err := c.command(func(p string) (string, error) { return p, nil })
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -22,15 +22,15 @@ func (r RunService) Run(ctx context.Context) int {
 	defer log.Close()
 	isService, err := svc.IsWindowsService()
 	if err != nil || !isService {
-		code, err := supervise(ctx, cmd)
+		code, err := supervise(ctx, cmd, log)
 		if err != nil {
-			fmt.Fprintf(os.Stderr, "run-service %s: %v\n", r.Name, err)
+			fmt.Fprintf(os.Stderr, "winnode-service %s: %v\n", c.Name, err)
 		}
 		return code
 	}
-	h := &serviceHandler{run: func(ctx context.Context) (int, error) { return supervise(ctx, cmd) }}
-	if err := svc.Run(r.Name, h); err != nil {
-		fmt.Fprintf(log, "run-service %s: %v\n", r.Name, err)
+	h := &serviceHandler{run: func(ctx context.Context) (int, error) { return supervise(ctx, cmd, log) }}
+	if err := svc.Run(c.Name, h); err != nil {
+		fmt.Fprintf(log, "winnode-service %s: %v\n", c.Name, err)
 		return 1
 	}
 	return h.code
