@@ -1,6 +1,8 @@
 // Command winnode-agent is the program the winnode operator runs on each
 // Windows host over SSH: it applies a plan, removes what it installed,
-// reports host facts and bootstraps a kubelet from worker Ignition. Every
+// reports host facts and bootstraps a kubelet from worker Ignition; in
+// Cluster API's Pull mode, the bootstrap data runs it to join the host by
+// itself (join). Every
 // command prints one JSON document on stdout and logs on stderr; see
 // internal/agent for what each does.
 package main
@@ -113,6 +115,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	root.AddCommand(removeCmd)
 
 	root.AddCommand(bootstrapCommand(ctx, stdin, withAgent))
+	root.AddCommand(joinCommand(ctx, withAgent))
 	root.AddCommand(runServiceCommand(ctx, stdout, stderr, &code))
 
 	root.AddCommand(versionCommand(stdout))

@@ -1,0 +1,290 @@
+//go:build !windows
+
+package agent_test
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"io"
+	"log/slog"
+	"math/big"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
+	"github.com/winnode/winnode/internal/bootstrap"
+	"github.com/winnode/winnode/internal/capibootstrap"
+	"github.com/winnode/winnode/internal/csrapproval"
+	"github.com/winnode/winnode/internal/image"
+	"github.com/winnode/winnode/internal/joinconfig"
+	"github.com/winnode/winnode/internal/plan"
+	"github.com/winnode/winnode/internal/simscm"
+	"github.com/winnode/winnode/internal/testenv"
+	"github.com/winnode/winnode/internal/testkit"
+	"github.com/winnode/winnode/internal/winsim"
+	"github.com/winnode/winnode/internal/winsim/simpayload"
+)
+
+// The token's secret half in the join configs below: never in a log.
+const pullTokenSecret = "0123456789abcdef"
+
+// pullImage is a simulated Windows image as `winnodectl image` writes it,
+// from a simulated payload (the agent's and the stand-ins' Linux builds).
+func pullImage(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("Pull-mode tests build the agent and the stand-ins; skipped with -short")
+	}
+	payloadDir := t.TempDir()
+	if _, err := simpayload.Build(payloadDir, simpayload.Options{
+		AgentBinary: testenv.Binary(t, "cmd/winnode-agent"), StandinBinary: testenv.Binary(t, "cmd/winsim-standin"),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "image")
+	if _, err := image.Write(payloadDir, dir); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// pullConfig is a join config for node, the operator of version
+// operatorVersion having written it.
+func pullConfig(node, operatorVersion, server string, ca []byte, token string) *joinconfig.Config {
+	return &joinconfig.Config{
+		SchemaVersion: joinconfig.SchemaVersion, OperatorVersion: operatorVersion, AgentVersions: joinconfig.SupportedAgents(operatorVersion),
+		Machine: "capi-windows/" + node, NodeName: node,
+		Cluster: joinconfig.Cluster{Server: server, CAData: ca, ClusterDNS: []string{testenv.KubernetesDNSIP}},
+		Network: joinconfig.Network{Mode: plan.NetworkFlannel, ClusterCIDR: testenv.ClusterCIDR, ServiceCIDR: testenv.ServiceCIDR,
+			NetworkName: "vxlan0", VNI: 4096, Port: 4789},
+		BootstrapToken: joinconfig.Secret(token),
+	}
+}
+
+// bootPull boots a simulated host from img with the Pull data of cfg, as
+// the simulated cloud does: the image installed, the data run, the host
+// started (and the agent with it, under the simulated cloudbase-init).
+func bootPull(t *testing.T, img string, cfg *joinconfig.Config) *winsim.Host {
+	t.Helper()
+	data, err := capibootstrap.PullBootstrapData(capibootstrap.PullInput{
+		Namespace: "capi-windows", Machine: cfg.NodeName, ComputerName: cfg.NodeName, Join: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := winsim.New(winsim.Options{StateDir: t.TempDir(), StandinBinary: testenv.Binary(t, "cmd/winsim-standin"),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Close() })
+	if err := h.InstallImage(img); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.RunUserData(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// joinEnded waits for the agent the Pull data runs to end; it returns its
+// exit code, its log (joinconfig.LogPath) and cloudbase-init's.
+func joinEnded(t *testing.T, h *winsim.Host, timeout time.Duration) (int, string, string) {
+	t.Helper()
+	var code int
+	testkit.Eventually(t, timeout, "winnode-agent join to end", func() (bool, string) {
+		_, ended, c := h.UserDataProgram()
+		code = c
+		return ended, "running"
+	})
+	read := func(p string) string {
+		local, _ := h.Path(p)
+		data, _ := os.ReadFile(local)
+		return string(data)
+	}
+	joinLog, cbLog := read(joinconfig.LogPath), read(winsim.CloudbaseInitLog)
+	if strings.Contains(joinLog+cbLog, pullTokenSecret) {
+		t.Errorf("the bootstrap token's secret is in a log on the host")
+	}
+	return code, joinLog, cbLog
+}
+
+// TestJoinRefusesTamperedImage: a payload file of the image that does not
+// match the image's manifest stops the join before anything is installed,
+// named in the host's log.
+func TestJoinRefusesTamperedImage(t *testing.T) {
+	img := pullImage(t)
+	kubelet, _ := image.Local(img, `C:\k\kubelet.exe`)
+	if err := os.WriteFile(kubelet, []byte("not the kubelet the image was built with"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h := bootPull(t, img, pullConfig("win-tamper1", "dev", "https://127.0.0.1:6443", testCA(t), "abcdef."+pullTokenSecret))
+	code, joinLog, cbLog := joinEnded(t, h, 2*time.Minute)
+	// The log is logfmt: a Windows path's backslashes are escaped.
+	for _, want := range []string{"Image", `C:\\k\\kubelet.exe`, "payload file kubelet.exe", "the image's manifest says"} {
+		if code == 0 || !strings.Contains(joinLog, want) {
+			t.Errorf("exit code %d; the join log lacks %q:\n%s", code, want, joinLog)
+		}
+	}
+	if !strings.Contains(cbLog, "payload file kubelet.exe") {
+		t.Errorf("cloudbase-init's log does not say why:\n%s", cbLog)
+	}
+	if _, err := h.SCM().Get(context.Background(), plan.KubeletService); err == nil {
+		t.Error("the kubelet service was installed from a tampered image")
+	}
+	if local, _ := h.Path(`C:\run\cluster-api\bootstrap-success.complete`); fileExists(local) {
+		t.Error("Cluster API's sentinel says the bootstrap succeeded")
+	}
+}
+
+// TestJoinRefusesUnsupportedVersion: an image whose agent the operator
+// does not support (here a development build, for an operator of v0.5.2)
+// installs nothing, and the log says which versions the operator takes.
+func TestJoinRefusesUnsupportedVersion(t *testing.T) {
+	h := bootPull(t, pullImage(t), pullConfig("win-old01", "v0.5.2", "https://127.0.0.1:6443", testCA(t), "abcdef."+pullTokenSecret))
+	code, joinLog, _ := joinEnded(t, h, 2*time.Minute)
+	for _, want := range []string{"UnsupportedVersion", "winnode v0.5.2", "v0.4.x to v0.5.x", "winnodectl image"} {
+		if code == 0 || !strings.Contains(joinLog, want) {
+			t.Errorf("exit code %d; the join log lacks %q:\n%s", code, want, joinLog)
+		}
+	}
+	if _, err := h.SCM().Get(context.Background(), plan.KubeletService); err == nil {
+		t.Error("the kubelet service was installed by an unsupported agent")
+	}
+}
+
+// TestJoinOnSimulatedHost: the Pull data alone makes the host a node of a
+// real control plane. The agent in the image checks the image, renders and
+// applies the plan, the kubelet joins with the bootstrap token (its CSR
+// approved with winnode's decision, as the operator does), and once the
+// Node has its pod subnet, the same run adds the CNI configuration and
+// kube-proxy.
+func TestJoinOnSimulatedHost(t *testing.T) {
+	img := pullImage(t)
+	env := testenv.Get(t)
+	kube, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	const node = "win-pull01"
+	tok, err := bootstrap.NewToken("pull."+node, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bootstrap.EnsureRBAC(ctx, kube); err != nil {
+		t.Fatal(err)
+	}
+	if err := bootstrap.StoreToken(ctx, kube, tok); err != nil {
+		t.Fatal(err)
+	}
+	ci, err := bootstrap.LoadClusterInfo(ctx, kube)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := pullConfig(node, "dev", ci.Server, ci.CAData, tok.Value())
+	h := bootPull(t, img, cfg)
+	go approveCSRs(ctx, t, kube, winnodev1.WindowsInstance{
+		ObjectMeta: metav1.ObjectMeta{Name: "pull." + node},
+		Spec:       winnodev1.WindowsInstanceSpec{Address: h.IP()},
+		Status:     winnodev1.WindowsInstanceStatus{BootstrapTokenID: tok.ID, NodeName: node},
+	})
+
+	code, joinLog, cbLog := joinEnded(t, h, 5*time.Minute)
+	if code != 0 {
+		t.Fatalf("winnode-agent join: exit code %d\njoin log:\n%s\ncloudbase-init's log:\n%s", code, joinLog, cbLog)
+	}
+	n, err := kube.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	if err != nil || n.Spec.PodCIDR == "" || !hasTaint(n, "os", "Windows") {
+		t.Fatalf("Node %s: %v, %+v", node, err, n)
+	}
+	for _, svc := range []string{plan.KubeletService, plan.FlanneldService, plan.KubeProxyService} {
+		if s, err := h.SCM().Get(ctx, svc); err != nil || s.Status.State != simscm.Running {
+			t.Errorf("service %s: %+v, %v; want Running", svc, s, err)
+		}
+	}
+	conf, _ := h.Path(plan.CNIConfPath)
+	if data, err := os.ReadFile(conf); err != nil || !strings.Contains(string(data), n.Spec.PodCIDR) {
+		t.Errorf("CNI configuration: %v; want one on the Node's subnet %s:\n%s", err, n.Spec.PodCIDR, data)
+	}
+	for _, want := range []string{"every payload file of the image matches its manifest", "the Node is registered", "podCIDR=" + n.Spec.PodCIDR, "msg=joined"} {
+		if !strings.Contains(joinLog, want) {
+			t.Errorf("the join log lacks %q:\n%s", want, joinLog)
+		}
+	}
+	if local, _ := h.Path(`C:\run\cluster-api\bootstrap-success.complete`); !fileExists(local) {
+		t.Error("no Cluster API sentinel after a join")
+	}
+}
+
+// approveCSRs approves, until ctx ends, the CSRs winnode's decision
+// approves for inst: what the operator's approver does for a Pull Machine.
+func approveCSRs(ctx context.Context, t *testing.T, kube kubernetes.Interface, inst winnodev1.WindowsInstance) {
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		csrs, err := kube.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			continue
+		}
+		facts, err := csrapproval.LoadFacts(ctx, kube, csrapproval.DefaultPolicy())
+		if err != nil {
+			continue
+		}
+		for i := range csrs.Items {
+			csr := &csrs.Items[i]
+			if len(csr.Status.Conditions) > 0 {
+				continue
+			}
+			if d := csrapproval.Decide(csr, []winnodev1.WindowsInstance{inst}, facts); d.Approve {
+				if err := csrapproval.Approve(ctx, kube, csr, d.Reason); err != nil && ctx.Err() == nil {
+					t.Logf("approving %s: %v", csr.Name, err)
+				}
+			}
+		}
+	}
+}
+
+func hasTaint(n *corev1.Node, key, value string) bool {
+	for _, taint := range n.Spec.Taints {
+		if taint.Key == key && taint.Value == value && taint.Effect == corev1.TaintEffectNoSchedule {
+			return true
+		}
+	}
+	return false
+}
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// testCA is a CA certificate of no cluster, for joins that stop before
+// they reach one.
+func testCA(t *testing.T) []byte {
+	t.Helper()
+	_, key, _ := ed25519.GenerateKey(rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "kubernetes"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+}
