@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/crypto/ssh"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -166,8 +167,8 @@ func TestJoinRefusesUnsupportedVersion(t *testing.T) {
 	}
 }
 
-// TestJoinOnSimulatedHost: the Pull data alone makes the host a node of a
-// real control plane. The agent in the image checks the image, renders and
+// TestJoinOnSimulatedHost: the Pull data alone makes the host a Ready node
+// of a real control plane, and no SSH key gets in. The agent in the image checks the image, renders and
 // applies the plan, the kubelet joins with the bootstrap token (its CSR
 // approved with winnode's decision, as the operator does), and once the
 // Node has its pod subnet, the same run adds the CNI configuration and
@@ -229,6 +230,48 @@ func TestJoinOnSimulatedHost(t *testing.T) {
 	if local, _ := h.Path(`C:\run\cluster-api\bootstrap-success.complete`); !fileExists(local) {
 		t.Error("no Cluster API sentinel after a join")
 	}
+	testkit.Eventually(t, 2*time.Minute, "Node "+node+" to be Ready", func() (bool, string) {
+		n, err := kube.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return nodeReady(n), "not Ready"
+	})
+	refusesSSH(t, h)
+}
+
+// refusesSSH checks that no SSH key logs in to h: the Pull data authorizes
+// none, so the operator (or anyone) has no SSH path to a Pull host.
+func refusesSSH(t *testing.T, h *winsim.Host) {
+	t.Helper()
+	_, key, _ := ed25519.GenerateKey(rand.Reader)
+	signer, err := ssh.NewSignerFromKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := ssh.Dial("tcp", h.Addr(), &ssh.ClientConfig{
+		User: "Administrator", Auth: []ssh.AuthMethod{ssh.PublicKeys(signer)},
+		HostKeyCallback: ssh.FixedHostKey(h.HostKey()), Timeout: time.Minute,
+	})
+	if err == nil {
+		_ = client.Close()
+		t.Fatal("an SSH key logged in to a Pull host: its bootstrap data authorized one")
+	}
+	if !strings.Contains(err.Error(), "unable to authenticate") {
+		t.Errorf("SSH to the Pull host: %v; want the key refused", err)
+	}
+	if local, _ := h.Path(winsim.AuthorizedKeysPath); fileExists(local) {
+		t.Errorf("the Pull host has %s", winsim.AuthorizedKeysPath)
+	}
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
 
 // approveCSRs approves, until ctx ends, the CSRs winnode's decision
