@@ -34,6 +34,7 @@ import (
 	"github.com/winnode/winnode/internal/testenv"
 	"github.com/winnode/winnode/internal/testkit"
 	"github.com/winnode/winnode/internal/winsim"
+	"github.com/winnode/winnode/internal/winsim/cloud"
 	"github.com/winnode/winnode/internal/winsim/simpayload"
 )
 
@@ -73,9 +74,10 @@ func pullConfig(node, operatorVersion, server string, ca []byte, token string) *
 	}
 }
 
-// bootPull boots a simulated host from img with the Pull data of cfg, as
-// the simulated cloud does: the image installed, the data run, the host
-// started (and the agent with it, under the simulated cloudbase-init).
+// bootPull boots a simulated host from img with the Pull data of cfg,
+// through the simulated infrastructure provider, as it boots a Cluster
+// API Machine: the image installed, the data run by the simulated
+// cloudbase-init, the host started (and the agent with it).
 func bootPull(t *testing.T, img string, cfg *joinconfig.Config) *winsim.Host {
 	t.Helper()
 	data, err := capibootstrap.PullBootstrapData(capibootstrap.PullInput{
@@ -83,22 +85,23 @@ func bootPull(t *testing.T, img string, cfg *joinconfig.Config) *winsim.Host {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := winsim.New(winsim.Options{StateDir: t.TempDir(), StandinBinary: testenv.Binary(t, "cmd/winsim-standin"),
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	c := cloud.New(cloud.Options{
+		NewHost: func(string) (*winsim.Host, error) {
+			return winsim.New(winsim.Options{StateDir: t.TempDir(), StandinBinary: testenv.Binary(t, "cmd/winsim-standin"),
+				Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		},
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	t.Cleanup(func() { _ = c.Close() })
+	c.AddImage("winnode", img)
+	inst, err := c.Create(cfg.NodeName, "winnode", data)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = h.Close() })
-	if err := h.InstallImage(img); err != nil {
-		t.Fatal(err)
+	if inst.Hostname != cfg.NodeName {
+		t.Errorf("instance %s has hostname %q; want the Pull data's computer name", inst.Name, inst.Hostname)
 	}
-	if err := h.RunUserData(data); err != nil {
-		t.Fatal(err)
-	}
-	if err := h.Start(); err != nil {
-		t.Fatal(err)
-	}
-	return h
+	return c.Host(inst.Name)
 }
 
 // joinEnded waits for the agent the Pull data runs to end; it returns its
