@@ -127,30 +127,42 @@ func joinEnded(t *testing.T, h *winsim.Host, timeout time.Duration) (int, string
 }
 
 // TestJoinRefusesTamperedImage: a payload file of the image that does not
-// match the image's manifest stops the join before anything is installed,
-// named in the host's log.
+// match the image's manifest, or is missing, stops the join before
+// anything is installed, named in the host's log.
 func TestJoinRefusesTamperedImage(t *testing.T) {
-	img := pullImage(t)
-	kubelet, _ := image.Local(img, `C:\k\kubelet.exe`)
-	if err := os.WriteFile(kubelet, []byte("not the kubelet the image was built with"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	h := bootPull(t, img, pullConfig("win-tamper1", "dev", "https://127.0.0.1:6443", testCA(t), "abcdef."+pullTokenSecret))
-	code, joinLog, cbLog := joinEnded(t, h, 2*time.Minute)
-	// The log is logfmt: a Windows path's backslashes are escaped.
-	for _, want := range []string{"Image", `C:\\k\\kubelet.exe`, "payload file kubelet.exe", "the image's manifest says"} {
-		if code == 0 || !strings.Contains(joinLog, want) {
-			t.Errorf("exit code %d; the join log lacks %q:\n%s", code, want, joinLog)
-		}
-	}
-	if !strings.Contains(cbLog, "payload file kubelet.exe") {
-		t.Errorf("cloudbase-init's log does not say why:\n%s", cbLog)
-	}
-	if _, err := h.SCM().Get(context.Background(), plan.KubeletService); err == nil {
-		t.Error("the kubelet service was installed from a tampered image")
-	}
-	if local, _ := h.Path(`C:\run\cluster-api\bootstrap-success.complete`); fileExists(local) {
-		t.Error("Cluster API's sentinel says the bootstrap succeeded")
+	for _, tc := range []struct {
+		name, hostPath, want string
+		damage               func(local string) error
+	}{
+		{"changed", `C:\k\kubelet.exe`, "payload file kubelet.exe: 40 bytes, the image's manifest says", func(local string) error {
+			return os.WriteFile(local, []byte("not the kubelet the image was built with"), 0o755)
+		}},
+		{"missing", `C:\k\kube-proxy.exe`, "payload file kube-proxy.exe: missing", os.Remove},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			img := pullImage(t)
+			local, _ := image.Local(img, tc.hostPath)
+			if err := tc.damage(local); err != nil {
+				t.Fatal(err)
+			}
+			h := bootPull(t, img, pullConfig("win-tamper1", "dev", "https://127.0.0.1:6443", testCA(t), "abcdef."+pullTokenSecret))
+			code, joinLog, cbLog := joinEnded(t, h, 2*time.Minute)
+			// The log is logfmt: a Windows path's backslashes are escaped.
+			for _, want := range []string{"Image", strings.ReplaceAll(tc.hostPath, `\`, `\\`), tc.want} {
+				if code == 0 || !strings.Contains(joinLog, want) {
+					t.Errorf("exit code %d; the join log lacks %q:\n%s", code, want, joinLog)
+				}
+			}
+			if !strings.Contains(cbLog, tc.want) {
+				t.Errorf("cloudbase-init's log does not say why:\n%s", cbLog)
+			}
+			if _, err := h.SCM().Get(context.Background(), plan.KubeletService); err == nil {
+				t.Error("the kubelet service was installed from a damaged image")
+			}
+			if local, _ := h.Path(`C:\run\cluster-api\bootstrap-success.complete`); fileExists(local) {
+				t.Error("Cluster API's sentinel says the bootstrap succeeded")
+			}
+		})
 	}
 }
 
