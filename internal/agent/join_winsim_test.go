@@ -41,10 +41,11 @@ import (
 // The token's secret half in the join configs below: never in a log.
 const pullTokenSecret = "0123456789abcdef"
 
-// pullImage is a simulated Windows image as `winnodectl image` writes it,
-// from a simulated payload (the agent's and the stand-ins' Linux builds).
-func pullImage(t *testing.T) string {
-	t.Helper()
+// TestPullJoin runs the Pull-mode tests on one simulated payload (the
+// agent's and the stand-ins' Linux builds, compressed as `make payload`
+// compresses them, which is slow under the race detector): each test
+// writes its own image from it.
+func TestPullJoin(t *testing.T) {
 	if testing.Short() {
 		t.Skip("Pull-mode tests build the agent and the stand-ins; skipped with -short")
 	}
@@ -54,6 +55,15 @@ func pullImage(t *testing.T) string {
 	}); err != nil {
 		t.Fatal(err)
 	}
+	t.Run("joins", func(t *testing.T) { testJoinOnSimulatedHost(t, payloadDir) })
+	t.Run("refuses a damaged image", func(t *testing.T) { testJoinRefusesTamperedImage(t, payloadDir) })
+	t.Run("refuses an unsupported version", func(t *testing.T) { testJoinRefusesUnsupportedVersion(t, payloadDir) })
+}
+
+// pullImage is a simulated Windows image as `winnodectl image` writes it,
+// from the simulated payload in payloadDir.
+func pullImage(t *testing.T, payloadDir string) string {
+	t.Helper()
 	dir := filepath.Join(t.TempDir(), "image")
 	if _, err := image.Write(payloadDir, dir); err != nil {
 		t.Fatal(err)
@@ -126,10 +136,10 @@ func joinEnded(t *testing.T, h *winsim.Host, timeout time.Duration) (int, string
 	return code, joinLog, cbLog
 }
 
-// TestJoinRefusesTamperedImage: a payload file of the image that does not
+// testJoinRefusesTamperedImage: a payload file of the image that does not
 // match the image's manifest, or is missing, stops the join before
 // anything is installed, named in the host's log.
-func TestJoinRefusesTamperedImage(t *testing.T) {
+func testJoinRefusesTamperedImage(t *testing.T, payloadDir string) {
 	for _, tc := range []struct {
 		name, hostPath, want string
 		damage               func(local string) error
@@ -140,7 +150,7 @@ func TestJoinRefusesTamperedImage(t *testing.T) {
 		{"missing", `C:\k\kube-proxy.exe`, "payload file kube-proxy.exe: missing", os.Remove},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			img := pullImage(t)
+			img := pullImage(t, payloadDir)
 			local, _ := image.Local(img, tc.hostPath)
 			if err := tc.damage(local); err != nil {
 				t.Fatal(err)
@@ -166,11 +176,11 @@ func TestJoinRefusesTamperedImage(t *testing.T) {
 	}
 }
 
-// TestJoinRefusesUnsupportedVersion: an image whose agent the operator
+// testJoinRefusesUnsupportedVersion: an image whose agent the operator
 // does not support (here a development build, for an operator of v0.5.2)
 // installs nothing, and the log says which versions the operator takes.
-func TestJoinRefusesUnsupportedVersion(t *testing.T) {
-	h := bootPull(t, pullImage(t), pullConfig("win-old01", "v0.5.2", "https://127.0.0.1:6443", testCA(t), "abcdef."+pullTokenSecret))
+func testJoinRefusesUnsupportedVersion(t *testing.T, payloadDir string) {
+	h := bootPull(t, pullImage(t, payloadDir), pullConfig("win-old01", "v0.5.2", "https://127.0.0.1:6443", testCA(t), "abcdef."+pullTokenSecret))
 	code, joinLog, _ := joinEnded(t, h, 2*time.Minute)
 	for _, want := range []string{"UnsupportedVersion", "winnode v0.5.2", "v0.4.x to v0.5.x", "winnodectl image"} {
 		if code == 0 || !strings.Contains(joinLog, want) {
@@ -182,14 +192,14 @@ func TestJoinRefusesUnsupportedVersion(t *testing.T) {
 	}
 }
 
-// TestJoinOnSimulatedHost: the Pull data alone makes the host a Ready node
+// testJoinOnSimulatedHost: the Pull data alone makes the host a Ready node
 // of a real control plane, and no SSH key gets in. The agent in the image checks the image, renders and
 // applies the plan, the kubelet joins with the bootstrap token (its CSR
 // approved with winnode's decision, as the operator does), and once the
 // Node has its pod subnet, the same run adds the CNI configuration and
 // kube-proxy.
-func TestJoinOnSimulatedHost(t *testing.T) {
-	img := pullImage(t)
+func testJoinOnSimulatedHost(t *testing.T, payloadDir string) {
+	img := pullImage(t, payloadDir)
 	env := testenv.Get(t)
 	kube, err := kubernetes.NewForConfig(env.Config)
 	if err != nil {
