@@ -1,6 +1,8 @@
 // Command winnode-agent is the program the winnode operator runs on each
 // Windows host over SSH: it applies a plan, removes what it installed,
-// reports host facts and bootstraps a kubelet from worker Ignition. Every
+// reports host facts and bootstraps a kubelet from worker Ignition; in
+// Cluster API's Pull mode, the bootstrap data runs it to join the host by
+// itself (join). Every
 // command prints one JSON document on stdout and logs on stderr; see
 // internal/agent for what each does.
 package main
@@ -69,19 +71,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	root.PersistentFlags().DurationVar(&startTimeout, "start-timeout", 2*time.Minute, "how long to wait for each service to reach Running")
 	root.PersistentFlags().DurationVar(&stopTimeout, "stop-timeout", time.Minute, "how long to wait for each service to stop")
 
-	root.AddCommand(&cobra.Command{
-		Use:   "info",
-		Short: "Print host facts and the installed plan's manifest as JSON",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			withAgent(func(a *agent.Agent) (any, *plan.Result, error) {
-				info, err := a.Info(ctx)
-				return info, nil, err
-			})
-			return nil
-		},
-	})
-
+	root.AddCommand(infoCommand(ctx, withAgent))
 	root.AddCommand(installCommand(ctx, withAgent))
 
 	var planFile string
@@ -119,6 +109,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 
 	root.AddCommand(bootstrapCommand(ctx, stdin, withAgent))
 	root.AddCommand(logsCommand(ctx, withAgent))
+	root.AddCommand(joinCommand(ctx, withAgent))
 
 	root.AddCommand(versionCommand(stdout))
 
@@ -130,6 +121,23 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return agent.Fail(stdout, plan.Errorf(plan.ErrUsage, "%v (run winnode-agent --help)", err), nil)
 	}
 	return code
+}
+
+// infoCommand is `winnode-agent info`: the host's facts and the installed
+// plan's manifest (Agent.Info).
+func infoCommand(ctx context.Context, withAgent func(func(a *agent.Agent) (any, *plan.Result, error))) *cobra.Command {
+	return &cobra.Command{
+		Use:   "info",
+		Short: "Print host facts and the installed plan's manifest as JSON",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			withAgent(func(a *agent.Agent) (any, *plan.Result, error) {
+				info, err := a.Info(ctx)
+				return info, nil, err
+			})
+			return nil
+		},
+	}
 }
 
 // installCommand is `winnode-agent install --to PATH`: the agent's first

@@ -10,8 +10,9 @@
 # 3. builds winnode-agent.exe and the Windows test binaries of internal/agent
 #    (real services in Wine's service manager) and internal/wincmd (Windows
 #    command-line quoting), and runs them under Wine;
-# 4. runs `winnode-agent.exe info` under Wine and checks its JSON, and
-#    `winnode-agent.exe install` from a profile folder (the first run);
+# 4. runs `winnode-agent.exe info` under Wine and checks its JSON,
+#    `winnode-agent.exe install` from a profile folder (the first run), and
+#    `winnode-agent.exe join` without its join config (Pull mode's log);
 # 5. checks everything winnode hands to the payload's programs against those
 #    programs (contract.sh; needs WINNODE_PAYLOAD_DIR, set by hack/test.sh
 #    after `make payload`).
@@ -109,6 +110,24 @@ else
 	fail "agent/install"
 fi
 rm -rf "$profile" "$copy"
+
+# Pull mode's first steps on a host (docs/cluster-api.md): join secures
+# winnode's folders and its log's, opens its log and refuses a join config
+# that is not there, naming it on stdout (exit 1) and in the log.
+echo "wine: winnode-agent.exe join"
+joinlog="$WINEPREFIX/drive_c/var/log/winnode-agent/join.log"
+rm -f "$joinlog"
+expect "agent/join"
+rc=0
+timeout 120 "$wine" "$out/winnode-agent.exe" join --config 'C:\k\wine-no-join.json' >"$out/join.out" 2>"$out/join.err" || rc=$?
+if [ "$rc" -eq 1 ] && grep -q '"code": "JoinConfig"' "$out/join.out" && grep -q 'wine-no-join.json' "$out/join.out" &&
+	grep -q 'JoinConfig: file C:.*wine-no-join.json' "$joinlog"; then
+	pass "agent/join"
+else
+	echo "wine: winnode-agent.exe join: exit $rc, want 1, a JoinConfig error naming the file on stdout and in $joinlog:"
+	cat "$out/join.out" "$out/join.err"
+	fail "agent/join"
+fi
 
 # The contract: what winnode hands to the payload's programs, checked
 # against those programs (contract.sh).

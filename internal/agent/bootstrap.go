@@ -74,17 +74,8 @@ func (a *Agent) Bootstrap(ctx context.Context, o BootstrapOptions) (*BootstrapDo
 		return doc, err
 	}
 	defer unlock()
-	staging, _ := winpath.Parse(p.Staging())
-	for _, g := range generated {
-		local, err := a.Platform.LocalPath(staging.Join(g.file.SHA256))
-		if err == nil {
-			if err = os.MkdirAll(filepath.Dir(local), 0o755); err == nil {
-				err = writeFileAtomic(local, g.content)
-			}
-		}
-		if err != nil {
-			return doc, &plan.Error{Code: plan.ErrFileInstall, File: g.file.Path, Message: fmt.Sprintf("staging the generated file: %v", err)}
-		}
+	if err := a.stage(p.Staging(), generated); err != nil {
+		return doc, err
 	}
 	res, err := a.apply(ctx, p)
 	res.Command = "bootstrap"

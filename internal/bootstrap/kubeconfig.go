@@ -3,15 +3,7 @@ package bootstrap
 import (
 	"fmt"
 
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-)
-
-// kubeconfig names, as kubeadm writes them in bootstrap-kubelet.conf.
-const (
-	kubeconfigCluster = "kubernetes"
-	kubeconfigUser    = "tls-bootstrap-token-user"
-	kubeconfigContext = "tls-bootstrap-token-user@kubernetes"
+	"github.com/winnode/winnode/internal/kubeconfig"
 )
 
 // BootstrapKubeconfig renders the kubeconfig a host's kubelet is started with
@@ -38,16 +30,7 @@ func bearerKubeconfig(ci ClusterInfo, instance, token string) ([]byte, error) {
 	if ci.Server == "" || len(ci.CAData) == 0 {
 		return nil, fmt.Errorf("rendering the bootstrap kubeconfig for instance %s: cluster info lacks the server URL or CA", instance)
 	}
-	cfg := clientcmdapi.Config{
-		Clusters: map[string]*clientcmdapi.Cluster{kubeconfigCluster: {
-			Server:                   ci.Server,
-			CertificateAuthorityData: ci.CAData,
-		}},
-		AuthInfos:      map[string]*clientcmdapi.AuthInfo{kubeconfigUser: {Token: token}},
-		Contexts:       map[string]*clientcmdapi.Context{kubeconfigContext: {Cluster: kubeconfigCluster, AuthInfo: kubeconfigUser}},
-		CurrentContext: kubeconfigContext,
-	}
-	out, err := clientcmd.Write(cfg)
+	out, err := kubeconfig.Bootstrap(ci.Server, ci.CAData, token)
 	if err != nil {
 		return nil, fmt.Errorf("rendering the bootstrap kubeconfig for instance %s: %w", instance, err)
 	}

@@ -56,7 +56,8 @@ type FirewallRule struct {
 // single-quoted PowerShell string.
 var firewallRuleNameRe = regexp.MustCompile(`\A[a-z0-9][a-z0-9-]{0,62}\z`)
 
-func (r FirewallRule) check() error {
+// Check refuses a rule the scripts cannot embed.
+func (r FirewallRule) Check() error {
 	switch {
 	case !firewallRuleNameRe.MatchString(r.Name):
 		return fmt.Errorf("firewall rule name %q: use 1-63 lower-case letters, digits and hyphens", r.Name)
@@ -95,7 +96,7 @@ func SSHSetupScript(pub ssh.PublicKey, extra []FirewallRule) (string, error) {
 		return "", fmt.Errorf("rendering user data: public key %q has an unexpected form", line)
 	}
 	for _, r := range extra {
-		if err := r.check(); err != nil {
+		if err := r.Check(); err != nil {
 			return "", fmt.Errorf("rendering user data: %w", err)
 		}
 	}

@@ -54,7 +54,8 @@ func BootstrapData(in DataInput) ([]byte, error) {
 	var b bytes.Buffer
 	err = bootstrapDataTemplate.Execute(&b, struct {
 		Namespace, Machine, ComputerName, Fingerprint, SSHSetup string
-	}{in.Namespace, in.Machine, in.ComputerName, ssh.FingerprintSHA256(in.PublicKey), body})
+		RenameStep, SentinelStep                                int
+	}{in.Namespace, in.Machine, in.ComputerName, ssh.FingerprintSHA256(in.PublicKey), body, 5, 6})
 	if err != nil {
 		return nil, fmt.Errorf("rendering bootstrap data for Machine %s/%s: %w", in.Namespace, in.Machine, err)
 	}
@@ -68,19 +69,13 @@ func BootstrapData(in DataInput) ([]byte, error) {
 // reboot and run it again at the next boot; any other code ends the plugin.
 // The rename exits 1003 rather than 1001 so that the script runs once more
 // after the reboot: it then finds the new name in place, and only then
-// writes the sentinel. The marker file stops a reboot loop if the name did
-// not take: the second run throws instead (cloudbase-init logs the error).
-var bootstrapDataTemplate = template.Must(template.New("bootstrap-data").Parse(`#ps1_sysnative
-# winnode bootstrap data (Cluster API) for Machine {{.Namespace}}/{{.Machine}}.
-# cloudbase-init runs it as user data. It prepares this Windows host to be
-# configured by the winnode operator over SSH with the key
-# {{.Fingerprint}}, and names it {{.ComputerName}}.
-# It holds no join secret: the operator joins the host over SSH.
-# Safe to run again.
-$ErrorActionPreference = 'Stop'
-
-{{.SSHSetup}}
-# 5. The computer name (NetBIOS-safe: 15 characters at most). Windows
+// goes on (Pull: joins) and writes the sentinel. The marker file stops a
+// reboot loop if the name did not take: the second run throws instead
+// (cloudbase-init logs the error).
+//
+// Both modes' scripts share these blocks; .Step numbers each in its
+// script.
+var dataBlocks = template.Must(template.New("blocks").Parse(`{{define "rename"}}# {{.RenameStep}}. The computer name (NetBIOS-safe: 15 characters at most). Windows
 #    applies a new name at the next boot: exit code 1003 asks cloudbase-init
 #    to reboot and run this script again, which then finds the name in place.
 $computerName = '{{.ComputerName}}'
@@ -94,10 +89,22 @@ if ($env:COMPUTERNAME -ne $computerName) {
     Rename-Computer -NewName $computerName -Force
     exit 1003
 }
-
-# 6. Cluster API's sentinel file for Windows: bootstrap data applied.
+{{end}}{{define "sentinel"}}# {{.SentinelStep}}. Cluster API's sentinel file for Windows: bootstrap data applied.
 $sentinel = 'C:\run\cluster-api\bootstrap-success.complete'
 New-Item -ItemType Directory -Force -Path (Split-Path -Path $sentinel) | Out-Null
 Set-Content -Path $sentinel -Value 'success' -Encoding ascii
 exit 0
-`))
+{{end}}`))
+
+var bootstrapDataTemplate = template.Must(template.Must(dataBlocks.Clone()).New("push").Parse(`#ps1_sysnative
+# winnode bootstrap data (Cluster API) for Machine {{.Namespace}}/{{.Machine}}.
+# cloudbase-init runs it as user data. It prepares this Windows host to be
+# configured by the winnode operator over SSH with the key
+# {{.Fingerprint}}, and names it {{.ComputerName}}.
+# It holds no join secret: the operator joins the host over SSH.
+# Safe to run again.
+$ErrorActionPreference = 'Stop'
+
+{{.SSHSetup}}
+{{template "rename" .}}
+{{template "sentinel" .}}`))

@@ -47,6 +47,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"status", "--output", "yaml"}, "unknown output format yaml"},
 		{[]string{"status", "--no-such-flag"}, "unknown flag"},
 		{[]string{"userdata"}, "--ssh-key FILE.pub is required"},
+		{[]string{"image"}, "--output DIR is required"},
 		{[]string{"ssh"}, "needs the host"},
 		{[]string{"ssh", "node", "ipconfig"}, "put the command after --"},
 		{[]string{"ssh", "node", "--"}, "nothing after --"},

@@ -128,8 +128,9 @@ func NewCommand(s Streams, more ...*cobra.Command) *cobra.Command {
 		Short: "Turn Windows Server hosts into Kubernetes worker nodes",
 		Long: `winnodectl is winnode's command line: try it all on simulated Windows hosts
 (demo), add or remove one host without the operator, see where every Windows
-host is (status), print the user data that prepares a host (userdata), and
-open an SSH session to a host with the operator's key (ssh).
+host is (status), print the user data that prepares a host (userdata), write
+what a Windows image bakes in for Cluster API's Pull mode (image), and open
+an SSH session to a host with the operator's key (ssh).
 
 Exit codes: 0 success; 1 the command failed (the message says what to do);
 2 wrong flags or arguments; 3 a wait ran out of time; 130 interrupted
@@ -177,6 +178,7 @@ Exit codes: 0 success; 1 the command failed (the message says what to do);
 		newUpgradeCommand(s),
 		newStatusCommand(s),
 		newUserDataCommand(s),
+		newImageCommand(s),
 		newSSHCommand(s),
 		newLogsCommand(s),
 		newGatherCommand(s),

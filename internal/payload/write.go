@@ -48,11 +48,10 @@ func Write(dir string, files []File) error {
 	if err := removeStaleCopies(dir, &m); err != nil {
 		return fmt.Errorf("payload folder %s: %w", dir, err)
 	}
-	data, err := json.MarshalIndent(m, "", "  ")
+	data, err := Encode(&m)
 	if err != nil {
 		return fmt.Errorf("payload folder %s: encode manifest: %w", dir, err)
 	}
-	data = append(data, '\n')
 	tmp, err := os.CreateTemp(dir, ".manifest-*.json")
 	if err != nil {
 		return fmt.Errorf("payload folder %s: %w", dir, err)
@@ -73,6 +72,16 @@ func Write(dir string, files []File) error {
 		return fmt.Errorf("payload folder %s: %w", dir, err)
 	}
 	return nil
+}
+
+// Encode is the manifest as Write writes it: indented JSON, newline
+// terminated, the same bytes for the same manifest.
+func Encode(m *Manifest) ([]byte, error) {
+	data, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(data, '\n'), nil
 }
 
 // previous is the manifest in dir that Write replaces, or nil when there is

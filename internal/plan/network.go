@@ -196,8 +196,8 @@ func marshalConf(v any) ([]byte, error) {
 	return append(out, '\n'), nil
 }
 
-// checkNetwork refuses network facts the plan cannot be made from.
-func (n NetworkFacts) check() error {
+// Validate refuses network facts the plan cannot be made from.
+func (n NetworkFacts) Validate() error {
 	var errs []error
 	switch n.Mode {
 	case NetworkFlannel:

@@ -475,7 +475,7 @@ func (in RenderInput) check() error {
 	if p := in.Cluster.CloudProvider; p != "" && p != "external" {
 		errs = append(errs, fmt.Errorf("cloud provider %q: the kubelet has only external (or none)", p))
 	}
-	if err := in.Network.check(); err != nil {
+	if err := in.Network.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	required := []string{PayloadAgent, PayloadService, PayloadKubelet, PayloadKubeProxy, PayloadCSIProxy}

@@ -111,6 +111,20 @@ const (
 	// or a file directly in it) is owned by someone who is not SYSTEM,
 	// Administrators or TrustedInstaller; File names it.
 	ErrUntrustedFolder ErrorCode = "UntrustedFolder"
+	// ErrJoinConfig: `join` found no join config, or one that does not
+	// decode or validate (Pull mode).
+	ErrJoinConfig ErrorCode = "JoinConfig"
+	// ErrUnsupportedVersion: `join` runs an agent whose version the
+	// operator that wrote the join config does not support: the image is
+	// too old or too new for that operator.
+	ErrUnsupportedVersion ErrorCode = "UnsupportedVersion"
+	// ErrImage: a payload file the Windows image must carry is missing or
+	// does not match the image's manifest (File names it), or the image
+	// has no manifest.
+	ErrImage ErrorCode = "Image"
+	// ErrNotJoined: `join` applied its plan, but the kubelet did not
+	// register the Node, or the Node got no pod subnet, in time.
+	ErrNotJoined ErrorCode = "NotJoined"
 )
 
 // Error is a failure the agent reports; it is also a Go error.

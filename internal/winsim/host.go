@@ -128,6 +128,9 @@ type Host struct {
 	counters  hostCounters
 	// unsafeExecs: programs run from where local users can write (execaudit.go).
 	unsafeExecs []UnsafeExec
+	// launch is the program the user data runs after the first boot
+	// (cloudbaseinit.go).
+	launch *launch
 }
 
 var netbiosName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]{0,14}$`)
@@ -362,6 +365,7 @@ func (h *Host) Start() error {
 		return err
 	}
 	h.log.Info("simulated Windows host started", "address", h.Addr(), "build", h.id.Build, "hostKey", h.Fingerprint())
+	h.startUserDataProgram()
 	return nil
 }
 
@@ -442,6 +446,7 @@ func (h *Host) shutdown() {
 	}
 	h.DropConnections()
 	h.killSessions()
+	h.killUserDataProgram()
 	h.scm.Shutdown()
 	h.serveDone.Wait()
 }

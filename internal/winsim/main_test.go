@@ -29,7 +29,7 @@ import (
 const helperName = "helper.exe"
 
 func TestMain(m *testing.M) {
-	if strings.EqualFold(filepath.Base(os.Args[0]), helperName) {
+	if base := filepath.Base(os.Args[0]); strings.EqualFold(base, helperName) || strings.EqualFold(base, "winnode-agent.exe") {
 		os.Exit(helperMain(os.Args[1:]))
 	}
 	os.Exit(m.Run())
@@ -45,6 +45,8 @@ func TestMain(m *testing.M) {
 //	silent         run until killed without answering the service control manager
 //	dispatch       ask to answer the service control manager, print the outcome
 //	child-dispatch start `helper.exe dispatch` as a child, then run as silent does
+//	join --config F  what the Pull data runs (as winnode-agent.exe): print the
+//	               user it runs as and F's size; exit 3 when F mentions "fail"
 func helperMain(args []string) int {
 	if len(args) == 0 {
 		fmt.Fprintln(os.Stderr, "helper: no command")
@@ -60,6 +62,14 @@ func helperMain(args []string) int {
 		return 0
 	case "cat":
 		_, _ = io.Copy(os.Stdout, os.Stdin)
+		return 0
+	case "join":
+		data, err := os.ReadFile(filepath.Join(os.Getenv("WINSIM_ROOT"), strings.ReplaceAll(strings.TrimPrefix(args[2], `C:\`), `\`, "/")))
+		if err != nil || strings.Contains(string(data), "fail") {
+			fmt.Fprintln(os.Stderr, "helper join: failing as asked", err)
+			return 3
+		}
+		fmt.Printf("helper join: joined as %s with a config of %d bytes\n", os.Getenv("USERNAME"), len(data))
 		return 0
 	case "fail":
 		code, _ := strconv.Atoi(args[1])

@@ -396,6 +396,9 @@ func (h *Host) inUse(linuxPath string) bool {
 		}
 		s.mu.Unlock()
 	}
+	if l := h.launch; l != nil && l.proc != nil && l.exe != nil {
+		exes = append(exes, l.exe)
+	}
 	h.mu.Unlock()
 	for _, e := range exes {
 		if os.SameFile(fi, e) {

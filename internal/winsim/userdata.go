@@ -30,24 +30,36 @@ import (
 //
 // The simulator runs no PowerShell. It carries out the steps of winnode's
 // own scripts (internal/bootstrap.UserData, internal/capibootstrap's
-// bootstrap data) that change what winnode or Cluster API meet on the
-// host, each recognised by its statement:
+// bootstrap data of both modes) that change what winnode or Cluster API
+// meet on the host, each recognised by its statement:
 //
 //   - `Set-Content -Path $authorizedKeys -Value '<key>'`: the key replaces
-//     C:\ProgramData\ssh\administrators_authorized_keys;
+//     C:\ProgramData\ssh\administrators_authorized_keys (Pull data has none,
+//     so the host's SSH server accepts no key: the operator cannot log in);
 //   - `$kDir = 'C:\k'` with its icacls lines: C:\k created, owned by
 //     Administrators, SYSTEM and Administrators only;
 //   - `$computerName = '<name>'` with Rename-Computer and exit 1003: the
 //     host is renamed (cloudbase-init reboots on exit code 1003 and runs the
 //     script again, which then finds the name in place: simulated as one
 //     boot under the new name);
+//   - `$joinConfig = '<path>'` with the here-string `$joinConfigData = @'`
+//     (Pull): the file written with that content; with the script's
+//     `icacls.exe $joinConfig /inheritance:r /grant:r ...` line, readable
+//     by SYSTEM and Administrators only, set before the content is written;
+//   - `$agent = '<path>'` with `& $agent join --config $joinConfig` (Pull):
+//     once the host has booted, the program runs as cloudbase-init runs the
+//     script, under SYSTEM, its output and exit code going to cloudbase-init's
+//     log (CloudbaseInitLog); a missing program fails the script as its
+//     Test-Path line does;
 //   - `$sentinel = '<path>'`: the file written with "success" (Cluster
-//     API's bootstrap-success sentinel).
+//     API's bootstrap-success sentinel); in a script that runs the agent,
+//     only once the agent has exited 0, as `throw` stops the real script
+//     before it.
 //
 // Other statements (OpenSSH's capability, firewall rules, sshd_config) are
-// what winsim's hosts already have. A key or name that does not parse
-// fails the script, as $ErrorActionPreference = 'Stop' makes the real one
-// stop.
+// what winsim's hosts already have. A key, name or join config that does
+// not parse fails the script, as $ErrorActionPreference = 'Stop' makes the
+// real one stop.
 func (h *Host) RunUserData(data []byte) error {
 	script, agent := userDataScript(data)
 	if script == nil {
@@ -57,27 +69,40 @@ func (h *Host) RunUserData(data []byte) error {
 	if h.Up() {
 		return fmt.Errorf("simulated host %s: user data runs at boot, before the host is up", h.id.Hostname)
 	}
-	if k := authorizedKeyStatementRe.FindSubmatch(script); k != nil {
-		if err := h.replaceAuthorizedKeys(k[1]); err != nil {
-			return err
-		}
-	}
-	if kDirStatementRe.Match(script) {
-		if err := h.createKDir(); err != nil {
-			return err
-		}
-	}
-	if n := computerNameStatementRe.FindSubmatch(script); n != nil {
-		if err := h.rename(string(n[1])); err != nil {
+	for _, step := range []func([]byte) error{h.userDataKey, h.userDataKDir, h.userDataRename, h.userDataJoinConfig, h.userDataAgent} {
+		if err := step(script); err != nil {
 			return err
 		}
 	}
 	if p := sentinelStatementRe.FindSubmatch(script); p != nil {
-		if err := h.writeSentinel(string(p[1])); err != nil {
+		if h.launch != nil {
+			h.launch.sentinel = string(p[1]) // after the agent succeeded
+		} else if err := h.writeSentinel(string(p[1])); err != nil {
 			return err
 		}
 	}
 	h.log.Info("simulated launch agent: ran the user data's script", "agent", agent)
+	return nil
+}
+
+func (h *Host) userDataKey(script []byte) error {
+	if k := authorizedKeyStatementRe.FindSubmatch(script); k != nil {
+		return h.replaceAuthorizedKeys(k[1])
+	}
+	return nil
+}
+
+func (h *Host) userDataKDir(script []byte) error {
+	if kDirStatementRe.Match(script) {
+		return h.createKDir()
+	}
+	return nil
+}
+
+func (h *Host) userDataRename(script []byte) error {
+	if n := computerNameStatementRe.FindSubmatch(script); n != nil {
+		return h.rename(string(n[1]))
+	}
 	return nil
 }
 
@@ -101,6 +126,11 @@ var (
 	kDirStatementRe          = regexp.MustCompile(`(?m)^\$kDir = 'C:\\k'\r?$`)
 	computerNameStatementRe  = regexp.MustCompile(`(?m)^\$computerName = '([^'\r\n]*)'`)
 	sentinelStatementRe      = regexp.MustCompile(`(?m)^\$sentinel = '([^'\r\n]*)'`)
+	joinConfigStatementRe    = regexp.MustCompile(`(?m)^\$joinConfig = '([^'\r\n]*)'`)
+	joinConfigDataRe         = regexp.MustCompile(`(?ms)^\$joinConfigData = @'\r?\n(.*?)\r?\n'@\r?$`)
+	joinConfigACLRe          = regexp.MustCompile(`(?m)^icacls\.exe \$joinConfig /inheritance:r /grant:r '\*S-1-5-32-544:F' /grant:r '\*S-1-5-18:F'`)
+	agentStatementRe         = regexp.MustCompile(`(?m)^\$agent = '([^'\r\n]*)'`)
+	agentJoinStatementRe     = regexp.MustCompile(`(?m)^& \$agent join --config \$joinConfig\r?$`)
 )
 
 // rename gives the host, not yet booted, a new computer name.

@@ -43,11 +43,18 @@ func New(base string) (*Client, error) {
 	return &Client{base: strings.TrimRight(base, "/"), http: &http.Client{Timeout: 30 * time.Second}}, nil
 }
 
-// Create creates the instance name that boots with userData. The cloud
-// returns an existing instance of that name as it is, so a repeated Create
-// (after a crash between the call and the Machine's update) creates nothing.
+// Create creates the instance name that boots the cloud's plain Windows
+// Server image with userData (CreateFrom with no image).
 func (c *Client) Create(ctx context.Context, name string, userData []byte) (*Instance, error) {
-	body, err := json.Marshal(CreateRequest{UserData: userData})
+	return c.CreateFrom(ctx, name, "", userData)
+}
+
+// CreateFrom creates the instance name that boots from image with
+// userData. The cloud returns an existing instance of that name as it is,
+// so a repeated call (after a crash between the call and the Machine's
+// update) creates nothing.
+func (c *Client) CreateFrom(ctx context.Context, name, image string, userData []byte) (*Instance, error) {
+	body, err := json.Marshal(CreateRequest{UserData: userData, Image: image})
 	if err != nil {
 		return nil, err
 	}

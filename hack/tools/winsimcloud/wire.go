@@ -39,4 +39,9 @@ type CreateRequest struct {
 	// UserData is what the instance runs at boot, as a cloud's launch
 	// agent does (base64 in JSON).
 	UserData []byte `json:"userData"`
+	// Image names the image the instance boots from, one the cloud knows
+	// (a folder of files copied onto the host's C:\, as
+	// `winnodectl image` writes it); "" is the cloud's plain Windows
+	// Server, which carries no winnode.
+	Image string `json:"image,omitempty"`
 }

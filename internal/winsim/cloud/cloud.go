@@ -16,6 +16,7 @@ package cloud
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sort"
@@ -51,6 +52,7 @@ type Cloud struct {
 
 	mu        sync.Mutex
 	instances map[string]*entry
+	images    map[string]string // name → folder
 }
 
 type entry struct {
@@ -63,20 +65,44 @@ func New(opts Options) *Cloud {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &Cloud{opts: opts, log: opts.Logger.With("simulated", "cloud"), instances: map[string]*entry{}}
+	return &Cloud{opts: opts, log: opts.Logger.With("simulated", "cloud"), instances: map[string]*entry{}, images: map[string]string{}}
 }
 
-// Create boots the instance name with userData, or returns the existing
-// instance of that name as it is.
-func (c *Cloud) Create(name string, userData []byte) (Instance, error) {
+// AddImage makes the image folder dir (what `winnodectl image` writes:
+// dir/C goes onto the host's C:\) bootable as name. An image of that name
+// is replaced; instances booted from it keep what they have.
+func (c *Cloud) AddImage(name, dir string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.images[name] = dir
+	c.log.Info("simulated cloud: image added", "image", name, "folder", dir)
+}
+
+// ErrNoImage is Create's answer for an image the cloud does not know.
+var ErrNoImage = errors.New("no such image")
+
+// Create boots the instance name from image ("" for the plain Windows
+// Server image, which carries no winnode) with userData, or returns the
+// existing instance of that name as it is.
+func (c *Cloud) Create(name, image string, userData []byte) (Instance, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e, ok := c.instances[name]; ok {
 		return e.inst, nil
 	}
+	dir, ok := c.images[image]
+	if image != "" && !ok {
+		return Instance{}, fmt.Errorf("instance %s: image %q: %w", name, image, ErrNoImage)
+	}
 	h, err := c.opts.NewHost(name)
 	if err != nil {
 		return Instance{}, fmt.Errorf("instance %s: creating its host: %w", name, err)
+	}
+	if image != "" {
+		if err := h.InstallImage(dir); err != nil {
+			_ = h.Close()
+			return Instance{}, fmt.Errorf("instance %s: %w", name, err)
+		}
 	}
 	if err := h.RunUserData(userData); err != nil {
 		_ = h.Close()
@@ -89,7 +115,7 @@ func (c *Cloud) Create(name string, userData []byte) (Instance, error) {
 	id := newID()
 	inst := Instance{Name: name, ID: id, ProviderID: ProviderIDPrefix + id, Address: h.IP(), Hostname: h.Hostname(), State: winsimcloud.StateRunning}
 	c.instances[name] = &entry{inst: inst, host: h}
-	c.log.Info("simulated cloud: instance running", "instance", name, "id", id, "address", inst.Address, "hostname", inst.Hostname)
+	c.log.Info("simulated cloud: instance running", "instance", name, "image", image, "id", id, "address", inst.Address, "hostname", inst.Hostname)
 	return inst, nil
 }
 

@@ -207,3 +207,38 @@ func TestClusterAPIBootstrapData(t *testing.T) {
 		t.Errorf("Cluster API's sentinel: %q, %v", got, err)
 	}
 }
+
+// TestImages: an instance boots from the image its request names, a
+// folder whose C/ is copied onto the host's C:\ (as `winnodectl image`
+// writes it); an image the cloud does not know is refused (400), and no
+// instance is made.
+func TestImages(t *testing.T) {
+	c, url := newCloud(t)
+	img := t.TempDir()
+	if err := os.MkdirAll(img+"/C/k", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(img+"/C/k/payload-manifest.json", []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.AddImage("winnode-v1", img)
+	client, err := winsimcloud.New(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := client.CreateFrom(ctx, "from-image", "winnode-v1", nil); err != nil {
+		t.Fatal(err)
+	}
+	local, _ := c.Host("from-image").Path(`C:\k\payload-manifest.json`)
+	if data, err := os.ReadFile(local); err != nil || string(data) != "{}" {
+		t.Errorf("the image's file on the host: %q, %v", data, err)
+	}
+	_, err = client.CreateFrom(ctx, "no-image", "winnode-v9", nil)
+	if err == nil || !strings.Contains(err.Error(), "400") || !strings.Contains(err.Error(), `image "winnode-v9"`) {
+		t.Errorf("an unknown image: %v; want a 400 naming it", err)
+	}
+	if c.Host("no-image") != nil {
+		t.Error("an instance was made for an unknown image")
+	}
+}

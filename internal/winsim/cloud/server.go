@@ -2,6 +2,7 @@ package cloud
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -55,8 +56,12 @@ func (c *Cloud) handlePut(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("instance %s: user data of %d bytes is over the limit of %d", name, len(req.UserData), maxUserData), http.StatusBadRequest)
 		return
 	}
-	inst, err := c.Create(name, req.UserData)
-	if err != nil {
+	inst, err := c.Create(name, req.Image, req.UserData)
+	switch {
+	case errors.Is(err, ErrNoImage):
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	case err != nil:
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}

@@ -40,8 +40,9 @@ const (
 // machineReconciler is the WinsimMachine controller (infrastructure
 // contract: InfraMachine). For a WinsimMachine whose Machine has its
 // bootstrap data, it creates the instance named after the Machine in the
-// simulated cloud, booting with the bootstrap data Secret's "value" as its
-// user data, and reports the instance: spec.providerID, status.addresses
+// simulated cloud, booting from the image spec.image names with the
+// bootstrap data Secret's "value" as its user data, and reports the
+// instance: spec.providerID, status.addresses
 // (InternalIP, and the host name as InternalDNS and Hostname) and
 // status.initialization.provisioned, which Cluster API copies into the
 // Machine. Deleting the WinsimMachine deletes the instance.
@@ -130,7 +131,8 @@ func (r *machineReconciler) provision(ctx context.Context, wm *unstructured.Unst
 	if err != nil {
 		return r.fail(ctx, wm, reasonBootstrapDataUnreadable, err)
 	}
-	inst, err := r.cloud.Create(ctx, m.Name, userData)
+	image, _, _ := unstructured.NestedString(wm.Object, "spec", "image")
+	inst, err := r.cloud.CreateFrom(ctx, m.Name, image, userData)
 	if err != nil {
 		return r.fail(ctx, wm, reasonInstanceNotCreated, fmt.Errorf("creating the simulated instance %s: %w", m.Name, err))
 	}

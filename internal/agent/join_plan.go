@@ -1,0 +1,103 @@
+package agent
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+
+	"github.com/winnode/winnode/internal/plan"
+	"github.com/winnode/winnode/internal/winpath"
+)
+
+// applyFirst renders the host's plan, before the Node has a pod subnet,
+// and applies it: the kubelet (which joins with the bootstrap token),
+// and in flannel mode flanneld, which waits for the Node's subnet.
+func (r *joinRun) applyFirst(ctx context.Context) error {
+	kc, err := r.cfg.BootstrapKubeconfig()
+	if err != nil {
+		return plan.AsError(err, plan.ErrJoinConfig)
+	}
+	r.bootstrapKubeconfig = kc
+	return r.renderAndApply(ctx, "")
+}
+
+// applySubnet renders and applies the plan again once the Node has its pod
+// subnet (flannel mode): the CNI configuration on that subnet and
+// kube-proxy join the plan, as the operator's second round does in Push
+// mode (internal/configure, join.go). Other modes have nothing that
+// depends on the subnet.
+func (r *joinRun) applySubnet(ctx context.Context) error {
+	if r.podCIDR == "" {
+		return nil
+	}
+	return r.renderAndApply(ctx, r.podCIDR)
+}
+
+// renderAndApply renders the plan with the pod subnet podCIDR ("" for
+// none yet), stages the files it generates and applies it.
+func (r *joinRun) renderAndApply(ctx context.Context, podCIDR string) error {
+	log := r.log("plan")
+	rendered, err := plan.Render(r.renderInput(podCIDR))
+	if err != nil {
+		return plan.AsError(err, plan.ErrPlanInvalid)
+	}
+	files := []generatedFile{{file: plan.File{Path: plan.BootstrapKubeconfigPath}, content: r.bootstrapKubeconfig}}
+	for _, g := range rendered.Generated {
+		files = append(files, generatedFile{file: plan.File{Path: g.HostPath}, content: g.Content})
+	}
+	if err := r.a.stage(rendered.Plan.Staging(), files); err != nil {
+		return err
+	}
+	log.Info("applying the plan", "plan", rendered.Plan.Version, "podCIDR", podCIDR, "services", len(rendered.Plan.Services))
+	res, err := r.a.Apply(ctx, rendered.Plan)
+	r.doc.Results = append(r.doc.Results, res)
+	if err != nil {
+		return err
+	}
+	for _, s := range res.Services {
+		log.Info("service", "name", s.Name, "action", s.Action, "restarted", s.Restarted, "state", s.State)
+	}
+	r.doc.PlanVersion = rendered.Plan.Version
+	return nil
+}
+
+// renderInput is the renderer's input on this host: the cluster and
+// network of the join config, this host's facts, the image's payload and
+// the operator's version (the plan's version names it, as in Push mode).
+func (r *joinRun) renderInput(podCIDR string) plan.RenderInput {
+	c := r.cfg.Cluster
+	f := r.facts
+	return plan.RenderInput{
+		Cluster: plan.ClusterFacts{Server: c.Server, CAData: c.CAData, ClusterDNS: c.ClusterDNS, ClusterDomain: c.ClusterDomain,
+			CloudProvider: c.CloudProvider, BootstrapKubeconfig: plan.DigestOf(r.bootstrapKubeconfig)},
+		Host: plan.HostFacts{Info: &plan.Info{SchemaVersion: plan.SchemaVersion, Hostname: f.Hostname, FQDN: f.FQDN, IPv4: f.IPv4,
+			DefaultIPv4: f.DefaultIPv4, OS: plan.OSInfo{ProductName: f.ProductName, Build: f.Build}, AgentVersion: r.a.Version}},
+		Payload:         r.manifest,
+		Network:         r.cfg.Network.Facts(podCIDR),
+		OperatorVersion: r.cfg.OperatorVersion,
+	}
+}
+
+// stage writes files into the staging folder as blobs named by the sha256
+// of their content, where apply takes them from (the operator uploads them
+// there in Push mode); each file's SHA256 and Size are set from content.
+func (a *Agent) stage(stagingDir string, files []generatedFile) error {
+	staging, err := winpath.Parse(stagingDir)
+	if err != nil {
+		return plan.AsError(err, plan.ErrPlanInvalid)
+	}
+	for i := range files {
+		g := &files[i]
+		g.file.SHA256, g.file.Size = plan.DigestOf(g.content).SHA256, int64(len(g.content))
+		local, err := a.Platform.LocalPath(staging.Join(g.file.SHA256))
+		if err == nil {
+			if err = os.MkdirAll(filepath.Dir(local), 0o755); err == nil {
+				err = writeFileAtomic(local, g.content)
+			}
+		}
+		if err != nil {
+			return &plan.Error{Code: plan.ErrFileInstall, File: g.file.Path, Message: "staging the generated file: " + err.Error()}
+		}
+	}
+	return nil
+}
