@@ -9,17 +9,25 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 
 	"github.com/winnode/winnode/internal/blob"
 )
+
+// compressions counts compressFile's runs: what the tests of "compressed
+// once" look at.
+var compressions atomic.Int64
 
 // encode gives the entry f (whose Size and SHA256 are already those of
 // dir/<Name>) its compressed copy dir/<Name>.zst, or none, with its
 // Encoding fields set to match. The copy is made once: when the manifest
 // Write replaces (old, nil if none) lists the same content, its decision is
 // kept (the copy is only checked against its recorded hash), so building a
-// payload again does not compress it again.
-func encode(dir string, f *File, old *Manifest) error {
+// payload again does not compress it again. Nor is the same content
+// compressed twice in one Write: a file whose content an entry before it in
+// done already has gets a copy of that entry's encoding (the simulated
+// payload carries one stand-in program under several names).
+func encode(dir string, f *File, old *Manifest, done map[string]File) error {
 	f.Encoding, f.EncodedSHA256, f.EncodedSize = "", "", 0
 	zst := filepath.Join(dir, f.Name+blob.Suffix)
 	if prev, ok := reusable(dir, *f, old); ok {
@@ -27,6 +35,16 @@ func encode(dir string, f *File, old *Manifest) error {
 		if f.Encoding == "" {
 			return removeIfExists(zst)
 		}
+		return nil
+	}
+	if twin, ok := done[f.SHA256]; ok && twin.Size == f.Size {
+		if twin.Encoding == "" {
+			return removeIfExists(zst)
+		}
+		if err := copyEncoded(filepath.Join(dir, twin.EncodedName()), zst); err != nil {
+			return err
+		}
+		f.Encoding, f.EncodedSHA256, f.EncodedSize = twin.Encoding, twin.EncodedSHA256, twin.EncodedSize
 		return nil
 	}
 	size, sum, err := compressFile(filepath.Join(dir, f.Name), zst, f.Size, f.SHA256)
@@ -69,6 +87,7 @@ func reusable(dir string, f File, old *Manifest) (File, bool) {
 // of size and sum, and returns the encoding's size and sha256. When the
 // encoding is not smaller than the content, dst is not written.
 func compressFile(src, dst string, size int64, sum string) (int64, string, error) {
+	compressions.Add(1)
 	in, err := os.Open(src)
 	if err != nil {
 		return 0, "", err
@@ -140,4 +159,24 @@ func removeIfExists(path string) error {
 		return err
 	}
 	return nil
+}
+
+// copyEncoded copies the encoded copy src to dst, through a temporary file
+// renamed into place, as compressFile writes one.
+func copyEncoded(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	tmp, err := os.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) // no-op after the rename
+	_, err = io.Copy(tmp, in)
+	if err = errors.Join(err, tmp.Chmod(0o644), tmp.Close()); err != nil {
+		return fmt.Errorf("copy %s: %w", src, err)
+	}
+	return os.Rename(tmp.Name(), dst)
 }

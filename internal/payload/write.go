@@ -14,7 +14,8 @@ import (
 // SHA256, Size and Encoding fields the caller set are replaced), compresses
 // each file into dir/<Name>.zst where that makes it smaller (compress.go;
 // once: a file the manifest it replaces already lists with the same content
-// is not compressed again), normalises each HostPath to its Windows form,
+// is not compressed again, nor the same content twice in one Write),
+// normalises each HostPath to its Windows form,
 // and writes dir/manifest.json. Compressed copies no entry has are deleted.
 // Entries are sorted by name so the same files always give the same
 // manifest bytes. The manifest is written to a temporary file and renamed,
@@ -22,6 +23,7 @@ import (
 func Write(dir string, files []File) error {
 	m := Manifest{SchemaVersion: SchemaVersion, Files: make([]File, 0, len(files))}
 	old := previous(dir)
+	done := map[string]File{} // by sha256: the entries encoded so far
 	for _, f := range files {
 		if err := validName(f.Name); err != nil {
 			return fmt.Errorf("payload folder %s: %w", dir, err)
@@ -36,9 +38,10 @@ func Write(dir string, files []File) error {
 		if err != nil {
 			return fmt.Errorf("payload file %s (%s): %w", f.Name, path, err)
 		}
-		if err := encode(dir, &f, old); err != nil {
+		if err := encode(dir, &f, old, done); err != nil {
 			return fmt.Errorf("payload file %s (%s): %w", f.Name, path, err)
 		}
+		done[f.SHA256] = f
 		m.Files = append(m.Files, f)
 	}
 	sort.Slice(m.Files, func(i, j int) bool { return m.Files[i].Name < m.Files[j].Name })
