@@ -47,11 +47,11 @@ func ValidateSpec(spec bootstrapv1.WinnodeConfigSpec) field.ErrorList {
 	return errs
 }
 
-// ModeOf is the spec's mode, Pull when empty (an object stored before the
+// ModeOf is the spec's mode, Push when empty (an object stored before the
 // API server defaulted the field).
 func ModeOf(spec bootstrapv1.WinnodeConfigSpec) bootstrapv1.Mode {
 	if spec.Mode == "" {
-		return bootstrapv1.ModePull
+		return bootstrapv1.ModePush
 	}
 	return spec.Mode
 }

