@@ -414,17 +414,21 @@ func maps2Equal(a, b map[string]int) bool {
 	return true
 }
 
-// waitStableServices waits until kubelet and kube-proxy run and their
-// processes have not changed for two seconds (kube-proxy restarts until the
-// kubelet has written its kubeconfig).
+// waitStableServices waits until winnode's services on the host (kubelet,
+// kube-proxy, and flanneld and csi-proxy where installed) run and their
+// processes have not changed for two seconds (kube-proxy and flanneld
+// restart until the kubelet has written its kubeconfig).
 func waitStableServices(t testing.TB, h *winsim.Host) {
 	t.Helper()
 	var last map[string]int
 	since := time.Now()
 	testkit.Eventually(t, time.Minute, "services on "+h.Hostname()+" to run steadily", func() (bool, string) {
 		cur := map[string]int{}
-		for _, name := range []string{"kubelet", "kube-proxy"} {
+		for _, name := range []string{"kubelet", "kube-proxy", "flanneld", "csi-proxy"} {
 			svc, err := h.Services().Get(name)
+			if err != nil && name != "kubelet" && name != "kube-proxy" {
+				continue // not installed on this host (its network mode, its plan)
+			}
 			if err != nil || svc.Status.State != "Running" {
 				last = nil
 				return false, fmt.Sprintf("%s: %v %v", name, svc.Status.State, err)

@@ -25,6 +25,10 @@ func TestNoopCheckIsOneExecAndNoWrite(t *testing.T) {
 	op := w.startOperator(t, operatorOptions{})
 	w.instanceFor(t, "noop-cost", h)
 	w.waitReady(t, "noop-cost", 3*time.Minute)
+	// A Ready node's services may still be restarting once (flanneld and
+	// kube-proxy until the kubelet's kubeconfig exists); a check then
+	// rightly records ServiceNotRunning, a write this test is not about.
+	waitStableServices(t, h)
 	op.stop()
 
 	before := h.Counters()
