@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/winnode/winnode/internal/testkit"
 )
 
 // The stand-in takes the command line winnode renders and refuses what the
@@ -36,18 +38,16 @@ func TestCSIProxyFlags(t *testing.T) {
 func TestCSIProxyLogsToItsFile(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "csi-proxy.log")
 	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	done := make(chan int, 1)
 	go func() {
 		done <- runCSIProxy(ctx, []string{"-logtostderr=false", "-log_file", file, "-kubelet-path", `C:\var\lib\kubelet`})
 	}()
-	deadline := time.Now().Add(10 * time.Second)
 	var data []byte
-	for time.Now().Before(deadline) {
-		if data, _ = os.ReadFile(file); strings.Contains(string(data), "Working directories") {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.Eventually(t, 10*time.Second, "csi-proxy's start lines in "+file, func() (bool, string) {
+		data, _ = os.ReadFile(file)
+		return strings.Contains(string(data), "Working directories"), string(data)
+	})
 	cancel()
 	if code := <-done; code != 0 {
 		t.Errorf("exit %d after a stop", code)
