@@ -6,12 +6,8 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"io"
 	"log/slog"
-	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
@@ -156,7 +152,7 @@ func testJoinRefusesTamperedImage(t *testing.T, payloadDir string) {
 			if err := tc.damage(local); err != nil {
 				t.Fatal(err)
 			}
-			h := bootPull(t, img, pullConfig("win-tamper1", "dev", "https://127.0.0.1:6443", testCA(t), "abcdef."+pullTokenSecret))
+			h := bootPull(t, img, pullConfig("win-tamper1", "dev", "https://127.0.0.1:6443", testkit.SelfSignedCA(t), "abcdef."+pullTokenSecret))
 			code, joinLog, cbLog := joinEnded(t, h, 2*time.Minute)
 			// The log is logfmt: a Windows path's backslashes are escaped.
 			for _, want := range []string{"Image", strings.ReplaceAll(tc.hostPath, `\`, `\\`), tc.want} {
@@ -181,7 +177,7 @@ func testJoinRefusesTamperedImage(t *testing.T, payloadDir string) {
 // does not support (here a development build, for an operator of v0.5.2)
 // installs nothing, and the log says which versions the operator takes.
 func testJoinRefusesUnsupportedVersion(t *testing.T, payloadDir string) {
-	h := bootPull(t, pullImage(t, payloadDir), pullConfig("win-old01", "v0.5.2", "https://127.0.0.1:6443", testCA(t), "abcdef."+pullTokenSecret))
+	h := bootPull(t, pullImage(t, payloadDir), pullConfig("win-old01", "v0.5.2", "https://127.0.0.1:6443", testkit.SelfSignedCA(t), "abcdef."+pullTokenSecret))
 	code, joinLog, _ := joinEnded(t, h, 2*time.Minute)
 	for _, want := range []string{"UnsupportedVersion", "winnode v0.5.2", "v0.4.x to v0.5.x", "winnodectl image"} {
 		if code == 0 || !strings.Contains(joinLog, want) {
@@ -343,17 +339,3 @@ func hasTaint(n *corev1.Node, key, value string) bool {
 }
 
 func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
-
-// testCA is a CA certificate of no cluster, for joins that stop before
-// they reach one.
-func testCA(t *testing.T) []byte {
-	t.Helper()
-	_, key, _ := ed25519.GenerateKey(rand.Reader)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "kubernetes"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-}

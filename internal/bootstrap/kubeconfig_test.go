@@ -1,33 +1,15 @@
 package bootstrap
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"strings"
 	"testing"
 
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	certutil "k8s.io/client-go/util/cert"
-)
 
-func testCA(t testing.TB) []byte {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, err := certutil.NewSelfSignedCACert(certutil.Config{CommonName: "test-ca"}, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pem, err := certutil.EncodeCertificates(ca)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem
-}
+	"github.com/winnode/winnode/internal/testkit"
+)
 
 func clusterInfoKubeconfig(t testing.TB, clusters map[string]*clientcmdapi.Cluster) []byte {
 	t.Helper()
@@ -41,7 +23,7 @@ func clusterInfoKubeconfig(t testing.TB, clusters map[string]*clientcmdapi.Clust
 }
 
 func TestBootstrapKubeconfig(t *testing.T) {
-	ca := testCA(t)
+	ca := testkit.SelfSignedCA(t)
 	tok := Token{ID: "abcdef", Secret: "0123456789abcdef", Instance: "wi-1"}
 	out, err := BootstrapKubeconfig(ClusterInfo{Server: "https://10.0.0.1:6443", CAData: ca}, tok)
 	if err != nil {
@@ -109,7 +91,7 @@ func TestTokenIDFromUsername(t *testing.T) {
 }
 
 func TestParseClusterInfo(t *testing.T) {
-	ca := testCA(t)
+	ca := testkit.SelfSignedCA(t)
 	good := clusterInfoKubeconfig(t, map[string]*clientcmdapi.Cluster{"": {Server: "https://127.0.0.1:6443", CertificateAuthorityData: ca}})
 	ci, err := ParseClusterInfo(good)
 	if err != nil {
@@ -140,7 +122,7 @@ func TestParseClusterInfo(t *testing.T) {
 // FuzzParseClusterInfo: cluster-info is read from the cluster, outside input;
 // whatever it holds, parsing returns a usable result or an error.
 func FuzzParseClusterInfo(f *testing.F) {
-	ca := testCA(f)
+	ca := testkit.SelfSignedCA(f)
 	f.Add(clusterInfoKubeconfig(f, map[string]*clientcmdapi.Cluster{"": {Server: "https://127.0.0.1:6443", CertificateAuthorityData: ca}}))
 	f.Add(clusterInfoKubeconfig(f, map[string]*clientcmdapi.Cluster{"": {Server: "https://a"}}))
 	f.Add([]byte("apiVersion: v1\nkind: Config\nclusters: [{name: x, cluster: {server: 'https://x', certificate-authority-data: 'AAAA'}}]\n"))

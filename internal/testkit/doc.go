@@ -1,6 +1,7 @@
-// Package testkit holds the two helpers every test of the module may need,
+// Package testkit holds the helpers every test of the module may need,
 // each written once: golden files (Golden, and the only -update flag of
-// the module) and waiting for a condition (Eventually).
+// the module), waiting for a condition (Eventually) and a CA certificate of
+// no cluster (SelfSignedCA).
 //
 // It imports no package of this module, so that every package's tests can
 // import it, internal/plan's and the agent's included; object builders

@@ -1,13 +1,7 @@
 package winsim
 
 import (
-	"crypto/ed25519"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
-	"math/big"
 	"os"
 	"strings"
 	"testing"
@@ -26,18 +20,11 @@ import (
 // computerName.
 func pullData(t *testing.T, machine, computerName string) []byte {
 	t.Helper()
-	_, key, _ := ed25519.GenerateKey(rand.Reader)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "kubernetes"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
-	if err != nil {
-		t.Fatal(err)
-	}
 	data, err := capibootstrap.PullBootstrapData(capibootstrap.PullInput{
 		Namespace: "ns", Machine: machine, ComputerName: computerName,
 		Join: &joinconfig.Config{SchemaVersion: joinconfig.SchemaVersion, OperatorVersion: "dev", AgentVersions: joinconfig.SupportedAgents("dev"),
 			Machine: "ns/" + machine, NodeName: plan.NodeName(computerName),
-			Cluster:        joinconfig.Cluster{Server: "https://127.0.0.1:6443", CAData: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})},
+			Cluster:        joinconfig.Cluster{Server: "https://127.0.0.1:6443", CAData: testkit.SelfSignedCA(t)},
 			Network:        joinconfig.Network{Mode: plan.NetworkExternal},
 			BootstrapToken: joinconfig.Secret("abcdef.0123456789abcdef")},
 	})
