@@ -9,14 +9,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 
 	"github.com/winnode/winnode/internal/blob"
 )
-
-// compressions counts compressFile's runs: what the tests of "compressed
-// once" look at.
-var compressions atomic.Int64
 
 // encode gives the entry f (whose Size and SHA256 are already those of
 // dir/<Name>) its compressed copy dir/<Name>.zst, or none, with its
@@ -25,8 +20,8 @@ var compressions atomic.Int64
 // kept (the copy is only checked against its recorded hash), so building a
 // payload again does not compress it again. Nor is the same content
 // compressed twice in one Write: a file whose content an entry before it in
-// done already has gets a copy of that entry's encoding (the simulated
-// payload carries one stand-in program under several names).
+// done already has shares that entry's encoded copy, a hard link to it (the
+// simulated payload carries one stand-in program under several names).
 func encode(dir string, f *File, old *Manifest, done map[string]File) error {
 	f.Encoding, f.EncodedSHA256, f.EncodedSize = "", "", 0
 	zst := filepath.Join(dir, f.Name+blob.Suffix)
@@ -41,7 +36,7 @@ func encode(dir string, f *File, old *Manifest, done map[string]File) error {
 		if twin.Encoding == "" {
 			return removeIfExists(zst)
 		}
-		if err := copyEncoded(filepath.Join(dir, twin.EncodedName()), zst); err != nil {
+		if err := linkEncoded(filepath.Join(dir, twin.EncodedName()), zst); err != nil {
 			return err
 		}
 		f.Encoding, f.EncodedSHA256, f.EncodedSize = twin.Encoding, twin.EncodedSHA256, twin.EncodedSize
@@ -87,7 +82,6 @@ func reusable(dir string, f File, old *Manifest) (File, bool) {
 // of size and sum, and returns the encoding's size and sha256. When the
 // encoding is not smaller than the content, dst is not written.
 func compressFile(src, dst string, size int64, sum string) (int64, string, error) {
-	compressions.Add(1)
 	in, err := os.Open(src)
 	if err != nil {
 		return 0, "", err
@@ -161,22 +155,20 @@ func removeIfExists(path string) error {
 	return nil
 }
 
-// copyEncoded copies the encoded copy src to dst, through a temporary file
-// renamed into place, as compressFile writes one.
-func copyEncoded(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
+// linkEncoded makes dst a hard link to the encoded copy src, through a
+// temporary name renamed into place, as compressFile writes one.
+func linkEncoded(src, dst string) error {
+	if a, err := os.Stat(src); err == nil {
+		if b, err := os.Stat(dst); err == nil && os.SameFile(a, b) {
+			return nil // already the same file: rename would keep both names
+		}
+	}
+	tmp := dst + ".link.tmp"
+	if err := removeIfExists(tmp); err != nil {
 		return err
 	}
-	defer in.Close()
-	tmp, err := os.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".*.tmp")
-	if err != nil {
-		return err
+	if err := os.Link(src, tmp); err != nil {
+		return fmt.Errorf("share %s: %w", src, err)
 	}
-	defer os.Remove(tmp.Name()) // no-op after the rename
-	_, err = io.Copy(tmp, in)
-	if err = errors.Join(err, tmp.Chmod(0o644), tmp.Close()); err != nil {
-		return fmt.Errorf("copy %s: %w", src, err)
-	}
-	return os.Rename(tmp.Name(), dst)
+	return os.Rename(tmp, dst)
 }
