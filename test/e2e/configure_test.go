@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -271,7 +272,7 @@ func testConfigMapHosts(t *testing.T, w *world) {
 			t.Errorf("winnode_bytes_uploaded_total grew by %v", d)
 		}
 		for i, h := range hosts {
-			if got := servicePIDs(t, h); !maps2Equal(got, pids[h.Hostname()]) {
+			if got := servicePIDs(t, h); !maps.Equal(got, pids[h.Hostname()]) {
 				t.Errorf("host %s: service processes changed from %v to %v: a service was restarted", h.Hostname(), pids[h.Hostname()], got)
 			}
 			if inst := w.get(t, names[i]); inst.Status.Phase != winnodev1.PhaseReady {
@@ -402,18 +403,6 @@ func isTrue(inst *winnodev1.WindowsInstance, typ string) bool {
 	return false
 }
 
-func maps2Equal(a, b map[string]int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
-}
-
 // waitStableServices waits until winnode's services on the host (kubelet,
 // kube-proxy, and flanneld and csi-proxy where installed) run and their
 // processes have not changed for two seconds (kube-proxy and flanneld
@@ -424,7 +413,7 @@ func waitStableServices(t testing.TB, h *winsim.Host) {
 	since := time.Now()
 	testkit.Eventually(t, time.Minute, "services on "+h.Hostname()+" to run steadily", func() (bool, string) {
 		cur := map[string]int{}
-		for _, name := range []string{"kubelet", "kube-proxy", "flanneld", "csi-proxy"} {
+		for _, name := range winnodeServices {
 			svc, err := h.Services().Get(name)
 			if err != nil && name != "kubelet" && name != "kube-proxy" {
 				continue // not installed on this host (its network mode, its plan)
@@ -435,7 +424,7 @@ func waitStableServices(t testing.TB, h *winsim.Host) {
 			}
 			cur[name] = svc.Status.PID
 		}
-		if !maps2Equal(cur, last) {
+		if !maps.Equal(cur, last) {
 			last, since = cur, time.Now()
 			return false, fmt.Sprintf("processes %v", cur)
 		}

@@ -664,13 +664,17 @@ func (w *world) nodesOfHost(t testing.TB, h *winsim.Host) int {
 	return n
 }
 
+// winnodeServices are the services winnode installs: the kubelet and
+// kube-proxy, and flanneld and csi-proxy where the plan has them.
+var winnodeServices = []string{"kubelet", "kube-proxy", "flanneld", "csi-proxy"}
+
 // servicePIDs is each winnode service's process ID on a host: the
 // kubelet's, and those of kube-proxy, flanneld and csi-proxy where the
 // plan has them.
 func servicePIDs(t testing.TB, h *winsim.Host) map[string]int {
 	t.Helper()
 	out := map[string]int{}
-	for _, name := range []string{"kubelet", "kube-proxy", "flanneld", "csi-proxy"} {
+	for _, name := range winnodeServices {
 		svc, err := h.Services().Get(name)
 		if err != nil && name != "kubelet" {
 			continue

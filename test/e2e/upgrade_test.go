@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"sync"
 	"testing"
 	"time"
@@ -57,7 +58,7 @@ func TestPayloadChangeUpgrades(t *testing.T) {
 	if n := op.uploaded.Load(); n < pad || n > pad+64<<10 {
 		t.Errorf("the upgrade uploaded %d bytes; want the new %d-byte file and the plan only", n, pad)
 	}
-	if got := servicePIDs(t, h); !maps2Equal(got, pids) {
+	if got := servicePIDs(t, h); !maps.Equal(got, pids) {
 		t.Errorf("services restarted by an upgrade that changed none of their files: %v -> %v", pids, got)
 	}
 
@@ -85,7 +86,7 @@ func TestPayloadChangeUpgrades(t *testing.T) {
 	if n := op.uploaded.Load(); n > 64<<10 {
 		t.Errorf("a version-only upgrade uploaded %d bytes; want the plan only", n)
 	}
-	if got := servicePIDs(t, h); !maps2Equal(got, pids) {
+	if got := servicePIDs(t, h); !maps.Equal(got, pids) {
 		t.Errorf("services restarted by a version-only upgrade: %v -> %v", pids, got)
 	}
 	checkAgentOnlyUpgrade(t, w, op, h, simpayload.Options{AgentBinary: w.agent, ServiceBinary: w.service, StandinBinary: w.standin, PaddingBytes: pad, PaddingSeed: t.Name()}, newVersion, pids)
@@ -115,7 +116,7 @@ func checkAgentOnlyUpgrade(t *testing.T, w *world, op *operator, h *winsim.Host,
 		return inst.Status.Phase == winnodev1.PhaseReady && hex.EncodeToString(sum[:]) == agent.SHA256,
 			fmt.Sprintf("phase %s step %s lastError %q", inst.Status.Phase, inst.Status.Step, inst.Status.LastError)
 	})
-	if got := servicePIDs(t, h); !maps2Equal(got, pids) {
+	if got := servicePIDs(t, h); !maps.Equal(got, pids) {
 		t.Errorf("services restarted by an agent-only upgrade: %v -> %v", pids, got)
 	}
 }
