@@ -96,6 +96,11 @@ type Configurer struct {
 	// Event reports what happened (eventType is corev1.EventTypeNormal or
 	// Warning). Nil: not reported. Never given secrets.
 	Event func(inst *winnodev1.WindowsInstance, eventType, reason, message string)
+	// Evidence reports an event whose message is the evidence itself (the
+	// end of a stopped service's log), which must reach the reader whole
+	// each time: never folded into the series of an earlier event of the
+	// same reason, as client-go's recorders fold them. Nil: Event.
+	Evidence func(inst *winnodev1.WindowsInstance, eventType, reason, message string)
 	// Progress receives upload progress. Nil: not reported.
 	Progress func(inst *winnodev1.WindowsInstance, p host.Progress)
 	// Uploaded is told how many bytes each sync moved (the
@@ -263,6 +268,16 @@ func (c *Configurer) event(inst *winnodev1.WindowsInstance, eventType, reason, f
 	if c.Event != nil {
 		c.Event(inst, eventType, reason, msg)
 	}
+}
+
+// evidence is event for a message that is evidence (Configurer.Evidence).
+func (c *Configurer) evidence(inst *winnodev1.WindowsInstance, eventType, reason, msg string) {
+	if c.Evidence == nil {
+		c.event(inst, eventType, reason, "%s", msg)
+		return
+	}
+	c.Log.Info(msg, "instance", inst.Name, "reason", reason)
+	c.Evidence(inst, eventType, reason, msg)
 }
 
 func truncate(s string, n int) string {

@@ -25,6 +25,6 @@ func (c *Configurer) reportServices(inst *winnodev1.WindowsInstance, info *plan.
 		if len(s.LogTail) > 0 {
 			msg += fmt.Sprintf("; the end of %s: %s", s.LogFile, strings.Join(s.LogTail, " | "))
 		}
-		c.event(inst, corev1.EventTypeWarning, EventReasonServiceNotRunning, "%s", truncate(msg, 1000))
+		c.evidence(inst, corev1.EventTypeWarning, EventReasonServiceNotRunning, truncate(msg, 1000))
 	}
 }

@@ -36,6 +36,7 @@ import (
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/bootstrap"
 	"github.com/winnode/winnode/internal/configure"
+	"github.com/winnode/winnode/internal/controller/report"
 	"github.com/winnode/winnode/internal/inventory"
 	"github.com/winnode/winnode/internal/logrotate"
 	"github.com/winnode/winnode/internal/openshift"
@@ -324,6 +325,13 @@ func (r *Reconciler) configurer(ctx context.Context, inst *winnodev1.WindowsInst
 		},
 		Event: func(inst *winnodev1.WindowsInstance, eventType, reason, message string) {
 			r.Recorder.Eventf(inst, nil, eventType, reason, eventAction(inst), "%s", message)
+		},
+		Evidence: func(inst *winnodev1.WindowsInstance, eventType, reason, message string) {
+			ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			if err := report.Event(ctx, r.Client, inst, eventType, reason, eventAction(inst), message); err != nil {
+				log.Error(err, "writing an event", "reason", reason)
+			}
 		},
 		Uploaded:   r.Uploaded,
 		SSHFailed:  r.SSHFailed,
