@@ -112,6 +112,16 @@ type Options struct {
 	// HybridClusterCIDR is the hybrid overlay's cluster network
 	// (--hybrid-cluster-cidr), for ovn-hybrid.
 	HybridClusterCIDR string
+	// MaxAnswer (--max-host-answer), MinTransferRate (--min-transfer-rate)
+	// and SlowTransferGrace (--slow-transfer-grace) bound what a host may
+	// make the operator read and wait for (configure.Configurer; zero:
+	// internal/host's defaults).
+	MaxAnswer         int
+	MinTransferRate   int
+	SlowTransferGrace time.Duration
+	// Resolve resolves host names for the address conflict check (nil: the
+	// system's resolver, with a cache).
+	Resolve inventory.Resolver
 	// TuneInstance, when set, adjusts each instance Configurer (tests:
 	// shorter timeouts).
 	TuneInstance func(*configure.Configurer)
@@ -136,6 +146,9 @@ func (o Options) complete() (Options, error) {
 	}
 	if o.Addresses.ClusterDomain == "" {
 		o.Addresses.ClusterDomain = o.CSRPolicy.ClusterDomain
+	}
+	if o.Resolve == nil {
+		o.Resolve = inventory.NewResolver(30 * time.Second)
 	}
 	if o.Payload == nil {
 		if o.PayloadDir == "" {
@@ -195,10 +208,13 @@ func NewManager(cfg *rest.Config, mo ctrl.Options, opts Options) (ctrl.Manager, 
 	if err != nil {
 		return nil, err
 	}
-	if err := setupControllers(mgr, kube, opts); err != nil {
+	// One reader of the API server's certificate names, for the CSR
+	// approver and the engine's node name check.
+	apiCert := &csrapproval.APIServerCertificate{Config: cfg}
+	if err := setupControllers(mgr, kube, opts, apiCert); err != nil {
 		return nil, err
 	}
-	if err := setupInstances(mgr, kube, opts, plat, why, log); err != nil {
+	if err := setupInstances(mgr, kube, opts, plat, why, log, apiCert); err != nil {
 		return nil, fmt.Errorf("setting up the instance reconciler: %w", err)
 	}
 	return mgr, registerInstanceCollector(mgr.GetClient())
@@ -228,7 +244,7 @@ func optionalParts(opts Options, plat platform.Platform) []optional.Part {
 
 // setupControllers registers the controllers other than the instance
 // reconciler.
-func setupControllers(mgr ctrl.Manager, kube kubernetes.Interface, opts Options) error {
+func setupControllers(mgr ctrl.Manager, kube kubernetes.Interface, opts Options, apiCert *csrapproval.APIServerCertificate) error {
 	if err := (&keys.Reconciler{
 		Client: mgr.GetClient(), Namespace: opts.Namespace,
 	}).SetupWithManager(mgr); err != nil {
@@ -241,7 +257,7 @@ func setupControllers(mgr ctrl.Manager, kube kubernetes.Interface, opts Options)
 	}
 	if err := (&csr.Approver{
 		Client: mgr.GetClient(), Kube: kube, Recorder: mgr.GetEventRecorder("winnode-csr-approver"),
-		Policy: opts.CSRPolicy, JoinNamespace: opts.Namespace,
+		Policy: opts.CSRPolicy, JoinNamespace: opts.Namespace, APIServer: apiCert,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the CSR approver: %w", err)
 	}
@@ -259,7 +275,7 @@ func setupControllers(mgr ctrl.Manager, kube kubernetes.Interface, opts Options)
 // operator's key loaded afresh at each call from the manager's cache (so a
 // rotated key is used at once), and on OpenShift a reader of its
 // configuration objects.
-func setupInstances(mgr ctrl.Manager, kube kubernetes.Interface, opts Options, plat platform.Platform, why string, log logr.Logger) error {
+func setupInstances(mgr ctrl.Manager, kube kubernetes.Interface, opts Options, plat platform.Platform, why string, log logr.Logger, apiCert *csrapproval.APIServerCertificate) error {
 	var osReader client.Reader
 	if plat == platform.OpenShift {
 		var err error
@@ -294,6 +310,11 @@ func setupInstances(mgr ctrl.Manager, kube kubernetes.Interface, opts Options, p
 		Uploaded:                RecordUpload,
 		SSHFailed:               RecordSSHFailure,
 		Configured:              RecordConfiguration,
+		Resolve:                 opts.Resolve,
+		APIServerNames:          apiCert.Names,
+		MaxAnswer:               opts.MaxAnswer,
+		MinTransferRate:         opts.MinTransferRate,
+		SlowTransferGrace:       opts.SlowTransferGrace,
 		Tune:                    opts.TuneInstance,
 	}).SetupWithManager(mgr)
 }

@@ -6,11 +6,14 @@ package csr
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -24,6 +27,7 @@ import (
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/controller/report"
 	"github.com/winnode/winnode/internal/csrapproval"
+	"github.com/winnode/winnode/internal/hosttext"
 )
 
 // EventReasonCSRApproved is the event on a WindowsInstance whose
@@ -56,6 +60,9 @@ type Approver struct {
 	// live: a client CSR from system:serviceaccount:<JoinNamespace>:<name>
 	// is bound to the instance whose status names that ServiceAccount.
 	JoinNamespace string
+	// APIServer reads the names and addresses of the API server's serving
+	// certificate, which no node's certificate may carry. Nil: none known.
+	APIServer *csrapproval.APIServerCertificate
 	// OnDecision, when set, is told every decision after it took effect
 	// (tests wait on it instead of on time; the CLI can print it).
 	OnDecision func(csrName string, d csrapproval.Decision)
@@ -65,6 +72,9 @@ type Approver struct {
 // +kubebuilder:rbac:groups=certificates.k8s.io,resources=certificatesigningrequests/approval,verbs=update
 // +kubebuilder:rbac:groups=certificates.k8s.io,resources=signers,resourceNames=kubernetes.io/kube-apiserver-client-kubelet;kubernetes.io/kubelet-serving,verbs=approve
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+// Whether the node DNS policy is in force (csrapproval.NodeDNSPolicyEnforced),
+// by name only.
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingadmissionpolicies;validatingadmissionpolicybindings,resourceNames=winnode-node-dns-addresses,verbs=get
 
 // Reconcile decides one CSR.
 func (r *Approver) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -80,16 +90,18 @@ func (r *Approver) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 	if err := r.Client.List(ctx, &instances); err != nil {
 		return reconcile.Result{}, err
 	}
-	facts, err := csrapproval.LoadFacts(ctx, r.Kube, r.Policy)
+	facts, err := r.facts(ctx)
 	if err != nil {
 		return reconcile.Result{}, fmt.Errorf("deciding CSR %s: %w", csr.Name, err)
 	}
-	facts.JoinNamespace = r.JoinNamespace
 	d := csrapproval.Decide(&csr, instances.Items, facts)
 	if !d.Approve {
-		log.Info("CSR left alone", "csr", csr.Name, "signer", csr.Spec.SignerName, "requester", csr.Spec.Username, "instance", d.Instance, "reason", d.Reason)
+		log.Info("CSR left alone", "csr", csr.Name, "signer", csr.Spec.SignerName, "requester", hosttext.Clean(csr.Spec.Username), "instance", d.Instance, "reason", d.Reason)
 		r.decided(csr.Name, d)
 		return reconcile.Result{}, nil
+	}
+	if err := r.record(ctx, d); err != nil {
+		return reconcile.Result{}, err
 	}
 	if err := csrapproval.Approve(ctx, r.Kube, &csr, "winnode-operator: "+d.Reason); err != nil {
 		return reconcile.Result{}, err
@@ -101,6 +113,41 @@ func (r *Approver) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 	}
 	r.decided(csr.Name, d)
 	return reconcile.Result{}, nil
+}
+
+// facts are what a decision knows of the cluster, read afresh.
+func (r *Approver) facts(ctx context.Context) (csrapproval.Facts, error) {
+	facts, err := csrapproval.LoadFacts(ctx, r.Kube, r.Policy)
+	if err != nil {
+		return facts, err
+	}
+	facts.JoinNamespace = r.JoinNamespace
+	if r.APIServer != nil {
+		if facts.APIServerNames, facts.APIServerIPs, err = r.APIServer.Read(ctx); err != nil {
+			return facts, err
+		}
+	}
+	return facts, nil
+}
+
+// record keeps the approver's decision on a first client certificate in
+// its instance's status (status.clientCertificate) before the approval: a
+// Node of that name created afterwards is then provably the host's
+// (docs/trust.md). A merge patch of that field alone, so that it never
+// overwrites what the instance reconciler writes.
+func (r *Approver) record(ctx context.Context, d csrapproval.Decision) error {
+	if d.Record == nil {
+		return nil
+	}
+	data, err := json.Marshal(map[string]any{"status": map[string]any{"clientCertificate": d.Record}})
+	if err != nil {
+		return err
+	}
+	wi := &winnodev1.WindowsInstance{ObjectMeta: metav1.ObjectMeta{Name: d.Instance}}
+	if err := r.Client.Status().Patch(ctx, wi, client.RawPatch(types.MergePatchType, data)); err != nil {
+		return fmt.Errorf("recording the approval of CSR %s on WindowsInstance %s: %w", d.Record.CSRName, d.Instance, err)
+	}
+	return nil
 }
 
 func (r *Approver) decided(name string, d csrapproval.Decision) {
@@ -143,6 +190,8 @@ func (identityChanged) Update(e event.UpdateEvent) bool {
 		return true
 	}
 	return o.Status.NodeName != n.Status.NodeName || o.Status.Phase != n.Status.Phase || o.Status.BootstrapTokenID != n.Status.BootstrapTokenID ||
+		o.Status.NodeUID != n.Status.NodeUID || (o.Status.NodeNameFixedAt == nil) != (n.Status.NodeNameFixedAt == nil) ||
+		(o.Status.ClientCertificate == nil) != (n.Status.ClientCertificate == nil) || o.DeletionTimestamp.IsZero() != n.DeletionTimestamp.IsZero() ||
 		o.Status.JoinServiceAccount != n.Status.JoinServiceAccount ||
 		o.Status.Hostname != n.Status.Hostname || o.Status.FQDN != n.Status.FQDN ||
 		!slices.Equal(o.Status.Addresses, n.Status.Addresses)
