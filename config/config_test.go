@@ -136,7 +136,8 @@ var allowedNamespaces = map[string]bool{namespace: true, "kube-system": true, "k
 
 func TestDefaultManifests(t *testing.T) {
 	objs := build(t, "default")
-	clusterScoped := map[string]bool{"Namespace": true, "CustomResourceDefinition": true, "ClusterRole": true, "ClusterRoleBinding": true}
+	clusterScoped := map[string]bool{"Namespace": true, "CustomResourceDefinition": true, "ClusterRole": true, "ClusterRoleBinding": true,
+		"ValidatingAdmissionPolicy": true, "ValidatingAdmissionPolicyBinding": true}
 	for _, o := range objs {
 		id := o.GetKind() + " " + o.GetName()
 		switch {
@@ -698,8 +699,11 @@ func TestRBACGrantsWhatTheOperatorNeedsAndNoMore(t *testing.T) {
 		{verb: "update", resource: "secrets", namespace: namespace, name: "cloud-private-key"},
 		{verb: "delete", resource: "secrets", namespace: namespace, name: "cloud-private-key"},
 		{verb: "update", resource: "secrets", namespace: "kube-system", name: "bootstrap-token-abcdef"},
-		// Tokens are found by the ID each instance's status records.
+		// Tokens are found by the ID each instance's status records, and
+		// deleted by the name it gives: kube-system's Secrets are never read.
 		{verb: "list", resource: "secrets", namespace: "kube-system"},
+		{verb: "get", resource: "secrets", namespace: "kube-system", name: "bootstrap-token-abcdef"},
+		{verb: "get", resource: "secrets", namespace: "kube-system", name: "attachdetach-controller-token"},
 		// Nodes are patched, never rewritten whole.
 		{verb: "update", resource: "nodes"},
 		{verb: "create", resource: "serviceaccounts", namespace: "kube-system"},

@@ -1,6 +1,10 @@
 package v1alpha1
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -14,12 +18,15 @@ const (
 	// LabelSourceKind names the kind of source that created the instance
 	// (one of the SourceKind values).
 	LabelSourceKind = "winnode.io/source-kind"
-	// LabelSourceName names the source object (e.g. the ConfigMap's name).
+	// LabelSourceName names the source object (e.g. the ConfigMap's name),
+	// as LabelValue writes it: a name longer than a label value may be is
+	// hashed, and spec.source keeps it whole.
 	LabelSourceName = "winnode.io/source-name"
 	// LabelSourceNamespace names the source object's namespace (empty for manual).
 	LabelSourceNamespace = "winnode.io/source-namespace"
 	// LabelInstance is put on objects that belong to one instance (e.g. the
-	// instance's bootstrap token Secret); its value is the instance's name.
+	// instance's bootstrap token Secret); its value is the instance's name,
+	// as LabelValue writes it.
 	LabelInstance = "winnode.io/instance"
 
 	// AnnotationVersion on a Node is the winnode version that configured it.
@@ -439,4 +446,20 @@ func (w *WindowsInstance) SSHPort() int32 {
 		return 22
 	}
 	return w.Spec.Port
+}
+
+// LabelValue is a name as a label value: the name itself when it fits (at
+// most 63 characters, as label values must be), else its first 52
+// characters and 10 hex digits of its SHA-256, "<prefix>-<hash>". Object
+// names may be 253 characters long; two names that differ give different
+// values. Labels made with it only select: what an object belongs to is
+// read from where the full name is kept (a WindowsInstance's spec.source,
+// an instance's name in a status), never from a label.
+func LabelValue(name string) string {
+	if len(name) <= 63 {
+		return name
+	}
+	sum := sha256.Sum256([]byte(name))
+	prefix := strings.TrimRight(name[:52], "-_.")
+	return prefix + "-" + hex.EncodeToString(sum[:])[:10]
 }

@@ -47,4 +47,3 @@ func TestSlowTransferIsStopped(t *testing.T) {
 		t.Fatalf("sync at 64 MiB/s: %v", err)
 	}
 }
-

@@ -6,7 +6,6 @@ import (
 	machinev1 "github.com/openshift/api/machine/v1beta1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -68,15 +67,16 @@ func setupMachines(mgr ctrl.Manager, recorder events.EventRecorder) error {
 	r := &MachineReconciler{Client: mgr.GetClient(), Machines: mgr.GetClient(), Recorder: recorder,
 		Instances: &machinesource.Instances{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder}}
 	ofMachine := predicate.NewPredicateFuncs(func(o client.Object) bool {
-		l := o.GetLabels()
-		return l[winnodev1.LabelSourceKind] == string(winnodev1.SourceMachine) && l[winnodev1.LabelSourceNamespace] == Namespace
+		key, ok := machinesource.MachineOf(o)
+		return ok && key.Namespace == Namespace
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("machine-api-source").
 		For(&machinev1.Machine{}).
 		Watches(&winnodev1.WindowsInstance{}, handler.EnqueueRequestsFromMapFunc(
 			func(_ context.Context, o client.Object) []reconcile.Request {
-				return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: Namespace, Name: o.GetLabels()[winnodev1.LabelSourceName]}}}
+				key, _ := machinesource.MachineOf(o)
+				return []reconcile.Request{{NamespacedName: key}}
 			}), builder.WithPredicates(ofMachine)).
 		Complete(r)
 }
