@@ -1,0 +1,129 @@
+package e2e
+
+import (
+	"context"
+	"crypto/x509"
+	"encoding/pem"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	certificatesv1 "k8s.io/api/certificates/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
+	"github.com/winnode/winnode/internal/configure"
+	"github.com/winnode/winnode/internal/testkit"
+)
+
+// A host renames itself (Rename-Computer, then a restart) after its join
+// credential was issued for its first name: the instance keeps the name
+// fixed before that credential, gets NodeNameChanged, is issued no new
+// credential, and no Node and no approved certificate carry the new name.
+func TestHostRenamedAfterItsCredential(t *testing.T) {
+	w := getWorld(t)
+	h := w.newHost(t)
+	oldName, newName := strings.ToLower(h.Hostname()), "REN-"+h.Hostname()[4:]
+	var once sync.Once
+	var tokenAtRename string
+	renamed := make(chan struct{})
+	w.startOperator(t, operatorOptions{afterStep: func(_ *operator, inst *winnodev1.WindowsInstance, step string) {
+		// StepPlan comes right after the credentials were issued.
+		if inst.Name != "renamer" || step != configure.StepPlan {
+			return
+		}
+		once.Do(func() {
+			defer close(renamed)
+			tokenAtRename = inst.Status.BootstrapTokenID
+			if err := h.RenameComputer(newName); err != nil {
+				t.Error(err)
+			}
+			if err := h.Reboot(); err != nil {
+				t.Error(err)
+			}
+		})
+	}})
+	w.instanceFor(t, "renamer", h)
+	inst := w.waitCondition(t, "renamer", winnodev1.ConditionNodeNameChanged, "True", winnodev1.ReasonNodeNameChanged, 3*time.Minute)
+	<-renamed
+	if inst.Status.NodeName != oldName || !strings.Contains(inst.Status.LastError, strings.ToLower(newName)) {
+		t.Errorf("renamer: nodeName %q, lastError %q; want %s kept and the new name %s named", inst.Status.NodeName, inst.Status.LastError, oldName, newName)
+	}
+	w.waitEvents(t, metav1.NamespaceDefault, "renamer", winnodev1.ReasonNodeNameChanged)
+	if tokenAtRename == "" {
+		t.Fatal("no bootstrap token was issued before the rename")
+	}
+	for _, s := range w.instanceTokens(t, "renamer") {
+		if s.Name != "bootstrap-token-"+tokenAtRename {
+			t.Errorf("a new join credential %s was issued after the host renamed itself", s.Name)
+		}
+	}
+	ctx := context.Background()
+	if _, err := w.kube.CoreV1().Nodes().Get(ctx, strings.ToLower(newName), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("Node %s of the new name: %v; want none", strings.ToLower(newName), err)
+	}
+	if csr := w.approvedClientCSRFor(t, strings.ToLower(newName)); csr != "" {
+		t.Errorf("CSR %s for the new name %s was approved", csr, newName)
+	}
+}
+
+// approvedClientCSRFor names an approved CSR whose subject is node name's
+// ("" when there is none).
+func (w *world) approvedClientCSRFor(t testing.TB, name string) string {
+	t.Helper()
+	csrs, err := w.kube.CertificatesV1().CertificateSigningRequests().List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range csrs.Items {
+		approved := false
+		for _, cond := range c.Status.Conditions {
+			approved = approved || cond.Type == certificatesv1.CertificateApproved
+		}
+		block, _ := pem.Decode(c.Spec.Request)
+		if !approved || block == nil {
+			continue
+		}
+		if req, err := x509.ParseCertificateRequest(block.Bytes); err == nil && req.Subject.CommonName == "system:node:"+name {
+			return c.Name
+		}
+	}
+	return ""
+}
+
+// A VM cloned with another host's SSH host keys, listed as an instance of
+// its own: HostKeyConflict, and nothing is run on it (no program, no
+// SFTP), neither while it is refused nor when its instance is deleted.
+func TestHostWithAnotherInstancesHostKey(t *testing.T) {
+	w := getWorld(t)
+	owner := w.newHost(t)
+	w.startOperator(t, operatorOptions{})
+	w.instanceFor(t, "key-owner", owner)
+	testkit.Eventually(t, 2*time.Minute, "key-owner's host key pinned", func() (bool, string) {
+		inst := w.get(t, "key-owner")
+		return inst.Status.HostKey != "", "phase " + string(inst.Status.Phase)
+	})
+
+	clone := w.newHost(t)
+	if err := clone.CloneHostKeysOf(owner); err != nil {
+		t.Fatal(err)
+	}
+	w.instanceFor(t, "key-clone", clone)
+	inst := w.waitCondition(t, "key-clone", winnodev1.ConditionHostKeyConflict, "True", winnodev1.ReasonHostKeyConflict, 2*time.Minute)
+	if inst.Status.Phase != winnodev1.PhaseFailed || !strings.Contains(inst.Status.LastError, "key-owner") {
+		t.Errorf("key-clone: phase %s, lastError %q; want Failed naming key-owner", inst.Status.Phase, inst.Status.LastError)
+	}
+	if inst.Status.HostKey != "" || inst.Status.HostConfigured || inst.Status.BootstrapTokenID != "" {
+		t.Errorf("key-clone: hostKey %q, hostConfigured %v, token %q; want nothing pinned, configured or issued", inst.Status.HostKey, inst.Status.HostConfigured, inst.Status.BootstrapTokenID)
+	}
+	w.waitEvents(t, metav1.NamespaceDefault, "key-clone", winnodev1.ReasonHostKeyConflict)
+	if c := clone.Counters(); c.Connections == 0 || c.Execs != 0 || c.SFTP != 0 {
+		t.Errorf("the clone's host: %+v; want connections (the key was seen) and no program or SFTP", c)
+	}
+	w.deleteAndWait(t, "key-clone")
+	if c := clone.Counters(); c.Execs != 0 || c.SFTP != 0 {
+		t.Errorf("deleting key-clone ran something on its host: %+v", c)
+	}
+}
