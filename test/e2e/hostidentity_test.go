@@ -127,3 +127,27 @@ func TestHostWithAnotherInstancesHostKey(t *testing.T) {
 		t.Errorf("deleting key-clone ran something on its host: %+v", c)
 	}
 }
+
+// A host named like the API server (its computer name is "kubernetes", a
+// name of the API server's serving certificate, so its kubelet's serving
+// certificate could pose as the API server): refused with
+// NodeNameNotAllowed and an event before anything is configured: no name
+// fixed, no credential, nothing installed.
+func TestHostNamedLikeTheAPIServer(t *testing.T) {
+	w := getWorld(t)
+	h := w.newHostNamed(t, true, "KUBERNETES")
+	w.startOperator(t, operatorOptions{})
+	w.instanceFor(t, "api-name", h)
+	inst := w.waitCondition(t, "api-name", winnodev1.ConditionNodeNameConflict, "True", winnodev1.ReasonNodeNameNotAllowed, 2*time.Minute)
+	if !strings.Contains(inst.Status.LastError, "API server") {
+		t.Errorf("lastError %q does not say the name is the API server's", inst.Status.LastError)
+	}
+	w.waitEvents(t, metav1.NamespaceDefault, "api-name", winnodev1.ReasonNodeNameNotAllowed)
+	if inst.Status.NodeNameFixedAt != nil || inst.Status.BootstrapTokenID != "" || inst.Status.HostConfigured || len(w.instanceTokens(t, "api-name")) != 0 {
+		t.Errorf("api-name: nameFixedAt %v, token %q, hostConfigured %v: want nothing fixed, issued or configured",
+			inst.Status.NodeNameFixedAt, inst.Status.BootstrapTokenID, inst.Status.HostConfigured)
+	}
+	if hostFileExists(t, h, `C:\k\kubelet.exe`) {
+		t.Error("the kubelet was installed on a host named like the API server")
+	}
+}
