@@ -377,6 +377,10 @@ type operatorOptions struct {
 	// --hybrid-cluster-cidr.
 	network           string
 	hybridClusterCIDR string
+	// minTransferRate and slowTransferGrace are --min-transfer-rate and
+	// --slow-transfer-grace (0: the defaults).
+	minTransferRate   int
+	slowTransferGrace time.Duration
 }
 
 // startOperator runs the operator until the test ends or op.stop.
@@ -402,6 +406,8 @@ func (w *world) startOperator(t testing.TB, o operatorOptions) *operator {
 		RetryMax:          5 * time.Second,
 		Network:           o.network,
 		HybridClusterCIDR: o.hybridClusterCIDR,
+		MinTransferRate:   o.minTransferRate,
+		SlowTransferGrace: o.slowTransferGrace,
 		// The simulated hosts have loopback addresses (127.0.0.10 and up).
 		Addresses: inventory.AddressPolicy{Allowed: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}},
 		TuneInstance: func(c *configure.Configurer) {

@@ -10,12 +10,14 @@ import (
 	"time"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/configure"
 	"github.com/winnode/winnode/internal/testkit"
+	"github.com/winnode/winnode/internal/testkit/builder"
 )
 
 // A host renames itself (Rename-Computer, then a restart) after its join
@@ -150,4 +152,79 @@ func TestHostNamedLikeTheAPIServer(t *testing.T) {
 	if hostFileExists(t, h, `C:\k\kubelet.exe`) {
 		t.Error("the kubelet was installed on a host named like the API server")
 	}
+}
+
+// A Node of the host's name appears after the host was issued its
+// credential, before its kubelet registered (created here, as the
+// configuration reaches apply, by someone other than the host's kubelet):
+// it is not the instance's, because the approver never approved this
+// instance's client certificate while no such Node existed. The instance
+// gets NodeNameConflict, records no UID, and leaves that Node untouched.
+func TestNodeAppearingAfterTheCredentialIsNotAdopted(t *testing.T) {
+	w := getWorld(t)
+	h := w.newHost(t)
+	name := strings.ToLower(h.Hostname())
+	var once sync.Once
+	createdCh := make(chan *corev1.Node, 1)
+	w.startOperator(t, operatorOptions{afterStep: func(_ *operator, inst *winnodev1.WindowsInstance, step string) {
+		if inst.Name != "stalled" || step != configure.StepApply {
+			return
+		}
+		once.Do(func() {
+			n := builder.Node(name).Labels(map[string]string{"example.com/owner": "someone-else"}).Build()
+			created, err := w.kube.CoreV1().Nodes().Create(context.Background(), n, metav1.CreateOptions{})
+			if err != nil {
+				t.Error(err)
+			}
+			createdCh <- created
+		})
+	}})
+	t.Cleanup(func() { _ = w.kube.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	w.instanceFor(t, "stalled", h)
+	inst := w.waitCondition(t, "stalled", winnodev1.ConditionNodeNameConflict, "True", winnodev1.ReasonNodeNameConflict, 3*time.Minute)
+	created := <-createdCh
+	if created == nil {
+		t.Fatal("the Node was not created")
+	}
+	if inst.Status.NodeUID != "" || inst.Status.Phase == winnodev1.PhaseReady {
+		t.Errorf("stalled: nodeUID %q, phase %s; want no UID recorded for a Node that appeared after the credential", inst.Status.NodeUID, inst.Status.Phase)
+	}
+	if !strings.Contains(inst.Status.LastError, string(created.UID)) {
+		t.Errorf("lastError %q does not name Node %s (uid %s)", inst.Status.LastError, name, created.UID)
+	}
+	w.nodeUntouched(t, created)
+}
+
+// A clone claims the name of a host that is still pending (its name fixed
+// and its credential issued, its configuration not done): the clone is
+// refused with NodeNameConflict naming the pending instance, and gets no
+// credential.
+func TestHostClaimingAPendingHostsName(t *testing.T) {
+	w := getWorld(t)
+	h := w.newHost(t)
+	paused, release := make(chan struct{}), make(chan struct{})
+	var pauseOnce, releaseOnce sync.Once
+	t.Cleanup(func() { releaseOnce.Do(func() { close(release) }) })
+	w.startOperator(t, operatorOptions{afterStep: func(_ *operator, inst *winnodev1.WindowsInstance, step string) {
+		if inst.Name != "pending" || step != configure.StepApply {
+			return
+		}
+		pauseOnce.Do(func() {
+			close(paused)
+			<-release // holds this configuration (one worker) mid-way
+		})
+	}})
+	w.instanceFor(t, "pending", h)
+	<-paused
+	if got := w.get(t, "pending"); got.Status.NodeNameFixedAt == nil || got.Status.Phase == winnodev1.PhaseReady {
+		t.Fatalf("pending: nameFixedAt %v, phase %s; want a fixed name and not Ready", got.Status.NodeNameFixedAt, got.Status.Phase)
+	}
+	clone := w.newHostNamed(t, true, h.Hostname())
+	w.instanceFor(t, "pending-clone", clone)
+	inst := w.waitCondition(t, "pending-clone", winnodev1.ConditionNodeNameConflict, "True", winnodev1.ReasonNodeNameConflict, 2*time.Minute)
+	if !strings.Contains(inst.Status.LastError, "WindowsInstance pending;") || inst.Status.BootstrapTokenID != "" || len(w.instanceTokens(t, "pending-clone")) != 0 {
+		t.Errorf("pending-clone: lastError %q, token %q; want the pending instance named and no credential", inst.Status.LastError, inst.Status.BootstrapTokenID)
+	}
+	releaseOnce.Do(func() { close(release) })
+	w.waitReady(t, "pending", 3*time.Minute)
 }
