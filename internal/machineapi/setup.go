@@ -53,7 +53,7 @@ func Part(opts Options) optional.Part {
 			&machinev1.Machine{}: {Namespaces: map[string]cache.Config{Namespace: {}}},
 		},
 		Setup: func(mgr ctrl.Manager) error {
-			if err := setupMachines(mgr, mgr.GetEventRecorder("winnode-machine-api")); err != nil {
+			if err := setupMachines(mgr, opts, mgr.GetEventRecorder("winnode-machine-api")); err != nil {
 				return err
 			}
 			return setupUserData(mgr, opts)
@@ -63,8 +63,9 @@ func Part(opts Options) optional.Part {
 
 // setupMachines watches Machines and WindowsInstances of Machines (a
 // deleted instance lets its Machine's termination go on).
-func setupMachines(mgr ctrl.Manager, recorder events.EventRecorder) error {
+func setupMachines(mgr ctrl.Manager, opts Options, recorder events.EventRecorder) error {
 	r := &MachineReconciler{Client: mgr.GetClient(), Machines: mgr.GetClient(), Recorder: recorder,
+		APIReader: mgr.GetAPIReader(), UserDataSecret: opts.UserDataSecret,
 		Instances: &machinesource.Instances{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder}}
 	ofMachine := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		key, ok := machinesource.MachineOf(o)
