@@ -381,6 +381,9 @@ type operatorOptions struct {
 	// --slow-transfer-grace (0: the defaults).
 	minTransferRate   int
 	slowTransferGrace time.Duration
+	// resolve resolves host names for the address conflict check (nil:
+	// the system's resolver).
+	resolve inventory.Resolver
 }
 
 // startOperator runs the operator until the test ends or op.stop.
@@ -408,6 +411,7 @@ func (w *world) startOperator(t testing.TB, o operatorOptions) *operator {
 		HybridClusterCIDR: o.hybridClusterCIDR,
 		MinTransferRate:   o.minTransferRate,
 		SlowTransferGrace: o.slowTransferGrace,
+		Resolve:           o.resolve,
 		// The simulated hosts have loopback addresses (127.0.0.10 and up).
 		Addresses: inventory.AddressPolicy{Allowed: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}},
 		TuneInstance: func(c *configure.Configurer) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/x509"
 	"encoding/pem"
+	"net/netip"
 	"strings"
 	"sync"
 	"testing"
@@ -227,4 +228,36 @@ func TestHostClaimingAPendingHostsName(t *testing.T) {
 	}
 	releaseOnce.Do(func() { close(release) })
 	w.waitReady(t, "pending", 3*time.Minute)
+}
+
+// One host listed twice, under its IP and under a DNS name that resolves
+// to that IP: a name and an IP of the same host are one host. The instance
+// that came second gets AddressConflict naming the first, and nothing is
+// run for it (it never connects).
+func TestHostListedUnderANameAndItsIP(t *testing.T) {
+	w := getWorld(t)
+	h := w.newHost(t)
+	const name = "win-by-name.example.test"
+	w.startOperator(t, operatorOptions{resolve: func(_ context.Context, host string) []netip.Addr {
+		if host == name {
+			return []netip.Addr{netip.MustParseAddr(h.IP())}
+		}
+		return nil
+	}})
+	w.instanceFor(t, "by-ip", h)
+	testkit.Eventually(t, 2*time.Minute, "by-ip's host key pinned", func() (bool, string) {
+		inst := w.get(t, "by-ip")
+		return inst.Status.HostKey != "", "phase " + string(inst.Status.Phase)
+	})
+	byName := builder.Instance("by-name").Host(name, h.User()).Port(int32(h.Port())).Manual().Build()
+	if err := w.client.Create(context.Background(), byName); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.forget("by-name") })
+	inst := w.waitCondition(t, "by-name", winnodev1.ConditionAddressConflict, "True", winnodev1.ReasonAddressConflict, 2*time.Minute)
+	if !strings.Contains(inst.Status.LastError, "WindowsInstance by-ip") || inst.Status.HostKey != "" || inst.Status.HostConfigured {
+		t.Errorf("by-name: lastError %q, hostKey %q, hostConfigured %v; want by-ip named, nothing pinned or configured",
+			inst.Status.LastError, inst.Status.HostKey, inst.Status.HostConfigured)
+	}
+	w.waitEvents(t, metav1.NamespaceDefault, "by-name", winnodev1.ReasonAddressConflict)
 }
