@@ -381,6 +381,8 @@ type operatorOptions struct {
 	// --slow-transfer-grace (0: the defaults).
 	minTransferRate   int
 	slowTransferGrace time.Duration
+	// maxConcurrent is --max-concurrent (0: 10).
+	maxConcurrent int
 	// resolve resolves host names for the address conflict check (nil:
 	// the system's resolver).
 	resolve inventory.Resolver
@@ -403,7 +405,7 @@ func (w *world) startOperator(t testing.TB, o operatorOptions) *operator {
 		Namespace:         Namespace,
 		PayloadDir:        payloadDir,
 		Payload:           manifest,
-		MaxConcurrent:     10,
+		MaxConcurrent:     cmp.Or(o.maxConcurrent, 10),
 		MaxUnavailable:    o.maxUnavailable,
 		Version:           cmp.Or(o.version, operatorVersion),
 		RetryMax:          5 * time.Second,
