@@ -63,6 +63,12 @@ flannel_version=$(modversion "$here/flannel" github.com/flannel-io/flannel)
 # Kubernetes programs' cache, and a new flannel rebuilds only flanneld.
 flannel_cache="${WINNODE_CACHE:-$HOME/.cache/winnode}/payload/flannel-$flannel_version-r1"
 mkdir -p "$flannel_cache"
+# One payload build at a time on this machine: two builds started side by
+# side (test packages, work trees) would otherwise compile the same program
+# into the same .tmp file at once. Waiting is cheaper: a warm build takes
+# seconds.
+exec 8>"${WINNODE_CACHE:-$HOME/.cache/winnode}/payload/.lock"
+flock 8
 
 # gobuild DIR OUTPUT PACKAGE LDFLAGS [TAGS]: one Windows build, as release
 # builds do it: static (no cgo), symbol tables stripped. Unlike release builds

@@ -36,7 +36,7 @@ func TestExpiredJoinServiceAccountOfAnUnReadyInstanceIsDeleted(t *testing.T) {
 	}
 	var events []string
 	conf := &Configurer{Kube: kube, JoinNamespace: ns, Log: logr.Discard(),
-		Event: func(_ *winnodev1.WindowsInstance, _, reason, _ string) { events = append(events, reason) },
+		Event:   func(_ *winnodev1.WindowsInstance, _, reason, _ string) { events = append(events, reason) },
 		Persist: func(ctx context.Context, inst *winnodev1.WindowsInstance) error { return c.Status().Update(ctx, inst) }}
 
 	for _, tc := range []struct {

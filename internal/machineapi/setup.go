@@ -66,7 +66,7 @@ func Part(opts Options) optional.Part {
 func setupMachines(mgr ctrl.Manager, opts Options, recorder events.EventRecorder) error {
 	r := &MachineReconciler{Client: mgr.GetClient(), Machines: mgr.GetClient(), Recorder: recorder,
 		APIReader: mgr.GetAPIReader(), UserDataSecret: opts.UserDataSecret,
-		Instances: &machinesource.Instances{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder}}
+		Instances: &machinesource.Instances{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder, Source: machinesource.SourceMachineAPI}}
 	ofMachine := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		key, ok := machinesource.MachineOf(o)
 		return ok && key.Namespace == Namespace
