@@ -261,9 +261,11 @@ func TestDefaultManifests(t *testing.T) {
 func TestOpenShiftOverlay(t *testing.T) {
 	objs := build(t, "openshift")
 	base := build(t, "default")
-	if len(objs) != len(base)+8 {
-		t.Errorf("the overlay has %d objects, want the base's %d plus SCC, its Role and RoleBinding, ServiceMonitor, Prometheus' Role and RoleBinding, the Machine API source's Role and RoleBinding", len(objs), len(base))
+	if len(objs) != len(base)+10 {
+		t.Errorf("the overlay has %d objects, want the base's %d plus SCC, its Role and RoleBinding, ServiceMonitor, Prometheus' Role and RoleBinding, the Machine API source's Role and RoleBinding, and its admission policy and binding", len(objs), len(base))
 	}
+	find(t, objs, "ValidatingAdmissionPolicy", "", "winnode-operator-machines")
+	find(t, objs, "ValidatingAdmissionPolicyBinding", "", "winnode-operator-machines")
 	find(t, objs, "Role", "openshift-machine-api", "winnode-operator")
 	find(t, objs, "RoleBinding", "openshift-machine-api", "winnode-operator")
 	ns := find(t, objs, "Namespace", "", namespace)
