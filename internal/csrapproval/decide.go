@@ -259,12 +259,3 @@ func checkUsages(usages []certificatesv1.KeyUsage, required certificatesv1.KeyUs
 	}
 	return ""
 }
-
-func keys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
-}
