@@ -12,9 +12,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/winnode/winnode/internal/csrapproval"
 	"github.com/winnode/winnode/internal/testenv"
 	"github.com/winnode/winnode/internal/testkit"
 )
@@ -270,5 +272,10 @@ func TestNodeCannotGiveItselfDNSAddresses(t *testing.T) {
 	changed.Status.Conditions = append(changed.Status.Conditions, corev1.NodeCondition{Type: "WinnodePolicyTest", Status: corev1.ConditionTrue, Reason: "Test"})
 	if err := node.Status().Patch(ctx, changed, client.MergeFrom(&got)); err != nil {
 		t.Errorf("the node updating its status, keeping the DNS address it was given: %v", err)
+	}
+	// The approver sees the shipped policy as in force (it then approves
+	// the DNS addresses a cloud controller manager set).
+	if on, err := csrapproval.NodeDNSPolicyEnforced(ctx, kubernetes.NewForConfigOrDie(env.Config)); err != nil || !on {
+		t.Errorf("NodeDNSPolicyEnforced with the shipped policy applied = %t, %v; want true", on, err)
 	}
 }
