@@ -136,7 +136,8 @@ var allowedNamespaces = map[string]bool{namespace: true, "kube-system": true, "k
 
 func TestDefaultManifests(t *testing.T) {
 	objs := build(t, "default")
-	clusterScoped := map[string]bool{"Namespace": true, "CustomResourceDefinition": true, "ClusterRole": true, "ClusterRoleBinding": true}
+	clusterScoped := map[string]bool{"Namespace": true, "CustomResourceDefinition": true, "ClusterRole": true, "ClusterRoleBinding": true,
+		"ValidatingAdmissionPolicy": true, "ValidatingAdmissionPolicyBinding": true}
 	for _, o := range objs {
 		id := o.GetKind() + " " + o.GetName()
 		switch {
@@ -260,9 +261,11 @@ func TestDefaultManifests(t *testing.T) {
 func TestOpenShiftOverlay(t *testing.T) {
 	objs := build(t, "openshift")
 	base := build(t, "default")
-	if len(objs) != len(base)+8 {
-		t.Errorf("the overlay has %d objects, want the base's %d plus SCC, its Role and RoleBinding, ServiceMonitor, Prometheus' Role and RoleBinding, the Machine API source's Role and RoleBinding", len(objs), len(base))
+	if len(objs) != len(base)+10 {
+		t.Errorf("the overlay has %d objects, want the base's %d plus SCC, its Role and RoleBinding, ServiceMonitor, Prometheus' Role and RoleBinding, the Machine API source's Role and RoleBinding, and its admission policy and binding", len(objs), len(base))
 	}
+	find(t, objs, "ValidatingAdmissionPolicy", "", "winnode-operator-machines")
+	find(t, objs, "ValidatingAdmissionPolicyBinding", "", "winnode-operator-machines")
 	find(t, objs, "Role", "openshift-machine-api", "winnode-operator")
 	find(t, objs, "RoleBinding", "openshift-machine-api", "winnode-operator")
 	ns := find(t, objs, "Namespace", "", namespace)
@@ -705,8 +708,11 @@ func TestRBACGrantsWhatTheOperatorNeedsAndNoMore(t *testing.T) {
 		{verb: "update", resource: "secrets", namespace: namespace, name: "cloud-private-key"},
 		{verb: "delete", resource: "secrets", namespace: namespace, name: "cloud-private-key"},
 		{verb: "update", resource: "secrets", namespace: "kube-system", name: "bootstrap-token-abcdef"},
-		// Tokens are found by the ID each instance's status records.
+		// Tokens are found by the ID each instance's status records, and
+		// deleted by the name it gives: kube-system's Secrets are never read.
 		{verb: "list", resource: "secrets", namespace: "kube-system"},
+		{verb: "get", resource: "secrets", namespace: "kube-system", name: "bootstrap-token-abcdef"},
+		{verb: "get", resource: "secrets", namespace: "kube-system", name: "attachdetach-controller-token"},
 		// Nodes are patched, never rewritten whole.
 		{verb: "update", resource: "nodes"},
 		{verb: "create", resource: "serviceaccounts", namespace: "kube-system"},

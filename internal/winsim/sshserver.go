@@ -422,14 +422,42 @@ func (h *Host) killSessions() {
 func (s *session) sftp() int {
 	fs := &hostFS{host: s.host}
 	home := winpathSFTP(s.host.Profile())
-	srv := sftp.NewRequestServer(s.ch, sftp.Handlers{FileGet: fs, FilePut: fs, FileCmd: fs, FileList: fs},
+	ch := &sftpChannel{Channel: s.ch}
+	srv := sftp.NewRequestServer(ch, sftp.Handlers{FileGet: fs, FilePut: fs, FileCmd: fs, FileList: fs},
 		sftp.WithStartDirectory(home))
 	err := srv.Serve()
 	_ = srv.Close()
+	ch.stop()
 	if err != nil && !errors.Is(err, io.EOF) {
 		return 1
 	}
 	return 0
+}
+
+// sftpChannel is the session's channel as the SFTP server writes to it.
+// pkg/sftp's packet manager may still send a response after Serve has
+// returned (a transfer the client cut off), while finish closes the
+// channel for writing; x/crypto/ssh's channel does not order those two.
+// Once stop is called, writes fail instead of reaching the channel.
+type sftpChannel struct {
+	ssh.Channel
+	mu      sync.Mutex
+	stopped bool
+}
+
+func (c *sftpChannel) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopped {
+		return 0, io.ErrClosedPipe
+	}
+	return c.Channel.Write(p)
+}
+
+func (c *sftpChannel) stop() {
+	c.mu.Lock()
+	c.stopped = true
+	c.mu.Unlock()
 }
 
 func winpathSFTP(p string) string {
