@@ -117,9 +117,14 @@ func HostKeyOwner(wi *winnodev1.WindowsInstance, hostKey string, others []winnod
 // HostOwner names the instance among others whose host is wi's (same
 // reports whether two instances' addresses and ports reach one host:
 // inventory.SameHost with a resolver) and keeps it instead of wi ("" when
-// none).
+// none). Addresses are compared within one cluster only (the same
+// spec.cluster): the private ranges of two Cluster API clusters may
+// overlap (docs/cluster-api.md). A host key identifies a host in any
+// cluster (HostKeyOwner).
 func HostOwner(wi *winnodev1.WindowsInstance, others []winnodev1.WindowsInstance, same func(a, b *winnodev1.WindowsInstance) bool) string {
-	return firstPreceding(wi, others, func(o *winnodev1.WindowsInstance) bool { return same(wi, o) })
+	return firstPreceding(wi, others, func(o *winnodev1.WindowsInstance) bool {
+		return o.Spec.Cluster == wi.Spec.Cluster && same(wi, o)
+	})
 }
 
 // firstPreceding is the first of others (not wi itself) that match and

@@ -155,4 +155,9 @@ func TestHostKeyAndHostOwner(t *testing.T) {
 	if got := HostOwner(&stranger, all, sameAddress); got != "" {
 		t.Errorf("HostOwner(stranger) = %q, want none", got)
 	}
+	elsewhere := *builder.Instance("elsewhere").Created(t0.Add(2 * time.Hour)).Build()
+	elsewhere.Spec.Cluster = winnodev1.ClusterRef{Namespace: "team-a", Name: "work"}
+	if got := HostOwner(&elsewhere, all, sameAddress); got != "" {
+		t.Errorf("HostOwner(elsewhere) = %q: an address of another cluster's network is another host", got)
+	}
 }
