@@ -125,7 +125,7 @@ func (c *Clusters) Get(ctx context.Context, ref winnodev1.ClusterRef) (*Cluster,
 	case time.Since(e.checked) >= orDefault(c.RecheckEvery, 30*time.Second):
 		if err := c.check(ctx, e.cluster); err != nil {
 			var we *Error
-			if errors.As(err, &we) && (we.Reason == ReasonKubeconfigSecretNotFound || we.Reason == ReasonKubeconfigInvalid) {
+			if errors.As(err, &we) && (we.Reason == ReasonKubeconfigSecretNotFound || we.Reason == ReasonKubeconfigInvalid || we.Reason == ReasonKubeconfigForbidden) {
 				c.disconnect(ref, e)
 			}
 			return nil, err
