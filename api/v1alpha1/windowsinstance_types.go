@@ -1,6 +1,10 @@
 package v1alpha1
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -14,12 +18,15 @@ const (
 	// LabelSourceKind names the kind of source that created the instance
 	// (one of the SourceKind values).
 	LabelSourceKind = "winnode.io/source-kind"
-	// LabelSourceName names the source object (e.g. the ConfigMap's name).
+	// LabelSourceName names the source object (e.g. the ConfigMap's name),
+	// as LabelValue writes it: a name longer than a label value may be is
+	// hashed, and spec.source keeps it whole.
 	LabelSourceName = "winnode.io/source-name"
 	// LabelSourceNamespace names the source object's namespace (empty for manual).
 	LabelSourceNamespace = "winnode.io/source-namespace"
 	// LabelInstance is put on objects that belong to one instance (e.g. the
-	// instance's bootstrap token Secret); its value is the instance's name.
+	// instance's bootstrap token Secret); its value is the instance's name,
+	// as LabelValue writes it.
 	LabelInstance = "winnode.io/instance"
 
 	// AnnotationVersion on a Node is the winnode version that configured it.
@@ -133,6 +140,15 @@ type WindowsInstanceSpec struct {
 	// It cannot change.
 	// +optional
 	Cluster ClusterRef `json:"cluster,omitempty,omitzero"`
+	// NodeName, when set, is the node name the host must have: the
+	// computer name winnode assigned it (the Cluster API source sets it
+	// from its WinnodeConfig), lower-cased. It is the instance's node name
+	// from the start; a host that reports another hostname gets
+	// NodeNameChanged and no credential.
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +optional
+	NodeName string `json:"nodeName,omitempty"`
 }
 
 // Phase is where a WindowsInstance is in its life.
@@ -187,6 +203,20 @@ const (
 	// program the payload lacks). Nothing is installed until it is fixed.
 	// Present (True) only when it applies.
 	ConditionNetworkUnsupported = "NetworkUnsupported"
+	// ConditionNodeNameChanged: the host reports a hostname other than the
+	// node name fixed before its first credential (status.nodeName): it
+	// gets no new credential and no certificate for the new name. Present
+	// (True) only when it applies.
+	ConditionNodeNameChanged = "NodeNameChanged"
+	// ConditionHostKeyConflict: the host presented the SSH host key that
+	// another instance pinned (a second instance of the same host, or a VM
+	// cloned with its keys): nothing is run on it. Present (True) only
+	// when it applies.
+	ConditionHostKeyConflict = "HostKeyConflict"
+	// ConditionAddressConflict: spec.address, once resolved, is the address
+	// and port of another instance's host: nothing is connected to. Present
+	// (True) only when it applies.
+	ConditionAddressConflict = "AddressConflict"
 )
 
 // Condition reasons of a WindowsInstance (CamelCase, as metav1.Condition requires).
@@ -224,7 +254,53 @@ const (
 	ReasonAddressNotAllowed = "AddressNotAllowed"
 	// ReasonNetworkUnsupported: see ConditionNetworkUnsupported.
 	ReasonNetworkUnsupported = "NetworkUnsupported"
+	// ReasonNodeNameChanged: see ConditionNodeNameChanged.
+	ReasonNodeNameChanged = "NodeNameChanged"
+	// ReasonNodeNameNotAllowed: the host's name cannot be a node name here:
+	// not a DNS label, or a name of the API server's serving certificate.
+	ReasonNodeNameNotAllowed = "NodeNameNotAllowed"
+	// ReasonHostKeyConflict: see ConditionHostKeyConflict.
+	ReasonHostKeyConflict = "HostKeyConflict"
+	// ReasonAddressConflict: see ConditionAddressConflict.
+	ReasonAddressConflict = "AddressConflict"
+	// ReasonSlowHost: a transfer to or from the host went slower than the
+	// operator's minimum rate for longer than its grace period; the step
+	// failed and the host is retried with backoff.
+	ReasonSlowHost = "SlowHost"
+	// ReasonAnswerTooLarge: the host answered with more than the operator
+	// reads (--max-host-answer).
+	ReasonAnswerTooLarge = "AnswerTooLarge"
+	// ReasonKeyRefused: the host refuses the operator's SSH key that it
+	// accepted before (status.keyFingerprint): not a key rotation.
+	ReasonKeyRefused = "KeyRefused"
 )
+
+// Limits of what a host reports, as its status keeps it: what Windows and
+// DNS allow (docs/trust.md).
+const (
+	// MaxHostnameLength: a host name is one DNS label (RFC 1123).
+	MaxHostnameLength = 63
+	// MaxFQDNLength: a DNS name (RFC 1123).
+	MaxFQDNLength = 253
+	// MaxAddresses bounds the IPv4 addresses a host's status lists.
+	MaxAddresses = 32
+)
+
+// ClientCertificate is the CSR approver's record of the client certificate
+// it approved for this instance's join credential: the proof that the Node
+// of that name is this host's, when no Node of the name existed then.
+type ClientCertificate struct {
+	// CSRName and CSRUID name the CertificateSigningRequest approved.
+	CSRName string `json:"csrName"`
+	CSRUID  string `json:"csrUID"`
+	// NodeName is the node the certificate is for (CN system:node:<name>).
+	NodeName string `json:"nodeName"`
+	// NodeExisted says whether a Node of that name existed when the CSR
+	// was approved (then only the Node of status.nodeUID was there).
+	NodeExisted bool `json:"nodeExisted"`
+	// ApprovedAt is when the approver decided.
+	ApprovedAt metav1.Time `json:"approvedAt"`
+}
 
 // WindowsInstanceStatus is what the operator observed and did.
 type WindowsInstanceStatus struct {
@@ -247,10 +323,22 @@ type WindowsInstanceStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// NodeName is the name the host's kubelet registers (its hostname,
-	// lower-cased). It is recorded before the kubelet starts, and the CSR
-	// approver approves certificates only for this name.
+	// lower-cased, or spec.nodeName). It is fixed once, before the first
+	// join credential is issued (NodeNameFixedAt), and the CSR approver
+	// approves certificates only for this name.
+	// +kubebuilder:validation:MaxLength=63
 	// +optional
 	NodeName string `json:"nodeName,omitempty"`
+	// NodeNameFixedAt is when NodeName was fixed: just before the first
+	// join credential was issued. From then on a host that reports another
+	// hostname gets NodeNameChanged.
+	// +optional
+	NodeNameFixedAt *metav1.Time `json:"nodeNameFixedAt,omitempty"`
+	// ClientCertificate is the CSR approver's record of the kubelet client
+	// certificate it approved for this instance (docs/trust.md, adoption
+	// by proof).
+	// +optional
+	ClientCertificate *ClientCertificate `json:"clientCertificate,omitempty"`
 	// Version is the winnode version the host is configured with.
 	// +optional
 	Version string `json:"version,omitempty"`
@@ -263,16 +351,23 @@ type WindowsInstanceStatus struct {
 	// +optional
 	HostKeyFingerprint string `json:"hostKeyFingerprint,omitempty"`
 	// OSBuild is the Windows build the host reported (e.g. "10.0.20348").
+	// +kubebuilder:validation:MaxLength=32
 	// +optional
 	OSBuild string `json:"osBuild,omitempty"`
-	// Hostname is the host's name as reported by the agent.
+	// Hostname is the host's name as reported by the agent: one DNS label.
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?$`
 	// +optional
 	Hostname string `json:"hostname,omitempty"`
 	// Addresses are the host's IPv4 addresses as reported by the agent; the
-	// CSR approver accepts them as IP SANs of the kubelet serving certificate.
+	// CSR approver accepts them as IP SANs of the kubelet serving
+	// certificate only inside --node-address-cidrs.
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=15
 	// +optional
 	Addresses []string `json:"addresses,omitempty"`
 	// FQDN is the host's fully qualified name as reported by the agent.
+	// +kubebuilder:validation:MaxLength=253
 	// +optional
 	FQDN string `json:"fqdn,omitempty"`
 	// KeyFingerprint is the SHA256 fingerprint of the operator's SSH key the
@@ -280,6 +375,12 @@ type WindowsInstanceStatus struct {
 	// Secret's winnode.io/key-fingerprint annotation after a key rotation.
 	// +optional
 	KeyFingerprint string `json:"keyFingerprint,omitempty"`
+	// RefusedKeyFingerprint is the SHA256 fingerprint of the operator's SSH
+	// key that the host refused at the last connection; empty once a
+	// connection succeeds. A Machine is replaced for a key rotation only
+	// when it differs from KeyFingerprint.
+	// +optional
+	RefusedKeyFingerprint string `json:"refusedKeyFingerprint,omitempty"`
 	// LastError is the last error, with what to do about it; empty when healthy.
 	// +optional
 	LastError string `json:"lastError,omitempty"`
@@ -295,6 +396,22 @@ type WindowsInstanceStatus struct {
 	// ServiceAccount is deleted (which revokes its tokens).
 	// +optional
 	JoinServiceAccount string `json:"joinServiceAccount,omitempty"`
+	// JoinCredentialExpires is when the join credential issued now (bootstrap
+	// token or join ServiceAccount token) expires. An instance still not
+	// Ready then gets a new one at its next attempt, the old one revoked.
+	// +optional
+	JoinCredentialExpires *metav1.Time `json:"joinCredentialExpires,omitempty"`
+	// JoinKubeconfigSHA256 is the sha256 of the bootstrap kubeconfig that
+	// holds that credential (never the credential): a configuration resumed
+	// while it is valid keeps the kubeconfig the host has.
+	// +optional
+	JoinKubeconfigSHA256 string `json:"joinKubeconfigSHA256,omitempty"`
+	// HostConfigured records that the operator began installing winnode's
+	// plan on this host (step sync): only then does deconfiguring run
+	// anything on it. An instance refused for a node name, host key or
+	// address conflict never touched the host it names.
+	// +optional
+	HostConfigured bool `json:"hostConfigured,omitempty"`
 	// AgentSecured records that the agent in C:\k was put there by its
 	// first run from the SSH user's profile folder, after it secured
 	// winnode's folders: only then does the operator run the agent from
@@ -364,4 +481,20 @@ func (w *WindowsInstance) SSHPort() int32 {
 		return 22
 	}
 	return w.Spec.Port
+}
+
+// LabelValue is a name as a label value: the name itself when it fits (at
+// most 63 characters, as label values must be), else its first 52
+// characters and 10 hex digits of its SHA-256, "<prefix>-<hash>". Object
+// names may be 253 characters long; two names that differ give different
+// values. Labels made with it only select: what an object belongs to is
+// read from where the full name is kept (a WindowsInstance's spec.source,
+// an instance's name in a status), never from a label.
+func LabelValue(name string) string {
+	if len(name) <= 63 {
+		return name
+	}
+	sum := sha256.Sum256([]byte(name))
+	prefix := strings.TrimRight(name[:52], "-_.")
+	return prefix + "-" + hex.EncodeToString(sum[:])[:10]
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/winnode/winnode/internal/configure"
 	"github.com/winnode/winnode/internal/controller"
 	"github.com/winnode/winnode/internal/csrapproval"
+	"github.com/winnode/winnode/internal/host"
 	"github.com/winnode/winnode/internal/inventory"
 	"github.com/winnode/winnode/internal/logrotate"
 	"github.com/winnode/winnode/internal/platform"
@@ -58,6 +59,10 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		kubeconfig     = fs.String("kubeconfig", "", "kubeconfig file (default: in-cluster config, then $KUBECONFIG, then ~/.kube/config)")
 		showVersion    = fs.Bool("version", false, "print the version and exit")
 		nodeAddrCIDRs  = fs.String("node-address-cidrs", "", csrapproval.NodeAddressCIDRsHelp)
+		nodeDNSDomains = fs.String("node-dns-domains", "", csrapproval.NodeDNSDomainsHelp)
+		maxAnswer      = fs.Int("max-host-answer", host.DefaultMaxOutput, "the most bytes read of a host's answer (the agent's info, apply and remove documents); more is an error naming the host")
+		minRate        = fs.Int("min-transfer-rate", host.DefaultMinTransferRate, "bytes per second an upload to a host must keep up over --slow-transfer-grace; slower fails the step with SlowHost and the host is retried with backoff (negative: no minimum)")
+		slowGrace      = fs.Duration("slow-transfer-grace", host.DefaultSlowTransferGrace, "the period over which --min-transfer-rate is judged, once an upload has run that long")
 		serviceCIDR    = fs.String("service-cidr", csrapproval.DefaultServiceCIDR, csrapproval.ServiceCIDRHelp)
 		allowAddrs     = fs.String("allow-addresses", "", inventory.AllowAddressesHelp)
 		network        = fs.String("network", configure.NetworkAuto, configure.NetworkHelp)
@@ -80,7 +85,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	csrPolicy, err := csrapproval.PolicyFromFlags(*nodeAddrCIDRs, *serviceCIDR)
+	csrPolicy, err := csrapproval.PolicyFromFlags(*nodeAddrCIDRs, *serviceCIDR, *nodeDNSDomains)
 	if err != nil {
 		return err
 	}
@@ -125,6 +130,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		Platform:          plat,
 		HybridClusterCIDR: hybridClusterCIDR,
 		Logs:              &logs,
+		MaxAnswer:         *maxAnswer,
+		MinTransferRate:   *minRate,
+		SlowTransferGrace: *slowGrace,
 	})
 	if err != nil {
 		return err

@@ -11,7 +11,8 @@ import (
 
 // As Cluster API's kubeadm bootstrap provider does: a token with more than
 // five sixths of its TTL left is left alone; one with less gets now + TTL;
-// the token of another instance, or one that is gone, is not refreshed.
+// the token of another instance, one whose expiration is not the one
+// recorded, or one that is gone, is not refreshed.
 func TestRefreshTokenExtendsOnlyWhenDue(t *testing.T) {
 	ctx := context.Background()
 	_, admin := adminClient(t)
@@ -20,28 +21,32 @@ func TestRefreshTokenExtendsOnlyWhenDue(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = RevokeInstanceToken(context.Background(), admin, tok.Instance, tok.ID) })
-	exp, err := RefreshToken(ctx, admin, tok.Instance, tok.ID, ClusterAPITokenTTL)
+	exp, err := RefreshToken(ctx, admin, tok.Instance, tok.ID, tok.Expiration, ClusterAPITokenTTL)
 	if err != nil || !exp.Equal(tok.Expiration) {
 		t.Errorf("a fresh token: expiration %v (%v), want it left at %v", exp, err, tok.Expiration)
 	}
 	// A third of its life later (a longer TTL asked for, the same token):
 	// due, extended to now + TTL.
 	ttl := 3 * ClusterAPITokenTTL
-	exp, err = RefreshToken(ctx, admin, tok.Instance, tok.ID, ttl)
+	if _, err := RefreshToken(ctx, admin, "someone-else", tok.ID, tok.Expiration, ttl); err == nil || !strings.Contains(err.Error(), "expected a bootstrap token of that instance") {
+		t.Errorf("another instance's token refreshed: %v", err)
+	}
+	exp, err = RefreshToken(ctx, admin, tok.Instance, tok.ID, tok.Expiration, ttl)
 	if err != nil || time.Until(exp) < ttl-time.Minute {
 		t.Errorf("a token due for a refresh: expiration %v (%v), want about now + %v", exp, err, ttl)
 	}
-	got, err := GetToken(ctx, admin, tok.ID)
-	if err != nil || got == nil || !got.Expiration.Equal(exp) {
+	s, err := admin.CoreV1().Secrets(TokenNamespace).Get(ctx, tok.SecretName(), metav1.GetOptions{})
+	if got := tokenFromSecret(s); err != nil || got == nil || !got.Expiration.Equal(exp) {
 		t.Errorf("the Secret's expiration: %+v, %v; want %v", got, err, exp)
 	}
-	if _, err := RefreshToken(ctx, admin, "someone-else", tok.ID, ttl); err == nil || !strings.Contains(err.Error(), "is not the bootstrap token of instance someone-else") {
-		t.Errorf("another instance's token refreshed: %v", err)
+	if _, err := RefreshToken(ctx, admin, tok.Instance, tok.ID, tok.Expiration, ttl); err == nil {
+		t.Error("a token refreshed from an expiration it no longer has")
 	}
 	if err := admin.CoreV1().Secrets(TokenNamespace).Delete(ctx, tok.SecretName(), metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := RefreshToken(ctx, admin, tok.Instance, tok.ID, ttl); err == nil {
+	// Due again (a longer TTL still), but gone.
+	if _, err := RefreshToken(ctx, admin, tok.Instance, tok.ID, exp, 3*ttl); err == nil {
 		t.Error("a revoked token refreshed")
 	}
 }

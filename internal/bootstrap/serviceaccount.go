@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
@@ -56,8 +57,16 @@ const (
 	annotationKubeconfigSHA256 = "winnode.io/join-kubeconfig-sha256"
 )
 
-// ServiceAccountName is the join ServiceAccount of an instance.
-func ServiceAccountName(instance string) string { return serviceAccountPrefix + instance }
+// ServiceAccountName is the join ServiceAccount of an instance:
+// winnode-join-<instance>, or, for an instance whose name would make it
+// longer than an object name may be, winnode-join-<the name as
+// winnodev1.LabelValue writes it>.
+func ServiceAccountName(instance string) string {
+	if name := serviceAccountPrefix + instance; len(name) <= validation.DNS1123SubdomainMaxLength {
+		return name
+	}
+	return serviceAccountPrefix + winnodev1.LabelValue(instance)
+}
 
 // ServiceAccountGroup is the group every ServiceAccount of namespace is in.
 func ServiceAccountGroup(namespace string) string { return "system:serviceaccounts:" + namespace }
@@ -118,12 +127,20 @@ func CreateServiceAccountToken(ctx context.Context, c kubernetes.Interface, name
 		Value: tr.Status.Token, Expiration: tr.Status.ExpirationTimestamp.UTC()}, nil
 }
 
-func labelled(instance string) map[string]string {
-	return map[string]string{winnodev1.LabelInstance: instance, "app.kubernetes.io/managed-by": "winnode-operator"}
+// ManagedBy is the value of app.kubernetes.io/managed-by on what the
+// operator makes for an instance.
+const ManagedBy = "winnode-operator"
+
+// Labels are the labels of what the operator makes for an instance (its
+// bootstrap token Secret, its join ServiceAccount): winnode.io/instance
+// (the instance's name as a label value) and app.kubernetes.io/managed-by.
+// They select; the instance's status names each object whole.
+func Labels(instance string) map[string]string {
+	return map[string]string{winnodev1.LabelInstance: winnodev1.LabelValue(instance), "app.kubernetes.io/managed-by": ManagedBy}
 }
 
 func ensureJoinServiceAccount(ctx context.Context, c kubernetes.Interface, namespace, instance string) error {
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: ServiceAccountName(instance), Namespace: namespace, Labels: labelled(instance)}}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: ServiceAccountName(instance), Namespace: namespace, Labels: Labels(instance)}}
 	got, err := c.CoreV1().ServiceAccounts(namespace).Create(ctx, sa, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		got, err = c.CoreV1().ServiceAccounts(namespace).Get(ctx, sa.Name, metav1.GetOptions{})
@@ -131,7 +148,7 @@ func ensureJoinServiceAccount(ctx context.Context, c kubernetes.Interface, names
 	if err != nil {
 		return fmt.Errorf("creating ServiceAccount %s/%s for instance %s (does the namespace exist, and may the operator create ServiceAccounts there?): %w", namespace, sa.Name, instance, err)
 	}
-	if got.Labels[winnodev1.LabelInstance] != instance {
+	if got.Labels[winnodev1.LabelInstance] != winnodev1.LabelValue(instance) {
 		return fmt.Errorf("ServiceAccount %s/%s exists but was not made by winnode for instance %s (label %s): delete or rename it", namespace, sa.Name, instance, winnodev1.LabelInstance)
 	}
 	return nil
@@ -162,7 +179,7 @@ func ServiceAccountKubeconfigCurrent(ctx context.Context, c kubernetes.Interface
 		return false, fmt.Errorf("reading ServiceAccount %s/%s of instance %s: %w", namespace, ServiceAccountName(instance), instance, err)
 	}
 	exp, err := time.Parse(time.RFC3339, sa.Annotations[annotationTokenExpires])
-	return err == nil && sa.Labels[winnodev1.LabelInstance] == instance &&
+	return err == nil && sa.Labels[winnodev1.LabelInstance] == winnodev1.LabelValue(instance) &&
 		sa.Annotations[annotationKubeconfigSHA256] == kubeconfigSHA256 && time.Until(exp) > minValid, nil
 }
 
@@ -192,7 +209,7 @@ func deleteIfOurs(ctx context.Context, instance, what string, get func() (metav1
 	if err != nil {
 		return fmt.Errorf("reading %s of instance %s to revoke it: %w", what, instance, err)
 	}
-	if o.GetLabels()[winnodev1.LabelInstance] != instance {
+	if o.GetLabels()[winnodev1.LabelInstance] != winnodev1.LabelValue(instance) {
 		return nil // not winnode's: left alone
 	}
 	uid := o.GetUID()

@@ -72,12 +72,16 @@ func TokenIDFromUsername(username string) (string, bool) {
 	return id, true
 }
 
-// Bootstrap token Secrets: get, create and delete by name. Not list:
-// the operator never reads kube-system's Secrets in bulk (tokens are found
-// through the ID recorded in each instance's status). RBAC cannot limit
-// create to labelled objects nor name the random token names; the code
-// deletes only Secrets labelled as the instance's (RevokeInstanceToken).
-// +kubebuilder:rbac:groups="",namespace=kube-system,resources=secrets,verbs=get;create;delete
+// Bootstrap token Secrets: create, and delete by name. Neither get nor
+// list: the operator never reads kube-system's Secrets (the service
+// account tokens of kube-system's controllers are there). It knows the
+// tokens it made by the ID recorded in each instance's status, and deletes
+// them by the name that ID gives. RBAC cannot limit create to labelled
+// objects nor name the random token names; the ValidatingAdmissionPolicy
+// that the manifests ship (config/policy) does: the operator may create in
+// kube-system only bootstrap tokens of winnode's group and labels, and
+// delete nothing else there.
+// +kubebuilder:rbac:groups="",namespace=kube-system,resources=secrets,verbs=create;delete
 // +kubebuilder:rbac:groups="",namespace=kube-public,resources=configmaps,resourceNames=cluster-info,verbs=get
 
 // CreateToken issues a new bootstrap token for the named WindowsInstance,
@@ -136,7 +140,7 @@ func tokenSecret(t *Token) *corev1.Secret {
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      t.SecretName(),
 			Namespace: TokenNamespace,
-			Labels:    map[string]string{winnodev1.LabelInstance: t.Instance},
+			Labels:    Labels(t.Instance),
 		},
 		Type: corev1.SecretTypeBootstrapToken,
 		StringData: map[string]string{
@@ -150,20 +154,9 @@ func tokenSecret(t *Token) *corev1.Secret {
 	}
 }
 
-// GetToken returns the token with the given ID, or nil (and no error) when
-// its Secret does not exist.
-func GetToken(ctx context.Context, c kubernetes.Interface, tokenID string) (*Token, error) {
-	s, err := c.CoreV1().Secrets(TokenNamespace).Get(ctx, bootstraputil.BootstrapTokenSecretName(tokenID), metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading bootstrap token %s: %w", tokenID, err)
-	}
-	return tokenFromSecret(s), nil
-}
-
 // tokenFromSecret reads a bootstrap token Secret; nil if it is not one.
+// (Tests read tokens back with it; the operator cannot: it has no read
+// access to kube-system's Secrets.)
 func tokenFromSecret(s *corev1.Secret) *Token {
 	if s.Type != corev1.SecretTypeBootstrapToken {
 		return nil
@@ -179,23 +172,15 @@ func tokenFromSecret(s *corev1.Secret) *Token {
 	return t
 }
 
-// RevokeInstanceToken revokes the token with this ID when its Secret is
-// labelled as the instance's (winnode deletes only what it made), with a
-// UID precondition. A token already gone, or not the instance's, is not an
-// error.
+// RevokeInstanceToken revokes the instance's bootstrap token with this ID:
+// it deletes Secret bootstrap-token-<ID> by name, without reading it (the
+// operator may not). The ID is one winnode generated and recorded before
+// the Secret was created, and given up when that name was taken; the
+// policy the manifests ship refuses the operator the deletion of any other
+// kind of Secret in kube-system. A token already gone is not an error.
 func RevokeInstanceToken(ctx context.Context, c kubernetes.Interface, instance, tokenID string) error {
 	name := bootstraputil.BootstrapTokenSecretName(tokenID)
-	s, err := c.CoreV1().Secrets(TokenNamespace).Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("reading bootstrap token %s of instance %s to revoke it: %w", tokenID, instance, err)
-	}
-	if s.Type != corev1.SecretTypeBootstrapToken || s.Labels[winnodev1.LabelInstance] != instance {
-		return nil // not this instance's token: left alone
-	}
-	err = c.CoreV1().Secrets(TokenNamespace).Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &s.UID}})
+	err := c.CoreV1().Secrets(TokenNamespace).Delete(ctx, name, metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("revoking bootstrap token %s of instance %s (deleting Secret %s/%s): %w", tokenID, instance, TokenNamespace, name, err)
 	}

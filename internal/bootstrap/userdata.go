@@ -75,6 +75,13 @@ func (r FirewallRule) Check() error {
 //
 //   - install the OpenSSH Server capability if missing, and start sshd
 //     automatically at boot;
+//   - give the VM SSH host keys of its own, once: a VM cloned from an image
+//     (or from another VM) keeps the key files of C:\ProgramData\ssh, so
+//     every clone would present one key, and winnode pins a key per host
+//     (docs/trust.md, HostKeyConflict). The keys are deleted, and made
+//     afresh by sshd's next start, whenever the VM's SMBIOS UUID (which
+//     the hypervisor gives each VM) differs from the one recorded in
+//     C:\ProgramData\ssh\winnode-host-keys-of;
 //   - open TCP 22 (SSH, the operator) and 10250 (the kubelet: logs, exec,
 //     metrics) in Windows Firewall, and the extra rules given;
 //   - write pub to C:\ProgramData\ssh\administrators_authorized_keys with an
@@ -128,7 +135,17 @@ if ($capability.State -ne 'Installed') {
     Add-WindowsCapability -Online -Name $capability.Name | Out-Null
 }
 Set-Service -Name sshd -StartupType Automatic
-# The first start creates C:\ProgramData\ssh\sshd_config and the host keys.
+# SSH host keys of this VM's own: a clone of an image keeps the image's keys.
+# They are made again once per VM, recognised by its SMBIOS UUID.
+$vmId = (Get-CimInstance -ClassName Win32_ComputerSystemProduct).UUID
+$hostKeysOf = Join-Path $env:ProgramData 'ssh\winnode-host-keys-of'
+if (-not (Test-Path -LiteralPath $hostKeysOf) -or "$(Get-Content -LiteralPath $hostKeysOf -Raw)".Trim() -ne $vmId) {
+    Stop-Service -Name sshd -ErrorAction SilentlyContinue
+    Remove-Item -Path (Join-Path $env:ProgramData 'ssh\ssh_host_*') -Force -ErrorAction SilentlyContinue
+    Set-Content -Path $hostKeysOf -Value $vmId -Encoding ascii
+}
+# The first start creates C:\ProgramData\ssh\sshd_config and the host keys
+# that are missing.
 Start-Service -Name sshd
 
 # 2. Firewall: SSH for the operator, 10250 for the kubelet (logs, exec, metrics).

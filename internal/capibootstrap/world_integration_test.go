@@ -116,7 +116,10 @@ func (w *capiWorld) putKey(t *testing.T) {
 var userCounter atomic.Int64
 
 // operatorConfig returns a rest.Config for a new user holding the roles of
-// config/rbac/role.yaml, generated from the +kubebuilder:rbac markers.
+// config/rbac/role.yaml, generated from the +kubebuilder:rbac markers, and
+// get on Secrets in the Clusters' namespace: what the ClusterRole
+// winnode-workload-kubeconfigs grants where an administrator binds it
+// (config/rbac/workload_kubeconfigs.yaml).
 func (w *capiWorld) operatorConfig(t *testing.T) *rest.Config {
 	t.Helper()
 	user := fmt.Sprintf("winnode-capi-test-%d", userCounter.Add(1))
@@ -141,6 +144,9 @@ func (w *capiWorld) operatorConfig(t *testing.T) *rest.Config {
 		}
 		w.bind(ctx, t, role, subject, user)
 	}
+	kubeconfigs := rbacv1.Role{TypeMeta: metav1.TypeMeta{Kind: "Role"}, ObjectMeta: metav1.ObjectMeta{Namespace: w.namespace},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}}}}
+	w.bind(ctx, t, kubeconfigs, subject, user)
 	cfg := rest.CopyConfig(w.env.Config)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:authenticated"}}
 	return cfg

@@ -2,10 +2,14 @@ package capisource
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -53,9 +57,20 @@ type Workloads interface {
 	Get(ctx context.Context, ref winnodev1.ClusterRef) (*workload.Cluster, error)
 }
 
-// InstanceName is the WindowsInstance name of Machine namespace/name:
-// WindowsInstances are cluster-scoped, Machines are not.
-func InstanceName(namespace, name string) string { return namespace + "." + name }
+// InstanceName is the WindowsInstance name of Machine namespace/name,
+// <namespace>.<name>: WindowsInstances are cluster-scoped, Machines are
+// not. Where that is longer than an object name may be (a 63-character
+// namespace and a 253-character Machine name), its first 242 characters
+// and 10 hex digits of its SHA-256; the instance's spec.source names the
+// Machine whole.
+func InstanceName(namespace, name string) string {
+	n := namespace + "." + name
+	if len(n) <= validation.DNS1123SubdomainMaxLength {
+		return n
+	}
+	sum := sha256.Sum256([]byte(n))
+	return strings.TrimRight(n[:242], "-.") + "-" + hex.EncodeToString(sum[:])[:10]
+}
 
 // Reconcile brings one Machine's instance in line with the Machine
 // (machinesource.Instances.Reconcile). A Machine whose host the operator

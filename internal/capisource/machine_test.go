@@ -1,10 +1,14 @@
 package capisource
 
 import (
+	"strings"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
+	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/machinesource"
 	"github.com/winnode/winnode/internal/testkit/builder"
 )
@@ -29,10 +33,29 @@ func TestBootstrappedByWinnode(t *testing.T) {
 	}
 }
 
-// Machines of the same name in two namespaces get two instances.
+// Machines of the same name in two namespaces get two instances; names of
+// any length an object may have give an instance name an object may have,
+// labels that are label values, and a Machine found again through
+// spec.source, not through those labels.
 func TestInstanceName(t *testing.T) {
 	if a, b := InstanceName("team-a", "win-0"), InstanceName("team-b", "win-0"); a == b || a != "team-a.win-0" {
 		t.Errorf("InstanceName: %q and %q", a, b)
+	}
+	ns, long := strings.Repeat("n", 63), strings.Repeat("machine-", 31)+"x" // 63 and 249 characters
+	a, b := InstanceName(ns, long+"a"), InstanceName(ns, long+"b")
+	if a == b || len(validation.IsDNS1123Subdomain(a)) > 0 || len(validation.IsDNS1123Subdomain(b)) > 0 {
+		t.Errorf("InstanceName of long names: %q and %q; want two distinct object names", a, b)
+	}
+	labels := machinesource.Labels(ns, long+"a")
+	for k, v := range labels {
+		if errs := validation.IsValidLabelValue(v); len(errs) > 0 {
+			t.Errorf("label %s=%q: %v", k, v, errs)
+		}
+	}
+	wi := builder.Instance(a).Labels(labels).Build()
+	wi.Spec.Source = winnodev1.SourceRef{Kind: winnodev1.SourceMachine, Namespace: ns, Name: long + "a"}
+	if key, ok := machinesource.MachineOf(wi); !ok || key.Namespace != ns || key.Name != long+"a" {
+		t.Errorf("MachineOf = %v, %t; want %s/%s", key, ok, ns, long+"a")
 	}
 }
 

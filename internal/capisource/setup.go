@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -52,15 +51,16 @@ func setup(mgr ctrl.Manager, workloads Workloads) error {
 	r := &MachineReconciler{Client: mgr.GetClient(), Machines: mgr.GetClient(), Workloads: workloads,
 		Instances: &machinesource.Instances{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder, Source: machinesource.SourceClusterAPI}}
 	ofMachine := predicate.NewPredicateFuncs(func(o client.Object) bool {
-		return o.GetLabels()[winnodev1.LabelSourceKind] == string(winnodev1.SourceMachine)
+		_, ok := machinesource.MachineOf(o)
+		return ok
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("capi-machine-source").
 		For(&clusterv1.Machine{}).
 		Watches(&winnodev1.WindowsInstance{}, handler.EnqueueRequestsFromMapFunc(
 			func(_ context.Context, o client.Object) []reconcile.Request {
-				l := o.GetLabels()
-				return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: l[winnodev1.LabelSourceNamespace], Name: l[winnodev1.LabelSourceName]}}}
+				key, _ := machinesource.MachineOf(o)
+				return []reconcile.Request{{NamespacedName: key}}
 			}), builder.WithPredicates(ofMachine)).
 		Complete(r)
 }

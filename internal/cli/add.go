@@ -24,6 +24,7 @@ import (
 	"github.com/winnode/winnode/internal/bootstrap"
 	"github.com/winnode/winnode/internal/cli/view"
 	"github.com/winnode/winnode/internal/configure"
+	"github.com/winnode/winnode/internal/csrapproval"
 	"github.com/winnode/winnode/internal/inventory"
 	"github.com/winnode/winnode/internal/logrotate"
 	"github.com/winnode/winnode/internal/openshift"
@@ -130,6 +131,9 @@ type session struct {
 	config    *rest.Config
 	kube      kubernetes.Interface
 	signer    ssh.Signer
+	// apiCert reads the names of the API server's serving certificate,
+	// which no node may have (the engine's and the approver's checks).
+	apiCert *csrapproval.APIServerCertificate
 }
 
 // connect loads the cluster client and the key.
@@ -146,7 +150,7 @@ func (f *hostFlags) connect() (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &session{apiServer: cfg.Host, config: cfg, kube: kube, signer: signer}, nil
+	return &session{apiServer: cfg.Host, config: cfg, kube: kube, signer: signer, apiCert: &csrapproval.APIServerCertificate{Config: cfg}}, nil
 }
 
 // platform resolves --platform (auto: the API server's discovery) and,
@@ -308,7 +312,7 @@ func runAdd(ctx context.Context, s Streams, hf hostFlags, h inventory.Host, payl
 	// Not a status: the pinned host key, kept where nodes cannot write.
 	cfg.Persist = persistPin(sess.kube, inst.Status.NodeName)
 	fmt.Fprintf(s.Out, "%s %s (user %s, port %d) in the cluster at %s, without the operator:\n", verb, address, h.Username, h.Port, sess.apiServer)
-	approver := &csrApprover{kube: sess.kube, inst: inst, policy: policy, note: steps.note}
+	approver := &csrApprover{kube: sess.kube, inst: inst, policy: policy, apiServer: sess.apiCert, note: steps.note}
 	err = cfg.Run(ctx, inst, approver.approve)
 	steps.end(err == nil)
 	switch {

@@ -19,15 +19,17 @@ import (
 type approvalFlags struct {
 	nodeAddressCIDRs string
 	serviceCIDR      string
+	nodeDNSDomains   string
 }
 
 func (f *approvalFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&f.nodeAddressCIDRs, "node-address-cidrs", "", csrapproval.NodeAddressCIDRsHelp)
 	fs.StringVar(&f.serviceCIDR, "service-cidr", csrapproval.DefaultServiceCIDR, csrapproval.ServiceCIDRHelp)
+	fs.StringVar(&f.nodeDNSDomains, "node-dns-domains", "", csrapproval.NodeDNSDomainsHelp)
 }
 
 func (f *approvalFlags) policy() (csrapproval.Policy, error) {
-	return csrapproval.PolicyFromFlags(f.nodeAddressCIDRs, f.serviceCIDR)
+	return csrapproval.PolicyFromFlags(f.nodeAddressCIDRs, f.serviceCIDR, f.nodeDNSDomains)
 }
 
 // csrApprover approves the certificate requests of one host's kubelet
@@ -37,9 +39,11 @@ func (f *approvalFlags) policy() (csrapproval.Policy, error) {
 type csrApprover struct {
 	kube kubernetes.Interface
 	inst *winnodev1.WindowsInstance
-	// policy is --node-address-cidrs and --service-cidr.
+	// policy is --node-address-cidrs, --service-cidr and --node-dns-domains.
 	policy csrapproval.Policy
-	note   func(format string, args ...any)
+	// apiServer reads the names of the API server's certificate (nil: none).
+	apiServer *csrapproval.APIServerCertificate
+	note      func(format string, args ...any)
 }
 
 // approve decides every pending kubelet CSR once. The facts are read again
@@ -65,9 +69,20 @@ func (a *csrApprover) approve(ctx context.Context) error {
 			return err
 		}
 		facts.JoinNamespace = joinNamespace
+		if a.apiServer != nil {
+			if facts.APIServerNames, facts.APIServerIPs, err = a.apiServer.Read(ctx); err != nil {
+				return err
+			}
+		}
 		d := csrapproval.Decide(csr, instances, facts)
 		if !d.Approve {
 			continue // another host's, or not one winnode approves
+		}
+		// The approver's record, as the operator keeps it on the instance:
+		// the proof that the Node then registered is this host's.
+		if d.Record != nil {
+			a.inst.Status.ClientCertificate = d.Record
+			instances[0].Status.ClientCertificate = d.Record
 		}
 		if err := csrapproval.Approve(ctx, a.kube, csr, "approved by winnodectl add: "+d.Reason); err != nil {
 			return err

@@ -44,6 +44,7 @@ func (f *hostFlags) engine(s Streams, sess *session, steps *stepPrinter) (*confi
 		PlatformReason:    platReason,
 		OpenShift:         osReader,
 		AfterStep:         func(_ *winnodev1.WindowsInstance, step string) { steps.begin(step) },
+		APIServerNames:    sess.apiCert.Names,
 		Log:               logrTo(s.Err, f.verbose),
 	}, nil
 }

@@ -84,6 +84,8 @@ func runRemove(ctx context.Context, s Streams, hf hostFlags, target string) erro
 	// The administrator named this Node: it is the one to drain and delete
 	// (deconfigure deletes only the Node of the recorded UID).
 	inst.Status.NodeUID = string(node.UID)
+	// A Node winnode configured: its host is cleaned.
+	inst.Status.HostConfigured = true
 	// The key add pinned, never the Node's annotation (pins.go).
 	if err := usePin(ctx, sess.kube, inst, node); err != nil {
 		return err

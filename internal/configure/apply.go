@@ -52,9 +52,39 @@ func (c *Configurer) apply(ctx context.Context, inst *winnodev1.WindowsInstance,
 // (cmd/winnode-agent/README.md, docs/troubleshooting.md).
 const ReasonAgentWarning = "AgentWarning"
 
-// agentWarnings records each of the agent's warnings as a Warning event.
+// maxWarningEvents bounds the AgentWarning events of one pass of Configure
+// or Deconfigure: a host decides how many warnings it reports, and each
+// event is a write to the API server and a log line.
+const maxWarningEvents = 20
+
+// warningBudget counts the warnings of one pass.
+type warningBudget struct {
+	recorded, dropped int
+}
+
+// agentWarnings records the agent's warnings as Warning events, at most
+// maxWarningEvents in a pass; summary reports the rest in one.
 func (c *Configurer) agentWarnings(inst *winnodev1.WindowsInstance, warnings []string) {
 	for _, w := range warnings {
-		c.event(inst, corev1.EventTypeWarning, ReasonAgentWarning, "the agent on %s: %s", inst.Spec.Address, w)
+		if c.warnings.recorded >= maxWarningEvents {
+			c.warnings.dropped++
+			continue
+		}
+		c.warnings.recorded++
+		c.event(inst, corev1.EventTypeWarning, ReasonAgentWarning, "the agent on %s: %s", inst.Spec.Address, truncate(w, 512))
 	}
+}
+
+// beginPass starts a pass of Configure or Deconfigure: its warnings are
+// counted afresh.
+func (c *Configurer) beginPass() { c.warnings = warningBudget{} }
+
+// endPass sums up in one event the agent's warnings this pass did not
+// record one by one.
+func (c *Configurer) endPass(inst *winnodev1.WindowsInstance) {
+	if n := c.warnings.dropped; n > 0 {
+		c.event(inst, corev1.EventTypeWarning, ReasonAgentWarning, "the agent on %s reported %d more warnings; only the first %d of this attempt are recorded as events",
+			inst.Spec.Address, n, maxWarningEvents)
+	}
+	c.warnings = warningBudget{}
 }

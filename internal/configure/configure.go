@@ -36,6 +36,17 @@ import (
 // retries with backoff. A Result with RequeueAfter asks to be called again
 // (waiting for the Node, or the periodic recheck of a Ready instance).
 func (c *Configurer) Configure(ctx context.Context, inst *winnodev1.WindowsInstance) (Result, error) {
+	c.beginPass()
+	defer c.endPass(inst)
+	if err := c.expireJoinCredentials(ctx, inst); err != nil {
+		return Result{}, err
+	}
+	res, err := c.configure(ctx, inst)
+	return untilCredentialsExpire(inst, res), err
+}
+
+// configure is Configure's phase machine.
+func (c *Configurer) configure(ctx context.Context, inst *winnodev1.WindowsInstance) (Result, error) {
 	if hostKeyBlocked(inst) {
 		// Nothing until an administrator clears status.hostKey.
 		if c.AfterStep != nil {
@@ -239,6 +250,9 @@ func (c *Configurer) install(ctx context.Context, inst *winnodev1.WindowsInstanc
 		}
 	}
 	c.event(inst, corev1.EventTypeNormal, EventReasonClusterFacts, "plan %s: cluster facts of %s", h.rendered.Plan.Version, h.creds.source)
+	// From here on, winnode's plan reaches the host: deconfiguring this
+	// instance cleans it (deconfigure.go).
+	inst.Status.HostConfigured = true
 	if err := c.step(ctx, inst, StepSync); err != nil {
 		return Result{}, err
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-logr/logr"
 	"golang.org/x/crypto/ssh"
@@ -18,6 +19,7 @@ import (
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/bootstrap"
 	"github.com/winnode/winnode/internal/host"
+	"github.com/winnode/winnode/internal/hosttext"
 	"github.com/winnode/winnode/internal/inventory"
 	"github.com/winnode/winnode/internal/logrotate"
 	"github.com/winnode/winnode/internal/payload"
@@ -121,10 +123,28 @@ type Configurer struct {
 	// recorded (tests stop the operator at each step with it).
 	Crash func(inst *winnodev1.WindowsInstance, step string) error
 
-	// NodeNameOwner names another WindowsInstance that keeps the node name
-	// inst reports (nodename.go), or "". Nil: there are no other instances
-	// (winnodectl add).
-	NodeNameOwner func(ctx context.Context, inst *winnodev1.WindowsInstance) (string, error)
+	// Instances lists the WindowsInstances this one is compared with for
+	// conflicts of node name, host key and address (internal/identity):
+	// those of the same cluster. Nil: there are no others (winnodectl add).
+	Instances func(ctx context.Context) ([]winnodev1.WindowsInstance, error)
+	// Resolve resolves DNS names for the address conflict check (a name
+	// and an IP of one host are one host). Nil: names are compared as
+	// written.
+	Resolve inventory.Resolver
+	// APIServerNames returns the DNS names of the API server's serving
+	// certificate, which no node may be named (identity.CheckNodeName).
+	// Nil: none are known.
+	APIServerNames func(ctx context.Context) ([]string, error)
+	// MaxAnswer bounds what the operator reads of a host's answer (the
+	// agent's info, apply and remove documents): host.DefaultMaxOutput
+	// (1 MiB) when zero.
+	MaxAnswer int
+	// MinTransferRate (bytes per second) and SlowTransferGrace: an upload
+	// that moves less than MinTransferRate bytes per second over any
+	// SlowTransferGrace fails its step with SlowHost, and the host is
+	// retried with backoff (host.Options). Zero: host's defaults.
+	MinTransferRate   int
+	SlowTransferGrace time.Duration
 
 	// Timeouts; zero values take the defaults below.
 	DialTimeout    time.Duration // SSH connect and handshake (15s)
@@ -184,6 +204,9 @@ type Configurer struct {
 
 	saved        *winnodev1.WindowsInstanceStatus // last status persisted
 	drainStarted time.Time                        // for instances without a deletion timestamp
+	// warnings counts the agent's warnings recorded as events in this pass
+	// (apply.go: at most maxWarningEvents).
+	warnings warningBudget
 }
 
 // Result says when to call again; the zero Result means "done until
@@ -262,8 +285,11 @@ func (c *Configurer) save(ctx context.Context, inst *winnodev1.WindowsInstance) 
 	return nil
 }
 
+// event records what happened as an event and a log line. Its message may
+// quote what the host said: it is cleaned of control characters first
+// (hosttext), as every message of the engine is.
 func (c *Configurer) event(inst *winnodev1.WindowsInstance, eventType, reason, format string, args ...any) {
-	msg := fmt.Sprintf(format, args...)
+	msg := hosttext.Clean(fmt.Sprintf(format, args...))
 	c.Log.Info(msg, "instance", inst.Name, "reason", reason)
 	if c.Event != nil {
 		c.Event(inst, eventType, reason, msg)
@@ -280,9 +306,13 @@ func (c *Configurer) evidence(inst *winnodev1.WindowsInstance, eventType, reason
 	c.Evidence(inst, eventType, reason, msg)
 }
 
+// truncate cuts s to at most n bytes, on a character boundary.
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
 	}
 	return s[:n] + "…"
 }
@@ -352,7 +382,7 @@ func (c *Configurer) fail(ctx context.Context, inst *winnodev1.WindowsInstance, 
 	if errors.As(err, &se) {
 		reason = se.Reason
 	}
-	msg := truncate(redact(err.Error()), 2000)
+	msg := truncate(hosttext.Clean(redact(err.Error())), 2000)
 	// The same failure again (a host still down, retried with backoff) is
 	// already in the status and was already an event: recording it again
 	// would write to the API server on every retry, and keep an event

@@ -2,6 +2,7 @@ package configure
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strings"
@@ -58,10 +59,14 @@ func (c *Configurer) credentials(ctx context.Context, inst *winnodev1.WindowsIns
 	if err != nil {
 		return fail(err)
 	}
+	// The node name is fixed before the first credential is issued for it.
+	if err := c.fixNodeName(ctx, inst); err != nil {
+		return fail(err)
+	}
 	if mode == bootstrap.ModeServiceAccount {
 		err = c.serviceAccountCredentials(ctx, inst, ci, cr, installed, haveInstalled, why)
 	} else {
-		err = c.tokenCredentials(ctx, inst, ci, cr, why)
+		err = c.tokenCredentials(ctx, inst, ci, cr, installed, haveInstalled, why)
 	}
 	if err != nil {
 		return fail(err)
@@ -116,13 +121,21 @@ func (c *Configurer) serviceAccountMode(mode bootstrap.Mode, why string, err err
 }
 
 // tokenCredentials puts the instance's bootstrap token into cr, after
-// revoking a join ServiceAccount left from the other form.
-func (c *Configurer) tokenCredentials(ctx context.Context, inst *winnodev1.WindowsInstance, ci *bootstrap.ClusterInfo, cr *credentials, why string) error {
+// revoking a join ServiceAccount left from the other form. A configuration
+// resumed after a crash keeps the kubeconfig already on the host while the
+// token in it is the one recorded and valid for TokenMinValid more (the
+// operator cannot read a token back: it has no read access to
+// kube-system's Secrets).
+func (c *Configurer) tokenCredentials(ctx context.Context, inst *winnodev1.WindowsInstance, ci *bootstrap.ClusterInfo, cr *credentials, installed plan.FileDigest, haveInstalled bool, why string) error {
 	if err := c.revokeServiceAccount(ctx, inst); err != nil {
 		return err
 	}
 	if err := bootstrap.EnsureRBAC(ctx, c.Kube); err != nil {
 		return err
+	}
+	if inst.Status.BootstrapTokenID != "" && haveInstalled && (c.refreshInstalledToken(ctx, inst, installed) || c.joinKubeconfigCurrent(inst, installed)) {
+		cr.cluster.BootstrapKubeconfig = installed
+		return nil
 	}
 	tok, err := c.token(ctx, inst, why)
 	if err != nil {
@@ -133,46 +146,81 @@ func (c *Configurer) tokenCredentials(ctx context.Context, inst *winnodev1.Windo
 		return err
 	}
 	cr.cluster.BootstrapKubeconfig = plan.DigestOf(cr.bootstrap)
+	inst.Status.JoinKubeconfigSHA256 = cr.cluster.BootstrapKubeconfig.SHA256
 	return nil
 }
 
-// token returns the instance's bootstrap token: the one recorded in the
-// status when it exists and has at least TokenMinValid left, else a new one.
-// A new token's ID is recorded (and the old one revoked) before its Secret
-// is created, so a crash at any point leaves no token the status does not
-// name, and the operator never needs to list kube-system's Secrets.
+// joinKubeconfigCurrent reports whether the bootstrap kubeconfig installed
+// on the host is the one that holds the join credential issued now, valid
+// for TokenMinValid more.
+func (c *Configurer) joinKubeconfigCurrent(inst *winnodev1.WindowsInstance, installed plan.FileDigest) bool {
+	exp := inst.Status.JoinCredentialExpires
+	return exp != nil && inst.Status.JoinKubeconfigSHA256 == installed.SHA256 && time.Until(exp.Time) > c.tokenMinValid()
+}
+
+// refreshInstalledToken keeps the token of the bootstrap kubeconfig installed on the
+// host alive, where tokens are refreshed until the host joins
+// (RefreshTokens: Cluster API workload clusters, bootstrap.RefreshToken),
+// and records its new expiration; false when the token cannot be refreshed
+// (not recorded as the installed one, run out, changed or gone): the host
+// then needs a new one.
+func (c *Configurer) refreshInstalledToken(ctx context.Context, inst *winnodev1.WindowsInstance, installed plan.FileDigest) bool {
+	exp := inst.Status.JoinCredentialExpires
+	if !c.RefreshTokens || exp == nil || inst.Status.JoinKubeconfigSHA256 != installed.SHA256 {
+		return false
+	}
+	next, err := bootstrap.RefreshToken(ctx, c.Kube, inst.Name, inst.Status.BootstrapTokenID, exp.Time, c.tokenTTL())
+	if err != nil {
+		c.Log.Info("the join token could not be refreshed; a new one is issued", "instance", inst.Name, "reason", err.Error())
+		return false
+	}
+	if next.Equal(exp.Time) {
+		return true
+	}
+	was := *exp
+	inst.Status.JoinCredentialExpires = &metav1.Time{Time: next}
+	if err := c.save(ctx, inst); err != nil {
+		// The Secret says next, the status still was: the next refresh
+		// fails its precondition and a new token is issued.
+		inst.Status.JoinCredentialExpires = &was
+		return false
+	}
+	return true
+}
+
+// token issues the instance's bootstrap token, revoking the one recorded
+// before. The new token's ID and expiry are recorded before its Secret is
+// created, so a crash at any point leaves no token the status does not
+// name, and the operator never needs to list or read kube-system's
+// Secrets: it deletes a token by the name its ID gives. A token ID that is
+// taken already (another token's Secret) is given up without deleting
+// anything.
 func (c *Configurer) token(ctx context.Context, inst *winnodev1.WindowsInstance, why string) (*bootstrap.Token, error) {
-	if id := inst.Status.BootstrapTokenID; id != "" {
-		tok, err := bootstrap.GetToken(ctx, c.Kube, id)
+	if err := c.revokeBootstrapToken(ctx, inst); err != nil {
+		return nil, err
+	}
+	for attempt := 0; ; attempt++ {
+		tok, err := bootstrap.NewToken(inst.Name, c.TokenTTL)
 		if err != nil {
 			return nil, err
 		}
-		if tok != nil && tok.Instance == inst.Name && c.RefreshTokens && time.Until(tok.Expiration) > 0 {
-			if tok.Expiration, err = bootstrap.RefreshToken(ctx, c.Kube, inst.Name, id, c.tokenTTL()); err == nil {
-				return tok, nil
-			}
-		}
-		if tok != nil && tok.Instance == inst.Name && time.Until(tok.Expiration) > c.tokenMinValid() {
-			return tok, nil
-		}
-		if err := bootstrap.RevokeInstanceToken(ctx, c.Kube, inst.Name, id); err != nil {
+		exp := metav1.NewTime(tok.Expiration)
+		inst.Status.BootstrapTokenID, inst.Status.JoinCredentialExpires, inst.Status.JoinKubeconfigSHA256 = tok.ID, &exp, ""
+		if err := c.save(ctx, inst); err != nil {
+			inst.Status.BootstrapTokenID, inst.Status.JoinCredentialExpires = "", nil
 			return nil, err
 		}
+		err = bootstrap.StoreToken(ctx, c.Kube, tok)
+		if apierrors.IsAlreadyExists(errors.Unwrap(err)) && attempt < 3 {
+			inst.Status.BootstrapTokenID, inst.Status.JoinCredentialExpires = "", nil
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		c.event(inst, corev1.EventTypeNormal, "JoinCredentials", "issued %s (expires %s) for the kubelet to join: %s", tok, tok.Expiration.Format(time.RFC3339), why)
+		return tok, nil
 	}
-	tok, err := bootstrap.NewToken(inst.Name, c.TokenTTL)
-	if err != nil {
-		return nil, err
-	}
-	inst.Status.BootstrapTokenID = tok.ID
-	if err := c.save(ctx, inst); err != nil {
-		inst.Status.BootstrapTokenID = ""
-		return nil, err
-	}
-	if err := bootstrap.StoreToken(ctx, c.Kube, tok); err != nil {
-		return nil, err
-	}
-	c.event(inst, corev1.EventTypeNormal, "JoinCredentials", "issued %s (expires %s) for the kubelet to join: %s", tok, tok.Expiration.Format(time.RFC3339), why)
-	return tok, nil
 }
 
 // serviceAccountCredentials puts a token of the instance's join
@@ -206,6 +254,8 @@ func (c *Configurer) serviceAccountCredentials(ctx context.Context, inst *winnod
 	if err != nil {
 		return err
 	}
+	exp := metav1.NewTime(tok.Expiration)
+	inst.Status.JoinCredentialExpires = &exp
 	if cr.bootstrap, err = bootstrap.ServiceAccountKubeconfig(*ci, *tok); err != nil {
 		return err
 	}
@@ -233,6 +283,9 @@ func (c *Configurer) revokeBootstrapToken(ctx context.Context, inst *winnodev1.W
 		}
 	}
 	inst.Status.BootstrapTokenID = ""
+	if inst.Status.JoinServiceAccount == "" {
+		inst.Status.JoinCredentialExpires, inst.Status.JoinKubeconfigSHA256 = nil, ""
+	}
 	return nil
 }
 
@@ -245,7 +298,38 @@ func (c *Configurer) revokeServiceAccount(ctx context.Context, inst *winnodev1.W
 		}
 	}
 	inst.Status.JoinServiceAccount = ""
+	if inst.Status.BootstrapTokenID == "" {
+		inst.Status.JoinCredentialExpires, inst.Status.JoinKubeconfigSHA256 = nil, ""
+	}
 	return nil
+}
+
+// expireJoinCredentials revokes the join credential of an instance that is
+// still not Ready when it expires (a bootstrap token, which the token
+// cleaner would delete too, or a join ServiceAccount, which nothing else
+// would): the next attempt issues a new one. It needs no SSH.
+func (c *Configurer) expireJoinCredentials(ctx context.Context, inst *winnodev1.WindowsInstance) error {
+	exp := inst.Status.JoinCredentialExpires
+	if exp == nil || time.Now().Before(exp.Time) {
+		return nil
+	}
+	if err := c.revokeTokens(ctx, inst); err != nil {
+		return err
+	}
+	inst.Status.JoinCredentialExpires, inst.Status.JoinKubeconfigSHA256 = nil, ""
+	c.event(inst, corev1.EventTypeNormal, "JoinCredentialsExpired", "the join credential of host %s expired at %s before its Node was Ready: revoked; the next attempt issues a new one",
+		inst.Spec.Address, exp.Format(time.RFC3339))
+	return c.save(ctx, inst)
+}
+
+// untilCredentialsExpire makes a Result that would wait for nothing wait
+// until the join credential issued now expires, so that it is revoked then
+// (expireJoinCredentials) even for an instance nothing else wakes.
+func untilCredentialsExpire(inst *winnodev1.WindowsInstance, res Result) Result {
+	if exp := inst.Status.JoinCredentialExpires; exp != nil && res.RequeueAfter == 0 {
+		res.RequeueAfter = max(time.Until(exp.Time), 0) + time.Second
+	}
+	return res
 }
 
 // lookupFoldSize is lookupFold for the sizes of InstalledPlan.

@@ -30,6 +30,11 @@ import (
 // host that cannot be reached is left alone with an event; the Node is
 // deleted and the token revoked all the same.
 func (c *Configurer) Deconfigure(ctx context.Context, inst *winnodev1.WindowsInstance) (Result, error) {
+	c.beginPass()
+	defer c.endPass(inst)
+	if configuredBeforeItWasRecorded(inst) {
+		inst.Status.HostConfigured = true
+	}
 	if inst.Status.Phase != winnodev1.PhaseDeconfiguring {
 		c.setPhase(inst, winnodev1.PhaseDeconfiguring)
 		SetCondition(inst, winnodev1.ConditionConfigured, metav1.ConditionFalse, winnodev1.ReasonDeconfiguring, "the instance is being deleted; the host is being cleaned")
@@ -78,6 +83,20 @@ func (c *Configurer) Deconfigure(ctx context.Context, inst *winnodev1.WindowsIns
 	return Result{}, c.save(ctx, inst)
 }
 
+// configuredBeforeItWasRecorded: an instance of a winnode release that did
+// not record status.hostConfigured, which had installed its plan (it
+// joined, or was at a step after sync when it was deleted).
+func configuredBeforeItWasRecorded(inst *winnodev1.WindowsInstance) bool {
+	if inst.Status.HostConfigured || inst.Status.Phase == winnodev1.PhaseDeconfiguring {
+		return false
+	}
+	switch inst.Status.Step {
+	case StepSync, StepApply, StepJoin, StepFinish:
+		return true
+	}
+	return inst.Status.JoinedAt != nil && inst.Status.NodeNameFixedAt == nil
+}
+
 // deconfigureStarted is when the instance was deleted (or when this
 // Configurer began draining it, for an instance not stored in the cluster):
 // where the drain timeout of a deconfiguration counts from.
@@ -98,8 +117,11 @@ func (c *Configurer) removeFromHost(ctx context.Context, inst *winnodev1.Windows
 	leave := func(err error) {
 		c.event(inst, corev1.EventTypeWarning, "HostLeftAlone", "could not clean host %s, leaving it as it is (its services and files stay; run `winnode-agent.exe remove` on it by hand): %v", inst.Spec.Address, err)
 	}
-	if inst.Status.HostKey == "" && inst.Status.NodeName == "" {
-		// Never reached: nothing was installed.
+	if !inst.Status.HostConfigured {
+		// Nothing of winnode's plan reached the host through this
+		// instance: never reached, or refused for a node name, host key or
+		// address conflict — a host that may well be another instance's.
+		// Nothing is run on it.
 		return
 	}
 	cl, err := c.connect(ctx, inst)

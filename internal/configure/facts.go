@@ -4,12 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
+	"regexp"
+	"strconv"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/host"
+	"github.com/winnode/winnode/internal/hosttext"
 	"github.com/winnode/winnode/internal/payload"
 	"github.com/winnode/winnode/internal/plan"
 )
@@ -39,15 +44,17 @@ func (c *Configurer) facts(ctx context.Context, inst *winnodev1.WindowsInstance,
 	if err != nil {
 		return nil, false, stepErr(StepInfo, reasonOf(err, winnodev1.ReasonApplyFailed), fmt.Errorf("learning the host's facts: %w", err))
 	}
-	if info.Hostname == "" {
-		return nil, false, stepErr(StepInfo, winnodev1.ReasonApplyFailed, fmt.Errorf("host %s: the agent reported no hostname", inst.Spec.Address))
-	}
 	c.agentWarnings(inst, info.Warnings)
+	if err := checkReport(info); err != nil {
+		return nil, false, stepErr(StepInfo, winnodev1.ReasonApplyFailed, fmt.Errorf("host %s: %w; winnode keeps nothing of this answer", inst.Spec.Address, err))
+	}
 	inst.Status.Hostname = info.Hostname
 	inst.Status.FQDN = info.FQDN
 	inst.Status.Addresses = append([]string(nil), info.IPv4...)
 	inst.Status.OSBuild = info.OS.Build
-	inst.Status.NodeName = plan.NodeName(info.Hostname)
+	if err := c.checkReportedName(inst, info.Hostname); err != nil {
+		return nil, false, err
+	}
 
 	if !info.Containerd.Present || !info.Containerd.Running {
 		state := "not installed"
@@ -61,6 +68,37 @@ func (c *Configurer) facts(ctx context.Context, inst *winnodev1.WindowsInstance,
 	}
 	return info, installed, nil
 }
+
+// checkReport checks what the agent reported of the host against what
+// Windows and DNS allow, before any of it is kept (the status fields have
+// the same limits): a hostname is one DNS label, an FQDN a DNS name of at
+// most 253 characters, at most MaxAddresses IPv4 addresses, an OS build of
+// digits and dots. What is quoted of a bad answer is cleaned and cut.
+func checkReport(info *plan.Info) error {
+	quote := func(s string) string { return strconv.Quote(truncate(hosttext.Clean(s), 80)) }
+	if errs := validation.IsDNS1123Label(strings.ToLower(info.Hostname)); len(errs) > 0 {
+		return fmt.Errorf("the agent reported the hostname %s, which is not one DNS label of at most %d characters (%s)", quote(info.Hostname), winnodev1.MaxHostnameLength, strings.Join(errs, "; "))
+	}
+	if f := strings.TrimSuffix(info.FQDN, "."); f != "" && len(validation.IsDNS1123Subdomain(strings.ToLower(f))) > 0 {
+		return fmt.Errorf("the agent reported the FQDN %s, which is not a DNS name of at most %d characters", quote(info.FQDN), winnodev1.MaxFQDNLength)
+	}
+	if len(info.IPv4) > winnodev1.MaxAddresses {
+		return fmt.Errorf("the agent reported %d IPv4 addresses, more than the %d winnode keeps", len(info.IPv4), winnodev1.MaxAddresses)
+	}
+	for _, a := range info.IPv4 {
+		if ip, err := netip.ParseAddr(a); err != nil || !ip.Is4() {
+			return fmt.Errorf("the agent reported the address %s, which is not an IPv4 address", quote(a))
+		}
+	}
+	if !osBuildRe.MatchString(info.OS.Build) {
+		return fmt.Errorf("the agent reported the OS build %s, which is not a Windows build number such as 10.0.20348", quote(info.OS.Build))
+	}
+	return nil
+}
+
+// osBuildRe is a Windows build as the agent reports it (10.0.20348), or
+// none.
+var osBuildRe = regexp.MustCompile(`\A([0-9]{1,5}(\.[0-9]{1,6}){0,3})?\z`)
 
 func orString(s, def string) string {
 	if s == "" {
@@ -99,11 +137,21 @@ func (c *Configurer) countUpload(n int64) {
 	}
 }
 
-// reasonOf maps a host error to a condition reason: a lost connection is
-// Unreachable whatever the step.
+// reasonOf maps a host error to a condition reason, whatever the step: a
+// lost connection is Unreachable, a transfer below the minimum rate
+// SlowHost, an answer larger than the operator reads AnswerTooLarge.
 func reasonOf(err error, def string) string {
-	var unreachable *host.UnreachableError
-	if errors.As(err, &unreachable) {
+	var (
+		unreachable *host.UnreachableError
+		slow        *host.SlowTransferError
+		tooLarge    *host.OutputTooLargeError
+	)
+	switch {
+	case errors.As(err, &slow):
+		return winnodev1.ReasonSlowHost
+	case errors.As(err, &tooLarge):
+		return winnodev1.ReasonAnswerTooLarge
+	case errors.As(err, &unreachable):
 		return winnodev1.ReasonUnreachable
 	}
 	return def

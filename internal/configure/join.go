@@ -74,18 +74,25 @@ func (c *Configurer) joinDeadline(inst *winnodev1.WindowsInstance, what string) 
 // refreshToken keeps the host's bootstrap token alive while its Node has
 // not registered (RefreshTokens). A token issued or refreshed at step
 // credentials has five sixths of TokenTTL left for that long, so none is
-// looked at before a sixth of it has passed. A token that cannot be
-// refreshed (revoked, run out) starts the configuration again, with a new
+// looked at before a sixth of it has passed. The new expiration is
+// recorded (status.joinCredentialExpires, saved by join): the next refresh
+// expects it. A token that cannot be refreshed (revoked, run out, changed,
+// or no expiration recorded) starts the configuration again, with a new
 // one.
 func (c *Configurer) refreshToken(ctx context.Context, inst *winnodev1.WindowsInstance) error {
 	started, id := inst.Status.ConfigurationStarted, inst.Status.BootstrapTokenID
 	if !c.RefreshTokens || id == "" || started == nil || time.Since(started.Time) < c.tokenTTL()/6 {
 		return nil
 	}
-	if _, err := bootstrap.RefreshToken(ctx, c.Kube, inst.Name, id, c.tokenTTL()); err != nil {
-		inst.Status.ConfigurationStarted = nil
-		inst.Status.Step = ""
-		return stepErr(StepJoin, winnodev1.ReasonCredentialsFailed, fmt.Errorf("%w; configuring the host again with a new one", err))
+	err := fmt.Errorf("bootstrap token %s of instance %s: no expiration recorded", id, inst.Name)
+	if exp := inst.Status.JoinCredentialExpires; exp != nil {
+		var next time.Time
+		if next, err = bootstrap.RefreshToken(ctx, c.Kube, inst.Name, id, exp.Time, c.tokenTTL()); err == nil {
+			inst.Status.JoinCredentialExpires = &metav1.Time{Time: next}
+			return nil
+		}
 	}
-	return nil
+	inst.Status.ConfigurationStarted = nil
+	inst.Status.Step = ""
+	return stepErr(StepJoin, winnodev1.ReasonCredentialsFailed, fmt.Errorf("%w; configuring the host again with a new one", err))
 }

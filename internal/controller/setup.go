@@ -116,6 +116,16 @@ type Options struct {
 	// Logs are the rotation limits of the hosts' service logs
 	// (--log-file-size, --log-file-age); nil: logrotate.Defaults.
 	Logs *logrotate.Limits
+	// MaxAnswer (--max-host-answer), MinTransferRate (--min-transfer-rate)
+	// and SlowTransferGrace (--slow-transfer-grace) bound what a host may
+	// make the operator read and wait for (configure.Configurer; zero:
+	// internal/host's defaults).
+	MaxAnswer         int
+	MinTransferRate   int
+	SlowTransferGrace time.Duration
+	// Resolve resolves host names for the address conflict check (nil: the
+	// system's resolver, with a cache).
+	Resolve inventory.Resolver
 	// TuneInstance, when set, adjusts each instance Configurer (tests:
 	// shorter timeouts).
 	TuneInstance func(*configure.Configurer)
@@ -140,6 +150,9 @@ func (o Options) complete() (Options, error) {
 	}
 	if o.Addresses.ClusterDomain == "" {
 		o.Addresses.ClusterDomain = o.CSRPolicy.ClusterDomain
+	}
+	if o.Resolve == nil {
+		o.Resolve = inventory.NewResolver(30 * time.Second)
 	}
 	if o.Payload == nil {
 		if o.PayloadDir == "" {
@@ -202,10 +215,13 @@ func NewManager(cfg *rest.Config, mo ctrl.Options, opts Options) (ctrl.Manager, 
 	if err != nil {
 		return nil, err
 	}
-	if err := setupControllers(mgr, kube, opts, workloads); err != nil {
+	// One reader of the API server's certificate names, for the CSR
+	// approver and the engine's node name check.
+	apiCert := &csrapproval.APIServerCertificate{Config: cfg}
+	if err := setupControllers(mgr, kube, opts, workloads, apiCert); err != nil {
 		return nil, err
 	}
-	if err := setupInstances(mgr, kube, opts, plat, why, workloads); err != nil {
+	if err := setupInstances(mgr, kube, opts, plat, why, workloads, apiCert); err != nil {
 		return nil, fmt.Errorf("setting up the instance reconciler: %w", err)
 	}
 	return mgr, registerInstanceCollector(mgr.GetClient())
@@ -238,7 +254,7 @@ func optionalParts(opts Options, plat platform.Platform, workloads *workload.Clu
 
 // setupControllers registers the controllers other than the instance
 // reconciler; the CSR approver also approves in each workload cluster.
-func setupControllers(mgr ctrl.Manager, kube kubernetes.Interface, opts Options, workloads *workload.Clusters) error {
+func setupControllers(mgr ctrl.Manager, kube kubernetes.Interface, opts Options, workloads *workload.Clusters, apiCert *csrapproval.APIServerCertificate) error {
 	if err := (&keys.Reconciler{
 		Client: mgr.GetClient(), Namespace: opts.Namespace,
 	}).SetupWithManager(mgr); err != nil {
@@ -251,7 +267,7 @@ func setupControllers(mgr ctrl.Manager, kube kubernetes.Interface, opts Options,
 	}
 	approver := &csr.Approver{
 		Client: mgr.GetClient(), Kube: kube, Recorder: mgr.GetEventRecorder("winnode-csr-approver"),
-		Policy: opts.CSRPolicy, JoinNamespace: opts.Namespace,
+		Policy: opts.CSRPolicy, JoinNamespace: opts.Namespace, APIServer: apiCert,
 	}
 	if err := approver.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the CSR approver: %w", err)
@@ -271,7 +287,7 @@ func setupControllers(mgr ctrl.Manager, kube kubernetes.Interface, opts Options,
 // operator's key loaded afresh at each call from the manager's cache (so a
 // rotated key is used at once), and on OpenShift a reader of its
 // configuration objects.
-func setupInstances(mgr ctrl.Manager, kube kubernetes.Interface, opts Options, plat platform.Platform, why string, workloads *workload.Clusters) error {
+func setupInstances(mgr ctrl.Manager, kube kubernetes.Interface, opts Options, plat platform.Platform, why string, workloads *workload.Clusters, apiCert *csrapproval.APIServerCertificate) error {
 	var osReader client.Reader
 	if plat == platform.OpenShift {
 		var err error
@@ -307,6 +323,11 @@ func setupInstances(mgr ctrl.Manager, kube kubernetes.Interface, opts Options, p
 		Uploaded:                RecordUpload,
 		SSHFailed:               RecordSSHFailure,
 		Configured:              RecordConfiguration,
+		Resolve:                 opts.Resolve,
+		APIServerNames:          apiCert.Names,
+		MaxAnswer:               opts.MaxAnswer,
+		MinTransferRate:         opts.MinTransferRate,
+		SlowTransferGrace:       opts.SlowTransferGrace,
 		Tune:                    opts.TuneInstance,
 		Workloads:               workloads,
 	}).SetupWithManager(mgr)

@@ -8,8 +8,11 @@ import (
 	"strings"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
+	"github.com/winnode/winnode/internal/hosttext"
+	"github.com/winnode/winnode/internal/identity"
 )
 
 // nodeUserPrefix and nodesGroup are how the API server names a kubelet.
@@ -24,8 +27,14 @@ type Decision struct {
 	Approve bool
 	// Instance is the WindowsInstance the CSR belongs to ("" when none).
 	Instance string
-	// Reason says why it is approved or left alone, for logs and events.
+	// Reason says why it is approved or left alone, for logs and events
+	// (cleaned of control characters: a CSR's names are its requester's).
 	Reason string
+	// Record, for an approved first client certificate, is what the
+	// approver records on the instance (status.clientCertificate) before
+	// it approves: the proof that a Node of that name created afterwards
+	// is the host's (docs/trust.md).
+	Record *winnodev1.ClientCertificate
 }
 
 func leave(instance, format string, args ...any) Decision {
@@ -51,9 +60,15 @@ func leave(instance, format string, args ...any) Decision {
 //   - no SANs at all (DNS, IP, email, URI);
 //   - usages within {digital signature, key encipherment, client auth},
 //     including client auth;
-//   - no Node of that name exists yet (a second client certificate for an
-//     existing node is somebody else's business);
+//   - no other instance claims that name (identity.OwnerOfName: the one
+//     with the strongest claim keeps it; a failed one without credentials
+//     has none);
+//   - no Node of that name exists, unless it is the one the instance
+//     recorded (status.nodeUID): a client certificate for another Node of
+//     that name is somebody else's business;
 //   - the requester had no client CSR approved yet (onePerCredential).
+//
+// An approved client CSR comes with the Record the approver keeps.
 //
 // Renewals of a Ready winnode node's client certificate, requested with
 // the node's current one (decideRenewal, limits.go).
@@ -72,12 +87,21 @@ func leave(instance, format string, args ...any) Decision {
 // (checkKey). Anything else is left alone (never denied: it may be another
 // approver's).
 func Decide(csr *certificatesv1.CertificateSigningRequest, instances []winnodev1.WindowsInstance, facts Facts) Decision {
+	d := decide(csr, instances, facts)
+	d.Reason = hosttext.Clean(d.Reason)
+	if !d.Approve {
+		d.Record = nil
+	}
+	return d
+}
+
+func decide(csr *certificatesv1.CertificateSigningRequest, instances []winnodev1.WindowsInstance, facts Facts) Decision {
 	switch csr.Spec.SignerName {
 	case certificatesv1.KubeAPIServerClientKubeletSignerName:
 		if strings.HasPrefix(csr.Spec.Username, nodeUserPrefix) {
 			return withLimits(csr, decideRenewal(csr, instances))
 		}
-		return withLimits(csr, onePerCredential(csr, decideClient(csr, instances, facts.JoinNamespace, facts.NodeExists), facts))
+		return withLimits(csr, onePerCredential(csr, decideClient(csr, instances, facts), facts))
 	case certificatesv1.KubeletServingSignerName:
 		return withLimits(csr, decideServing(csr, instances, facts))
 	default:
@@ -85,8 +109,8 @@ func Decide(csr *certificatesv1.CertificateSigningRequest, instances []winnodev1
 	}
 }
 
-func decideClient(csr *certificatesv1.CertificateSigningRequest, instances []winnodev1.WindowsInstance, joinNamespace string, nodeExists func(string) bool) Decision {
-	wi, credential, d := requesterInstance(csr, instances, joinNamespace)
+func decideClient(csr *certificatesv1.CertificateSigningRequest, instances []winnodev1.WindowsInstance, facts Facts) Decision {
+	wi, credential, d := requesterInstance(csr, instances, facts.JoinNamespace)
 	if wi == nil {
 		return d
 	}
@@ -110,11 +134,27 @@ func decideClient(csr *certificatesv1.CertificateSigningRequest, instances []win
 	if msg := checkUsages(csr.Spec.Usages, certificatesv1.UsageClientAuth); msg != "" {
 		return leave(wi.Name, "%s", msg)
 	}
-	if nodeExists(nodeName) {
-		return leave(wi.Name, "Node %s already exists; only a new node's first client certificate is approved", nodeName)
+	if owner := identity.OwnerOfName(nodeName, instances); owner == nil || owner.Name != wi.Name {
+		return leave(wi.Name, "node name %s of WindowsInstance %s is claimed by WindowsInstance %s", nodeName, wi.Name, ownerName(owner))
+	}
+	uid, exists := "", true
+	if facts.NodeUID != nil {
+		uid, exists = facts.NodeUID(nodeName)
+	}
+	if exists && (uid == "" || uid != wi.Status.NodeUID) {
+		return leave(wi.Name, "Node %s already exists and is not the one WindowsInstance %s registered; only a new node's first client certificate is approved", nodeName, wi.Name)
 	}
 	return Decision{Approve: true, Instance: wi.Name, Reason: fmt.Sprintf(
-		"kubelet client certificate for node %s of WindowsInstance %s, requested with its %s", nodeName, wi.Name, credential)}
+		"kubelet client certificate for node %s of WindowsInstance %s, requested with its %s", nodeName, wi.Name, credential),
+		Record: &winnodev1.ClientCertificate{CSRName: csr.Name, CSRUID: string(csr.UID), NodeName: nodeName, NodeExisted: exists, ApprovedAt: metav1.Now()}}
+}
+
+// ownerName names an owner, or says there is none.
+func ownerName(wi *winnodev1.WindowsInstance) string {
+	if wi == nil {
+		return "(none with a claim)"
+	}
+	return wi.Name
 }
 
 func decideServing(csr *certificatesv1.CertificateSigningRequest, instances []winnodev1.WindowsInstance, facts Facts) Decision {
@@ -122,7 +162,7 @@ func decideServing(csr *certificatesv1.CertificateSigningRequest, instances []wi
 	if !ok || name == "" {
 		return leave("", "serving CSR requested by %q, not by a node", csr.Spec.Username)
 	}
-	wi := instanceOfNode(instances, name)
+	wi := identity.OwnerOfName(name, instances)
 	if wi == nil {
 		return leave("", "serving CSR from node %s, which is not a WindowsInstance's node", name)
 	}
@@ -147,16 +187,6 @@ func decideServing(csr *certificatesv1.CertificateSigningRequest, instances []wi
 	}
 	return Decision{Approve: true, Instance: wi.Name, Reason: fmt.Sprintf(
 		"kubelet serving certificate for node %s of WindowsInstance %s (SANs %v %v)", name, wi.Name, req.DNSNames, req.IPAddresses)}
-}
-
-// instanceOfNode is the WindowsInstance whose node is name, or nil.
-func instanceOfNode(instances []winnodev1.WindowsInstance, name string) *winnodev1.WindowsInstance {
-	for i := range instances {
-		if name != "" && instances[i].Status.NodeName == name {
-			return &instances[i]
-		}
-	}
-	return nil
 }
 
 // nodeRequest checks what a node's own request (requester
@@ -228,13 +258,4 @@ func checkUsages(usages []certificatesv1.KeyUsage, required certificatesv1.KeyUs
 		return fmt.Sprintf("usages %v lack %q", usages, required)
 	}
 	return ""
-}
-
-func keys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }

@@ -1,10 +1,12 @@
 package csrapproval
 
 import (
+	"cmp"
 	"encoding/pem"
 	"net/netip"
 	"strings"
 	"testing"
+	"time"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -47,7 +49,20 @@ func TestDecide(t *testing.T) {
 	deleting := testInstance("wi-del", "win-del", "stuvwx")
 	now := metav1.Now()
 	deleting.DeletionTimestamp = &now
+	deleting.Status.NodeUID = "uid-del" // it keeps its name while it is deconfigured
 	instances = append(instances, deleting)
+	// A newcomer reporting win-host1's name, with a token of its own: wi-1
+	// fixed the name first.
+	fixed := metav1.NewTime(now.Add(-time.Hour))
+	instances[0].Status.NodeNameFixedAt = &fixed
+	clone := testInstance("wi-clone", "win-host1", "clonez")
+	later := metav1.NewTime(now.Time)
+	clone.Status.NodeNameFixedAt = &later
+	instances = append(instances, clone)
+	// Its Node registered, its kubelet asks again with a new token.
+	rejoin := testInstance("wi-rejoin", "win-rejoin", "rejoin")
+	rejoin.Status.NodeUID = "uid-rejoin"
+	instances = append(instances, rejoin)
 	// Joined with a ServiceAccount, on an API server without bootstrap-token
 	// authentication (the operator's namespace is winnode-system).
 	saInst := testInstance("wi-sa", "win-sa", "")
@@ -57,7 +72,7 @@ func TestDecide(t *testing.T) {
 	saGroups := []string{"system:serviceaccounts", "system:serviceaccounts:winnode-system", "system:authenticated"}
 
 	goodClient := csrTemplate{CN: "system:node:win-host1", O: []string{"system:nodes"}}
-	goodServing := csrTemplate{CN: "system:node:win-host1", O: []string{"system:nodes"}, DNS: []string{"win-host1", "WIN-HOST1", "win-host1.corp.example.com"}, IPs: []string{"10.0.0.5", "192.168.7.5"}}
+	goodServing := csrTemplate{CN: "system:node:win-host1", O: []string{"system:nodes"}, DNS: []string{"win-host1", "WIN-HOST1"}, IPs: []string{"10.0.0.5", "192.168.7.5"}}
 	bootstrapGroups := []string{"system:bootstrappers", bootstrap.Group, "system:authenticated"}
 	nodeGroups := []string{"system:nodes", "system:authenticated"}
 
@@ -69,6 +84,7 @@ func TestDecide(t *testing.T) {
 		tmpl       csrTemplate
 		usages     []certificatesv1.KeyUsage
 		nodeExists bool
+		nodeUID    string // the UID of the Node that exists
 		rawRequest []byte
 		approve    bool
 		want       string // in Reason
@@ -132,6 +148,15 @@ func TestDecide(t *testing.T) {
 			c.usages, c.want = []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature}, `lack "client auth"`
 		}),
 		client("client: node exists", func(c *tc) { c.nodeExists, c.want = true, "already exists" }),
+		client("client: another instance fixed the name first", func(c *tc) {
+			c.user, c.want = "system:bootstrap:clonez", "claimed by WindowsInstance wi-1"
+		}),
+		client("client: its own Node exists", func(c *tc) {
+			c.user, c.tmpl.CN, c.nodeExists, c.nodeUID, c.approve, c.want = "system:bootstrap:rejoin", "system:node:win-rejoin", true, "uid-rejoin", true, "node win-rejoin"
+		}),
+		client("client: another Node of its name exists", func(c *tc) {
+			c.user, c.tmpl.CN, c.nodeExists, c.nodeUID, c.want = "system:bootstrap:rejoin", "system:node:win-rejoin", true, "uid-other", "already exists"
+		}),
 		client("client: instance has no node name yet", func(c *tc) {
 			c.user, c.tmpl.CN, c.want = "system:bootstrap:mnopqr", "system:node:", "no expected node name"
 		}),
@@ -146,7 +171,7 @@ func TestDecide(t *testing.T) {
 		serving("serving: IP only", func(c *tc) { c.tmpl.DNS, c.approve = nil, true }),
 		serving("serving: address from spec", func(c *tc) {
 			c.user, c.tmpl.CN, c.tmpl.IPs, c.approve = "system:node:win-host2", "system:node:win-host2", []string{"10.0.0.6"}, true
-			c.tmpl.DNS = []string{"win-host2.example.com", "win-host2"}
+			c.tmpl.DNS = []string{"win-host2"}
 		}),
 		serving("serving: foreign DNS SAN", func(c *tc) {
 			c.tmpl.DNS, c.want = []string{"win-host1", "kubernetes.default"}, `DNS SAN "kubernetes.default"`
@@ -180,9 +205,17 @@ func TestDecide(t *testing.T) {
 				req = makeCSRPEM(t, c.tmpl)
 			}
 			csr := builder.CSR("csr-x").Request(req, c.signer, c.usages...).Requester(c.user, c.groups...).Build()
-			d := Decide(csr, instances, Facts{NodeExists: func(string) bool { return c.nodeExists }, Policy: testPolicy, JoinNamespace: "winnode-system"})
+			uid := cmp.Or(c.nodeUID, "uid-other")
+			d := Decide(csr, instances, Facts{NodeUID: func(string) (string, bool) { return uid, c.nodeExists }, Policy: testPolicy, JoinNamespace: "winnode-system"})
 			if d.Approve != c.approve {
 				t.Fatalf("approve = %v (%s), want %v", d.Approve, d.Reason, c.approve)
+			}
+			// An approved first client certificate comes with the record the
+			// approver keeps: which CSR, for which node, and whether a Node
+			// of that name existed.
+			first := c.approve && c.signer == certificatesv1.KubeAPIServerClientKubeletSignerName && !strings.HasPrefix(c.user, "system:node:")
+			if r := d.Record; first != (r != nil) || r != nil && (r.CSRName != "csr-x" || "system:node:"+r.NodeName != c.tmpl.CN || r.NodeExisted != c.nodeExists) {
+				t.Errorf("record %+v, want one for CSR csr-x, %s, node existed %v: %v", r, c.tmpl.CN, c.nodeExists, first)
 			}
 			if !strings.Contains(d.Reason, c.want) {
 				t.Errorf("reason %q lacks %q", d.Reason, c.want)
@@ -198,7 +231,7 @@ func TestDecideCSRTamperedSignature(t *testing.T) {
 	block.Bytes[len(block.Bytes)-5] ^= 0xff // in the signature
 	csr := builder.CSR("").Request(pem.EncodeToMemory(block), certificatesv1.KubeAPIServerClientKubeletSignerName, clientUsages...).
 		Requester("system:bootstrap:abcdef", bootstrap.Group).Build()
-	if d := Decide(csr, inst, Facts{NodeExists: func(string) bool { return false }, Policy: testPolicy, JoinNamespace: "winnode-system"}); d.Approve {
+	if d := Decide(csr, inst, Facts{NodeUID: noNodes, Policy: testPolicy, JoinNamespace: "winnode-system"}); d.Approve {
 		t.Fatalf("approved a CSR with a broken signature")
 	}
 }
@@ -221,7 +254,7 @@ func FuzzDecide(f *testing.F) {
 			usages, groups = clientUsages, []string{bootstrap.Group}
 		}
 		csr := builder.CSR("").Request(request, signer, usages...).Requester(user, groups...).Build()
-		d := Decide(csr, instances, Facts{NodeExists: func(string) bool { return false }, Policy: testPolicy, JoinNamespace: "winnode-system"})
+		d := Decide(csr, instances, Facts{NodeUID: noNodes, Policy: testPolicy, JoinNamespace: "winnode-system"})
 		if !d.Approve {
 			return
 		}
@@ -246,3 +279,6 @@ func FuzzDecide(f *testing.F) {
 		}
 	})
 }
+
+// noNodes is a cluster without Nodes.
+func noNodes(string) (string, bool) { return "", false }

@@ -1,8 +1,13 @@
 package csrapproval
 
 import (
+	"fmt"
 	"net/netip"
+	"strings"
 
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/winnode/winnode/internal/identity"
 	"github.com/winnode/winnode/internal/inventory"
 )
 
@@ -29,6 +34,10 @@ type Policy struct {
 	// ClusterDomain: names under it (and every *.svc name) are refused.
 	// Empty: DefaultClusterDomain.
 	ClusterDomain string
+	// NodeDNSDomains (--node-dns-domains): a serving certificate may carry
+	// <node name>.<domain> for each of these domains (the host's FQDN in
+	// the administrator's DNS). Empty: none.
+	NodeDNSDomains []string
 }
 
 // DefaultPolicy allows spec.address only and knows kubeadm's Service range.
@@ -40,9 +49,19 @@ func DefaultPolicy() Policy {
 // the WindowsInstances. The operator reads them from the API server (not
 // from a cache of its own); winnodectl add the same way.
 type Facts struct {
-	// NodeExists says whether a Node of that name exists (callers answer
-	// true when unsure: a client CSR is then left alone).
-	NodeExists func(name string) bool
+	// NodeUID says whether a Node of that name exists, and its UID
+	// (callers answer true when unsure: a client CSR is then left alone).
+	NodeUID func(name string) (uid string, exists bool)
+	// CloudDNSNames are the InternalDNS and ExternalDNS addresses of a
+	// Node, when something other than the node's own kubelet set them: a
+	// cloud controller manager (LoadFacts reads them only where the
+	// shipped ValidatingAdmissionPolicy keeps kubelets from writing them).
+	// Nil: none are attributable.
+	CloudDNSNames func(node string) []string
+	// APIServerNames and APIServerIPs are the names and addresses of the
+	// API server's serving certificate: never in a node's certificate.
+	APIServerNames []string
+	APIServerIPs   []netip.Addr
 	// NodeOfAddress names the Node that reports an address ("" when none).
 	// A serving certificate never carries another Node's address. Nil: no
 	// Node has any address.
@@ -77,16 +96,20 @@ func inAny(prefixes []netip.Prefix, ip netip.Addr) bool {
 // Flag help, shared by the operator and winnodectl add/upgrade so both say
 // the same (docs/approval.md explains the rules).
 const (
+	NodeDNSDomainsHelp   = "comma-separated DNS domains: a kubelet serving certificate may also carry <node name>.<domain> for each (default: none, only the node name and the DNS names a cloud controller manager gave the Node)"
 	NodeAddressCIDRsHelp = "comma-separated CIDRs: a kubelet serving certificate may also carry the addresses a host reports inside them (default: none, only the host's spec.address)"
 	ServiceCIDRHelp      = "the cluster's Service range(s), comma-separated: no address inside is ever approved in a kubelet serving certificate"
 )
 
-// PolicyFromFlags builds the Policy of --node-address-cidrs and
+// PolicyFromFlags builds the Policy of --node-address-cidrs,
 // --service-cidr (empty: DefaultServiceCIDR; there is always a Service
-// range).
-func PolicyFromFlags(nodeAddressCIDRs, serviceCIDR string) (Policy, error) {
+// range) and --node-dns-domains.
+func PolicyFromFlags(nodeAddressCIDRs, serviceCIDR, nodeDNSDomains string) (Policy, error) {
 	p := DefaultPolicy()
 	var err error
+	if p.NodeDNSDomains, err = ParseDNSDomains(nodeDNSDomains); err != nil {
+		return Policy{}, err
+	}
 	if p.NodeAddressCIDRs, err = ParseCIDRs("node-address-cidrs", nodeAddressCIDRs); err != nil {
 		return Policy{}, err
 	}
@@ -98,4 +121,20 @@ func PolicyFromFlags(nodeAddressCIDRs, serviceCIDR string) (Policy, error) {
 		p.ServiceCIDRs = services
 	}
 	return p, nil
+}
+
+// ParseDNSDomains parses --node-dns-domains: comma-separated DNS names
+// ("" is none), normalized.
+func ParseDNSDomains(value string) ([]string, error) {
+	var out []string
+	for _, d := range strings.Split(value, ",") {
+		if d = identity.NormalizeDNS(strings.TrimSpace(d)); d == "" {
+			continue
+		}
+		if errs := validation.IsDNS1123Subdomain(d); len(errs) > 0 {
+			return nil, fmt.Errorf("--node-dns-domains %q: %q is not a DNS domain: %s", value, d, strings.Join(errs, "; "))
+		}
+		out = append(out, d)
+	}
+	return out, nil
 }

@@ -13,6 +13,7 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
+	"github.com/winnode/winnode/internal/identity"
 )
 
 // minRSABits is the smallest RSA key approved (NIST SP 800-57: 2048 bits
@@ -81,7 +82,7 @@ func onePerCredential(csr *certificatesv1.CertificateSigningRequest, d Decision,
 // identity, for longer.
 func decideRenewal(csr *certificatesv1.CertificateSigningRequest, instances []winnodev1.WindowsInstance) Decision {
 	name := strings.TrimPrefix(csr.Spec.Username, nodeUserPrefix)
-	wi := instanceOfNode(instances, name)
+	wi := identity.OwnerOfName(name, instances)
 	if wi == nil {
 		return leave("", "client certificate renewal by node %s, which is not a WindowsInstance's node", name)
 	}

@@ -45,7 +45,7 @@ func TestKeyTypes(t *testing.T) {
 		{"Ed25519", ed, ""},
 	}
 	inst := []winnodev1.WindowsInstance{testInstance("wi-1", "win-host1", "abcdef")}
-	facts := Facts{NodeExists: func(string) bool { return false }, Policy: DefaultPolicy()}
+	facts := Facts{NodeUID: noNodes, Policy: DefaultPolicy()}
 	for _, k := range keys {
 		for _, signer := range []string{certificatesv1.KubeAPIServerClientKubeletSignerName, certificatesv1.KubeletServingSignerName} {
 			t.Run(k.name+" "+signer, func(t *testing.T) {
@@ -70,7 +70,7 @@ func TestKeyTypes(t *testing.T) {
 func TestOneClientCertificatePerCredential(t *testing.T) {
 	inst := []winnodev1.WindowsInstance{testInstance("wi-1", "win-host1", "abcdef")}
 	approvedBy := map[string][]string{credential("system:bootstrap:abcdef", ""): {"csr-first"}}
-	facts := Facts{NodeExists: func(string) bool { return false }, Policy: DefaultPolicy(),
+	facts := Facts{NodeUID: noNodes, Policy: DefaultPolicy(),
 		ApprovedClientCSRs: func(u, uid string) []string { return approvedBy[credential(u, uid)] }}
 	csr := func(name string) *certificatesv1.CertificateSigningRequest {
 		return builder.CSR(name).Request(makeCSRPEM(t, csrTemplate{CN: "system:node:win-host1", O: []string{"system:nodes"}}),
@@ -127,7 +127,7 @@ func TestRenewal(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			csr := builder.CSR("").Request(makeCSRPEM(t, c.tmpl), certificatesv1.KubeAPIServerClientKubeletSignerName, c.usages...).
 				Requester(c.user, c.groups...).Build()
-			d := Decide(csr, inst, Facts{NodeExists: func(string) bool { return true }, Policy: DefaultPolicy()})
+			d := Decide(csr, inst, Facts{NodeUID: func(string) (string, bool) { return "uid-other", true }, Policy: DefaultPolicy()})
 			if d.Approve != (c.want == "") || !strings.Contains(d.Reason, c.want) {
 				t.Fatalf("approve %v (%s), want approve %v reason %q", d.Approve, d.Reason, c.want == "", c.want)
 			}

@@ -6,29 +6,45 @@ import (
 	"net/netip"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/kubernetes"
 )
 
 // LoadFacts reads the Facts Decide needs from the API server itself, never
-// from a cache: the Nodes (names and addresses) and the approved kubelet
-// client CSRs by requester. The operator and winnodectl add call it before
-// each decision, so what a previous run approved counts after a restart.
+// from a cache: the Nodes (names, UIDs and addresses), whether their DNS
+// addresses can be attributed to a cloud controller manager (the node DNS
+// policy is in force: policy.go), and the approved kubelet client CSRs by
+// requester. The operator and winnodectl add call it before each decision,
+// so what a previous run approved counts after a restart. The API server's
+// names are the caller's to add (APIServerNames).
 func LoadFacts(ctx context.Context, kube kubernetes.Interface, policy Policy) (Facts, error) {
 	nodes, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return Facts{}, fmt.Errorf("listing Nodes to check CSRs against them: %w", err)
 	}
-	names := map[string]bool{}
+	uids := map[string]string{}
 	byAddress := map[netip.Addr]string{}
+	dnsNames := map[string][]string{}
 	for _, n := range nodes.Items {
-		names[n.Name] = true
+		uids[n.Name] = string(n.UID)
 		for _, a := range n.Status.Addresses {
 			if ip, err := netip.ParseAddr(a.Address); err == nil {
 				byAddress[ip.Unmap()] = n.Name
 			}
+			if a.Type == corev1.NodeInternalDNS || a.Type == corev1.NodeExternalDNS {
+				dnsNames[n.Name] = append(dnsNames[n.Name], a.Address)
+			}
 		}
+	}
+	enforced, err := NodeDNSPolicyEnforced(ctx, kube)
+	if err != nil {
+		return Facts{}, err
+	}
+	var cloudDNS func(string) []string
+	if enforced {
+		cloudDNS = func(node string) []string { return dnsNames[node] }
 	}
 	csrs, err := kube.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{
 		FieldSelector: fields.OneTermEqualSelector("spec.signerName", certificatesv1.KubeAPIServerClientKubeletSignerName).String(),
@@ -44,7 +60,11 @@ func LoadFacts(ctx context.Context, kube kubernetes.Interface, policy Policy) (F
 		}
 	}
 	return Facts{
-		NodeExists:         func(name string) bool { return names[name] },
+		NodeUID: func(name string) (string, bool) {
+			uid, ok := uids[name]
+			return uid, ok
+		},
+		CloudDNSNames:      cloudDNS,
 		NodeOfAddress:      func(ip netip.Addr) string { return byAddress[ip.Unmap()] },
 		ApprovedClientCSRs: func(requester, uid string) []string { return approvedBy[credential(requester, uid)] },
 		Policy:             policy,

@@ -47,8 +47,17 @@ type Options struct {
 	KeepaliveInterval time.Duration
 	// KeepaliveCountMax defaults to 3.
 	KeepaliveCountMax int
-	// MaxOutput bounds the stdout that Run keeps; default 16 MiB.
+	// MaxOutput bounds the stdout that Run keeps; DefaultMaxOutput when
+	// zero. More is an *OutputTooLargeError, and the program's session is
+	// closed at once.
 	MaxOutput int
+	// MinTransferRate (bytes per second) and SlowTransferGrace: an upload
+	// (Sync, Install) that moves fewer than MinTransferRate bytes per second
+	// over any whole SlowTransferGrace is stopped with a
+	// *SlowTransferError. Zero: DefaultMinTransferRate and
+	// DefaultSlowTransferGrace; a negative rate: no minimum.
+	MinTransferRate   int
+	SlowTransferGrace time.Duration
 	// CheckDial, when set, is asked about the IP each connection really
 	// goes to, after name resolution and before any packet is sent; an
 	// error refuses the connection (*AddressNotAllowedError). The operator
@@ -62,6 +71,8 @@ type Client struct {
 	address   string // host:port, for messages
 	hostKey   ssh.PublicKey
 	maxOutput int
+	minRate   int
+	slowGrace time.Duration
 
 	mu   sync.Mutex
 	sftp *sftp.Client // opened on first use
@@ -74,8 +85,12 @@ const (
 	defaultDialTimeout       = 30 * time.Second
 	defaultKeepaliveInterval = 15 * time.Second
 	defaultKeepaliveCountMax = 3
-	defaultMaxOutput         = 16 << 20
 )
+
+// DefaultMaxOutput bounds a program's answer (Options.MaxOutput): 1 MiB,
+// many times what the agent's info or apply prints (a few KiB), and little
+// memory even for many hosts at once.
+const DefaultMaxOutput = 1 << 20
 
 // Connect dials the host, checks its host key and authenticates.
 //
@@ -94,13 +109,15 @@ func Connect(ctx context.Context, opts Options) (*Client, error) {
 	}
 	maxOut := opts.MaxOutput
 	if maxOut <= 0 {
-		maxOut = defaultMaxOutput
+		maxOut = DefaultMaxOutput
 	}
 	c := &Client{
 		ssh:       ssh.NewClient(sshConn, chans, reqs),
 		address:   h.addr,
 		hostKey:   h.presented,
 		maxOutput: maxOut,
+		minRate:   opts.MinTransferRate,
+		slowGrace: opts.SlowTransferGrace,
 		done:      make(chan struct{}),
 	}
 	interval := opts.KeepaliveInterval

@@ -148,7 +148,8 @@ type OutputTooLargeError struct {
 }
 
 func (e *OutputTooLargeError) Error() string {
-	return fmt.Sprintf("host %s: %s printed more than %d bytes on stdout, which is more than any answer winnode expects", e.Address, e.Command, e.Limit)
+	return fmt.Sprintf("host %s: %s answered with more than %d bytes on stdout, the most winnode reads of a host's answer: it was cut off there and nothing of the answer is used",
+		e.Address, e.Command, e.Limit)
 }
 
 // prefix returns at most n bytes of b (cut on a byte boundary; %q quoting

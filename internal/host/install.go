@@ -28,6 +28,8 @@ func (c *Client) Install(ctx context.Context, f LocalFile, progress func(Progres
 	if err != nil {
 		return 0, err
 	}
+	ctx, endWatch := c.watchTransfer(ctx)
+	defer endWatch()
 	stop := context.AfterFunc(ctx, func() { c.dropSFTP(client) })
 	defer stop()
 	if err := c.mkdirAll(client, dst.Dir()); err != nil {

@@ -69,9 +69,18 @@ func fakeAgentMain(args []string) int {
 		time.Sleep(time.Minute)
 		return 0
 	case "big":
+		// n bytes of "x", written in chunks (n may be more than memory holds:
+		// an answer that does not end).
 		var n int
 		fmt.Sscan(args[1], &n)
-		_, _ = os.Stdout.Write([]byte(strings.Repeat("x", n)))
+		chunk := []byte(strings.Repeat("x", 64<<10))
+		for n > 0 {
+			w := min(n, len(chunk))
+			if _, err := os.Stdout.Write(chunk[:w]); err != nil {
+				return 1
+			}
+			n -= w
+		}
 		return 0
 	}
 	fmt.Fprintln(os.Stderr, "fakeagent: unknown command", args[0])

@@ -42,7 +42,9 @@ func (c *Client) Run(ctx context.Context, args []string, stdin io.Reader) (stdou
 	}
 	defer session.Close()
 
-	out := &headBuffer{max: c.maxOutput}
+	// A host that answers more than maxOutput is cut off at once: reading
+	// on to the end would let it hold this connection as long as it likes.
+	out := &headBuffer{max: c.maxOutput, full: func() { _ = session.Close() }}
 	errOut := &tailBuffer{max: stderrKeep}
 	session.Stdout = out
 	session.Stderr = errOut
@@ -58,6 +60,9 @@ func (c *Client) Run(ctx context.Context, args []string, stdin io.Reader) (stdou
 	stop()
 
 	stdout, stderr = out.Bytes(), errOut.Bytes()
+	if out.overflow {
+		return stdout, stderr, -1, &OutputTooLargeError{Address: c.address, Command: cmdline, Limit: c.maxOutput}
+	}
 	if ctx.Err() != nil {
 		return stdout, stderr, -1, fmt.Errorf("host %s: run %s: stopped: %w", c.address, cmdline, context.Cause(ctx))
 	}
@@ -71,9 +76,6 @@ func (c *Client) Run(ctx context.Context, args []string, stdin io.Reader) (stdou
 		// ExitMissingError, io.EOF and the like: the connection went away
 		// before the program's exit status arrived.
 		return stdout, stderr, -1, &UnreachableError{Address: c.address, Err: fmt.Errorf("run %s: the connection ended before the program did: %w", cmdline, runErr)}
-	}
-	if out.overflow {
-		return stdout, stderr, exitCode, &OutputTooLargeError{Address: c.address, Command: cmdline, Limit: c.maxOutput}
 	}
 	return stdout, stderr, exitCode, nil
 }
@@ -119,18 +121,23 @@ func safeArgRune(r rune) bool {
 	return strings.ContainsRune(`\/:._-=+`, r)
 }
 
-// headBuffer keeps the first max bytes written and notes whether more came.
+// headBuffer keeps the first max bytes written, notes whether more came,
+// and then calls full once.
 type headBuffer struct {
 	buf      bytes.Buffer
 	max      int
 	overflow bool
+	full     func()
 }
 
 func (b *headBuffer) Write(p []byte) (int, error) {
 	if room := b.max - b.buf.Len(); len(p) > room {
-		b.overflow = true
 		b.buf.Write(p[:max(room, 0)])
-		return len(p), nil // keep draining, so the program is not blocked
+		if !b.overflow && b.full != nil {
+			b.full()
+		}
+		b.overflow = true
+		return len(p), nil
 	}
 	b.buf.Write(p)
 	return len(p), nil

@@ -106,8 +106,13 @@ func TestRunAgent(t *testing.T) {
 		small := connect(t, opts)
 		_, _, code, err := small.Run(ctx, []string{fakeAgentPath, "big", "5000"}, nil)
 		var oe *OutputTooLargeError
-		if !errors.As(err, &oe) || code != 0 {
-			t.Fatalf("Run big: code %d, %v; want code 0 and *OutputTooLargeError", code, err)
+		if !errors.As(err, &oe) || code != -1 || !strings.Contains(err.Error(), "more than 1000 bytes") || !strings.Contains(err.Error(), small.Address()) {
+			t.Fatalf("Run big: code %d, %v; want -1 (cut off) and an *OutputTooLargeError naming the host and the limit", code, err)
+		}
+		// A host that never stops answering is cut off, not read to the end.
+		_, _, _, err = small.Run(ctx, []string{fakeAgentPath, "big", "100000000000"}, nil)
+		if !errors.As(err, &oe) {
+			t.Fatalf("Run of an endless answer: %v, want *OutputTooLargeError", err)
 		}
 		if out, _, _, err := small.Run(ctx, []string{fakeAgentPath, "big", "1000"}, nil); err != nil || len(out) != 1000 {
 			t.Errorf("Run of exactly the limit: %d bytes, %v", len(out), err)

@@ -118,6 +118,8 @@ func (c *Client) Sync(ctx context.Context, files []LocalFile, installed map[stri
 	if err != nil {
 		return res, err
 	}
+	ctx, endWatch := c.watchTransfer(ctx)
+	defer endWatch()
 	// SFTP calls take no context: closing the SFTP session ends them.
 	stop := context.AfterFunc(ctx, func() { c.dropSFTP(client) })
 	defer stop()
@@ -377,7 +379,7 @@ func (c *Client) upload(ctx context.Context, client *sftp.Client, final winpath.
 	if progress != nil {
 		progress(*p)
 	}
-	r := &countingReader{ctx: ctx, r: io.LimitReader(src, b.Size-offset), hash: h, p: p, report: progress, reported: offset}
+	r := &countingReader{ctx: ctx, rate: rateOf(ctx), r: io.LimitReader(src, b.Size-offset), hash: h, p: p, report: progress, reported: offset}
 	// ReadFromWithConcurrency keeps many writes in flight (the client is
 	// opened with UseConcurrentWrites): what makes high-latency links fast.
 	// It writes from dst's offset, where openPart put it.
@@ -456,6 +458,7 @@ func rename(client *sftp.Client, oldpath, newpath string) error {
 // progress every progressStep bytes.
 type countingReader struct {
 	ctx      context.Context
+	rate     *rateWatch
 	r        io.Reader
 	hash     hash.Hash
 	p        *Progress
@@ -468,6 +471,7 @@ func (r *countingReader) Read(b []byte) (int, error) {
 		return 0, err
 	}
 	n, err := r.r.Read(b)
+	r.rate.count(n)
 	r.hash.Write(b[:n])
 	r.p.FileDone += int64(n)
 	r.p.BytesDone += int64(n)
@@ -511,7 +515,10 @@ func (c *Client) mkdirAll(client *sftp.Client, dir winpath.Path) error {
 // may be broken: it is dropped, and the next call opens a new one.
 func (c *Client) transferError(ctx context.Context, client *sftp.Client, op string, err error) error {
 	c.dropSFTP(client)
+	var slow *SlowTransferError
 	switch {
+	case errors.As(context.Cause(ctx), &slow):
+		return slow
 	case ctx.Err() != nil:
 		return fmt.Errorf("host %s: %s: %w (stopped: %w)", c.address, op, err, context.Cause(ctx))
 	case c.connectionLost(err):

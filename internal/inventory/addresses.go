@@ -66,10 +66,17 @@ func (p AddressPolicy) CheckDial(address string, ip netip.Addr) error {
 	return nil
 }
 
-// CheckIP refuses a loopback, link-local or Service-range IP outside
-// Allowed.
+// CheckIP refuses an unspecified, multicast or broadcast IP always, and a
+// loopback, link-local or Service-range IP outside Allowed.
 func (p AddressPolicy) CheckIP(ip netip.Addr) error {
 	ip = ip.Unmap()
+	switch {
+	case !ip.IsValid() || ip.IsUnspecified():
+		// 0.0.0.0 and :: connect to the machine the operator runs on.
+		return fmt.Errorf("%s is the unspecified address, not a host's: winnode never connects to it", ip)
+	case ip.IsMulticast() || ip == netip.AddrFrom4([4]byte{255, 255, 255, 255}):
+		return fmt.Errorf("%s is a multicast or broadcast address, not a host's: winnode never connects to it", ip)
+	}
 	if inPrefixes(p.Allowed, ip) {
 		return nil
 	}

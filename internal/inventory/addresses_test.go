@@ -1,6 +1,7 @@
 package inventory
 
 import (
+	"context"
 	"net/netip"
 	"strings"
 	"testing"
@@ -73,5 +74,47 @@ func TestParseCIDRs(t *testing.T) {
 	}
 	if _, err := ParseCIDRs("allow-addresses", "10.0.0.1"); err == nil || !strings.Contains(err.Error(), "--allow-addresses") {
 		t.Errorf("a bare address: %v, want an error naming the flag", err)
+	}
+}
+
+// The unspecified, multicast and broadcast addresses are never a host's,
+// whatever --allow-addresses says.
+func TestAddressPolicyNeverUnspecified(t *testing.T) {
+	all := AddressPolicy{Allowed: []netip.Prefix{netip.MustParsePrefix("0.0.0.0/0"), netip.MustParsePrefix("::/0")}}
+	for _, a := range []string{"0.0.0.0", "::", "224.0.0.1", "255.255.255.255", "::ffff:0.0.0.0"} {
+		if err := all.CheckAddress(a); err == nil || !strings.Contains(err.Error(), "never connects") {
+			t.Errorf("%s: %v, want refused always", a, err)
+		}
+	}
+	if err := all.CheckDial("win.example.com", netip.MustParseAddr("0.0.0.0")); err == nil || !strings.Contains(err.Error(), "resolves to") {
+		t.Errorf("a name resolving to 0.0.0.0: %v", err)
+	}
+}
+
+// A name and an IP of the same host, on the same port, are one host.
+func TestSameHost(t *testing.T) {
+	ctx := t.Context()
+	names := map[string][]netip.Addr{
+		"win-a.example.com": {netip.MustParseAddr("10.0.0.5")},
+		"alias.example.com": {netip.MustParseAddr("10.0.0.9"), netip.MustParseAddr("10.0.0.5")},
+	}
+	resolve := func(_ context.Context, n string) []netip.Addr { return names[n] }
+	for _, c := range []struct {
+		a, b    Endpoint
+		resolve Resolver
+		want    bool
+	}{
+		{Endpoint{"10.0.0.5", 22}, Endpoint{"10.0.0.5", 22}, nil, true},
+		{Endpoint{"Win-A.Example.com.", 22}, Endpoint{"win-a.example.com", 22}, nil, true},
+		{Endpoint{"win-a.example.com", 22}, Endpoint{"10.0.0.5", 22}, resolve, true},
+		{Endpoint{"win-a.example.com", 22}, Endpoint{"alias.example.com", 22}, resolve, true},
+		{Endpoint{"win-a.example.com", 22}, Endpoint{"10.0.0.5", 22}, nil, false}, // unresolved names are names
+		{Endpoint{"win-a.example.com", 22}, Endpoint{"10.0.0.5", 2222}, resolve, false},
+		{Endpoint{"unknown.example.com", 22}, Endpoint{"10.0.0.5", 22}, resolve, false},
+		{Endpoint{"10.0.0.6", 22}, Endpoint{"10.0.0.5", 22}, resolve, false},
+	} {
+		if got := SameHost(ctx, c.a, c.b, c.resolve); got != c.want {
+			t.Errorf("SameHost(%v, %v) = %v, want %v", c.a, c.b, got, c.want)
+		}
 	}
 }

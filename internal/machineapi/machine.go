@@ -50,6 +50,10 @@ type MachineReconciler struct {
 	// Instances keeps the Machines' WindowsInstances.
 	Instances *machinesource.Instances
 	Recorder  events.EventRecorder
+	// APIReader reads the user data Secret's copy (UserDataSecret, in
+	// openshift-machine-api) for the operator's current key.
+	APIReader      client.Reader
+	UserDataSecret string
 }
 
 // Reconcile brings one Machine's instance in line with the Machine

@@ -7,8 +7,10 @@ import (
 
 	machinev1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -28,11 +30,34 @@ import (
 // left as it is, reported by its instance's Reachable condition: deleting
 // it would only boot another such host, again and again.
 
-// keyRefused reports whether inst's host accepted the operator's key once
-// and refuses the key it uses now.
-func keyRefused(inst *winnodev1.WindowsInstance) bool {
+// keyRefused reports whether inst's host accepted a key once
+// (status.keyFingerprint) and refuses the operator's current key (current,
+// its fingerprint), which differs from that one: the rotation left the
+// host behind. A host that refuses the very key it accepted before has an
+// authentication problem of its own (its administrators_authorized_keys
+// changed, say): its instance's Reachable condition reports it
+// (AuthFailed), and deleting the Machine would not cure it.
+func keyRefused(inst *winnodev1.WindowsInstance, current string) bool {
 	c := meta.FindStatusCondition(inst.Status.Conditions, winnodev1.ConditionReachable)
-	return inst.Status.KeyFingerprint != "" && c != nil && c.Status == metav1.ConditionFalse && c.Reason == winnodev1.ReasonAuthFailed
+	return inst.Status.KeyFingerprint != "" && current != "" && inst.Status.KeyFingerprint != current &&
+		c != nil && c.Status == metav1.ConditionFalse && c.Reason == winnodev1.ReasonAuthFailed
+}
+
+// currentKey is the fingerprint of the operator's current SSH key: the
+// annotation the keys controller puts on the user data Secret, which the
+// copy in openshift-machine-api carries too ("" when not known yet). It is
+// read directly (the operator may get that one Secret only, not watch the
+// namespace's).
+func (r *MachineReconciler) currentKey(ctx context.Context) (string, error) {
+	var s corev1.Secret
+	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: Namespace, Name: r.UserDataSecret}, &s)
+	if apierrors.IsNotFound(err) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("reading Secret %s/%s for the operator's current key: %w", Namespace, r.UserDataSecret, err)
+	}
+	return s.Annotations[winnodev1.AnnotationKeyFingerprint], nil
 }
 
 // ownedByMachineSet reports whether a MachineSet controls m.
@@ -49,8 +74,12 @@ const waitTurn = 10 * time.Second
 // key and no other Windows Machine is being deleted; otherwise it says
 // when to look again.
 func (r *MachineReconciler) replaceIfKeyRefused(ctx context.Context, m *machinev1.Machine, inst *winnodev1.WindowsInstance) (reconcile.Result, error) {
-	if inst == nil || !keyRefused(inst) || !ownedByMachineSet(m) {
+	if inst == nil || inst.Status.KeyFingerprint == "" || !ownedByMachineSet(m) {
 		return reconcile.Result{}, nil
+	}
+	current, err := r.currentKey(ctx)
+	if err != nil || !keyRefused(inst, current) {
+		return reconcile.Result{}, err
 	}
 	var list machinev1.MachineList
 	if err := r.Machines.List(ctx, &list, client.InNamespace(m.Namespace), client.MatchingLabels{LabelOSID: "Windows"}); err != nil {

@@ -11,26 +11,30 @@ import (
 	"github.com/winnode/winnode/internal/testkit/builder"
 )
 
-// Only a host that accepted a key once and refuses the operator's now is
-// one the rotation left behind; unreachable hosts and hosts that never
-// accepted any key are not.
+// Only a host that accepted a key once and refuses the operator's current
+// key, a different one, is one the rotation left behind; a host refusing
+// the key it accepted (an unrelated authentication failure), unreachable
+// hosts and hosts that never accepted any key are not.
 func TestKeyRefused(t *testing.T) {
 	reachable := func(status metav1.ConditionStatus, reason string) []metav1.Condition {
 		return []metav1.Condition{{Type: winnodev1.ConditionReachable, Status: status, Reason: reason}}
 	}
+	authFailed := reachable(metav1.ConditionFalse, winnodev1.ReasonAuthFailed)
 	for name, tc := range map[string]struct {
-		accepted string
-		conds    []metav1.Condition
-		want     bool
+		accepted, current string
+		conds             []metav1.Condition
+		want              bool
 	}{
-		"rotated key refused":   {"SHA256:old", reachable(metav1.ConditionFalse, winnodev1.ReasonAuthFailed), true},
-		"never accepted a key":  {"", reachable(metav1.ConditionFalse, winnodev1.ReasonAuthFailed), false},
-		"unreachable":           {"SHA256:old", reachable(metav1.ConditionFalse, winnodev1.ReasonUnreachable), false},
-		"reachable":             {"SHA256:new", reachable(metav1.ConditionTrue, winnodev1.ReasonConnected), false},
-		"not yet tried (fresh)": {"", nil, false},
+		"rotated key refused":            {"SHA256:old", "SHA256:new", authFailed, true},
+		"the accepted key refused":       {"SHA256:old", "SHA256:old", authFailed, false},
+		"current key not known yet":      {"SHA256:old", "", authFailed, false},
+		"never accepted a key":           {"", "SHA256:new", authFailed, false},
+		"unreachable":                    {"SHA256:old", "SHA256:new", reachable(metav1.ConditionFalse, winnodev1.ReasonUnreachable), false},
+		"reachable":                      {"SHA256:new", "SHA256:new", reachable(metav1.ConditionTrue, winnodev1.ReasonConnected), false},
+		"not yet tried (fresh instance)": {"", "SHA256:new", nil, false},
 	} {
 		inst := builder.Instance("").KeyFingerprint(tc.accepted).Conditions(tc.conds...).Build()
-		if got := keyRefused(inst); got != tc.want {
+		if got := keyRefused(inst, tc.current); got != tc.want {
 			t.Errorf("%s: keyRefused = %t, want %t", name, got, tc.want)
 		}
 	}

@@ -6,7 +6,6 @@ import (
 	machinev1 "github.com/openshift/api/machine/v1beta1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -54,7 +53,7 @@ func Part(opts Options) optional.Part {
 			&machinev1.Machine{}: {Namespaces: map[string]cache.Config{Namespace: {}}},
 		},
 		Setup: func(mgr ctrl.Manager) error {
-			if err := setupMachines(mgr, mgr.GetEventRecorder("winnode-machine-api")); err != nil {
+			if err := setupMachines(mgr, opts, mgr.GetEventRecorder("winnode-machine-api")); err != nil {
 				return err
 			}
 			return setupUserData(mgr, opts)
@@ -64,19 +63,21 @@ func Part(opts Options) optional.Part {
 
 // setupMachines watches Machines and WindowsInstances of Machines (a
 // deleted instance lets its Machine's termination go on).
-func setupMachines(mgr ctrl.Manager, recorder events.EventRecorder) error {
+func setupMachines(mgr ctrl.Manager, opts Options, recorder events.EventRecorder) error {
 	r := &MachineReconciler{Client: mgr.GetClient(), Machines: mgr.GetClient(), Recorder: recorder,
+		APIReader: mgr.GetAPIReader(), UserDataSecret: opts.UserDataSecret,
 		Instances: &machinesource.Instances{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder, Source: machinesource.SourceMachineAPI}}
 	ofMachine := predicate.NewPredicateFuncs(func(o client.Object) bool {
-		l := o.GetLabels()
-		return l[winnodev1.LabelSourceKind] == string(winnodev1.SourceMachine) && l[winnodev1.LabelSourceNamespace] == Namespace
+		key, ok := machinesource.MachineOf(o)
+		return ok && key.Namespace == Namespace
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("machine-api-source").
 		For(&machinev1.Machine{}).
 		Watches(&winnodev1.WindowsInstance{}, handler.EnqueueRequestsFromMapFunc(
 			func(_ context.Context, o client.Object) []reconcile.Request {
-				return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: Namespace, Name: o.GetLabels()[winnodev1.LabelSourceName]}}}
+				key, _ := machinesource.MachineOf(o)
+				return []reconcile.Request{{NamespacedName: key}}
 			}), builder.WithPredicates(ofMachine)).
 		Complete(r)
 }

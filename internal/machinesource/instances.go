@@ -62,13 +62,27 @@ func (m Machine) source() winnodev1.SourceRef {
 	return winnodev1.SourceRef{Kind: winnodev1.SourceMachine, Namespace: m.Object.GetNamespace(), Name: m.Object.GetName()}
 }
 
-// Labels select the instance of Machine namespace/name.
+// Labels select the instances of Machine namespace/name, for a person
+// with kubectl: a name longer than a label value may be is hashed
+// (winnodev1.LabelValue). Which Machine an instance is of is read from its
+// spec.source (MachineOf), never from these labels.
 func Labels(namespace, name string) map[string]string {
 	return map[string]string{
 		winnodev1.LabelSourceKind:      string(winnodev1.SourceMachine),
-		winnodev1.LabelSourceNamespace: namespace,
-		winnodev1.LabelSourceName:      name,
+		winnodev1.LabelSourceNamespace: winnodev1.LabelValue(namespace),
+		winnodev1.LabelSourceName:      winnodev1.LabelValue(name),
 	}
+}
+
+// MachineOf is the Machine a WindowsInstance was made for, from its
+// spec.source; false for an instance of another source (or an object that
+// is no WindowsInstance).
+func MachineOf(o client.Object) (types.NamespacedName, bool) {
+	wi, ok := o.(*winnodev1.WindowsInstance)
+	if !ok || wi.Spec.Source.Kind != winnodev1.SourceMachine || wi.Spec.Source.Name == "" {
+		return types.NamespacedName{}, false
+	}
+	return types.NamespacedName{Namespace: wi.Spec.Source.Namespace, Name: wi.Spec.Source.Name}, true
 }
 
 // of is instance name's WindowsInstance when it is Machine key's; nil
@@ -82,10 +96,8 @@ func (s *Instances) of(ctx context.Context, name string, key types.NamespacedNam
 	if err != nil {
 		return nil, fmt.Errorf("reading WindowsInstance %s: %w", name, err)
 	}
-	for k, v := range Labels(key.Namespace, key.Name) {
-		if wi.Labels[k] != v {
-			return nil, nil
-		}
+	if of, ok := MachineOf(&wi); !ok || of != key {
+		return nil, nil
 	}
 	return &wi, nil
 }

@@ -31,6 +31,9 @@ func (h *Host) Reboot() error {
 	if closed {
 		return fmt.Errorf("simulated host %s: closed during reboot", h.id.Hostname)
 	}
+	if err := h.applyPendingRename(); err != nil {
+		return err
+	}
 	if err := h.boot(); err != nil {
 		return fmt.Errorf("simulated host %s: booting after reboot: %w", h.id.Hostname, err)
 	}
@@ -52,6 +55,62 @@ func (h *Host) RotateHostKey() (ssh.PublicKey, error) {
 	}
 	h.log.Info("simulated host: host key rotated (fault injection)", "hostKey", h.Fingerprint())
 	return h.HostKey(), nil
+}
+
+// CloneHostKeysOf gives the host other's SSH host key, as a VM cloned from
+// other's disk without generalizing it keeps the key files of
+// C:\ProgramData\ssh. Connections made from now on see that key.
+func (h *Host) CloneHostKeysOf(other *Host) error {
+	for _, suffix := range []string{"", ".pub"} {
+		src, err := other.Path(HostKeyPath + suffix)
+		if err != nil {
+			return err
+		}
+		dst, err := h.Path(HostKeyPath + suffix)
+		if err != nil {
+			return err
+		}
+		data, err := os.ReadFile(src)
+		if err != nil {
+			return fmt.Errorf("simulated host %s: reading %s's host key: %w", h.id.Hostname, other.id.Hostname, err)
+		}
+		if err := writeFileAtomic(dst, data, 0o600); err != nil {
+			return fmt.Errorf("simulated host %s: writing the cloned host key: %w", h.id.Hostname, err)
+		}
+	}
+	if err := h.loadHostKey(); err != nil {
+		return err
+	}
+	h.log.Info("simulated host: host key cloned (fault injection)", "from", other.id.Hostname, "hostKey", h.Fingerprint())
+	return nil
+}
+
+// RenameComputer gives the host a new computer name from its next
+// restart, as Rename-Computer without -Restart does (Microsoft documents
+// that the new name takes effect only after the computer restarts): until
+// Reboot, the host keeps reporting its old name.
+func (h *Host) RenameComputer(name string) error {
+	if !netbiosName.MatchString(name) {
+		return fmt.Errorf("simulated host %s: Rename-Computer %q: not a valid computer name (1-15 letters, digits or hyphens)", h.id.Hostname, name)
+	}
+	h.mu.Lock()
+	h.pendingHostname = name
+	h.mu.Unlock()
+	h.log.Info("simulated host: computer renamed, effective at the next restart (fault injection)", "newName", name)
+	return nil
+}
+
+// applyPendingRename makes a pending RenameComputer the host's name; the
+// host is down (Reboot calls it between shutdown and boot).
+func (h *Host) applyPendingRename() error {
+	h.mu.Lock()
+	name := h.pendingHostname
+	h.pendingHostname = ""
+	h.mu.Unlock()
+	if name == "" {
+		return nil
+	}
+	return h.rename(name)
 }
 
 // PowerOff takes the host down until PowerOn: connections drop, every

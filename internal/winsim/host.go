@@ -100,6 +100,9 @@ type identity struct {
 	Build     string `json:"build"`
 	IP        string `json:"ip"`
 	Port      int    `json:"port,omitempty"`
+	// VMUUID is the SMBIOS UUID (Win32_ComputerSystemProduct.UUID) a
+	// hypervisor gives each VM, clones included.
+	VMUUID string `json:"vmUUID,omitempty"`
 }
 
 // Host is one simulated Windows Server host.
@@ -126,6 +129,9 @@ type Host struct {
 	link      linkShaper
 	serveDone sync.WaitGroup
 	counters  hostCounters
+	// pendingHostname: the computer name RenameComputer set, taken at the
+	// next Reboot.
+	pendingHostname string
 	// unsafeExecs: programs run from where local users can write (execaudit.go).
 	unsafeExecs []UnsafeExec
 	// launch is the program the user data runs after the first boot
@@ -281,6 +287,9 @@ func (h *Host) loadIdentity() error {
 	if o.Port != 0 {
 		id.Port = o.Port
 	}
+	if id.VMUUID == "" {
+		id.VMUUID = newVMUUID()
+	}
 	h.id = id
 	return h.saveIdentity()
 }
@@ -288,6 +297,14 @@ func (h *Host) loadIdentity() error {
 func (h *Host) saveIdentity() error {
 	data, _ := json.MarshalIndent(h.id, "", "  ")
 	return writeFileAtomic(filepath.Join(h.stateDir, "host.json"), append(data, '\n'), 0o644)
+}
+
+// newVMUUID is a random UUID in the form Win32_ComputerSystemProduct
+// reports it (upper-case hex, 8-4-4-4-12).
+func newVMUUID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return strings.ToUpper(fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16]))
 }
 
 func randomName(n int) string {

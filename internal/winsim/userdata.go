@@ -36,6 +36,11 @@ import (
 //   - `Set-Content -Path $authorizedKeys -Value '<key>'`: the key replaces
 //     C:\ProgramData\ssh\administrators_authorized_keys (Pull data has none,
 //     so the host's SSH server accepts no key: the operator cannot log in);
+//   - `$hostKeysOf = ...'ssh\winnode-host-keys-of'` with its block: when
+//     the file does not hold the VM's SMBIOS UUID (VMUUID), the host keys
+//     are deleted and sshd's start makes new ones (Windows OpenSSH
+//     generates missing host keys when the service starts), and the UUID
+//     is recorded;
 //   - `$kDir = 'C:\k'` with its icacls lines: C:\k created, owned by
 //     Administrators, SYSTEM and Administrators only;
 //   - `$computerName = '<name>'` with Rename-Computer and exit 1003: the
@@ -69,7 +74,7 @@ func (h *Host) RunUserData(data []byte) error {
 	if h.Up() {
 		return fmt.Errorf("simulated host %s: user data runs at boot, before the host is up", h.id.Hostname)
 	}
-	for _, step := range []func([]byte) error{h.userDataKey, h.userDataKDir, h.userDataRename, h.userDataJoinConfig, h.userDataAgent} {
+	for _, step := range []func([]byte) error{h.userDataKey, h.userDataHostKeys, h.userDataKDir, h.userDataRename, h.userDataJoinConfig, h.userDataAgent} {
 		if err := step(script); err != nil {
 			return err
 		}
@@ -88,6 +93,13 @@ func (h *Host) RunUserData(data []byte) error {
 func (h *Host) userDataKey(script []byte) error {
 	if k := authorizedKeyStatementRe.FindSubmatch(script); k != nil {
 		return h.replaceAuthorizedKeys(k[1])
+	}
+	return nil
+}
+
+func (h *Host) userDataHostKeys(script []byte) error {
+	if hostKeysOfStatementRe.Match(script) {
+		return h.ownHostKeys()
 	}
 	return nil
 }
@@ -123,6 +135,7 @@ func userDataScript(data []byte) ([]byte, string) {
 var (
 	powershellRe             = regexp.MustCompile(`(?s)<powershell>(.*?)</powershell>`)
 	authorizedKeyStatementRe = regexp.MustCompile(`(?m)^Set-Content -Path \$authorizedKeys -Value '([^'\r\n]*)'`)
+	hostKeysOfStatementRe    = regexp.MustCompile(`(?m)^\$hostKeysOf = Join-Path \$env:ProgramData 'ssh\\winnode-host-keys-of'\r?$`)
 	kDirStatementRe          = regexp.MustCompile(`(?m)^\$kDir = 'C:\\k'\r?$`)
 	computerNameStatementRe  = regexp.MustCompile(`(?m)^\$computerName = '([^'\r\n]*)'`)
 	sentinelStatementRe      = regexp.MustCompile(`(?m)^\$sentinel = '([^'\r\n]*)'`)
@@ -132,6 +145,27 @@ var (
 	agentStatementRe         = regexp.MustCompile(`(?m)^\$agent = '([^'\r\n]*)'`)
 	agentJoinStatementRe     = regexp.MustCompile(`(?m)^& \$agent join --config \$joinConfig\r?$`)
 )
+
+// HostKeysOfPath records the VM whose SSH host keys C:\ProgramData\ssh
+// holds (winnode's user data writes it).
+const HostKeysOfPath = `C:\ProgramData\ssh\winnode-host-keys-of`
+
+// ownHostKeys makes the host new SSH host keys unless HostKeysOfPath holds
+// its VM's UUID, then records it there.
+func (h *Host) ownHostKeys() error {
+	p, err := h.Path(HostKeysOfPath)
+	if err != nil {
+		return err
+	}
+	if data, err := os.ReadFile(p); err == nil && strings.TrimSpace(string(data)) == h.id.VMUUID {
+		return nil
+	}
+	if err := h.newHostKey(); err != nil {
+		return err
+	}
+	h.log.Info("simulated launch agent: SSH host keys made for this VM", "vmUUID", h.id.VMUUID, "hostKey", h.Fingerprint())
+	return os.WriteFile(p, []byte(h.id.VMUUID+"\r\n"), 0o644)
+}
 
 // rename gives the host, not yet booted, a new computer name.
 func (h *Host) rename(name string) error {

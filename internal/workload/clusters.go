@@ -18,6 +18,7 @@ import (
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/bootstrap"
+	"github.com/winnode/winnode/internal/csrapproval"
 )
 
 // Cluster is the operator's access to one workload cluster, as winnode's
@@ -43,6 +44,10 @@ type Cluster struct {
 	Detector *bootstrap.Detector
 	// Facts are the cluster's, from its Cluster API Cluster.
 	Facts Facts
+	// APIServer reads the names of that cluster's API server's serving
+	// certificate, which no node of it may be named after or carry in a
+	// serving certificate (the CSR approver, the node name check).
+	APIServer *csrapproval.APIServerCertificate
 
 	ctx  context.Context
 	stop context.CancelFunc
@@ -120,7 +125,7 @@ func (c *Clusters) Get(ctx context.Context, ref winnodev1.ClusterRef) (*Cluster,
 	case time.Since(e.checked) >= orDefault(c.RecheckEvery, 30*time.Second):
 		if err := c.check(ctx, e.cluster); err != nil {
 			var we *Error
-			if errors.As(err, &we) && (we.Reason == ReasonKubeconfigSecretNotFound || we.Reason == ReasonKubeconfigInvalid) {
+			if errors.As(err, &we) && (we.Reason == ReasonKubeconfigSecretNotFound || we.Reason == ReasonKubeconfigInvalid || we.Reason == ReasonKubeconfigForbidden) {
 				c.disconnect(ref, e)
 			}
 			return nil, err
@@ -263,7 +268,7 @@ func (c *Clusters) newCluster(ref winnodev1.ClusterRef, cfg *rest.Config) (*Clus
 		}
 	}()
 	return &Cluster{Ref: ref, Config: cfg, Kube: kube, Cache: ca, Client: cl, Namespace: c.Namespace,
-		Detector: &bootstrap.Detector{Kube: kube}, ctx: cctx, stop: stop}, nil
+		Detector: &bootstrap.Detector{Kube: kube}, APIServer: &csrapproval.APIServerCertificate{Config: cfg}, ctx: cctx, stop: stop}, nil
 }
 
 // check checks a connected cluster again: its kubeconfig Secret still

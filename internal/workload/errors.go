@@ -18,6 +18,10 @@ const (
 	// Secret does not exist (yet: the control-plane provider writes it once
 	// the control plane is up).
 	ReasonKubeconfigSecretNotFound = "KubeconfigSecretNotFound"
+	// ReasonKubeconfigForbidden: the operator may not read the Secret: the
+	// ClusterRole winnode-workload-kubeconfigs is not bound to it in the
+	// Cluster's namespace (docs/install.md).
+	ReasonKubeconfigForbidden = "KubeconfigForbidden"
 	// ReasonKubeconfigInvalid: the Secret holds no usable kubeconfig under
 	// key "value", or one that winnode refuses to use (a program to run, a
 	// file to read).

@@ -25,9 +25,13 @@ const KubeconfigKey = "value"
 // secret.Kubeconfig)); the control-plane provider writes it.
 func KubeconfigSecretName(cluster string) string { return cluster + "-kubeconfig" }
 
-// The operator reads kubeconfig Secrets by name, never lists them
-// (docs/install.md says why it may read them).
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+// The operator reads kubeconfig Secrets by name, never lists them. It may
+// read them only in the namespaces where an administrator binds the
+// ClusterRole winnode-workload-kubeconfigs to it with a RoleBinding
+// (config/rbac/workload_kubeconfigs.yaml, docs/install.md): a rule of
+// get on every Secret would reach kube-system's too, which the operator
+// must never read. So there is no +kubebuilder:rbac marker here: markers
+// make cluster-wide rules or rules of a fixed namespace.
 
 // adminConfig reads Cluster ref's kubeconfig Secret from the API server and
 // returns the client configuration it holds. The Secret is read afresh at
@@ -40,6 +44,10 @@ func (c *Clusters) adminConfig(ctx context.Context, ref winnodev1.ClusterRef) (*
 	if apierrors.IsNotFound(err) {
 		return nil, fail(ref, ReasonKubeconfigSecretNotFound,
 			"Secret %s/%s does not exist: Cluster API's control-plane provider writes it once the control plane is up; nothing joins that cluster until it does", ref.Namespace, name)
+	}
+	if apierrors.IsForbidden(err) {
+		return nil, fail(ref, ReasonKubeconfigForbidden,
+			"the operator may not read Secret %s/%s: bind the ClusterRole winnode-workload-kubeconfigs to its ServiceAccount in namespace %s with a RoleBinding (docs/install.md)", ref.Namespace, name, ref.Namespace)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading Secret %s/%s, the kubeconfig of Cluster %s: %w", ref.Namespace, name, ref, err)

@@ -401,6 +401,15 @@ type operatorOptions struct {
 	hybridClusterCIDR string
 	// logs are --log-file-size and --log-file-age (nil: the defaults).
 	logs *logrotate.Limits
+	// minTransferRate and slowTransferGrace are --min-transfer-rate and
+	// --slow-transfer-grace (0: the defaults).
+	minTransferRate   int
+	slowTransferGrace time.Duration
+	// maxConcurrent is --max-concurrent (0: 10).
+	maxConcurrent int
+	// resolve resolves host names for the address conflict check (nil:
+	// the system's resolver).
+	resolve inventory.Resolver
 }
 
 // startOperator runs the operator until the test ends or op.stop.
@@ -420,13 +429,16 @@ func (w *world) startOperator(t testing.TB, o operatorOptions) *operator {
 		Namespace:         Namespace,
 		PayloadDir:        payloadDir,
 		Payload:           manifest,
-		MaxConcurrent:     10,
+		MaxConcurrent:     cmp.Or(o.maxConcurrent, 10),
 		MaxUnavailable:    o.maxUnavailable,
 		Version:           cmp.Or(o.version, operatorVersion),
 		RetryMax:          5 * time.Second,
 		Network:           o.network,
 		HybridClusterCIDR: o.hybridClusterCIDR,
 		Logs:              o.logs,
+		MinTransferRate:   o.minTransferRate,
+		SlowTransferGrace: o.slowTransferGrace,
+		Resolve:           o.resolve,
 		// The simulated hosts have loopback addresses (127.0.0.10 and up).
 		Addresses: inventory.AddressPolicy{Allowed: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}},
 		TuneInstance: func(c *configure.Configurer) {

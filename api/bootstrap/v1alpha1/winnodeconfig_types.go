@@ -19,7 +19,8 @@ const (
 	// ServiceAccount and RBAC are installed there and its API server
 	// answers. False names the cause in its reason (internal/workload's
 	// Reason values: ClusterNotFound, KubeconfigSecretNotFound,
-	// KubeconfigInvalid, AccessNotInstalled, WorkloadClusterUnreachable);
+	// KubeconfigForbidden, KubeconfigInvalid, AccessNotInstalled,
+	// WorkloadClusterUnreachable);
 	// while it is False no join credential is made anywhere for the
 	// Machine.
 	ConditionWorkloadClusterReachable = "WorkloadClusterReachable"

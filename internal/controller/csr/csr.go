@@ -6,12 +6,15 @@ package csr
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sync"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -64,6 +67,9 @@ type Approver struct {
 	Cluster winnodev1.ClusterRef
 	// CSRs reads the CSRs (default: Client).
 	CSRs client.Reader
+	// APIServer reads the names and addresses of the API server's serving
+	// certificate, which no node's certificate may carry. Nil: none known.
+	APIServer *csrapproval.APIServerCertificate
 	// OnDecision, when set, is told every decision after it took effect
 	// (tests wait on it instead of on time; the CLI can print it).
 	OnDecision func(csrName string, d csrapproval.Decision)
@@ -78,6 +84,9 @@ type Approver struct {
 // +kubebuilder:rbac:groups=certificates.k8s.io,resources=certificatesigningrequests/approval,verbs=update
 // +kubebuilder:rbac:groups=certificates.k8s.io,resources=signers,resourceNames=kubernetes.io/kube-apiserver-client-kubelet;kubernetes.io/kubelet-serving,verbs=approve
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+// Whether the node DNS policy is in force (csrapproval.NodeDNSPolicyEnforced),
+// by name only.
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingadmissionpolicies;validatingadmissionpolicybindings,resourceNames=winnode-node-dns-addresses,verbs=get
 
 // Reconcile decides one CSR.
 func (r *Approver) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -95,16 +104,18 @@ func (r *Approver) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	facts, err := csrapproval.LoadFacts(ctx, r.Kube, r.Policy)
+	facts, err := r.facts(ctx)
 	if err != nil {
 		return reconcile.Result{}, fmt.Errorf("deciding CSR %s: %w", csr.Name, err)
 	}
-	facts.JoinNamespace = r.JoinNamespace
 	d := csrapproval.Decide(&csr, instances, facts)
 	if !d.Approve {
 		r.leftAlone(ctx, &csr, d)
 		r.decided(csr.Name, d)
 		return reconcile.Result{}, nil
+	}
+	if err := r.record(ctx, d); err != nil {
+		return reconcile.Result{}, err
 	}
 	if err := csrapproval.Approve(ctx, r.Kube, &csr, "winnode-operator: "+d.Reason); err != nil {
 		return reconcile.Result{}, err
@@ -142,6 +153,41 @@ func (r *Approver) instances(ctx context.Context) ([]winnodev1.WindowsInstance, 
 		}
 	}
 	return mine, nil
+}
+
+// facts are what a decision knows of the cluster, read afresh.
+func (r *Approver) facts(ctx context.Context) (csrapproval.Facts, error) {
+	facts, err := csrapproval.LoadFacts(ctx, r.Kube, r.Policy)
+	if err != nil {
+		return facts, err
+	}
+	facts.JoinNamespace = r.JoinNamespace
+	if r.APIServer != nil {
+		if facts.APIServerNames, facts.APIServerIPs, err = r.APIServer.Read(ctx); err != nil {
+			return facts, err
+		}
+	}
+	return facts, nil
+}
+
+// record keeps the approver's decision on a first client certificate in
+// its instance's status (status.clientCertificate) before the approval: a
+// Node of that name created afterwards is then provably the host's
+// (docs/trust.md). A merge patch of that field alone, so that it never
+// overwrites what the instance reconciler writes.
+func (r *Approver) record(ctx context.Context, d csrapproval.Decision) error {
+	if d.Record == nil {
+		return nil
+	}
+	data, err := json.Marshal(map[string]any{"status": map[string]any{"clientCertificate": d.Record}})
+	if err != nil {
+		return err
+	}
+	wi := &winnodev1.WindowsInstance{ObjectMeta: metav1.ObjectMeta{Name: d.Instance}}
+	if err := r.Client.Status().Patch(ctx, wi, client.RawPatch(types.MergePatchType, data)); err != nil {
+		return fmt.Errorf("recording the approval of CSR %s on WindowsInstance %s: %w", d.Record.CSRName, d.Instance, err)
+	}
+	return nil
 }
 
 func (r *Approver) decided(name string, d csrapproval.Decision) {
@@ -187,6 +233,8 @@ func (identityChanged) Update(e event.UpdateEvent) bool {
 		return true
 	}
 	return o.Status.NodeName != n.Status.NodeName || o.Status.Phase != n.Status.Phase || o.Status.BootstrapTokenID != n.Status.BootstrapTokenID ||
+		o.Status.NodeUID != n.Status.NodeUID || (o.Status.NodeNameFixedAt == nil) != (n.Status.NodeNameFixedAt == nil) ||
+		(o.Status.ClientCertificate == nil) != (n.Status.ClientCertificate == nil) || o.DeletionTimestamp.IsZero() != n.DeletionTimestamp.IsZero() ||
 		o.Status.JoinServiceAccount != n.Status.JoinServiceAccount ||
 		o.Status.Hostname != n.Status.Hostname || o.Status.FQDN != n.Status.FQDN ||
 		!slices.Equal(o.Status.Addresses, n.Status.Addresses)

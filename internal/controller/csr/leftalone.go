@@ -16,6 +16,7 @@ import (
 	"github.com/winnode/winnode/internal/bootstrap"
 	"github.com/winnode/winnode/internal/controller/report"
 	"github.com/winnode/winnode/internal/csrapproval"
+	"github.com/winnode/winnode/internal/hosttext"
 )
 
 // EventReasonCSRLeftAlone is the Warning event on a CertificateSigningRequest
@@ -85,7 +86,7 @@ func (r *Approver) leftAlone(ctx context.Context, csr *certificatesv1.Certificat
 	reason := leftAloneReason(csr, d, r.JoinNamespace)
 	csrDecisions.WithLabelValues(DecisionLeftAlone, reason).Inc()
 	log := ctrl.LoggerFrom(ctx)
-	log.Info("CSR left alone", "csr", csr.Name, "signer", csr.Spec.SignerName, "requester", csr.Spec.Username, "instance", d.Instance, "reason", d.Reason)
+	log.Info("CSR left alone", "csr", csr.Name, "signer", csr.Spec.SignerName, "requester", hosttext.Clean(csr.Spec.Username), "instance", d.Instance, "reason", d.Reason)
 	if reason == ReasonNotWinnode || !r.Cluster.IsZero() {
 		// The CSR of a workload cluster lives there, where winnode's
 		// ServiceAccount writes no events: the log line and the metric
@@ -97,7 +98,7 @@ func (r *Approver) leftAlone(ctx context.Context, csr *certificatesv1.Certificat
 		of = " of WindowsInstance " + d.Instance
 	}
 	note := fmt.Sprintf("winnode did not approve CSR %s%s (signer %s, requested by %s): %s. It leaves the CSR pending for any other approver; docs/approval.md lists what winnode approves",
-		csr.Name, of, csr.Spec.SignerName, csr.Spec.Username, d.Reason)
+		csr.Name, of, csr.Spec.SignerName, hosttext.Clean(csr.Spec.Username), d.Reason)
 	if err := report.Event(ctx, r.Client, csr, corev1.EventTypeWarning, EventReasonCSRLeftAlone, report.ActionApprove, note); err != nil {
 		log.Error(err, "could not report the CSR left alone", "csr", csr.Name)
 	}

@@ -31,8 +31,11 @@ type Workloads interface {
 // (workload.Cluster.Context). Each reads that cluster's CSRs from its
 // cache, checks them against that cluster's Nodes and that Cluster's
 // policy (its Service range, DNS domain and node address CIDRs), matches
-// them only with the instances joining that cluster, and approves as
-// winnode's ServiceAccount there. The policy is the one read when the
+// them only with the instances joining that cluster, under the same
+// identity rules (node names recorded on the instances, the proof of
+// adoption recorded in their status before an approval, no name or
+// address of that cluster's API server), and approves as winnode's
+// ServiceAccount there. The policy is the one read when the
 // operator connected: a changed Cluster network takes effect at the next
 // connection.
 func WatchWorkloads(mgr ctrl.Manager, w Workloads, base *Approver) {
@@ -44,6 +47,7 @@ func WatchWorkloads(mgr ctrl.Manager, w Workloads, base *Approver) {
 		a := &Approver{
 			Client: base.Client, Recorder: base.Recorder, OnDecision: base.OnDecision,
 			Cluster: wc.Ref, CSRs: wc.Client, Kube: wc.Kube, Policy: wc.Facts.CSRPolicy(), JoinNamespace: wc.Namespace,
+			APIServer: wc.APIServer,
 		}
 		ctl, err := controller.NewUnmanaged("csr-approver-"+wc.Ref.Namespace+"-"+wc.Ref.Name, controller.Options{
 			Reconciler: a, SkipNameValidation: ptr.To(true), Logger: log.WithValues("cluster", wc.Ref.String()),

@@ -9,14 +9,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
 	"golang.org/x/crypto/ssh"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -107,6 +105,16 @@ type Reconciler struct {
 	HybridClusterCIDR string
 	// Logs are handed to each Configurer (service log rotation).
 	Logs *logrotate.Limits
+	// Resolve resolves host names for the address conflict check, and
+	// APIServerNames reads the names no node may have (each handed to every
+	// Configurer).
+	Resolve        inventory.Resolver
+	APIServerNames func(ctx context.Context) ([]string, error)
+	// MaxAnswer, MinTransferRate and SlowTransferGrace are handed to each
+	// Configurer (configure.Configurer has their meaning).
+	MaxAnswer         int
+	MinTransferRate   int
+	SlowTransferGrace time.Duration
 	// Tune adjusts each Configurer (timeouts, test hooks).
 	Tune func(*configure.Configurer)
 	// Workloads, when set, is how an instance with spec.cluster (a Cluster
@@ -114,6 +122,9 @@ type Reconciler struct {
 	Workloads Workloads
 
 	rollout *configure.Rollout
+	// passes are the configuration passes running now, which a deletion
+	// stops (deconfigure.go).
+	passes passes
 }
 
 // SetupWithManager registers the reconciler.
@@ -125,10 +136,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.Reader = mgr.GetAPIReader()
 	}
 	r.rollout = &configure.Rollout{Reader: r.Reader, MaxUnavailable: r.MaxUnavailable}
-	workers := r.MaxConcurrentReconciles
-	if workers <= 0 {
-		workers = 10
-	}
+	workers := r.workers()
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("windowsinstance").
 		For(&winnodev1.WindowsInstance{}, builder.WithPredicates(instanceChanged{})).
@@ -156,7 +164,16 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return err
 	}
 	r.watchWorkloadNodes(ctl)
-	return nil
+	return r.setupDeconfigure(mgr)
+}
+
+// workers is how many instances each controller (configurations,
+// deconfigurations) works on at once.
+func (r *Reconciler) workers() int {
+	if r.MaxConcurrentReconciles <= 0 {
+		return 10
+	}
+	return r.MaxConcurrentReconciles
 }
 
 // watchOpenShift rechecks every instance when the cluster facts OpenShift
@@ -250,42 +267,30 @@ func (instanceChanged) Create(event.CreateEvent) bool   { return true }
 func (instanceChanged) Delete(event.DeleteEvent) bool   { return true }
 func (instanceChanged) Generic(event.GenericEvent) bool { return true }
 
-// Reconcile configures, checks or deconfigures one instance.
+// Reconcile configures or checks one instance. An instance being deleted
+// is the deconfiguration controller's (deconfigure.go), whose workers are
+// its own: a deletion never waits behind configurations.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	log := logr.FromContextOrDiscard(ctx)
 	inst := &winnodev1.WindowsInstance{}
 	if err := r.Reader.Get(ctx, req.NamespacedName, inst); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	if inst.DeletionTimestamp != nil {
+		return ctrl.Result{}, nil
+	}
+	ctx, done := r.passes.begin(ctx, inst.Name)
+	defer done()
 
 	c, keyErr := r.configurer(ctx, inst, log)
 	if err := r.inWorkloadCluster(ctx, inst, c); err != nil {
 		var we *workload.Error
-		switch {
-		case !errors.As(err, &we):
+		if !errors.As(err, &we) {
 			return ctrl.Result{}, err
-		case inst.DeletionTimestamp != nil && we.Reason == workload.ReasonClusterNotFound && controllerutil.ContainsFinalizer(inst, winnodev1.Finalizer):
-			return r.forgetGoneCluster(ctx, inst, we)
 		}
 		return r.workloadUnusable(ctx, inst, we)
 	}
 	workloadReachable(inst)
-	if inst.DeletionTimestamp != nil {
-		if !controllerutil.ContainsFinalizer(inst, winnodev1.Finalizer) {
-			return ctrl.Result{}, nil
-		}
-		res, err := c.Deconfigure(ctx, inst)
-		if err != nil || res.RequeueAfter > 0 {
-			return ctrl.Result{RequeueAfter: res.RequeueAfter}, err
-		}
-		patch := client.MergeFrom(inst.DeepCopy())
-		controllerutil.RemoveFinalizer(inst, winnodev1.Finalizer)
-		if err := r.Client.Patch(ctx, inst, patch); err != nil && !apierrors.IsNotFound(err) {
-			return ctrl.Result{}, fmt.Errorf("removing finalizer %s from WindowsInstance %s: %w", winnodev1.Finalizer, inst.Name, err)
-		}
-		return ctrl.Result{}, nil
-	}
-
 	if !controllerutil.ContainsFinalizer(inst, winnodev1.Finalizer) {
 		patch := client.MergeFrom(inst.DeepCopy())
 		controllerutil.AddFinalizer(inst, winnodev1.Finalizer)
@@ -337,16 +342,18 @@ func (r *Reconciler) configurer(ctx context.Context, inst *winnodev1.WindowsInst
 		SSHFailed:  r.SSHFailed,
 		Configured: r.Configured,
 		Log:        log,
-		NodeNameOwner: func(ctx context.Context, inst *winnodev1.WindowsInstance) (string, error) {
+		Instances: func(ctx context.Context) ([]winnodev1.WindowsInstance, error) {
 			var all winnodev1.WindowsInstanceList
 			if err := r.Client.List(ctx, &all); err != nil {
-				return "", err
+				return nil, err
 			}
-			// Node names are unique within one cluster: instances joining
-			// other clusters do not count.
-			same := slices.DeleteFunc(all.Items, func(o winnodev1.WindowsInstance) bool { return o.Spec.Cluster != inst.Spec.Cluster })
-			return configure.NodeNameOwner(inst, same), nil
+			return all.Items, nil
 		},
+		Resolve:           r.Resolve,
+		APIServerNames:    r.APIServerNames,
+		MaxAnswer:         r.MaxAnswer,
+		MinTransferRate:   r.MinTransferRate,
+		SlowTransferGrace: r.SlowTransferGrace,
 	}
 	c.Persisted(inst)
 	if r.Tune != nil {

@@ -62,6 +62,9 @@ func (r *Reconciler) inWorkloadCluster(ctx context.Context, inst *winnodev1.Wind
 	c.ServiceCIDR = wc.Facts.ServiceCIDR()
 	c.Addresses = wc.Facts.AddressPolicy(r.Addresses.Allowed)
 	c.APIServer = wc.Facts.APIServer
+	if wc.APIServer != nil {
+		c.APIServerNames = wc.APIServer.Names
+	}
 	c.Platform, c.PlatformReason, c.OpenShift = platform.Kubernetes, "a Cluster API workload cluster", nil
 	// Cluster API's kubeadm bootstrap provider's tokens: short-lived,
 	// refreshed until the Node registers.

@@ -120,6 +120,29 @@ func (b *InstanceBuilder) Conditions(conds ...metav1.Condition) *InstanceBuilder
 	return b
 }
 
+// NameFixed sets status.nodeNameFixedAt: the node name was fixed then,
+// before the first join credential.
+func (b *InstanceBuilder) NameFixed(t time.Time) *InstanceBuilder {
+	at := metav1.NewTime(t)
+	b.obj.Status.NodeNameFixedAt = &at
+	return b
+}
+
+// ClientCertificate sets the CSR approver's record of the client
+// certificate it approved for node (nodeExisted: a Node of that name
+// existed then).
+func (b *InstanceBuilder) ClientCertificate(csr, node string, nodeExisted bool) *InstanceBuilder {
+	b.obj.Status.ClientCertificate = &winnodev1.ClientCertificate{CSRName: csr, CSRUID: csr + "-uid", NodeName: node, NodeExisted: nodeExisted}
+	return b
+}
+
+// Deleting sets metadata.deletionTimestamp.
+func (b *InstanceBuilder) Deleting() *InstanceBuilder {
+	now := metav1.Now()
+	b.obj.DeletionTimestamp = &now
+	return b
+}
+
 // Build returns the WindowsInstance.
 func (b *InstanceBuilder) Build() *winnodev1.WindowsInstance {
 	return b.obj.DeepCopy()

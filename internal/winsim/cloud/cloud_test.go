@@ -242,3 +242,45 @@ func TestImages(t *testing.T) {
 		t.Error("an instance was made for an unknown image")
 	}
 }
+
+// VMs cloned from one image never share SSH host keys: winnode's user data
+// and Cluster API bootstrap data make a VM keys of its own at its first
+// boot (recognised by its SMBIOS UUID), and keep them at the next boots.
+func TestUserDataGivesClonesTheirOwnHostKeys(t *testing.T) {
+	data, signer := userData(t)
+	bootstrapData, err := capibootstrap.BootstrapData(capibootstrap.DataInput{Namespace: "default", Machine: "md-0", PublicKey: signer.PublicKey(), ComputerName: "WIN-CLONE-B"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	newVM := func() *winsim.Host {
+		h, err := winsim.New(winsim.Options{StateDir: t.TempDir(), Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = h.Close() })
+		return h
+	}
+	image := newVM()
+	for _, script := range [][]byte{data, bootstrapData} {
+		clone := newVM()
+		if err := clone.CloneHostKeysOf(image); err != nil {
+			t.Fatal(err)
+		}
+		if clone.Fingerprint() != image.Fingerprint() {
+			t.Fatal("the clone does not have the image's host key to begin with")
+		}
+		if err := clone.RunUserData(script); err != nil {
+			t.Fatal(err)
+		}
+		first := clone.Fingerprint()
+		if first == image.Fingerprint() {
+			t.Errorf("after its first boot's script, the clone still presents the image's host key %s", first)
+		}
+		if err := clone.RunUserData(script); err != nil {
+			t.Fatal(err)
+		}
+		if again := clone.Fingerprint(); again != first {
+			t.Errorf("the script made the VM new host keys at its second boot: %s, then %s", first, again)
+		}
+	}
+}
