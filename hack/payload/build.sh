@@ -6,15 +6,17 @@
 #   win-bridge.exe, win-overlay.exe,      github.com/containernetworking/plugins, version pinned by
 #   host-local.exe                        hack/payload/cni/go.mod
 #   flanneld.exe                          github.com/flannel-io/flannel, version pinned by hack/payload/flannel/go.mod
+#   containerd.exe                        github.com/containerd/containerd/v2, version pinned by hack/payload/containerd/go.mod
+#   containerd-shim-runhcs-v1.exe         github.com/Microsoft/hcsshim, version pinned by hack/payload/hcsshim/go.mod
 #   winnode-agent.exe                     this repository's ./cmd/winnode-agent
 #   hybrid-overlay-node.exe               an INPUT FILE, only when given (below): the module proxy
 #                                         refuses github.com/ovn-org/ovn-kubernetes/go-controller
 #
 # Usage: hack/payload/build.sh [OUTPUT-DIR]
 #   OUTPUT-DIR defaults to $WINNODE_PAYLOAD_DIR, else <repo>/payload.
-#   It receives the seven programs and manifest.json (written with
+#   It receives the nine programs and manifest.json (written with
 #   internal/payload, then loaded back the way the operator loads it), and
-#   flags/{kubelet,kube-proxy,flanneld}.txt: the flags each program's --help
+#   flags/{kubelet,kube-proxy,flanneld,containerd}.txt: the flags each program's --help
 #   lists under Wine (installed by hack/wine/install.sh when missing), which
 #   the winsim stand-ins accept (hack/payload/update-standin-flags.sh);
 #   WINNODE_PAYLOAD_FLAGS=0 leaves them out.
@@ -63,6 +65,12 @@ flannel_version=$(modversion "$here/flannel" github.com/flannel-io/flannel)
 # Kubernetes programs' cache, and a new flannel rebuilds only flanneld.
 flannel_cache="${WINNODE_CACHE:-$HOME/.cache/winnode}/payload/flannel-$flannel_version-r1"
 mkdir -p "$flannel_cache"
+# containerd and its Windows shim: caches of their own, for the same reason.
+containerd_version=$(modversion "$here/containerd" github.com/containerd/containerd/v2)
+containerd_cache="${WINNODE_CACHE:-$HOME/.cache/winnode}/payload/containerd-$containerd_version-r1"
+hcsshim_version=$(modversion "$here/hcsshim" github.com/Microsoft/hcsshim)
+hcsshim_cache="${WINNODE_CACHE:-$HOME/.cache/winnode}/payload/hcsshim-$hcsshim_version-r1"
+mkdir -p "$containerd_cache" "$hcsshim_cache"
 
 # gobuild DIR OUTPUT PACKAGE LDFLAGS [TAGS]: one Windows build, as release
 # builds do it: static (no cgo), symbol tables stripped. Unlike release builds
@@ -118,6 +126,19 @@ upstream kubelet.exe "$here/kubernetes" k8s.io/kubernetes/cmd/kubelet "$k8s_ldfl
 # `flanneld.exe --version` prints.
 cache=$flannel_cache upstream flanneld.exe "$here/flannel" github.com/flannel-io/flannel "-X github.com/flannel-io/flannel/pkg/version.Version=$flannel_version"
 
+# containerd.exe as containerd's Makefile builds it (GO_LDFLAGS, GO_BUILDTAGS
+# urfave_cli_no_docs): `containerd.exe --version` prints
+# "containerd github.com/containerd/containerd/v2 v2.4.2 v2.4.2" (the proxy's
+# module has no commit to put in Revision; the version stands there).
+ctd=github.com/containerd/containerd/v2
+cache=$containerd_cache upstream containerd.exe "$here/containerd" $ctd/cmd/containerd \
+	"-X $ctd/version.Version=$containerd_version -X $ctd/version.Revision=$containerd_version -X $ctd/version.Package=$ctd" urfave_cli_no_docs
+# The shim's main.version and main.gitCommit are meant for -X (its main.go);
+# the commit is the proxy's record of the tag (Origin.Hash), else the version.
+hcsshim_commit=$(cd "$here/hcsshim" && go mod download -json "github.com/Microsoft/hcsshim@$hcsshim_version" | sed -n 's/^[[:space:]]*"Hash": "\([0-9a-f]*\)".*/\1/p' | head -n1)
+cache=$hcsshim_cache upstream containerd-shim-runhcs-v1.exe "$here/hcsshim" github.com/Microsoft/hcsshim/cmd/containerd-shim-runhcs-v1 \
+	"-X main.version=$hcsshim_version -X main.gitCommit=${hcsshim_commit:-$hcsshim_version}"
+
 # The flags each of kubelet.exe, kube-proxy.exe and flanneld.exe accepts,
 # from its own --help run under Wine (hack/wine/prefix.sh), recorded once
 # beside the program in the cache and copied to OUTPUT-DIR/flags/: the
@@ -160,6 +181,7 @@ record_flags() {
 record_flags kubelet.exe "$cache" pflag "$k8s_version"
 record_flags kube-proxy.exe "$cache" pflag "$k8s_version"
 record_flags flanneld.exe "$flannel_cache" goflag "$flannel_version"
+record_flags containerd.exe "$containerd_cache" urfave "$containerd_version"
 
 # The agent is this repository's own program: its version is the work tree's.
 agent_version=${WINNODE_VERSION:-$(git -C "$root" describe --tags --always --dirty 2>/dev/null || echo dev)}
@@ -177,6 +199,8 @@ for name in kubelet.exe kube-proxy.exe win-bridge.exe win-overlay.exe host-local
 	place "$name" "$cache/$name"
 done
 place flanneld.exe "$flannel_cache/flanneld.exe"
+place containerd.exe "$containerd_cache/containerd.exe"
+place containerd-shim-runhcs-v1.exe "$hcsshim_cache/containerd-shim-runhcs-v1.exe"
 place winnode-agent.exe "$agent_tmp/winnode-agent.exe"
 
 # hybrid-overlay-node.exe: an input file, checked to be a Windows program
@@ -209,7 +233,9 @@ fi
 	win-overlay.exe 'C:\k\cni\bin\win-overlay.exe' "$cni_version" \
 	host-local.exe 'C:\k\cni\bin\host-local.exe' "$cni_version" \
 	flanneld.exe 'C:\k\flanneld.exe' "$flannel_version" \
+	containerd.exe 'C:\k\containerd\containerd.exe' "$containerd_version" \
+	containerd-shim-runhcs-v1.exe 'C:\k\containerd\containerd-shim-runhcs-v1.exe' "$hcsshim_version" \
 	winnode-agent.exe 'C:\k\winnode-agent.exe' "$agent_version" \
 	"${hybrid[@]}")
-say "payload ready: kubernetes $k8s_version, CNI plugins $cni_version, flannel $flannel_version, agent $agent_version${hybrid_version:+, hybrid-overlay-node $hybrid_version (input file)}"
+say "payload ready: kubernetes $k8s_version, CNI plugins $cni_version, flannel $flannel_version, containerd $containerd_version, hcsshim $hcsshim_version, agent $agent_version${hybrid_version:+, hybrid-overlay-node $hybrid_version (input file)}"
 echo "$out"

@@ -50,6 +50,7 @@ func (in RenderInput) hybridOverlayService() Service {
 		Dependencies: []string{KubeletService},
 		StartType:    StartAuto,
 		Recovery:     serviceRecovery,
+		Environment:  in.proxyEnvironment(nil),
 	}
 }
 
