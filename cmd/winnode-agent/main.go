@@ -113,6 +113,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	root.AddCommand(removeCmd)
 
 	root.AddCommand(bootstrapCommand(ctx, stdin, withAgent))
+	root.AddCommand(rebootCommand(ctx, withAgent))
 	root.AddCommand(runServiceCommand(ctx, stdout, stderr, &code))
 
 	root.AddCommand(versionCommand(stdout))

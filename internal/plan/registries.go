@@ -115,17 +115,15 @@ func (r RegistryHosts) check() error {
 	if r.Host != DefaultRegistry && !validRegistryHost.MatchString(r.Host) {
 		return fmt.Errorf("registry %q: not a registry host (a DNS name or address, with an optional :port)", r.Host)
 	}
-	if r.Server.URL != "" {
-		if err := r.Server.check(); err != nil {
-			return fmt.Errorf("registry %s: server: %w", r.Host, err)
-		}
+	if err := r.Server.check(r.Server.URL == ""); err != nil {
+		return fmt.Errorf("registry %s: server: %w", r.Host, err)
 	}
 	seen := map[string]bool{}
 	for i, m := range r.Mirrors {
 		if m.URL == "" {
 			return fmt.Errorf("registry %s: mirror %d has no URL", r.Host, i+1)
 		}
-		if err := m.check(); err != nil {
+		if err := m.check(false); err != nil {
 			return fmt.Errorf("registry %s: mirror %s: %w", r.Host, m.URL, err)
 		}
 		if seen[m.URL] {
@@ -136,11 +134,14 @@ func (r RegistryHosts) check() error {
 	return nil
 }
 
-// check refuses an endpoint containerd cannot use.
-func (h RegistryHost) check() error {
-	u, err := url.Parse(h.URL)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
-		return fmt.Errorf("%q is not an http or https URL of a registry (scheme, host, optional path)", h.URL)
+// check refuses an endpoint containerd cannot use; defaultURL: its URL is
+// containerd's default (the registry's own server).
+func (h RegistryHost) check(defaultURL bool) error {
+	if !defaultURL {
+		u, err := url.Parse(h.URL)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+			return fmt.Errorf("%q is not an http or https URL of a registry (scheme, host, optional path)", h.URL)
+		}
 	}
 	for _, c := range h.Capabilities {
 		if !slices.Contains(registryCapabilities, c) {
@@ -240,3 +241,10 @@ func (r RegistryHosts) writeSettings(b *bytes.Buffer, h RegistryHost, table stri
 		fmt.Fprintf(b, "%s  %s = [%s]\n", indent, tomlString(k), strings.Join(quoted, ", "))
 	}
 }
+
+// CheckRegistry checks one registry's configuration as Render does.
+func CheckRegistry(r RegistryHosts) error { return r.check() }
+
+// RegistryFiles are the files a plan writes for one registry: its
+// hosts.toml and the CA files it names.
+func RegistryFiles(r RegistryHosts) []GeneratedFile { return r.files() }

@@ -111,6 +111,17 @@ const (
 	// or a file directly in it) is owned by someone who is not SYSTEM,
 	// Administrators or TrustedInstaller; File names it.
 	ErrUntrustedFolder ErrorCode = "UntrustedFolder"
+	// ErrWindowsFeature: a Windows feature the plan needs (Containers)
+	// could not be read or enabled.
+	ErrWindowsFeature ErrorCode = "WindowsFeature"
+	// ErrRebootRequired: a Windows feature the plan needs is enabled, and
+	// Windows finishes it only when it restarts: restart the host
+	// (`winnode-agent reboot`) and apply again. Nothing else was changed.
+	ErrRebootRequired ErrorCode = "RebootRequired"
+	// ErrRolledBack: a service did not start with the plan's new programs;
+	// the agent put the previous ones back, and the service runs again
+	// with them. Service names it.
+	ErrRolledBack ErrorCode = "RolledBack"
 )
 
 // Error is a failure the agent reports; it is also a Go error.
@@ -202,11 +213,19 @@ type OSInfo struct {
 	Build       string `json:"build"`       // "10.0.20348"
 }
 
-// ServiceInfo says whether a service exists and runs.
+// ServiceInfo says whether a service exists and runs, and whether it is
+// winnode's.
 type ServiceInfo struct {
 	Present bool   `json:"present"`
 	Running bool   `json:"running"`
 	State   string `json:"state,omitempty"`
+	// Winnode: its description is ServiceDescription, which winnode gives
+	// every service it creates (a containerd winnode installed, under
+	// containerRuntime Managed). Agents before it leave it out.
+	Winnode bool `json:"winnode,omitempty"`
+	// Command is its command line, for a service that is not winnode's
+	// (what an administrator needs to find it).
+	Command string `json:"command,omitempty"`
 }
 
 // InstalledPlan is the last plan applied to the host.

@@ -18,6 +18,7 @@ var Roots = []string{
 	KubeletLogDir,            // logs
 	KubeProxyLogDir,          //
 	FlanneldLogDir,           //
+	ContainerdLogDir,         //
 	`C:\ProgramData\winnode`, // the agent's own state
 }
 

@@ -19,13 +19,29 @@ package plan
 //     with error 1053. flanneld has no service mode at all.
 //   - hybrid-overlay-node answers the SCM itself (--windows-service) and
 //     writes its own log file (--logfile): hybridoverlay.go.
-//   - containerd is the host's, not the plan's.
+//   - containerd, where winnode manages it (RuntimeManaged): through
+//     run-service too, its output in ContainerdLogFile. containerd can
+//     answer the SCM itself (--run-service, what its --register-service
+//     writes; cmd/containerd/command/service_windows.go) and then writes
+//     its own --log-file, opened once and never rotated; Windows cannot
+//     rename a file another process holds open, so nothing else can rotate
+//     it either. Under run-service its log is every winnode service's
+//     (C:\var\log\<service>\<service>.log, rotated alike). What that
+//     costs: a stop ends containerd.exe at once instead of through its
+//     service handler's server.Stop, which containerd survives by design
+//     (its metadata is a transactional bolt database, and the shims, which
+//     run the containers, are processes of their own that it reconnects to
+//     when it starts again); and its panics reach the same log instead of
+//     a panic.log. The service is Running once run-service answers, so
+//     apply waits for containerd's pipe (Service.ReadyPipe) to know it
+//     runs. Under RuntimeExisting containerd is the host's, not the plan's.
 
 // Log files of the services the agent's run-service hosts.
 const (
 	KubeletLogFile   = KubeletLogDir + `\kubelet.log`
 	KubeProxyLogFile = KubeProxyLogDir + `\kube-proxy.log`
 	FlanneldLogFile  = FlanneldLogDir + `\flanneld.log`
+	// ContainerdLogFile is in containerd.go, with the rest of its layout.
 )
 
 // RunServiceCommand is the first argument of a service whose binary is the

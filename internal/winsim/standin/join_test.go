@@ -37,7 +37,7 @@ import (
 // and the stand-in also placed as C:\k\kubelet.exe.
 func newHost(t *testing.T, standin string) (*winsim.Host, fixture.Key) {
 	t.Helper()
-	h, key := fixture.SimHost(t, winsim.Options{StandinBinary: standin, BootDelay: 200 * time.Millisecond})
+	h, key := fixture.SimHost(t, winsim.Options{StandinBinary: standin, ForeignContainerd: true, BootDelay: 200 * time.Millisecond})
 	kubelet, _ := h.Path(`C:\k\kubelet.exe`)
 	data, err := os.ReadFile(standin)
 	if err != nil {
