@@ -62,6 +62,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		network        = fs.String("network", configure.NetworkAuto, configure.NetworkHelp)
 		platformFlag   = fs.String("platform", string(platform.Auto), platform.Help)
 		hybridCIDR     = fs.String("hybrid-cluster-cidr", "", configure.HybridClusterCIDRHelp)
+		runtimeFlag    = fs.String("container-runtime", "managed", inventory.ContainerRuntimeHelp+"; the mode of new instances (an instance's spec.containerRuntime says its own)")
+		trustedCA      = fs.String("trusted-ca-configmap", "", "on Kubernetes, a ConfigMap of the operator namespace whose ca-bundle.crt (PEM) the cluster's proxy needs trusted: added to each host's Trusted Root store (on OpenShift: the Proxy's spec.trustedCA)")
 		joinCreds      = fs.String("join-credentials", string(bootstrap.ModeAuto), "the kubelets' join credentials: auto (a bootstrap token when the API server accepts one, else a token of a ServiceAccount in the operator namespace), bootstrap-token or service-account")
 	)
 	zapOpts := zap.Options{}
@@ -72,6 +74,10 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	joinMode, plat, hybridClusterCIDR, err := checkFlags(*joinCreds, *network, *platformFlag, *hybridCIDR, *maxUnavailable)
 	if err != nil {
 		return err
+	}
+	runtimeMode, err := inventory.ParseContainerRuntime(*runtimeFlag)
+	if err != nil {
+		return fmt.Errorf("--container-runtime: %w", err)
 	}
 	csrPolicy, err := csrapproval.PolicyFromFlags(*nodeAddrCIDRs, *serviceCIDR)
 	if err != nil {
@@ -106,17 +112,22 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		// a configuration still running here.
 		LeaderElectionReleaseOnCancel: true,
 	}, controller.Options{
-		Namespace:         *namespace,
-		PayloadDir:        *payloadDir,
-		MaxConcurrent:     *maxConcurrent,
-		MaxUnavailable:    *maxUnavailable,
-		Version:           version,
-		CSRPolicy:         csrPolicy,
-		JoinCredentials:   joinMode,
-		Addresses:         inventory.AddressPolicy{Allowed: allowed},
-		Network:           *network,
-		Platform:          plat,
-		HybridClusterCIDR: hybridClusterCIDR,
+		Namespace:          *namespace,
+		PayloadDir:         *payloadDir,
+		MaxConcurrent:      *maxConcurrent,
+		MaxUnavailable:     *maxUnavailable,
+		Version:            version,
+		CSRPolicy:          csrPolicy,
+		JoinCredentials:    joinMode,
+		Addresses:          inventory.AddressPolicy{Allowed: allowed},
+		Network:            *network,
+		Platform:           plat,
+		HybridClusterCIDR:  hybridClusterCIDR,
+		ContainerRuntime:   runtimeMode,
+		TrustedCAConfigMap: *trustedCA,
+		// On Kubernetes, the cluster's proxy is the operator's own
+		// environment (OLM sets it from the cluster's proxy).
+		Proxy: configure.ProxyFromEnvironment(os.Getenv),
 	})
 	if err != nil {
 		return err

@@ -15,8 +15,10 @@ type HostSettings interface {
 	// restart to finish.
 	WindowsFeature(ctx context.Context, name string) (FeatureState, error)
 	EnableWindowsFeature(ctx context.Context, name string) (restart bool, err error)
-	// Reboot restarts the host after delay, giving reason.
+	// Reboot restarts the host after delay, giving reason; until the host
+	// is back, RebootPending says a restart is under way.
 	Reboot(ctx context.Context, reason string, delay time.Duration) error
+	RebootPending(ctx context.Context) (bool, error)
 	// DefenderRunning says whether Microsoft Defender Antivirus runs.
 	// Add and RemoveDefenderExclusion set and clear a process exclusion
 	// (idempotent).

@@ -47,6 +47,9 @@ func (a *Agent) Info(ctx context.Context) (*plan.Info, error) {
 			info.Containerd.Command = cfg.BinaryPathName
 		}
 	}
+	if info.RebootPending, err = a.Platform.RebootPending(ctx); err != nil {
+		return nil, &plan.Error{Code: plan.ErrHost, Message: "asking whether a restart is under way: " + err.Error()}
+	}
 	st, err := a.loadState()
 	if msg, untrusted := a.untrustedState(err); untrusted {
 		info.Warnings = append(info.Warnings, msg) // st is empty: no installed plan

@@ -33,6 +33,11 @@ func (s *simulated) Reboot(ctx context.Context, reason string, delay time.Durati
 	return s.scm.Reboot(ctx, simscm.Reboot{Reason: reason, Delay: delay})
 }
 
+func (s *simulated) RebootPending(ctx context.Context) (bool, error) {
+	r, err := s.scm.RebootState(ctx)
+	return r.Pending, err
+}
+
 func (s *simulated) DefenderRunning(ctx context.Context) (bool, error) {
 	d, err := s.scm.Defender(ctx)
 	return d.Running, err

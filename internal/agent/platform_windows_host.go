@@ -143,17 +143,43 @@ func (n *native) EnableWindowsFeature(_ context.Context, name string) (bool, err
 	return restart, err
 }
 
+// rebootKey is a volatile registry key (REG_OPTION_VOLATILE: Windows
+// keeps it in memory only) that Reboot creates: it exists from the restart
+// request until Windows starts again, which is what RebootPending reads.
+const rebootKey = `SOFTWARE\winnode-restart-requested`
+
+var procRegCreateKeyExW = windows.NewLazySystemDLL("advapi32.dll").NewProc("RegCreateKeyExW")
+
 // Reboot: InitiateSystemShutdownEx with a timeout, after enabling the
 // SeShutdownPrivilege an elevated administrator holds but has disabled.
 func (n *native) Reboot(_ context.Context, reason string, delay time.Duration) error {
 	if err := enablePrivilege("SeShutdownPrivilege"); err != nil {
 		return fmt.Errorf("restarting the host: %w", err)
 	}
+	var key windows.Handle
+	const regOptionVolatile = 1
+	if r, _, _ := procRegCreateKeyExW.Call(uintptr(windows.HKEY_LOCAL_MACHINE), uintptr(unsafe.Pointer(utf16(rebootKey))), 0, 0,
+		regOptionVolatile, uintptr(windows.KEY_WRITE), 0, uintptr(unsafe.Pointer(&key)), 0); r != 0 {
+		return fmt.Errorf("recording the restart (volatile key HKLM\\%s): %w", rebootKey, windows.Errno(r))
+	}
+	windows.RegCloseKey(key)
 	err := windows.InitiateSystemShutdownEx(nil, utf16(reason), uint32(delay/time.Second), true, true, shutdownReasonReconfigure)
 	if err != nil {
 		return fmt.Errorf("restarting the host (InitiateSystemShutdownEx): %w", err)
 	}
 	return nil
+}
+
+func (n *native) RebootPending(context.Context) (bool, error) {
+	k, err := registry.OpenKey(registry.LOCAL_MACHINE, rebootKey, registry.QUERY_VALUE)
+	if errors.Is(err, registry.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	k.Close()
+	return true, nil
 }
 
 func enablePrivilege(name string) error {

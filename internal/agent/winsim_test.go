@@ -89,7 +89,7 @@ func newSimHost(t *testing.T) *simHost {
 	h, key := fixture.SimHost(t, winsim.Options{
 		// The plans here rely on the host's containerd (hostServices).
 		StandinBinary: testenv.Binary(t, "cmd/winsim-standin"), ForeignContainerd: true,
-		Logger:        slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	client := fixture.Dial(t, h, key)
 	s := &simHost{t: t, host: h, ssh: client, scm: h.SCM()}

@@ -177,8 +177,11 @@ type Info struct {
 	DefaultIPv4 string   `json:"defaultIPv4"`
 	OS          OSInfo   `json:"os"`
 	// Containerd is the container runtime's service.
-	Containerd   ServiceInfo `json:"containerd"`
-	AgentVersion string      `json:"agentVersion"`
+	Containerd ServiceInfo `json:"containerd"`
+	// RebootPending: a restart (`winnode-agent reboot`) was asked for and
+	// has not happened yet. Agents before it leave it out.
+	RebootPending bool   `json:"rebootPending,omitempty"`
+	AgentVersion  string `json:"agentVersion"`
 	// InstalledPlan is nil on a host winnode never configured, and when
 	// the agent's state file failed validation (see Warnings).
 	InstalledPlan *InstalledPlan `json:"installedPlan,omitempty"`

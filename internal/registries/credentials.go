@@ -1,11 +1,11 @@
 package registries
 
 import (
-	"slices"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/winnode/winnode/internal/plan"

@@ -22,6 +22,7 @@ import (
 //	GET    /v1/features/{name}          -> Feature
 //	POST   /v1/features/{name}/enable   -> Feature (EnablePending until the next boot)
 //	POST   /v1/reboot          Reboot   -> the host restarts after Reboot.Delay
+//	GET    /v1/reboot                   -> RebootState (pending until the host is back)
 //	GET    /v1/defender                 -> Defender
 //	PUT    /v1/defender/exclusions?path=P   add a process exclusion
 //	DELETE /v1/defender/exclusions?path=P   remove it (no error if absent)
@@ -49,6 +50,11 @@ type Feature struct {
 type Reboot struct {
 	Reason string        `json:"reason"`
 	Delay  time.Duration `json:"delay"`
+}
+
+// RebootState says whether a restart was asked for and has not happened.
+type RebootState struct {
+	Pending bool `json:"pending"`
 }
 
 // Defender is Microsoft Defender Antivirus on the host: whether its
@@ -90,6 +96,11 @@ func (c *Client) EnableFeature(ctx context.Context, name string) (Feature, error
 
 func (c *Client) Reboot(ctx context.Context, r Reboot) error {
 	return c.do(ctx, http.MethodPost, "/v1/reboot", r, nil)
+}
+
+func (c *Client) RebootState(ctx context.Context) (RebootState, error) {
+	var r RebootState
+	return r, c.do(ctx, http.MethodGet, "/v1/reboot", nil, &r)
 }
 
 func (c *Client) Defender(ctx context.Context) (Defender, error) {

@@ -82,7 +82,6 @@ func WinsimMachineSet(name, userDataSecret string, replicas int32, labels map[st
 // machineAPI is the winsim-machine-api program.
 var machineAPI = &toolProgram{env: EnvMachineAPIBin, script: "hack/tools/build-machine-api.sh", what: "the Machine API's controllers"}
 
-
 // machineAPIControllers are the controllers the program runs, by the names
 // controller-runtime logs them under when their workers start.
 var machineAPIControllers = []string{"machineset_controller", "nodelink-controller", "machine-controller", "machine-drain-controller"}

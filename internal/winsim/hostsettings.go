@@ -35,6 +35,9 @@ type settings struct {
 	Exclusions []string `json:"exclusions,omitempty"`
 	// Root is LocalMachine\Root: DER by SHA-1 thumbprint.
 	Root map[string][]byte `json:"root"`
+	// rebootPending: a restart was asked for and has not happened (what
+	// Windows forgets at a restart, as a volatile registry key).
+	rebootPending bool
 }
 
 // loadSettings reads settings.json, or makes the settings of a new host:
@@ -78,6 +81,7 @@ func (s *settings) save() error {
 func (s *settings) boot() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.rebootPending = false
 	for name, st := range s.Features {
 		if st == simscm.FeatureEnablePending {
 			s.Features[name] = simscm.FeatureEnabled
@@ -133,12 +137,20 @@ func (h *Host) serveSettings(mux *http.ServeMux) {
 			return
 		}
 		h.log.Info("simulated: restart requested (InitiateSystemShutdownEx)", "reason", rb.Reason, "in", rb.Delay)
+		s.mu.Lock()
+		s.rebootPending = true
+		s.mu.Unlock()
 		time.AfterFunc(rb.Delay, func() {
 			if err := h.Reboot(); err != nil {
 				h.log.Warn("simulated: requested restart failed", "err", err)
 			}
 		})
 		apiJSON(w, struct{}{})
+	})
+	mux.HandleFunc("GET /v1/reboot", func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		apiJSON(w, simscm.RebootState{Pending: s.rebootPending})
 	})
 	h.serveDefender(mux)
 	h.serveRootStore(mux)

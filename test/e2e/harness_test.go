@@ -259,14 +259,24 @@ func (w *world) newHostNamed(t testing.TB, authorize bool, hostname string) *win
 // the default, or "2022").
 func (w *world) newHostOf(t testing.TB, authorize bool, hostname, build string) *winsim.Host {
 	t.Helper()
-	h, err := winsim.New(winsim.Options{
-		Build:         build,
-		Hostname:      hostname,
+	return w.newHostTuned(t, authorize, func(o *winsim.Options) { o.Hostname, o.Build = hostname, build })
+}
+
+// newHostTuned starts a simulated host with the options tune sets (a
+// foreign containerd, no Containers feature): a stock Windows Server
+// otherwise, with no container runtime.
+func (w *world) newHostTuned(t testing.TB, authorize bool, tune func(*winsim.Options)) *winsim.Host {
+	t.Helper()
+	opts := winsim.Options{
 		StateDir:      t.TempDir(),
 		StandinBinary: w.standin,
 		BootDelay:     500 * time.Millisecond,
 		Logger:        slog.New(slog.NewTextHandler(newTestWriter(t), &slog.HandlerOptions{Level: slog.LevelWarn})),
-	})
+	}
+	if tune != nil {
+		tune(&opts)
+	}
+	h, err := winsim.New(opts)
 	if err != nil {
 		t.Fatalf("simulated host: %v", err)
 	}

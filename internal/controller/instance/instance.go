@@ -37,6 +37,7 @@ import (
 	"github.com/winnode/winnode/internal/inventory"
 	"github.com/winnode/winnode/internal/openshift"
 	"github.com/winnode/winnode/internal/payload"
+	"github.com/winnode/winnode/internal/plan"
 	"github.com/winnode/winnode/internal/platform"
 )
 
@@ -100,6 +101,16 @@ type Reconciler struct {
 	OpenShift      client.Reader
 	// HybridClusterCIDR is handed to each Configurer (ovn-hybrid).
 	HybridClusterCIDR string
+	// ContainerRuntime is the mode a new instance without one gets
+	// (--container-runtime; "" is Managed): runtime.go.
+	ContainerRuntime winnodev1.ContainerRuntime
+	// Namespace is the operator's namespace: on Kubernetes the
+	// windows-registries ConfigMap, its credentials and TrustedCAConfigMap
+	// are read there and watched. Proxy is the operator's own proxy
+	// environment. All three are handed to each Configurer.
+	Namespace          string
+	TrustedCAConfigMap string
+	Proxy              plan.ProxyFacts
 	// Tune adjusts each Configurer (timeouts, test hooks).
 	Tune func(*configure.Configurer)
 
@@ -140,6 +151,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	if r.Platform == platform.OpenShift {
 		b = r.watchOpenShift(b)
+		b = r.watchRuntimeOpenShift(b)
+	} else if r.Namespace != "" {
+		b = r.watchRuntimeKubernetes(b)
 	}
 	return b.Complete(r)
 }
@@ -265,6 +279,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, fmt.Errorf("adding finalizer %s to WindowsInstance %s: %w", winnodev1.Finalizer, inst.Name, err)
 		}
 	}
+	if _, err := r.setContainerRuntime(ctx, inst); err != nil {
+		return ctrl.Result{}, err
+	}
 	if keyErr != nil {
 		return r.noKey(ctx, inst, keyErr)
 	}
@@ -291,6 +308,11 @@ func (r *Reconciler) configurer(ctx context.Context, inst *winnodev1.WindowsInst
 		PlatformReason:    r.PlatformReason,
 		OpenShift:         r.OpenShift,
 		HybridClusterCIDR: r.HybridClusterCIDR,
+
+		ContainerRuntime:   r.defaultRuntime(),
+		ConfigNamespace:    r.Namespace,
+		TrustedCAConfigMap: r.TrustedCAConfigMap,
+		Proxy:              r.Proxy,
 		Persist: func(ctx context.Context, inst *winnodev1.WindowsInstance) error {
 			return r.Client.Status().Update(ctx, inst)
 		},

@@ -1,6 +1,7 @@
 package standin
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -10,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/winnode/winnode/internal/simscm"
+	"github.com/winnode/winnode/internal/winsim/simpayload"
 )
 
 // ContainerdVersion is the version the simulated containerd reports (the
@@ -107,6 +109,9 @@ func containerd(ctx context.Context, log *logger, f *containerdFlags, explicitCo
 			return err
 		}
 	}
+	if faulty() {
+		return errors.New("simulated fault: this containerd.exe was built to fail at start (simpayload.Options.ContainerdFails)")
+	}
 	rt, err := loadContainerdConfig(log, f.config, explicitConfig)
 	if err != nil {
 		return err
@@ -146,6 +151,26 @@ func containersFeature(ctx context.Context) error {
 		return fmt.Errorf("failed to load plugin io.containerd.snapshotter.v1.windows: the Windows feature Containers is %s: vmcompute.dll: The specified module could not be found", state)
 	}
 	return nil
+}
+
+// faulty says whether this program's file ends with the fault marker of a
+// containerd built to fail (simpayload.ContainerdFault).
+func faulty() bool {
+	exe, err := os.Executable()
+	if err != nil {
+		return false
+	}
+	f, err := os.Open(exe)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	tail := make([]byte, 256)
+	if fi, err := f.Stat(); err == nil && fi.Size() > int64(len(tail)) {
+		_, _ = f.Seek(fi.Size()-int64(len(tail)), io.SeekStart)
+	}
+	n, _ := io.ReadFull(f, tail)
+	return bytes.HasSuffix(tail[:n], []byte(simpayload.ContainerdFault))
 }
 
 // flagSet says whether the flag was given on the command line, by one of

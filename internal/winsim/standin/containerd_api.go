@@ -95,7 +95,7 @@ func dialContainerd(endpoint string) (*containerdClient, error) {
 	}
 	pipe = strings.ReplaceAll(pipe, "/", `\`)
 	if !strings.HasPrefix(pipe, `\\`) {
-		pipe = `\` + pipe
+		pipe = `\\` + pipe // npipe://./pipe/x is \\.\pipe\x
 	}
 	sock, err := simscm.PipePathHere(pipe)
 	if err != nil {
