@@ -51,7 +51,10 @@ func (c *Configurer) rebootIfRequired(ctx context.Context, inst *winnodev1.Windo
 	rctx, cancel := context.WithTimeout(ctx, c.agentTimeout())
 	defer cancel()
 	var res plan.Result
-	err = cl.RunAgent(rctx, agent.HostPath, []string{"reboot", "--reason", "winnode: " + pe.Message}, nil, &res)
+	// The agent's default reason ("a Windows feature needs a restart"):
+	// the apply's message is free text, which no command line may carry
+	// (host.RunAgent refuses what the host's shell would interpret).
+	err = cl.RunAgent(rctx, agent.HostPath, []string{"reboot"}, nil, &res)
 	var unreachable *host.UnreachableError
 	if err != nil && !errors.As(err, &unreachable) {
 		// The restart was refused; a lost connection means it began.
