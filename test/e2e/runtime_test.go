@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -13,10 +14,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
+	"github.com/winnode/winnode/internal/payload"
 	"github.com/winnode/winnode/internal/plan"
 	"github.com/winnode/winnode/internal/simscm"
+	"github.com/winnode/winnode/internal/testenv"
+	"github.com/winnode/winnode/internal/testkit"
 	"github.com/winnode/winnode/internal/testkit/builder"
 	"github.com/winnode/winnode/internal/winsim"
+	"github.com/winnode/winnode/internal/winsim/simpayload"
 )
 
 // The container runtime (docs/containers.md): winnode installs containerd
@@ -170,4 +175,75 @@ func TestInstanceConfiguredBeforeIsSetToExisting(t *testing.T) {
 func fileExists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
+}
+
+// hostFileHas says whether the host's file ends with the simulated build
+// marker of build (simpayload.Options.ContainerdBuild).
+func hostFileHas(t testing.TB, h *winsim.Host, path, build string) bool {
+	t.Helper()
+	p, err := h.Path(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(p)
+	return err == nil && strings.Contains(string(data), "winnode simulated build "+build+"\n")
+}
+
+// containerd upgrades with the payload: a new containerd.exe moves the
+// node through Upgrading and replaces the running one; a new one that
+// fails to start is rolled back to the previous binaries, which run again,
+// and the instance says RolledBack.
+func TestContainerdUpgradeAndRollback(t *testing.T) {
+	w := getWorld(t)
+	pr := w.recordPhases(t)
+	h := w.newHost(t)
+	op := w.startOperator(t, operatorOptions{})
+	w.instanceFor(t, "ctd-upgrade", h)
+	w.waitReady(t, "ctd-upgrade", 3*time.Minute)
+	before, err := h.Services().Get("containerd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	op.stop()
+
+	payloadWith := func(o simpayload.Options) (string, *payload.Manifest) {
+		hostLocal, err := testenv.HostLocal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir := t.TempDir()
+		o.AgentBinary, o.StandinBinary, o.HostLocalBinary = w.agent, w.standin, hostLocal
+		m, err := simpayload.Build(dir, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return dir, m
+	}
+	dir, m := payloadWith(simpayload.Options{ContainerdBuild: "2"})
+	op = w.startOperator(t, operatorOptions{payloadDir: dir, payload: m})
+	testkit.Eventually(t, 3*time.Minute, "the host to run containerd build 2", func() (bool, string) {
+		inst := w.get(t, "ctd-upgrade")
+		return inst.Status.Phase == winnodev1.PhaseReady && hostFileHas(t, h, simpayload.ContainerdHostPath, "2"),
+			fmt.Sprintf("phase %s step %s lastError %q", inst.Status.Phase, inst.Status.Step, inst.Status.LastError)
+	})
+	pr.waitEndsWith(t, "ctd-upgrade", winnodev1.PhaseReady, winnodev1.PhaseUpgrading, winnodev1.PhaseReady)
+	after, err := h.Services().Get("containerd")
+	if err != nil || after.Status.State != simscm.Running || after.Status.PID == before.Status.PID {
+		t.Errorf("containerd after the upgrade: %v pid %d (was %d), %v: want a new process running", after.Status.State, after.Status.PID, before.Status.PID, err)
+	}
+	op.stop()
+
+	dir, m = payloadWith(simpayload.Options{ContainerdBuild: "3", ContainerdFails: true})
+	w.startOperator(t, operatorOptions{payloadDir: dir, payload: m})
+	inst := w.waitCondition(t, "ctd-upgrade", winnodev1.ConditionConfigured, "False", winnodev1.ReasonRolledBack, 3*time.Minute)
+	if !strings.Contains(inst.Status.LastError, "containerd") {
+		t.Errorf("lastError %q does not name containerd", inst.Status.LastError)
+	}
+	if !hostFileHas(t, h, simpayload.ContainerdHostPath, "2") {
+		t.Error("containerd.exe is not the previous build (2) after the rollback")
+	}
+	ctd, err := h.Services().Get("containerd")
+	if err != nil || ctd.Status.State != simscm.Running {
+		t.Errorf("containerd after the rollback: %v, %v: want the previous one running", ctd.Status.State, err)
+	}
 }
