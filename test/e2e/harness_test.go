@@ -49,6 +49,7 @@ import (
 	"github.com/winnode/winnode/internal/fixture"
 	"github.com/winnode/winnode/internal/inventory"
 	"github.com/winnode/winnode/internal/payload"
+	"github.com/winnode/winnode/internal/plan"
 	"github.com/winnode/winnode/internal/testenv"
 	"github.com/winnode/winnode/internal/testkit"
 	"github.com/winnode/winnode/internal/testkit/builder"
@@ -387,6 +388,9 @@ type operatorOptions struct {
 	// --hybrid-cluster-cidr.
 	network           string
 	hybridClusterCIDR string
+	// proxy is the cluster-wide proxy (the operator's HTTP_PROXY,
+	// HTTPS_PROXY and NO_PROXY on Kubernetes).
+	proxy plan.ProxyFacts
 }
 
 // startOperator runs the operator until the test ends or op.stop.
@@ -412,6 +416,7 @@ func (w *world) startOperator(t testing.TB, o operatorOptions) *operator {
 		RetryMax:          5 * time.Second,
 		Network:           o.network,
 		HybridClusterCIDR: o.hybridClusterCIDR,
+		Proxy:             o.proxy,
 		// The simulated hosts have loopback addresses (127.0.0.10 and up).
 		Addresses: inventory.AddressPolicy{Allowed: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}},
 		TuneInstance: func(c *configure.Configurer) {
