@@ -257,7 +257,8 @@ func TestAddRefusals(t *testing.T) {
 		t.Errorf("a refused key: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.out, r.err)
 	}
 
-	// A host without a container runtime: stops at info, says what to do.
+	// A host without a container runtime, told to rely on its own
+	// (--container-runtime existing): stops at info, says what to do.
 	bare, err := winsim.New(winsim.Options{StateDir: t.TempDir()}) // no containerd
 	if err != nil {
 		t.Fatal(err)
@@ -273,8 +274,9 @@ func TestAddRefusals(t *testing.T) {
 	if err := bare.AuthorizeKey(signer.PublicKey()); err != nil {
 		t.Fatal(err)
 	}
-	r = run(t, "", "add", bare.IP(), "--port", strconv.Itoa(bare.Port()), "--ssh-key", keyFile, "--allow-addresses", simHosts, "--kubeconfig", kc, "--payload-dir", payloadDir, "--timeout", "1m")
-	if r.code != ExitFailed || !strings.Contains(r.out, "✗ info") || !strings.Contains(r.err, "containerd") {
+	r = run(t, "", "add", bare.IP(), "--port", strconv.Itoa(bare.Port()), "--ssh-key", keyFile, "--allow-addresses", simHosts, "--kubeconfig", kc, "--payload-dir", payloadDir, "--timeout", "1m",
+		"--container-runtime", "existing")
+	if r.code != ExitFailed || !strings.Contains(r.out, "✗ info") || !strings.Contains(r.err, "containerd service is not installed") {
 		t.Errorf("a host without containerd: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.out, r.err)
 	}
 
