@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	configv1 "github.com/openshift/api/config/v1"
 	machinev1 "github.com/openshift/api/machine/v1beta1"
 	"golang.org/x/crypto/ssh"
 	corev1 "k8s.io/api/core/v1"
@@ -178,6 +179,9 @@ func newWorld(t testing.TB, env *testenv.Env, kind apiServerKind) (*world, error
 		return nil, err
 	}
 	if err := machinev1.Install(w.scheme); err != nil {
+		return nil, err
+	}
+	if err := configv1.Install(w.scheme); err != nil {
 		return nil, err
 	}
 	if err := clusterv1.AddToScheme(w.scheme); err != nil {
@@ -391,6 +395,8 @@ type operatorOptions struct {
 	// proxy is the cluster-wide proxy (the operator's HTTP_PROXY,
 	// HTTPS_PROXY and NO_PROXY on Kubernetes).
 	proxy plan.ProxyFacts
+	// trustedCA is --trusted-ca-configmap.
+	trustedCA string
 }
 
 // startOperator runs the operator until the test ends or op.stop.
@@ -407,16 +413,17 @@ func (w *world) startOperator(t testing.TB, o operatorOptions) *operator {
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
 		Logger:                 logr.FromSlogHandler(slog.NewTextHandler(newTestWriter(t), &slog.HandlerOptions{Level: slog.LevelInfo})),
 	}, controller.Options{
-		Namespace:         Namespace,
-		PayloadDir:        payloadDir,
-		Payload:           manifest,
-		MaxConcurrent:     10,
-		MaxUnavailable:    o.maxUnavailable,
-		Version:           cmp.Or(o.version, operatorVersion),
-		RetryMax:          5 * time.Second,
-		Network:           o.network,
-		HybridClusterCIDR: o.hybridClusterCIDR,
-		Proxy:             o.proxy,
+		Namespace:          Namespace,
+		PayloadDir:         payloadDir,
+		Payload:            manifest,
+		MaxConcurrent:      10,
+		MaxUnavailable:     o.maxUnavailable,
+		Version:            cmp.Or(o.version, operatorVersion),
+		RetryMax:           5 * time.Second,
+		Network:            o.network,
+		HybridClusterCIDR:  o.hybridClusterCIDR,
+		Proxy:              o.proxy,
+		TrustedCAConfigMap: o.trustedCA,
 		// The simulated hosts have loopback addresses (127.0.0.10 and up).
 		Addresses: inventory.AddressPolicy{Allowed: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}},
 		TuneInstance: func(c *configure.Configurer) {

@@ -8,6 +8,7 @@ import (
 	"crypto/rand"
 	"encoding/pem"
 	"fmt"
+	configv1 "github.com/openshift/api/config/v1"
 	"os"
 	"strings"
 	"sync"
@@ -116,6 +117,8 @@ func TestOpenShiftBYOH(t *testing.T) {
 		}
 		t.Logf("kubelet CA rotated: plan %s -> %s", before, after)
 	})
+
+	t.Run("image digest mirror set", func(t *testing.T) { testImageDigestMirrorSet(t, w, h, inst.Status.NodeName) })
 
 	if got := tokens.added(); len(got) > 0 {
 		t.Errorf("bootstrap-token Secrets were created on the openshift flavor: %v", got)
@@ -243,4 +246,40 @@ func (w *world) watchBootstrapTokenSecrets(t *testing.T) *tokenSecrets {
 	}()
 	t.Cleanup(wt.Stop)
 	return ts
+}
+
+// testImageDigestMirrorSet: an ImageDigestMirrorSet reaches the host as
+// hosts.toml with no restart of the host or of containerd, and the next
+// pull by digest goes to the mirror, under the mirror's organisation path.
+func testImageDigestMirrorSet(t *testing.T, w *world, h *winsim.Host, node string) {
+	boot, containerd := bootTime(t, h), servicePID(t, h, "containerd")
+	mirror := newRegistry(t)
+	idms := &configv1.ImageDigestMirrorSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "e2e-mirror"},
+		Spec: configv1.ImageDigestMirrorSetSpec{ImageDigestMirrors: []configv1.ImageDigestMirrors{{
+			Source:  "registry.example.com/team",
+			Mirrors: []configv1.ImageMirror{configv1.ImageMirror(strings.TrimPrefix(mirror.URL, "http://") + "/mirrored-team")},
+		}}},
+	}
+	if err := w.client.Create(context.Background(), idms); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = w.client.Delete(context.Background(), idms) })
+	hostsToml := plan.RegistryDir + `\registry.example.com\hosts.toml`
+	testkit.Eventually(t, 2*time.Minute, hostsToml+" naming the mirror", func() (bool, string) {
+		p, _ := h.Path(hostsToml)
+		data, _ := os.ReadFile(p)
+		return strings.Contains(string(data), "mirrored-team"), string(data)
+	})
+	if !bootTime(t, h).Equal(boot) {
+		t.Error("the host restarted for a mirror set")
+	}
+	if pid := servicePID(t, h, "containerd"); pid != containerd {
+		t.Errorf("containerd restarted (pid %d, was %d) for a mirror set", pid, containerd)
+	}
+	digest := "sha256:" + strings.Repeat("ab", 32)
+	w.runImage(t, node, "by-digest", "registry.example.com/team/app@"+digest)
+	if ok, seen := mirror.saw("/v2/mirrored-team/app/manifests/" + digest); !ok {
+		t.Errorf("the pull did not go to the mirror; it saw: %s", seen)
+	}
 }

@@ -2,6 +2,9 @@ package e2e
 
 import (
 	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"encoding/pem"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -13,12 +16,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	certutil "k8s.io/client-go/util/cert"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/plan"
 	"github.com/winnode/winnode/internal/registries"
 	"github.com/winnode/winnode/internal/testkit"
 	"github.com/winnode/winnode/internal/winsim"
+	"github.com/winnode/winnode/internal/winsim/simpayload"
 )
 
 // registry is an HTTP endpoint a test runs for the stand-in containerd to
@@ -179,5 +184,54 @@ func TestProxyChangeRestartsServicesNotTheHost(t *testing.T) {
 	w.runImage(t, inst.Status.NodeName, "through-proxy", "registry.example.com/team/app:2")
 	if ok, seen := proxy.saw("http://registry.example.com/v2/team/app/manifests/2"); !ok {
 		t.Errorf("the pull did not go through the proxy; it saw: %s", seen)
+	}
+}
+
+// The proxy's CA bundle (on Kubernetes the ConfigMap --trusted-ca-configmap
+// names) goes into the machine's Root store, and only what winnode added
+// leaves it when the host is deconfigured; Defender gets process
+// exclusions for winnode's programs only on a host where it runs.
+func TestTrustedCAAndDefenderExclusions(t *testing.T) {
+	w := getWorld(t)
+	certPEM, _, err := certutil.GenerateSelfSignedCertKey("proxy-ca.example.com", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, _ := pem.Decode(certPEM)
+	sum := sha1.Sum(block.Bytes)
+	thumbprint := hex.EncodeToString(sum[:])
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "proxy-ca", Namespace: Namespace}, Data: map[string]string{"ca-bundle.crt": string(certPEM)}}
+	if _, err := w.kube.CoreV1().ConfigMaps(Namespace).Create(context.Background(), cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = w.kube.CoreV1().ConfigMaps(Namespace).Delete(context.Background(), cm.Name, metav1.DeleteOptions{})
+	})
+
+	defended := w.newHostTuned(t, true, func(o *winsim.Options) { o.Defender = true })
+	plain := w.newHost(t)
+	w.startOperator(t, operatorOptions{trustedCA: cm.Name})
+	w.instanceFor(t, "defended", defended)
+	w.instanceFor(t, "plain", plain)
+	inst := w.waitReady(t, "defended", 3*time.Minute)
+	w.waitReady(t, "plain", 3*time.Minute)
+	for _, h := range []*winsim.Host{defended, plain} {
+		if !slices.Contains(h.RootCertificates(), thumbprint) {
+			t.Errorf("host %s: the proxy's CA %s is not in LocalMachine\\Root: %v", h.Hostname(), thumbprint, h.RootCertificates())
+		}
+	}
+	if ex := defended.DefenderExclusions(); !slices.ContainsFunc(ex, func(p string) bool { return strings.EqualFold(p, simpayload.ContainerdHostPath) }) {
+		t.Errorf("Defender exclusions %v lack %s", ex, simpayload.ContainerdHostPath)
+	}
+	if ex := plain.DefenderExclusions(); len(ex) != 0 {
+		t.Errorf("Defender exclusions %v on a host where Defender does not run", ex)
+	}
+
+	if err := w.client.Delete(context.Background(), inst); err != nil {
+		t.Fatal(err)
+	}
+	w.waitGone(t, "defended", 2*time.Minute)
+	if roots := defended.RootCertificates(); slices.Contains(roots, thumbprint) {
+		t.Errorf("the proxy's CA is still in LocalMachine\\Root after deconfiguration: %v", roots)
 	}
 }
