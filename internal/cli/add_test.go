@@ -113,7 +113,7 @@ func TestAddThenRemove(t *testing.T) {
 		t.Errorf("status after add: exit %d\n%s%s", r.code, r.out, r.err)
 	}
 	// ssh finds it by node name and checks the pinned key.
-	r = run(t, "", "ssh", "--kubeconfig", kc, "--ssh-key", keyFile, "--port", port, nodeName, "--", winsim.ContainerdPath, "--version")
+	r = run(t, "", "ssh", "--kubeconfig", kc, "--ssh-key", keyFile, "--port", port, nodeName, "--", managedContainerd, "--version")
 	if r.code != 0 || !strings.Contains(r.out, "containerd") {
 		t.Errorf("ssh to the added node: exit %d, stdout %q, stderr %q", r.code, r.out, r.err)
 	}
@@ -218,8 +218,8 @@ func TestAddThenRemove(t *testing.T) {
 	if got := serviceNames(h); slices.Contains(got, "kubelet") || slices.Contains(got, "kube-proxy") {
 		t.Errorf("services left on the host after remove: %v", got)
 	}
-	if !slices.Contains(serviceNames(h), "containerd") {
-		t.Errorf("remove took containerd away, which winnode did not install: %v", serviceNames(h))
+	if slices.Contains(serviceNames(h), "containerd") {
+		t.Errorf("remove left the containerd winnode installed: %v", serviceNames(h))
 	}
 	var secrets corev1.SecretList
 	if err := cl.c.List(ctx, &secrets, client.InNamespace("kube-system")); err != nil {
@@ -296,7 +296,7 @@ func TestAddRefusals(t *testing.T) {
 		t.Errorf("a changed host key: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.out, r.err)
 	}
 	// ssh refuses it too.
-	r = run(t, "", "ssh", "--kubeconfig", kc, "--ssh-key", keyFile, "--port", h2port, h2.IP(), "--", winsim.ContainerdPath, "--version")
+	r = run(t, "", "ssh", "--kubeconfig", kc, "--ssh-key", keyFile, "--port", h2port, h2.IP(), "--", managedContainerd, "--version")
 	if r.code != ExitSSHFailed || !strings.Contains(r.err, "presented host key") {
 		t.Errorf("ssh to a host with a changed key: exit %d, stderr %q", r.code, r.err)
 	}
@@ -422,7 +422,7 @@ func TestAddOnPlainCluster(t *testing.T) {
 	if r.code != ExitOK || !strings.Contains(r.out, nodeName) || !strings.Contains(r.err, "does not know WindowsInstances") {
 		t.Errorf("status: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.out, r.err)
 	}
-	r = run(t, "", "ssh", "--kubeconfig", kc, "--ssh-key", keyFile, "--port", port, nodeName, "--", winsim.ContainerdPath, "--version")
+	r = run(t, "", "ssh", "--kubeconfig", kc, "--ssh-key", keyFile, "--port", port, nodeName, "--", managedContainerd, "--version")
 	if r.code != 0 || !strings.Contains(r.out, "containerd") {
 		t.Errorf("ssh: exit %d, stdout %q, stderr %q", r.code, r.out, r.err)
 	}
@@ -487,3 +487,7 @@ func TestAddHostKeyPinnedBeforeFirstContact(t *testing.T) {
 		t.Fatalf("the right --host-key: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.out, r.err)
 	}
 }
+
+// managedContainerd is where the containerd winnode installs runs
+// (winnodectl add's default, --container-runtime managed).
+const managedContainerd = simpayload.ContainerdHostPath
