@@ -58,7 +58,24 @@ import (
 	"github.com/winnode/winnode/internal/winsim/simpayload"
 )
 
-func TestMain(m *testing.M) { testenv.Main(m) }
+func TestMain(m *testing.M) { testenv.Main(removingPayloads{m}) }
+
+// removingPayloads runs the tests, then removes the worlds' payload
+// folders (a few hundred MB each, which every run would otherwise leave
+// in the temporary folder).
+type removingPayloads struct{ *testing.M }
+
+func (r removingPayloads) Run() int {
+	code := r.M.Run()
+	shared.Lock()
+	defer shared.Unlock()
+	for _, w := range shared.worlds {
+		if w != nil && w.payloadDir != "" {
+			_ = os.RemoveAll(w.payloadDir)
+		}
+	}
+	return code
+}
 
 // Namespace is the operator's namespace in these tests.
 const Namespace = "winnode-system"

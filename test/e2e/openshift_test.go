@@ -250,7 +250,8 @@ func (w *world) watchBootstrapTokenSecrets(t *testing.T) *tokenSecrets {
 
 // testImageDigestMirrorSet: an ImageDigestMirrorSet reaches the host as
 // hosts.toml with no restart of the host or of containerd, and the next
-// pull by digest goes to the mirror, under the mirror's organisation path.
+// pull by digest goes to the mirror, under the mirror's organisation path
+// (the source's own path, which containerd appends, ends the mirror's).
 func testImageDigestMirrorSet(t *testing.T, w *world, h *winsim.Host, node string) {
 	boot, containerd := bootTime(t, h), servicePID(t, h, "containerd")
 	mirror := newRegistry(t)
@@ -258,7 +259,7 @@ func testImageDigestMirrorSet(t *testing.T, w *world, h *winsim.Host, node strin
 		ObjectMeta: metav1.ObjectMeta{Name: "e2e-mirror"},
 		Spec: configv1.ImageDigestMirrorSetSpec{ImageDigestMirrors: []configv1.ImageDigestMirrors{{
 			Source:  "registry.example.com/team",
-			Mirrors: []configv1.ImageMirror{configv1.ImageMirror(strings.TrimPrefix(mirror.URL, "http://") + "/mirrored-team")},
+			Mirrors: []configv1.ImageMirror{configv1.ImageMirror(strings.TrimPrefix(mirror.URL, "http://") + "/mirrored/team")},
 		}}},
 	}
 	if err := w.client.Create(context.Background(), idms); err != nil {
@@ -269,7 +270,7 @@ func testImageDigestMirrorSet(t *testing.T, w *world, h *winsim.Host, node strin
 	testkit.Eventually(t, 2*time.Minute, hostsToml+" naming the mirror", func() (bool, string) {
 		p, _ := h.Path(hostsToml)
 		data, _ := os.ReadFile(p)
-		return strings.Contains(string(data), "mirrored-team"), string(data)
+		return strings.Contains(string(data), "/mirrored"), string(data)
 	})
 	if !bootTime(t, h).Equal(boot) {
 		t.Error("the host restarted for a mirror set")
@@ -279,7 +280,7 @@ func testImageDigestMirrorSet(t *testing.T, w *world, h *winsim.Host, node strin
 	}
 	digest := "sha256:" + strings.Repeat("ab", 32)
 	w.runImage(t, node, "by-digest", "registry.example.com/team/app@"+digest)
-	if ok, seen := mirror.saw("/v2/mirrored-team/app/manifests/" + digest); !ok {
+	if ok, seen := mirror.saw("/mirrored/team/app/manifests/" + digest); !ok {
 		t.Errorf("the pull did not go to the mirror; it saw: %s", seen)
 	}
 }
