@@ -25,6 +25,9 @@ var builtFrom = map[string]string{
 	"host-local.exe":    "github.com/containernetworking/plugins",
 	"flanneld.exe":      "github.com/flannel-io/flannel",
 	"winnode-agent.exe": "github.com/winnode/winnode",
+	// The managed container runtime (docs/containers.md).
+	"containerd.exe":                "github.com/containerd/containerd/v2",
+	"containerd-shim-runhcs-v1.exe": "github.com/Microsoft/hcsshim",
 }
 
 // inputFiles are the files a payload has only when its build was given
@@ -158,6 +161,8 @@ func TestBuiltPayloadIsWindowsAMD64(t *testing.T) {
 				"github.com/containernetworking/plugins": "-X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion=" + entry.Version,
 				"github.com/winnode/winnode":             "-X main.version=" + entry.Version,
 				"github.com/flannel-io/flannel":          "-X github.com/flannel-io/flannel/pkg/version.Version=" + entry.Version,
+				"github.com/containerd/containerd/v2":    "-X github.com/containerd/containerd/v2/version.Version=" + entry.Version + " ",
+				"github.com/Microsoft/hcsshim":           "-X main.version=" + entry.Version + " ",
 			}[module]
 			if !strings.Contains(settings["-ldflags"]+" ", want) {
 				t.Errorf("-ldflags %q does not contain %q", settings["-ldflags"], want)
