@@ -123,10 +123,10 @@ func (b *mirrorBuilder) build(creds Credentials) []plan.RegistryHosts {
 		}
 		r := plan.RegistryHosts{Host: host}
 		for _, m := range ms {
-			r.Mirrors = append(r.Mirrors, plan.RegistryHost{URL: m.url, Capabilities: m.capabilities()})
+			r.Mirrors = append(r.Mirrors, plan.RegistryHost{URL: m.url, Capabilities: m.capabilities(), OverridePath: overridePath(m.url)})
 		}
 		if b.never[host] {
-			r.Server = plan.RegistryHost{URL: ms[0].url, Capabilities: ms[0].capabilities()}
+			r.Server = plan.RegistryHost{URL: ms[0].url, Capabilities: ms[0].capabilities(), OverridePath: overridePath(ms[0].url)}
 		}
 		out = append(out, creds.Apply(r))
 	}
@@ -172,7 +172,18 @@ func mirrorURL(sourcePath, m string) (string, bool) {
 	}
 	u := "https://" + host
 	if mpath != "" {
-		u += "/" + mpath
+		// An organisation's path goes after the API root: containerd
+		// appends /v2 to a host's path unless override_path, so the
+		// mirror is written with its /v2 and override_path (containerd's
+		// docs/hosts.md, "override_path"), as the Windows Machine Config
+		// Operator writes it.
+		u += "/v2/" + mpath
 	}
 	return u, true
+}
+
+// overridePath says whether a mirror URL of mirrorURL names the API root
+// itself (an organisation's path after /v2).
+func overridePath(url string) bool {
+	return strings.Contains(strings.TrimPrefix(url, "https://"), "/")
 }

@@ -108,7 +108,8 @@ func errorsText(errs []error) string {
 
 // OpenShift's mirror sets, as the Windows Machine Config Operator reads
 // them: digest mirrors pull, tag mirrors also resolve, organisation paths
-// kept, NeverContactSource makes the first mirror the server.
+// kept (after /v2, with override_path), NeverContactSource makes the first
+// mirror the server.
 func TestFromMirrorSets(t *testing.T) {
 	idms := []configv1.ImageDigestMirrorSet{{
 		ObjectMeta: metav1.ObjectMeta{Name: "b"},
@@ -128,14 +129,14 @@ func TestFromMirrorSets(t *testing.T) {
 		t.Fatalf("registries %+v", regs)
 	}
 	quay, redhat := regs[0], regs[1]
-	if quay.Host != "quay.io" || len(quay.Mirrors) != 1 || quay.Mirrors[0].URL != "https://mirror.example.com:5000/org" ||
+	if quay.Host != "quay.io" || len(quay.Mirrors) != 1 || quay.Mirrors[0].URL != "https://mirror.example.com:5000/v2/org" || !quay.Mirrors[0].OverridePath ||
 		!slices.Equal(quay.Mirrors[0].Capabilities, []string{"pull", "resolve"}) || quay.Server.URL != "" {
 		t.Errorf("quay.io %+v", quay)
 	}
 	if len(warnings) != 1 || !strings.Contains(warnings[0], "other.example.com/ocp") {
 		t.Errorf("warnings %q: want the mirror whose path cannot be expressed", warnings)
 	}
-	if redhat.Server.URL != "https://mirror.example.com/redhat" || !slices.Equal(redhat.Mirrors[0].Capabilities, []string{"pull"}) {
+	if redhat.Server.URL != "https://mirror.example.com/v2/redhat" || !redhat.Server.OverridePath || !slices.Equal(redhat.Mirrors[0].Capabilities, []string{"pull"}) {
 		t.Errorf("registry.redhat.io %+v: NeverContactSource makes the first mirror the server", redhat)
 	}
 	if got := redhat.Mirrors[0].Header["authorization"]; !slices.Equal(got, []string{"Basic dTpw"}) {

@@ -275,7 +275,7 @@ func testImageDigestMirrorSet(t *testing.T, w *world, h *winsim.Host) {
 	testkit.Eventually(t, 2*time.Minute, hostsToml+" naming the mirror", func() (bool, string) {
 		p, _ := h.Path(hostsToml)
 		data, _ := os.ReadFile(p)
-		return strings.Contains(string(data), "/mirrored"), string(data)
+		return strings.Contains(string(data), "/v2/mirrored") && strings.Contains(string(data), "override_path = true"), string(data)
 	})
 	if !bootTime(t, h).Equal(boot) {
 		t.Error("the host restarted for a mirror set")
@@ -289,7 +289,7 @@ func testImageDigestMirrorSet(t *testing.T, w *world, h *winsim.Host) {
 	if err := pullOnHost(h, "registry.example.com/team/app@"+digest); err != nil {
 		t.Errorf("pulling through the mirror: %v", err)
 	}
-	if ok, seen := mirror.saw("/mirrored/team/app/manifests/" + digest); !ok {
+	if ok, seen := mirror.saw("HEAD /v2/mirrored/team/app/manifests/" + digest); !ok {
 		t.Errorf("the pull did not go to the mirror; it saw: %s", seen)
 	}
 }
