@@ -961,6 +961,42 @@ func TestContainerfileMatchesTreeAndManifests(t *testing.T) {
 			t.Errorf("go.mod replaces a module with %s, which the Containerfile does not copy before `go mod download`", m[1])
 		}
 	}
+	checkPayloadBuildSources(t, root, text)
+}
+
+// checkPayloadBuildSources: every script hack/payload/build.sh sources must
+// be in the image's build context, or the image's payload build stops at
+// its first line. The Wine helpers are sourced only to record the
+// stand-ins' flag lists, which the image leaves out (WINNODE_PAYLOAD_FLAGS=0).
+func checkPayloadBuildSources(t *testing.T, root, containerfile string) {
+	t.Helper()
+	if !strings.Contains(containerfile, "WINNODE_PAYLOAD_FLAGS=0 hack/payload/build.sh") {
+		t.Error("the Containerfile builds the payload without WINNODE_PAYLOAD_FLAGS=0, which needs Wine in the image")
+	}
+	script, err := os.ReadFile(filepath.Join(root, "hack/payload/build.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sourced := regexp.MustCompile(`(?m)^\s*source "\$root/(\S+)"`).FindAllStringSubmatch(string(script), -1)
+	if len(sourced) == 0 {
+		t.Fatal("found no `source \"$root/...\"` line in hack/payload/build.sh; the scan is broken")
+	}
+	for _, m := range sourced {
+		path := m[1]
+		if strings.HasPrefix(path, "hack/wine/") {
+			continue
+		}
+		copied := false
+		for _, line := range strings.Split(containerfile, "\n") {
+			f := strings.Fields(line)
+			if len(f) >= 3 && f[0] == "COPY" && !strings.HasPrefix(f[1], "--") && strings.HasPrefix(path, strings.TrimSuffix(f[1], "/")) {
+				copied = true
+			}
+		}
+		if !copied {
+			t.Errorf("hack/payload/build.sh sources %s, which the Containerfile does not copy", path)
+		}
+	}
 }
 
 // readObjects decodes every object of a YAML file under config/.

@@ -71,6 +71,12 @@ containerd_cache="${WINNODE_CACHE:-$HOME/.cache/winnode}/payload/containerd-$con
 hcsshim_version=$(modversion "$here/hcsshim" github.com/Microsoft/hcsshim)
 hcsshim_cache="${WINNODE_CACHE:-$HOME/.cache/winnode}/payload/hcsshim-$hcsshim_version-r1"
 mkdir -p "$containerd_cache" "$hcsshim_cache"
+# One payload build at a time on this machine: two builds started side by
+# side (test packages, work trees) would otherwise compile the same program
+# into the same .tmp file at once. Waiting is cheaper: a warm build takes
+# seconds.
+exec 8>"${WINNODE_CACHE:-$HOME/.cache/winnode}/payload/.lock"
+flock 8
 
 # gobuild DIR OUTPUT PACKAGE LDFLAGS [TAGS]: one Windows build, as release
 # builds do it: static (no cgo), symbol tables stripped. Unlike release builds

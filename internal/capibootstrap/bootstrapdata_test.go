@@ -8,7 +8,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/winnode/winnode/internal/bootstrap"
-	"github.com/winnode/winnode/internal/fixture"
+	"github.com/winnode/winnode/internal/testkit"
 )
 
 // fixedKey is a deterministic key so the golden files are stable.
@@ -43,7 +43,7 @@ func TestBootstrapDataGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			fixture.Golden(t, tc.golden, string(data))
+			testkit.Golden(t, tc.golden, data)
 		})
 	}
 }

@@ -21,7 +21,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -40,6 +39,8 @@ import (
 	"github.com/winnode/winnode/internal/fixture"
 	"github.com/winnode/winnode/internal/sshkey"
 	"github.com/winnode/winnode/internal/testenv"
+	"github.com/winnode/winnode/internal/testkit"
+	"github.com/winnode/winnode/internal/testkit/builder"
 )
 
 // operatorNamespace is where the operator's key Secret lives in these tests.
@@ -242,16 +243,8 @@ func (w *capiWorld) cluster(t *testing.T, name string, isPaused bool) *clusterv1
 func (w *capiWorld) machineWithConfig(t *testing.T, cluster, name string, spec bootstrapv1.WinnodeConfigSpec) *bootstrapv1.WinnodeConfig {
 	t.Helper()
 	ctx := context.Background()
-	m := &clusterv1.Machine{
-		ObjectMeta: metav1.ObjectMeta{Namespace: w.namespace, Name: name, Labels: map[string]string{clusterv1.ClusterNameLabel: cluster}},
-		Spec: clusterv1.MachineSpec{
-			ClusterName: cluster,
-			Bootstrap: clusterv1.Bootstrap{ConfigRef: clusterv1.ContractVersionedObjectReference{
-				APIGroup: bootstrapv1.GroupVersion.Group, Kind: "WinnodeConfig", Name: name}},
-			InfrastructureRef: clusterv1.ContractVersionedObjectReference{
-				APIGroup: "infrastructure.cluster.x-k8s.io", Kind: "WinsimMachine", Name: name},
-		},
-	}
+	m := builder.CAPIMachine(w.namespace, name).Cluster(cluster).Bootstrap(bootstrapv1.GroupVersion.Group, "WinnodeConfig", name).
+		Infrastructure("infrastructure.cluster.x-k8s.io", "WinsimMachine", name).Build()
 	if err := w.client.Create(ctx, m); err != nil {
 		t.Fatal(err)
 	}
@@ -275,15 +268,12 @@ func (w *capiWorld) config(name string, spec bootstrapv1.WinnodeConfigSpec) *boo
 func (w *capiWorld) waitFor(t *testing.T, name, what string, cond func(*bootstrapv1.WinnodeConfig) bool) *bootstrapv1.WinnodeConfig {
 	t.Helper()
 	var cfg bootstrapv1.WinnodeConfig
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		if err := w.client.Get(ctx, client.ObjectKey{Namespace: w.namespace, Name: name}, &cfg); err != nil {
-			return false, nil
+	testkit.Eventually(t, time.Minute, "WinnodeConfig "+name+": "+what, func() (bool, string) {
+		if err := w.client.Get(context.Background(), client.ObjectKey{Namespace: w.namespace, Name: name}, &cfg); err != nil {
+			return false, err.Error()
 		}
-		return cond(&cfg), nil
+		return cond(&cfg), fmt.Sprintf("status %+v", cfg.Status)
 	})
-	if err != nil {
-		t.Fatalf("WinnodeConfig %s: %s did not happen within a minute; status: %+v", name, what, cfg.Status)
-	}
 	return &cfg
 }
 

@@ -59,14 +59,18 @@ func (r *MachineReconciler) InstanceName(key types.NamespacedName) string {
 }
 
 // Provisioned says whether winnode bootstraps the Machine and its
-// infrastructure is provisioned, with an InternalIP and a provider ID.
-func (r *MachineReconciler) Provisioned(obj client.Object) (machinesource.Machine, bool) {
+// infrastructure is provisioned, with an InternalIP and a provider ID; if
+// not, why not.
+func (r *MachineReconciler) Provisioned(obj client.Object) (machinesource.Machine, string) {
 	m := obj.(*clusterv1.Machine)
-	address := internalIP(m)
-	if !bootstrappedByWinnode(m) || address == "" || !ptr.Deref(m.Status.Initialization.InfrastructureProvisioned, false) || m.Spec.ProviderID == "" {
-		return machinesource.Machine{}, false
+	if !bootstrappedByWinnode(m) {
+		return machinesource.Machine{}, machinesource.NotWindows
 	}
-	return machinesource.Machine{Address: address, ProviderID: m.Spec.ProviderID}, true
+	address := internalIP(m)
+	if address == "" || !ptr.Deref(m.Status.Initialization.InfrastructureProvisioned, false) || m.Spec.ProviderID == "" {
+		return machinesource.Machine{}, machinesource.NotProvisioned
+	}
+	return machinesource.Machine{Address: address, ProviderID: m.Spec.ProviderID}, ""
 }
 
 // bootstrappedByWinnode reports whether m's bootstrap config is a

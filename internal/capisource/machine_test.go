@@ -4,6 +4,9 @@ import (
 	"testing"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	"github.com/winnode/winnode/internal/machinesource"
+	"github.com/winnode/winnode/internal/testkit/builder"
 )
 
 // Only Machines whose bootstrap config is winnode's are winnode's: a
@@ -19,7 +22,7 @@ func TestBootstrappedByWinnode(t *testing.T) {
 		{clusterv1.ContractVersionedObjectReference{APIGroup: "bootstrap.example.com", Kind: "WinnodeConfig", Name: "a"}, false},
 		{clusterv1.ContractVersionedObjectReference{}, false},
 	} {
-		m := &clusterv1.Machine{Spec: clusterv1.MachineSpec{Bootstrap: clusterv1.Bootstrap{ConfigRef: tc.ref}}}
+		m := builder.CAPIMachine("ns", "m").Bootstrap(tc.ref.APIGroup, tc.ref.Kind, tc.ref.Name).Build()
 		if got := bootstrappedByWinnode(m); got != tc.want {
 			t.Errorf("%+v: %t, want %t", tc.ref, got, tc.want)
 		}
@@ -35,11 +38,38 @@ func TestInstanceName(t *testing.T) {
 
 // The address is the first non-empty InternalIP.
 func TestInternalIP(t *testing.T) {
-	m := &clusterv1.Machine{Status: clusterv1.MachineStatus{Addresses: clusterv1.MachineAddresses{
-		{Type: clusterv1.MachineExternalIP, Address: "203.0.113.9"},
-		{Type: clusterv1.MachineInternalIP, Address: "10.0.0.8"},
-	}}}
+	m := builder.CAPIMachine("ns", "m").Address(clusterv1.MachineExternalIP, "203.0.113.9").
+		Address(clusterv1.MachineInternalIP, "10.0.0.8").Build()
 	if got := internalIP(m); got != "10.0.0.8" {
 		t.Errorf("internalIP = %q, want 10.0.0.8", got)
+	}
+}
+
+// A Machine becomes an instance only when winnode bootstraps it and its
+// infrastructure is provisioned, with an InternalIP and a provider ID;
+// otherwise the source says why it leaves it alone (the reason of
+// winnode_machines_left_alone_total).
+func TestProvisioned(t *testing.T) {
+	ours := func(name string) *builder.CAPIMachineBuilder {
+		return builder.CAPIMachine("ns", name).Bootstrap("bootstrap.winnode.io", "WinnodeConfig", name)
+	}
+	for name, tc := range map[string]struct {
+		m   *clusterv1.Machine
+		why string
+	}{
+		"provisioned": {ours("a").InfrastructureProvisioned().ProviderID("winsim://a").Address(clusterv1.MachineInternalIP, "10.0.0.8").Build(), ""},
+		"kubeadm's": {builder.CAPIMachine("ns", "b").Bootstrap("bootstrap.cluster.x-k8s.io", "KubeadmConfig", "b").
+			InfrastructureProvisioned().ProviderID("winsim://b").Address(clusterv1.MachineInternalIP, "10.0.0.8").Build(), machinesource.NotWindows},
+		"infrastructure not provisioned": {ours("c").ProviderID("winsim://c").Address(clusterv1.MachineInternalIP, "10.0.0.8").Build(), machinesource.NotProvisioned},
+		"no provider ID":                 {ours("d").InfrastructureProvisioned().Address(clusterv1.MachineInternalIP, "10.0.0.8").Build(), machinesource.NotProvisioned},
+		"no InternalIP":                  {ours("e").InfrastructureProvisioned().ProviderID("winsim://e").Address(clusterv1.MachineExternalIP, "203.0.113.9").Build(), machinesource.NotProvisioned},
+	} {
+		got, why := (&MachineReconciler{}).Provisioned(tc.m)
+		if why != tc.why {
+			t.Errorf("%s: left alone for %q, want %q", name, why, tc.why)
+		}
+		if why == "" && (got.Address != "10.0.0.8" || got.ProviderID != "winsim://a") {
+			t.Errorf("%s: address %q, provider ID %q", name, got.Address, got.ProviderID)
+		}
 	}
 }

@@ -48,7 +48,7 @@ func Part() optional.Part {
 func setup(mgr ctrl.Manager) error {
 	recorder := mgr.GetEventRecorder("winnode-capi-source")
 	r := &MachineReconciler{Client: mgr.GetClient(), Machines: mgr.GetClient(),
-		Instances: &machinesource.Instances{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder}}
+		Instances: &machinesource.Instances{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder, Source: machinesource.SourceClusterAPI}}
 	ofMachine := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		return o.GetLabels()[winnodev1.LabelSourceKind] == string(winnodev1.SourceMachine)
 	})

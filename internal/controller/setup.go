@@ -29,7 +29,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/go-logr/logr"
 	"golang.org/x/crypto/ssh"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
@@ -209,7 +208,7 @@ func NewManager(cfg *rest.Config, mo ctrl.Options, opts Options) (ctrl.Manager, 
 	if err := setupControllers(mgr, kube, opts); err != nil {
 		return nil, err
 	}
-	if err := setupInstances(mgr, kube, opts, plat, why, log); err != nil {
+	if err := setupInstances(mgr, kube, opts, plat, why); err != nil {
 		return nil, fmt.Errorf("setting up the instance reconciler: %w", err)
 	}
 	return mgr, registerInstanceCollector(mgr.GetClient())
@@ -270,7 +269,7 @@ func setupControllers(mgr ctrl.Manager, kube kubernetes.Interface, opts Options)
 // operator's key loaded afresh at each call from the manager's cache (so a
 // rotated key is used at once), and on OpenShift a reader of its
 // configuration objects.
-func setupInstances(mgr ctrl.Manager, kube kubernetes.Interface, opts Options, plat platform.Platform, why string, log logr.Logger) error {
+func setupInstances(mgr ctrl.Manager, kube kubernetes.Interface, opts Options, plat platform.Platform, why string) error {
 	var osReader client.Reader
 	if plat == platform.OpenShift {
 		var err error

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 
 	"github.com/winnode/winnode/internal/bootstrap"
 	"github.com/winnode/winnode/internal/controller/internal/controllertest"
+	"github.com/winnode/winnode/internal/testkit"
 )
 
 // TestJoinCredentialsUnderGeneratedRBAC makes the operator's own bootstrap
@@ -23,12 +25,14 @@ import (
 func TestJoinCredentialsUnderGeneratedRBAC(t *testing.T) {
 	w := controllertest.NewWorld(t)
 	asOperator := kubernetes.NewForConfigOrDie(w.OperatorConfig(t))
-	controllertest.Eventually(t, 30*time.Second, "EnsureRBAC as the operator", func(ctx context.Context) (bool, error) {
-		return true, bootstrap.EnsureRBAC(ctx, asOperator)
+	ctx := context.Background()
+	testkit.Eventually(t, 30*time.Second, "EnsureRBAC as the operator", func() (bool, string) {
+		err := bootstrap.EnsureRBAC(ctx, asOperator)
+		return err == nil, fmt.Sprint(err)
 	})
-	controllertest.Eventually(t, 30*time.Second, "LoadClusterInfo as the operator", func(ctx context.Context) (bool, error) {
+	testkit.Eventually(t, 30*time.Second, "LoadClusterInfo as the operator", func() (bool, string) {
 		_, err := bootstrap.LoadClusterInfo(ctx, asOperator)
-		return true, err
+		return err == nil, fmt.Sprint(err)
 	})
 	joinCredentialsAs(t, asOperator, w.Namespace)
 }
@@ -41,39 +45,43 @@ func TestJoinCredentialsUnderGeneratedRBAC(t *testing.T) {
 // applied.
 func joinCredentialsAs(t *testing.T, asOperator kubernetes.Interface, namespace string) {
 	t.Helper()
-	controllertest.Eventually(t, 30*time.Second, "auto join credentials probed as the operator", func(ctx context.Context) (bool, error) {
+	ctx := context.Background()
+	testkit.Eventually(t, 30*time.Second, "auto join credentials probed as the operator", func() (bool, string) {
 		_, _, err := (&bootstrap.Detector{Kube: asOperator}).Resolve(ctx, bootstrap.ModeAuto)
-		return true, err
+		return err == nil, fmt.Sprint(err)
 	})
 	instance := namespace + "-rbac-join"
-	controllertest.Eventually(t, 30*time.Second, "a bootstrap token issued, read and revoked as the operator", func(ctx context.Context) (bool, error) {
+	testkit.Eventually(t, 30*time.Second, "a bootstrap token issued, read and revoked as the operator", func() (bool, string) {
 		tok, err := bootstrap.CreateToken(ctx, asOperator, instance, time.Hour)
 		if err != nil {
-			return true, err
+			return false, "creating: " + err.Error()
 		}
 		if _, err := bootstrap.GetToken(ctx, asOperator, tok.ID); err != nil {
-			return true, err
+			return false, "reading: " + err.Error()
 		}
-		return true, bootstrap.RevokeInstanceToken(ctx, asOperator, instance, tok.ID)
+		if err := bootstrap.RevokeInstanceToken(ctx, asOperator, instance, tok.ID); err != nil {
+			return false, "revoking: " + err.Error()
+		}
+		return true, "revoked"
 	})
-	controllertest.Eventually(t, 30*time.Second, "a join ServiceAccount token issued and revoked as the operator", func(ctx context.Context) (bool, error) {
+	testkit.Eventually(t, 30*time.Second, "a join ServiceAccount token issued and revoked as the operator", func() (bool, string) {
 		tok, err := bootstrap.CreateServiceAccountToken(ctx, asOperator, namespace, instance, 0)
 		if err != nil {
-			return true, err
+			return false, "issuing: " + err.Error()
 		}
 		if err := bootstrap.RecordServiceAccountKubeconfig(ctx, asOperator, tok, "0"); err != nil {
-			return true, err
+			return false, "recording the kubeconfig: " + err.Error()
 		}
 		if !joinBound(ctx, t, asOperator, namespace, tok.Name) {
 			t.Errorf("ServiceAccount %s is not a subject of %s after the token was issued", tok.Name, bootstrap.JoinServiceAccountsBinding)
 		}
 		if err := bootstrap.RevokeServiceAccount(ctx, asOperator, namespace, instance); err != nil {
-			return true, err
+			return false, "revoking: " + err.Error()
 		}
 		if joinBound(ctx, t, asOperator, namespace, tok.Name) {
 			t.Errorf("ServiceAccount %s is still a subject of %s after revocation", tok.Name, bootstrap.JoinServiceAccountsBinding)
 		}
-		return true, nil
+		return true, "revoked"
 	})
 }
 

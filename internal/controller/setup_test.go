@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,6 +25,7 @@ import (
 	"github.com/winnode/winnode/internal/fixture"
 	"github.com/winnode/winnode/internal/payload"
 	"github.com/winnode/winnode/internal/sshkey"
+	"github.com/winnode/winnode/internal/testkit"
 )
 
 func TestMain(m *testing.M) { controllertest.Main(m) }
@@ -70,10 +72,10 @@ func TestNewManagerRunsTheOperatorsControllers(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.Eventually(t, 30*time.Second, "Secret windows-user-data rendered by the keys controller", func(ctx context.Context) (bool, error) {
+	testkit.Eventually(t, 30*time.Second, "Secret windows-user-data rendered by the keys controller", func() (bool, string) {
 		var ud corev1.Secret
 		err := w.Client.Get(ctx, client.ObjectKey{Namespace: w.Namespace, Name: keys.UserDataSecret}, &ud)
-		return err == nil && len(ud.Data[keys.UserDataKey]) > 0, client.IgnoreNotFound(err)
+		return err == nil && len(ud.Data[keys.UserDataKey]) > 0, fmt.Sprintf("%d bytes of user data (%v)", len(ud.Data[keys.UserDataKey]), err)
 	})
 
 	RecordUpload(10)
@@ -95,7 +97,8 @@ func TestNewManagerRunsTheOperatorsControllers(t *testing.T) {
 			}
 		}
 	}
-	for _, name := range []string{"winnode_instances", "winnode_configuration_duration_seconds", "winnode_bytes_uploaded_total", "winnode_ssh_failures_total"} {
+	for _, name := range []string{"winnode_instances", "winnode_configuration_duration_seconds", "winnode_bytes_uploaded_total", "winnode_ssh_failures_total",
+		"winnode_csr_decisions_total", "winnode_machines_left_alone_total"} {
 		if !found[name] {
 			t.Errorf("metric %s is not registered", name)
 		}

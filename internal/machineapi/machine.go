@@ -75,18 +75,21 @@ func (r *MachineReconciler) InstanceName(key types.NamespacedName) string { retu
 
 // Provisioned says whether winnode configures the Machine (labelled
 // Windows, not ignored) and it is Provisioned or Running with an
-// InternalIP.
-func (r *MachineReconciler) Provisioned(obj client.Object) (machinesource.Machine, bool) {
+// InternalIP; if not, why not.
+func (r *MachineReconciler) Provisioned(obj client.Object) (machinesource.Machine, string) {
 	m := obj.(*machinev1.Machine)
-	if m.Labels[LabelOSID] != "Windows" || m.Labels[LabelIgnore] == "true" {
-		return machinesource.Machine{}, false
+	switch {
+	case m.Labels[LabelOSID] != "Windows":
+		return machinesource.Machine{}, machinesource.NotWindows
+	case m.Labels[LabelIgnore] == "true":
+		return machinesource.Machine{}, machinesource.Ignored
 	}
 	address := internalIP(m)
 	phase := ptr.Deref(m.Status.Phase, "")
 	if address == "" || (phase != machinev1.PhaseProvisioned && phase != machinev1.PhaseRunning) {
-		return machinesource.Machine{}, false
+		return machinesource.Machine{}, machinesource.NotProvisioned
 	}
-	return machinesource.Machine{Address: address, ProviderID: ptr.Deref(m.Spec.ProviderID, "")}, true
+	return machinesource.Machine{Address: address, ProviderID: ptr.Deref(m.Spec.ProviderID, "")}, ""
 }
 
 // internalIP is the Machine's first InternalIP address ("" when none).

@@ -6,9 +6,9 @@ import (
 	machinev1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
+	"github.com/winnode/winnode/internal/testkit/builder"
 )
 
 // Only a host that accepted a key once and refuses the operator's now is
@@ -29,7 +29,7 @@ func TestKeyRefused(t *testing.T) {
 		"reachable":             {"SHA256:new", reachable(metav1.ConditionTrue, winnodev1.ReasonConnected), false},
 		"not yet tried (fresh)": {"", nil, false},
 	} {
-		inst := &winnodev1.WindowsInstance{Status: winnodev1.WindowsInstanceStatus{KeyFingerprint: tc.accepted, Conditions: tc.conds}}
+		inst := builder.Instance("").KeyFingerprint(tc.accepted).Conditions(tc.conds...).Build()
 		if got := keyRefused(inst); got != tc.want {
 			t.Errorf("%s: keyRefused = %t, want %t", name, got, tc.want)
 		}
@@ -39,14 +39,13 @@ func TestKeyRefused(t *testing.T) {
 // Only a Machine a MachineSet controls is replaced; a lone Machine would
 // be gone for good.
 func TestOwnedByMachineSet(t *testing.T) {
-	owned := &machinev1.Machine{ObjectMeta: metav1.ObjectMeta{OwnerReferences: []metav1.OwnerReference{{
-		APIVersion: machinev1.GroupVersion.String(), Kind: "MachineSet", Name: "ms", Controller: ptr.To(true)}}}}
+	owned := builder.OpenShiftMachine(Namespace, "m").ControlledBy("ms").Build()
 	if !ownedByMachineSet(owned) {
 		t.Error("a Machine controlled by a MachineSet is not seen as such")
 	}
 	notController := owned.DeepCopy()
 	notController.OwnerReferences[0].Controller = nil
-	for name, m := range map[string]*machinev1.Machine{"lone": {}, "owner but not controller": notController} {
+	for name, m := range map[string]*machinev1.Machine{"lone": builder.OpenShiftMachine(Namespace, "lone").Build(), "owner but not controller": notController} {
 		if ownedByMachineSet(m) {
 			t.Errorf("%s Machine seen as controlled by a MachineSet", name)
 		}
@@ -55,11 +54,8 @@ func TestOwnedByMachineSet(t *testing.T) {
 
 // The address is the first non-empty InternalIP, never an ExternalIP.
 func TestInternalIP(t *testing.T) {
-	m := &machinev1.Machine{Status: machinev1.MachineStatus{Addresses: []corev1.NodeAddress{
-		{Type: corev1.NodeExternalIP, Address: "203.0.113.9"},
-		{Type: corev1.NodeInternalIP, Address: ""},
-		{Type: corev1.NodeInternalIP, Address: "10.0.0.7"},
-	}}}
+	m := builder.OpenShiftMachine(Namespace, "m").Address(corev1.NodeExternalIP, "203.0.113.9").
+		Address(corev1.NodeInternalIP, "").Address(corev1.NodeInternalIP, "10.0.0.7").Build()
 	if got := internalIP(m); got != "10.0.0.7" {
 		t.Errorf("internalIP = %q, want 10.0.0.7", got)
 	}

@@ -66,7 +66,7 @@ func Part(opts Options) optional.Part {
 // deleted instance lets its Machine's termination go on).
 func setupMachines(mgr ctrl.Manager, recorder events.EventRecorder) error {
 	r := &MachineReconciler{Client: mgr.GetClient(), Machines: mgr.GetClient(), Recorder: recorder,
-		Instances: &machinesource.Instances{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder}}
+		Instances: &machinesource.Instances{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder, Source: machinesource.SourceMachineAPI}}
 	ofMachine := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		l := o.GetLabels()
 		return l[winnodev1.LabelSourceKind] == string(winnodev1.SourceMachine) && l[winnodev1.LabelSourceNamespace] == Namespace

@@ -39,6 +39,9 @@ type Instances struct {
 	// APIReader reads past the cache before an instance is created.
 	APIReader client.Reader
 	Recorder  events.EventRecorder
+	// Source names the source in metrics: SourceMachineAPI or
+	// SourceClusterAPI.
+	Source string
 }
 
 // Machine is one Machine as the sources see it.

@@ -19,8 +19,9 @@ type Kind interface {
 	// InstanceName names the Machine's WindowsInstance.
 	InstanceName(key types.NamespacedName) string
 	// Provisioned is the Machine's address and provider ID when winnode
-	// configures it and it is provisioned; false otherwise (yet).
-	Provisioned(m client.Object) (Machine, bool)
+	// configures it and it is provisioned; otherwise why not (yet):
+	// NotWindows, Ignored or NotProvisioned ("" when provisioned).
+	Provisioned(m client.Object) (Machine, string)
 	// SetHook puts winnode's pre-terminate hook on the Machine (on) or takes
 	// it off: the hook holds the Machine's VM until its host is clean.
 	SetHook(ctx context.Context, m client.Object, on bool) error
@@ -34,7 +35,9 @@ type Kind interface {
 //     its finalizer); once the instance is gone, the hook comes off and the
 //     Machine's VM may go;
 //   - a provisioned Machine that winnode configures → the hook put on, then
-//     the instance created or its spec updated.
+//     the instance created or its spec updated;
+//   - any other Machine → nothing but a count in
+//     winnode_machines_left_alone_total, by reason.
 //
 // It returns the Machine and its instance as they were read when the
 // instance was ensured (nil Machine otherwise), for steps of the kind's own.
@@ -60,9 +63,10 @@ func (s *Instances) Reconcile(ctx context.Context, kind Kind, key types.Namespac
 		}
 		return nil, nil, s.delete(ctx, m, inst)
 	}
-	want, ok := kind.Provisioned(m)
-	if !ok {
-		return nil, nil, nil // its next status change brings it back
+	want, why := kind.Provisioned(m)
+	if why != "" {
+		leftAlone.WithLabelValues(s.Source, why).Inc()
+		return nil, nil, nil // its next change brings it back
 	}
 	if err := kind.SetHook(ctx, m, true); err != nil {
 		return nil, nil, err

@@ -108,7 +108,7 @@ func Load(ctx context.Context, r client.Reader) (*Facts, error) {
 	if len(f.ClusterDNS) == 0 {
 		dns, err := tenthAddress(f.ServiceNetwork[0])
 		if err != nil {
-			return nil, fmt.Errorf("Network %s: Service network %q: %w", NetworkName, f.ServiceNetwork[0], err)
+			return nil, fmt.Errorf("the Service network %q of Network %s: %w", f.ServiceNetwork[0], NetworkName, err)
 		}
 		f.ClusterDNS, f.ClusterDomain = []string{dns}, ""
 	}

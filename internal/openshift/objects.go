@@ -49,7 +49,7 @@ func apiServerInternalURL(ctx context.Context, r client.Reader) (string, error) 
 	s := infra.Status.APIServerInternalURL
 	u, err := url.Parse(s)
 	if err != nil || u.Scheme != "https" || u.Host == "" || u.Path != "" && u.Path != "/" {
-		return "", fmt.Errorf("Infrastructure %s: status.apiServerInternalURI %q is not an https://host:port URL", InfrastructureName, s)
+		return "", fmt.Errorf("the API server's internal URL of Infrastructure %s (status.apiServerInternalURI) %q is not an https://host:port URL", InfrastructureName, s)
 	}
 	return s, nil
 }
@@ -80,14 +80,14 @@ func networks(ctx context.Context, r client.Reader) (service, cluster []string, 
 		service, entries = n.Spec.ServiceNetwork, n.Spec.ClusterNetwork
 	}
 	if len(service) == 0 {
-		return nil, nil, fmt.Errorf("Network %s has no Service network (status.serviceNetwork, spec.serviceNetwork)", NetworkName)
+		return nil, nil, fmt.Errorf("no Service network in Network %s (status.serviceNetwork, spec.serviceNetwork)", NetworkName)
 	}
 	for _, e := range entries {
 		cluster = append(cluster, e.CIDR)
 	}
 	for _, cidr := range append(append([]string{}, service...), cluster...) {
 		if _, err := netip.ParsePrefix(cidr); err != nil {
-			return nil, nil, fmt.Errorf("Network %s: %q is not a CIDR", NetworkName, cidr)
+			return nil, nil, fmt.Errorf("the network %q of Network %s is not a CIDR", cidr, NetworkName)
 		}
 	}
 	return service, cluster, nil

@@ -145,6 +145,7 @@ func (o *OpenShift) seedConfig(ctx context.Context, host string) error {
 		return err
 	}
 	infra.Status = configv1.InfrastructureStatus{
+		//lint:ignore SA1019 OpenShift 4 still writes the deprecated field beside platformStatus; the test world's Infrastructure is as a real one.
 		InfrastructureName: InfrastructureName, Platform: configv1.NonePlatformType,
 		PlatformStatus: &configv1.PlatformStatus{Type: configv1.NonePlatformType},
 		APIServerURL:   host, APIServerInternalURL: o.InternalURL,
@@ -153,7 +154,7 @@ func (o *OpenShift) seedConfig(ctx context.Context, host string) error {
 		CPUPartitioning:        configv1.CPUPartitioningNone,
 	}
 	if err := o.client.Status().Update(ctx, infra); err != nil {
-		return fmt.Errorf("Infrastructure cluster status: %w", err)
+		return fmt.Errorf("writing the status of Infrastructure cluster: %w", err)
 	}
 	// Network has no status subresource: its status is written with it.
 	entries := []configv1.ClusterNetworkEntry{{CIDR: ClusterCIDR, HostPrefix: 24}}

@@ -66,7 +66,7 @@ func helperMain(args []string) int {
 		fmt.Fprintln(os.Stderr, strings.Join(args[2:], " "))
 		return code
 	case "silent":
-		select {}
+		block()
 	case "dispatch":
 		err := simscm.Dial(os.Getenv(simscm.EnvSocket)).ConnectDispatcher(context.Background())
 		fmt.Println("dispatch:", err)
@@ -75,7 +75,7 @@ func helperMain(args []string) int {
 		child := exec.Command(os.Args[0], "dispatch")
 		child.Stdout, child.Stderr = os.Stdout, os.Stderr
 		_ = child.Run()
-		select {}
+		block()
 	case "serve":
 		sig := make(chan os.Signal, 1)
 		signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
@@ -92,6 +92,15 @@ func helperMain(args []string) int {
 	}
 	fmt.Fprintln(os.Stderr, "helper: unknown command", args[0])
 	return 2
+}
+
+// block runs until the process is killed. Not `select {}`: with no other
+// goroutine, Go's runtime ends that at once ("all goroutines are asleep -
+// deadlock!", exit code 2), and the service would seem to have crashed.
+func block() {
+	for {
+		time.Sleep(time.Hour)
+	}
 }
 
 // testHost is a started simulated host and a key it accepts.

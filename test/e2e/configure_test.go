@@ -365,6 +365,34 @@ func uploadedMetric(t testing.TB) float64 {
 	return 0
 }
 
+// metricValue reads the counter or gauge name with labels from the
+// operator's metrics registry (0 when that series does not exist yet).
+func metricValue(t testing.TB, name string, labels map[string]string) float64 {
+	t.Helper()
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if want, ok := labels[l.GetName()]; ok && want != l.GetValue() {
+					continue series
+				}
+			}
+			if m.GetCounter() != nil {
+				return m.GetCounter().GetValue()
+			}
+			return m.GetGauge().GetValue()
+		}
+	}
+	return 0
+}
+
 func isTrue(inst *winnodev1.WindowsInstance, typ string) bool {
 	for _, c := range inst.Status.Conditions {
 		if c.Type == typ {

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/winnode/winnode/internal/configure"
 	"github.com/winnode/winnode/internal/fixture"
 	"github.com/winnode/winnode/internal/machineapi"
+	"github.com/winnode/winnode/internal/machinesource"
 	"github.com/winnode/winnode/internal/testenv"
 	"github.com/winnode/winnode/internal/testkit"
 	"github.com/winnode/winnode/internal/testkit/builder"
@@ -112,9 +114,8 @@ func TestOpenShiftMachineSet(t *testing.T) {
 	// needs to, since the VM is terminated.
 	w.checkMachineGone(t, old, false)
 
-	for _, m := range []*machinev1.Machine{linux, ignored} {
-		w.checkMachineLeftAlone(t, m.Name)
-	}
+	w.checkMachineLeftAlone(t, linux.Name, machinesource.NotWindows)
+	w.checkMachineLeftAlone(t, ignored.Name, machinesource.Ignored)
 	w.checkNameConflict(t, manual.Name)
 	if got := tokens.added(); len(got) > 0 {
 		t.Errorf("bootstrap-token Secrets were created (%v); OpenShift's API server does not accept them", got)
@@ -295,17 +296,38 @@ func (w *world) checkMachineGone(t *testing.T, name string, deconfigured bool) {
 }
 
 // checkMachineLeftAlone checks that the operator made no instance for a
-// Machine and put no hook on it, although the Machine API provisioned it.
-func (w *world) checkMachineLeftAlone(t *testing.T, name string) {
+// Machine and put no hook on it, although the Machine API provisioned it,
+// once the Machine API source has looked at the Machine as it is: a change
+// of the Machine (an annotation) makes the source look again, and its
+// count of Machines left alone for reason (winnode_machines_left_alone_total)
+// growing says that it looked and made nothing of it. The Machine is the
+// only one of the test left alone for that reason.
+func (w *world) checkMachineLeftAlone(t *testing.T, name, reason string) {
 	t.Helper()
+	ctx := context.Background()
 	m := &machinev1.Machine{}
-	if err := w.client.Get(context.Background(), client.ObjectKey{Namespace: machineapi.Namespace, Name: name}, m); err != nil {
+	if err := w.client.Get(ctx, client.ObjectKey{Namespace: machineapi.Namespace, Name: name}, m); err != nil {
 		t.Fatal(err)
 	}
 	if p := ptr.Deref(m.Status.Phase, ""); p != machinev1.PhaseProvisioned && p != machinev1.PhaseRunning {
 		t.Errorf("Machine %s is %q: the check needs it provisioned", name, p)
 	}
-	err := w.client.Get(context.Background(), client.ObjectKey{Name: name}, &winnodev1.WindowsInstance{})
+	looks := func() float64 {
+		return metricValue(t, "winnode_machines_left_alone_total", map[string]string{"source": machinesource.SourceMachineAPI, "reason": reason})
+	}
+	before := looks()
+	poke := fmt.Sprintf(`{"metadata":{"annotations":{"e2e.winnode.io/look-again":"%d"}}}`, time.Now().UnixNano())
+	if err := w.client.Patch(ctx, m, client.RawPatch(types.MergePatchType, []byte(poke))); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, time.Minute, "the Machine API source to look at Machine "+name+" again", func() (bool, string) {
+		n := looks()
+		return n > before, fmt.Sprintf("%v looks at Machines left alone for %s, %v before", n, reason, before)
+	})
+	if err := w.client.Get(ctx, client.ObjectKey{Namespace: machineapi.Namespace, Name: name}, m); err != nil {
+		t.Fatal(err)
+	}
+	err := w.client.Get(ctx, client.ObjectKey{Name: name}, &winnodev1.WindowsInstance{})
 	if !apierrors.IsNotFound(err) {
 		t.Errorf("Machine %s: a WindowsInstance exists (%v); the Machine is not one winnode configures", name, err)
 	}

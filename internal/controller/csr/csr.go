@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -59,6 +60,11 @@ type Approver struct {
 	// OnDecision, when set, is told every decision after it took effect
 	// (tests wait on it instead of on time; the CLI can print it).
 	OnDecision func(csrName string, d csrapproval.Decision)
+
+	// told is what was reported about each pending CSR left alone, by CSR
+	// name, so each is reported once per reason (leftalone.go).
+	mu   sync.Mutex
+	told map[string]told
 }
 
 // +kubebuilder:rbac:groups=certificates.k8s.io,resources=certificatesigningrequests,verbs=get;list;watch
@@ -71,9 +77,11 @@ func (r *Approver) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 	log := ctrl.LoggerFrom(ctx)
 	var csr certificatesv1.CertificateSigningRequest
 	if err := r.Client.Get(ctx, req.NamespacedName, &csr); err != nil {
+		r.forget(req.Name)
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if !isPending(&csr) {
+		r.forget(csr.Name)
 		return reconcile.Result{}, nil
 	}
 	var instances winnodev1.WindowsInstanceList
@@ -87,7 +95,7 @@ func (r *Approver) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 	facts.JoinNamespace = r.JoinNamespace
 	d := csrapproval.Decide(&csr, instances.Items, facts)
 	if !d.Approve {
-		log.Info("CSR left alone", "csr", csr.Name, "signer", csr.Spec.SignerName, "requester", csr.Spec.Username, "instance", d.Instance, "reason", d.Reason)
+		r.leftAlone(ctx, &csr, d)
 		r.decided(csr.Name, d)
 		return reconcile.Result{}, nil
 	}
@@ -95,6 +103,8 @@ func (r *Approver) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 		return reconcile.Result{}, err
 	}
 	log.Info("CSR approved", "csr", csr.Name, "instance", d.Instance, "reason", d.Reason)
+	countApproval(&csr)
+	r.forget(csr.Name)
 	var wi winnodev1.WindowsInstance
 	if err := r.Client.Get(ctx, client.ObjectKey{Name: d.Instance}, &wi); err == nil {
 		r.Recorder.Eventf(&wi, &csr, corev1.EventTypeNormal, EventReasonCSRApproved, report.ActionApprove, "approved CSR %s: %s", csr.Name, d.Reason)

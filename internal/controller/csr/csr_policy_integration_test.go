@@ -2,6 +2,7 @@ package csr
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
 	"testing"
 	"time"
@@ -18,6 +19,8 @@ import (
 	"github.com/winnode/winnode/internal/controller/internal/controllertest"
 	"github.com/winnode/winnode/internal/csrapproval"
 	"github.com/winnode/winnode/internal/fixture"
+	"github.com/winnode/winnode/internal/testkit"
+	"github.com/winnode/winnode/internal/testkit/builder"
 )
 
 // TestCSRApproverPolicyWithRealClients: through the controller, against the
@@ -43,7 +46,7 @@ func TestCSRApproverPolicyWithRealClients(t *testing.T) {
 		s.Addresses = []string{"127.0.0.211", "10.1.2.3", "192.168.9.9", "10.96.0.10", "10.1.2.250"}
 	})
 	setStatus(t, w, p+"-wi-pr", func(s *winnodev1.WindowsInstanceStatus) { s.Phase = winnodev1.PhaseReady })
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: other}}
+	node := builder.Node(other).Build()
 	if _, err := w.Kube.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -55,9 +58,9 @@ func TestCSRApproverPolicyWithRealClients(t *testing.T) {
 
 	asA := fixture.BootstrapClient(t, w.Kube, *tokA)
 	asNodeA, asNodeR := nodeClient(t, w, nodeA), nodeClient(t, w, nodeR)
-	controllertest.Eventually(t, 30*time.Second, "the new bootstrap token authenticates", func(ctx context.Context) (bool, error) {
+	testkit.Eventually(t, 30*time.Second, "the new bootstrap token authenticates", func() (bool, string) {
 		_, err := asA.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{Limit: 1})
-		return err == nil, err
+		return err == nil, fmt.Sprint(err)
 	})
 	client, serving, nodes := certificatesv1.KubeAPIServerClientKubeletSignerName, certificatesv1.KubeletServingSignerName, []string{"system:nodes"}
 
@@ -75,7 +78,7 @@ func TestCSRApproverPolicyWithRealClients(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	dec := &decisions{m: map[string]csrapproval.Decision{}}
+	dec := newDecisions()
 	policy := csrapproval.DefaultPolicy()
 	policy.NodeAddressCIDRs = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("10.0.0.0/8")}
 	w.StartManager(t, func(mgr ctrl.Manager) error {
@@ -107,9 +110,9 @@ func TestCSRApproverPolicyWithRealClients(t *testing.T) {
 	}
 	for _, c := range cases {
 		name := p + "-" + c.name
-		controllertest.Eventually(t, 30*time.Second, "the approver's decision on "+name, func(context.Context) (bool, error) {
-			_, ok := dec.get(name)
-			return ok, nil
+		testkit.Eventually(t, 30*time.Second, "the approver's decision on "+name, func() (bool, string) {
+			n := dec.count(name)
+			return n > 0, fmt.Sprintf("%d decisions", n)
 		})
 		d, _ := dec.get(name)
 		csr, err := w.Kube.CertificatesV1().CertificateSigningRequests().Get(ctx, name, metav1.GetOptions{})

@@ -7,19 +7,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
+	"github.com/winnode/winnode/internal/testkit/builder"
 )
 
 // The pure parts of the instance reconciler; those of the engine it calls
 // are tested in internal/configure, and the whole end to end in test/e2e.
 
 func TestInstanceChangedPredicate(t *testing.T) {
-	base := func() *winnodev1.WindowsInstance {
-		i := &winnodev1.WindowsInstance{}
-		i.Generation = 1
-		i.Status.Phase = winnodev1.PhaseReady
-		i.Status.HostKey = "ssh-ed25519 AAAA"
-		return i
-	}
+	base := builder.Instance("").Generation(1).Phase(winnodev1.PhaseReady).PinnedHostKey("ssh-ed25519 AAAA").Build
 	statusOnly := base()
 	statusOnly.Status.Step = "sync"
 	spec := base()

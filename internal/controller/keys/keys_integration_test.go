@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rsa"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/winnode/winnode/internal/controller/internal/controllertest"
 	"github.com/winnode/winnode/internal/fixture"
 	"github.com/winnode/winnode/internal/sshkey"
+	"github.com/winnode/winnode/internal/testkit"
 )
 
 func TestMain(m *testing.M) { controllertest.Main(m) }
@@ -45,13 +47,13 @@ func waitUserDataFor(t *testing.T, w *controllertest.World, pub ssh.PublicKey) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	controllertest.Eventually(t, 30*time.Second, "user data rendered for key "+ssh.FingerprintSHA256(pub), func(ctx context.Context) (bool, error) {
-		ud, err := userData(ctx, w)
+	testkit.Eventually(t, 30*time.Second, "user data rendered for key "+ssh.FingerprintSHA256(pub), func() (bool, string) {
+		ud, err := userData(context.Background(), w)
 		if err != nil {
-			return false, client.IgnoreNotFound(err)
+			return false, err.Error()
 		}
 		return string(ud.Data[UserDataKey]) == string(want) &&
-			ud.Annotations[winnodev1.AnnotationKeyFingerprint] == ssh.FingerprintSHA256(pub), nil
+			ud.Annotations[winnodev1.AnnotationKeyFingerprint] == ssh.FingerprintSHA256(pub), "user data for key " + ud.Annotations[winnodev1.AnnotationKeyFingerprint]
 	})
 }
 
@@ -100,14 +102,14 @@ func TestKeysReconcilerRendersRotatesAndRejects(t *testing.T) {
 	waitUserDataFor(t, w, rsaSigner.PublicKey())
 
 	// Each rendering is reported with its own key's fingerprint.
-	controllertest.Eventually(t, 30*time.Second, "UserDataUpdated events for both keys", func(ctx context.Context) (bool, error) {
+	testkit.Eventually(t, 30*time.Second, "UserDataUpdated events for both keys", func() (bool, string) {
 		evs, err := w.EventsFor(ctx, w.Namespace, sshkey.PrivateKeySecret, EventReasonUserDataUpdated)
 		var ed25519Seen, rsaSeen bool
 		for _, e := range evs {
 			ed25519Seen = ed25519Seen || strings.Contains(e.Note, sshkey.KeyFingerprint(ed))
 			rsaSeen = rsaSeen || strings.Contains(e.Note, sshkey.KeyFingerprint(rsaSigner))
 		}
-		return ed25519Seen && rsaSeen, err
+		return err == nil && ed25519Seen && rsaSeen, fmt.Sprintf("ed25519 key's seen: %t, RSA key's seen: %t (%v)", ed25519Seen, rsaSeen, err)
 	})
 
 	// The user data deleted by mistake: rendered again.
@@ -121,10 +123,10 @@ func TestKeysReconcilerRendersRotatesAndRejects(t *testing.T) {
 	if err := w.Client.Update(ctx, keySecret); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.Eventually(t, 30*time.Second, "Warning event InvalidPrivateKey on the key Secret", func(ctx context.Context) (bool, error) {
+	testkit.Eventually(t, 30*time.Second, "Warning event InvalidPrivateKey on the key Secret", func() (bool, string) {
 		evs, err := w.EventsFor(ctx, w.Namespace, sshkey.PrivateKeySecret, EventReasonInvalidPrivateKey)
 		if err != nil || len(evs) == 0 {
-			return false, err
+			return false, fmt.Sprintf("no event (%v)", err)
 		}
 		if evs[0].Type != corev1.EventTypeWarning || !strings.Contains(evs[0].Note, "too weak") {
 			t.Errorf("event %s %q", evs[0].Type, evs[0].Note)
@@ -132,7 +134,7 @@ func TestKeysReconcilerRendersRotatesAndRejects(t *testing.T) {
 		if strings.Contains(evs[0].Note, "PRIVATE KEY") {
 			t.Errorf("event quotes the key: %q", evs[0].Note)
 		}
-		return true, nil
+		return true, evs[0].Note
 	})
 	_, err = sshkey.LoadSigner(ctx, w.Client, w.Namespace)
 	if !errors.As(err, &ke) || ke.Reason != winnodev1.ReasonInvalidPrivateKey {

@@ -29,8 +29,8 @@ const (
 	ActionApprove = "Approve"
 )
 
-// ReportingController names the operator in the events it writes itself.
-const ReportingController = "winnode.io/winnode-operator"
+// reportingController names the operator in the events it writes itself.
+const reportingController = "winnode.io/winnode-operator"
 
 // Event writes one events.k8s.io/v1 Event about obj, always a new one.
 //
@@ -51,7 +51,7 @@ func Event(ctx context.Context, c client.Client, obj client.Object, eventType, r
 		note = note[:1000] + "..."
 	}
 	host, _ := os.Hostname()
-	instance := ReportingController + "-" + host
+	instance := reportingController + "-" + host
 	if len(instance) > 128 {
 		instance = instance[:128]
 	}
@@ -59,7 +59,7 @@ func Event(ctx context.Context, c client.Client, obj client.Object, eventType, r
 		// Named as client-go names events: <object>.<unique hex>.
 		ObjectMeta:          metav1.ObjectMeta{Name: fmt.Sprintf("%s.%x%04x", obj.GetName(), time.Now().UnixNano(), rand.IntN(1<<16)), Namespace: ns},
 		EventTime:           metav1.NewMicroTime(time.Now()),
-		ReportingController: ReportingController,
+		ReportingController: reportingController,
 		ReportingInstance:   instance,
 		Action:              action,
 		Reason:              reason,

@@ -89,11 +89,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			req.Name, LabelManagedBy, managedBy, build)
 		return reconcile.Result{}, nil
 	case got.Handler != want.Handler:
-		// The handler cannot be changed: make the RuntimeClass again.
+		// The handler cannot be changed: make the RuntimeClass again. Its
+		// deletion, which the controller watches, brings it back here to
+		// create it.
 		if err := r.Client.Delete(ctx, &got); client.IgnoreNotFound(err) != nil {
 			return reconcile.Result{}, err
 		}
-		return reconcile.Result{Requeue: true}, nil
+		return reconcile.Result{}, nil
 	case equality.Semantic.DeepEqual(got.Scheduling, want.Scheduling) && got.Overhead == nil:
 		return reconcile.Result{}, nil
 	}

@@ -2,6 +2,7 @@ package sources
 
 import (
 	"context"
+	"fmt"
 	"regexp"
 	"slices"
 	"strings"
@@ -17,6 +18,8 @@ import (
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/controller/internal/controllertest"
 	"github.com/winnode/winnode/internal/inventory"
+	"github.com/winnode/winnode/internal/testkit"
+	"github.com/winnode/winnode/internal/testkit/builder"
 )
 
 func TestMain(m *testing.M) { controllertest.Main(m) }
@@ -104,10 +107,10 @@ func TestSourcesReconciler(t *testing.T) {
 	}
 
 	// One instance per good entry, labelled, with the finalizer and the spec.
-	controllertest.Eventually(t, 30*time.Second, "three WindowsInstances for the three good entries", func(ctx context.Context) (bool, error) {
+	testkit.Eventually(t, 30*time.Second, "three WindowsInstances for the three good entries", func() (bool, string) {
 		var list winnodev1.WindowsInstanceList
 		err := w.Client.List(ctx, &list, client.MatchingLabels{winnodev1.LabelSourceNamespace: w.Namespace})
-		return len(list.Items) == 3, err
+		return err == nil && len(list.Items) == 3, fmt.Sprintf("%d instances (%v)", len(list.Items), err)
 	})
 	for key, want := range map[string]winnodev1.WindowsInstanceSpec{
 		"10.250.0.1":         {Address: "10.250.0.1", Username: "Administrator", Port: 22},
@@ -131,12 +134,9 @@ func TestSourcesReconciler(t *testing.T) {
 	}
 
 	// One Warning event per bad entry, naming the key.
-	controllertest.Eventually(t, 30*time.Second, "one InvalidEntry event per bad entry", func(ctx context.Context) (bool, error) {
+	testkit.Eventually(t, 30*time.Second, "one InvalidEntry event per bad entry", func() (bool, string) {
 		counts, err := invalidEntryEvents(ctx, w)
-		if err == nil && len(counts) != len(bad) {
-			t.Logf("InvalidEntry events so far: %v", counts)
-		}
-		return len(counts) == len(bad), err
+		return err == nil && len(counts) == len(bad), fmt.Sprintf("InvalidEntry events by entry: %v (%v)", counts, err)
 	})
 
 	// More reconciles (a ConfigMap edit adds a host) report nothing again.
@@ -144,9 +144,9 @@ func TestSourcesReconciler(t *testing.T) {
 	if err := w.Client.Update(ctx, cm); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.Eventually(t, 30*time.Second, "instance for the added entry 10.250.0.3", func(ctx context.Context) (bool, error) {
+	testkit.Eventually(t, 30*time.Second, "instance for the added entry 10.250.0.3", func() (bool, string) {
 		_, err := instance(ctx, w, "10.250.0.3")
-		return err == nil, client.IgnoreNotFound(err)
+		return err == nil, fmt.Sprint(err)
 	})
 	counts, err := invalidEntryEvents(ctx, w)
 	if err != nil {
@@ -168,27 +168,24 @@ func TestSourcesReconciler(t *testing.T) {
 	if err := w.Client.Update(ctx, cm); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.Eventually(t, 30*time.Second, "port of 10.250.0.2 updated to 2200", func(ctx context.Context) (bool, error) {
+	testkit.Eventually(t, 30*time.Second, "port of 10.250.0.2 updated to 2200", func() (bool, string) {
 		wi, err := instance(ctx, w, "10.250.0.2")
-		return err == nil && wi.Spec.Port == 2200, err
+		return err == nil && wi.Spec.Port == 2200, fmt.Sprintf("port %d (%v)", wi.Spec.Port, err)
 	})
-	controllertest.Eventually(t, 30*time.Second, "instance of the removed entry src-a.winnode.test being deleted", func(ctx context.Context) (bool, error) {
+	testkit.Eventually(t, 30*time.Second, "instance of the removed entry src-a.winnode.test being deleted", func() (bool, string) {
 		wi, err := instance(ctx, w, "src-a.winnode.test")
-		return err == nil && !wi.DeletionTimestamp.IsZero(), err
+		return err == nil && !wi.DeletionTimestamp.IsZero(), fmt.Sprintf("deletion timestamp %v (%v)", wi.DeletionTimestamp, err)
 	})
-	controllertest.Eventually(t, 30*time.Second, "the typo in 10.250.0.1 reported", func(ctx context.Context) (bool, error) {
+	testkit.Eventually(t, 30*time.Second, "the typo in 10.250.0.1 reported", func() (bool, string) {
 		counts, err := invalidEntryEvents(ctx, w)
-		return counts["10.250.0.1"] == 1, err
+		return err == nil && counts["10.250.0.1"] == 1, fmt.Sprintf("%d events about 10.250.0.1 (%v)", counts["10.250.0.1"], err)
 	})
 	if wi, err := instance(ctx, w, "10.250.0.1"); err != nil || !wi.DeletionTimestamp.IsZero() || wi.Spec.Username != "Administrator" {
 		t.Errorf("a typo changed or deleted the instance of 10.250.0.1: %+v, %v", wi, err)
 	}
 
 	// A host already managed by an instance of another source is not taken over.
-	manual := &winnodev1.WindowsInstance{
-		ObjectMeta: metav1.ObjectMeta{Name: "manual-10-250-0-4"},
-		Spec:       winnodev1.WindowsInstanceSpec{Address: "10.250.0.4", Username: "u", Port: 22, Source: winnodev1.SourceRef{Kind: winnodev1.SourceManual}},
-	}
+	manual := builder.Instance("manual-10-250-0-4").Host("10.250.0.4", "u").Port(22).Manual().Build()
 	if err := w.Client.Create(ctx, manual); err != nil {
 		t.Fatal(err)
 	}
@@ -197,14 +194,14 @@ func TestSourcesReconciler(t *testing.T) {
 	if err := w.Client.Update(ctx, cm); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.Eventually(t, 30*time.Second, "entry 10.250.0.4 reported as already managed", func(ctx context.Context) (bool, error) {
+	testkit.Eventually(t, 30*time.Second, "entry 10.250.0.4 reported as already managed", func() (bool, string) {
 		evs, err := w.EventsFor(ctx, w.Namespace, inventory.InstancesConfigMap, EventReasonInvalidEntry)
 		for _, e := range evs {
 			if strings.Contains(e.Note, `entry "10.250.0.4"`) && strings.Contains(e.Note, "already managed by WindowsInstance manual-10-250-0-4") {
-				return true, nil
+				return true, e.Note
 			}
 		}
-		return false, err
+		return false, fmt.Sprintf("%d InvalidEntry events, none about 10.250.0.4 being managed (%v)", len(evs), err)
 	})
 	if _, err := instance(ctx, w, "10.250.0.4"); !apierrors.IsNotFound(err) {
 		t.Errorf("a second instance was created for a host another source manages: %v", err)
@@ -214,17 +211,17 @@ func TestSourcesReconciler(t *testing.T) {
 	if err := w.Client.Delete(ctx, cm); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.Eventually(t, 30*time.Second, "every instance of the deleted ConfigMap being deleted", func(ctx context.Context) (bool, error) {
+	testkit.Eventually(t, 30*time.Second, "every instance of the deleted ConfigMap being deleted", func() (bool, string) {
 		var list winnodev1.WindowsInstanceList
 		if err := w.Client.List(ctx, &list, client.MatchingLabels{winnodev1.LabelSourceNamespace: w.Namespace}); err != nil {
-			return false, err
+			return false, err.Error()
 		}
 		for _, wi := range list.Items {
 			if wi.DeletionTimestamp.IsZero() {
-				return false, nil
+				return false, "instance " + wi.Name + " not being deleted"
 			}
 		}
-		return true, nil
+		return true, fmt.Sprintf("%d instances being deleted", len(list.Items))
 	})
 	var m winnodev1.WindowsInstance
 	if err := w.Client.Get(ctx, client.ObjectKey{Name: manual.Name}, &m); err != nil || !m.DeletionTimestamp.IsZero() {
@@ -242,10 +239,7 @@ func TestSourcesTakesOverAHostOnceItsOtherInstanceIsGone(t *testing.T) {
 		return (&Reconciler{Client: mgr.GetClient(), Namespace: w.Namespace, Recorder: mgr.GetEventRecorder("winnode-sources")}).SetupWithManager(mgr)
 	})
 	const addr = "10.250.1.1"
-	manual := &winnodev1.WindowsInstance{
-		ObjectMeta: metav1.ObjectMeta{Name: "manual-10-250-1-1"},
-		Spec:       winnodev1.WindowsInstanceSpec{Address: addr, Username: "u", Port: 22, Source: winnodev1.SourceRef{Kind: winnodev1.SourceManual}},
-	}
+	manual := builder.Instance("manual-10-250-1-1").Host(addr, "u").Port(22).Manual().Build()
 	if err := w.Client.Create(ctx, manual); err != nil {
 		t.Fatal(err)
 	}
@@ -254,16 +248,16 @@ func TestSourcesTakesOverAHostOnceItsOtherInstanceIsGone(t *testing.T) {
 	if err := w.Client.Create(ctx, cm); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.Eventually(t, 30*time.Second, "entry reported as already managed", func(ctx context.Context) (bool, error) {
+	testkit.Eventually(t, 30*time.Second, "entry reported as already managed", func() (bool, string) {
 		counts, err := invalidEntryEvents(ctx, w)
-		return counts[addr] == 1, err
+		return err == nil && counts[addr] == 1, fmt.Sprintf("%d InvalidEntry events about %s (%v)", counts[addr], addr, err)
 	})
 	if err := w.Client.Delete(ctx, manual); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.Eventually(t, 30*time.Second, "the ConfigMap's instance created once the manual one is gone", func(ctx context.Context) (bool, error) {
+	testkit.Eventually(t, 30*time.Second, "the ConfigMap's instance created once the manual one is gone", func() (bool, string) {
 		wi, err := instance(ctx, w, addr)
-		return err == nil && wi.Spec.Source.Kind == winnodev1.SourceConfigMap, client.IgnoreNotFound(err)
+		return err == nil && wi.Spec.Source.Kind == winnodev1.SourceConfigMap, fmt.Sprintf("source %q (%v)", wi.Spec.Source.Kind, err)
 	})
 }
 
@@ -285,12 +279,12 @@ func TestSourcesUnderGeneratedRBAC(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.Eventually(t, 30*time.Second, "the instance created as the operator", func(ctx context.Context) (bool, error) {
+	testkit.Eventually(t, 30*time.Second, "the instance created as the operator", func() (bool, string) {
 		_, err := instance(ctx, w, addr)
-		return err == nil, client.IgnoreNotFound(err)
+		return err == nil, fmt.Sprint(err)
 	})
-	controllertest.Eventually(t, 30*time.Second, "the bad entry reported as the operator", func(ctx context.Context) (bool, error) {
+	testkit.Eventually(t, 30*time.Second, "the bad entry reported as the operator", func() (bool, string) {
 		counts, err := invalidEntryEvents(ctx, w)
-		return counts["10.250.2.300"] == 1, err
+		return err == nil && counts["10.250.2.300"] == 1, fmt.Sprintf("%d InvalidEntry events about 10.250.2.300 (%v)", counts["10.250.2.300"], err)
 	})
 }

@@ -84,23 +84,27 @@ func TestCSR(t *testing.T) {
 func TestOpenShiftMachine(t *testing.T) {
 	spec := &runtime.RawExtension{Raw: []byte(`{}`)}
 	got := OpenShiftMachine("openshift-machine-api", "m").Labels(map[string]string{"l": "1"}).ControlledBy("ms").
-		ProviderSpec(spec).Address(corev1.NodeInternalIP, "10.0.0.7").Build()
+		ProviderSpec(spec).ProviderID("winsim://m").Phase(machinev1.PhaseRunning).Address(corev1.NodeInternalIP, "10.0.0.7").Build()
 	same(t, got, &machinev1.Machine{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "openshift-machine-api", Name: "m", Labels: map[string]string{"l": "1"},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "machine.openshift.io/v1beta1", Kind: "MachineSet", Name: "ms", Controller: ptr.To(true)}}},
-		Spec:   machinev1.MachineSpec{ProviderSpec: machinev1.ProviderSpec{Value: spec}},
-		Status: machinev1.MachineStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.7"}}},
+		Spec: machinev1.MachineSpec{ProviderSpec: machinev1.ProviderSpec{Value: spec}, ProviderID: ptr.To("winsim://m")},
+		Status: machinev1.MachineStatus{Phase: ptr.To(machinev1.PhaseRunning),
+			Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.7"}}},
 	})
 }
 
 func TestCAPIMachine(t *testing.T) {
 	got := CAPIMachine("ns", "m").Cluster("c").Bootstrap("bootstrap.winnode.io", "WinnodeConfig", "m").
-		Infrastructure("infrastructure.cluster.x-k8s.io", "WinsimMachine", "m").Address(clusterv1.MachineInternalIP, "10.0.0.8").Build()
+		Infrastructure("infrastructure.cluster.x-k8s.io", "WinsimMachine", "m").ProviderID("winsim://m").InfrastructureProvisioned().
+		Address(clusterv1.MachineInternalIP, "10.0.0.8").Build()
 	same(t, got, &clusterv1.Machine{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "m", Labels: map[string]string{clusterv1.ClusterNameLabel: "c"}},
 		Spec: clusterv1.MachineSpec{ClusterName: "c",
 			Bootstrap:         clusterv1.Bootstrap{ConfigRef: clusterv1.ContractVersionedObjectReference{APIGroup: "bootstrap.winnode.io", Kind: "WinnodeConfig", Name: "m"}},
-			InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: "infrastructure.cluster.x-k8s.io", Kind: "WinsimMachine", Name: "m"}},
-		Status: clusterv1.MachineStatus{Addresses: clusterv1.MachineAddresses{{Type: clusterv1.MachineInternalIP, Address: "10.0.0.8"}}},
+			InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: "infrastructure.cluster.x-k8s.io", Kind: "WinsimMachine", Name: "m"},
+			ProviderID:        "winsim://m"},
+		Status: clusterv1.MachineStatus{Addresses: clusterv1.MachineAddresses{{Type: clusterv1.MachineInternalIP, Address: "10.0.0.8"}},
+			Initialization: clusterv1.MachineInitializationStatus{InfrastructureProvisioned: ptr.To(true)}},
 	})
 }

@@ -2,6 +2,7 @@ package builder
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 )
 
@@ -31,6 +32,19 @@ func (b *CAPIMachineBuilder) Bootstrap(apiGroup, kind, name string) *CAPIMachine
 // Infrastructure sets the infrastructure machine the Machine references.
 func (b *CAPIMachineBuilder) Infrastructure(apiGroup, kind, name string) *CAPIMachineBuilder {
 	b.obj.Spec.InfrastructureRef = clusterv1.ContractVersionedObjectReference{APIGroup: apiGroup, Kind: kind, Name: name}
+	return b
+}
+
+// ProviderID sets spec.providerID.
+func (b *CAPIMachineBuilder) ProviderID(id string) *CAPIMachineBuilder {
+	b.obj.Spec.ProviderID = id
+	return b
+}
+
+// InfrastructureProvisioned sets status.initialization.infrastructureProvisioned,
+// as the Machine controller does once its infrastructure machine is.
+func (b *CAPIMachineBuilder) InfrastructureProvisioned() *CAPIMachineBuilder {
+	b.obj.Status.Initialization.InfrastructureProvisioned = ptr.To(true)
 	return b
 }
 

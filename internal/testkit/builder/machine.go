@@ -37,6 +37,18 @@ func (b *OpenShiftMachineBuilder) ProviderSpec(value *runtime.RawExtension) *Ope
 	return b
 }
 
+// ProviderID sets spec.providerID.
+func (b *OpenShiftMachineBuilder) ProviderID(id string) *OpenShiftMachineBuilder {
+	b.obj.Spec.ProviderID = ptr.To(id)
+	return b
+}
+
+// Phase sets status.phase (machinev1.PhaseProvisioned, PhaseRunning…).
+func (b *OpenShiftMachineBuilder) Phase(phase string) *OpenShiftMachineBuilder {
+	b.obj.Status.Phase = ptr.To(phase)
+	return b
+}
+
 // Address adds an address to the status, as the Machine controller copies
 // it from the cloud.
 func (b *OpenShiftMachineBuilder) Address(typ corev1.NodeAddressType, address string) *OpenShiftMachineBuilder {

@@ -78,7 +78,7 @@ func ParseDACL(s string) (DACL, error) {
 	var d DACL
 	rest, ok := strings.CutPrefix(s, "D:")
 	if !ok {
-		return d, fmt.Errorf("SDDL %q: does not start with D:", s)
+		return d, fmt.Errorf("SDDL %q does not start with \"D:\"", s)
 	}
 	head, body, _ := strings.Cut(rest, "(")
 	d.Protected = strings.Contains(head, "P")

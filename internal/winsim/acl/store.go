@@ -14,6 +14,8 @@ import (
 )
 
 // ErrAccessDenied is Windows' ERROR_ACCESS_DENIED, worded as Windows says it.
+//
+//lint:ignore ST1005 the simulator copies Windows' message word for word.
 var ErrAccessDenied = errors.New("Access is denied.")
 
 // Defaults are the descriptors Windows Server ships on its own folders, as

@@ -66,11 +66,14 @@ func writeHostFile(t *testing.T, h *winsim.Host, windowsPath string, data []byte
 	}
 }
 
-// kubeletLog is where these tests' kubelets log (--log-file), and
-// usingServingCert what one says when it starts with a serving
+// kubeletLog is where these tests' kubelets log: they run as services
+// with --windows-service and log to standard error, which the simulated
+// service control manager keeps in the service's log (winnode's plans run
+// the kubelet under run-service instead, which writes C:\var\log\kubelet);
+// usingServingCert is what one says when it starts with a serving
 // certificate it has (serving.go).
 const (
-	kubeletLog       = `C:\var\log\kubelet\kubelet.log`
+	kubeletLog       = `C:\ProgramData\winsim\logs\kubelet.log`
 	usingServingCert = "using the serving certificate in"
 )
 
@@ -194,7 +197,7 @@ func TestKubeletJoinsControlPlane(t *testing.T) {
 	nodeName := strings.ToLower(h.Hostname())
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("kubelet service log:\n%s", hostFile(h, `C:\ProgramData\winsim\logs\kubelet.log`))
+			t.Logf("kubelet service log:\n%s", hostFile(h, kubeletLog))
 		}
 	})
 
@@ -316,7 +319,7 @@ systemReserved:
 		t.Fatal(err)
 	}
 	// The kubelet logs to standard error: here the service's own log.
-	if !strings.Contains(hostFile(h, `C:\ProgramData\winsim\logs\kubelet.log`), "(simulated by winsim)") {
+	if !strings.Contains(hostFile(h, kubeletLog), "(simulated by winsim)") {
 		t.Errorf("the kubelet's log does not say it is simulated")
 	}
 	testkit.Eventually(t, 120*time.Second, "node "+nodeName+" NotReady after the kubelet stopped", func() (bool, string) {

@@ -17,7 +17,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -114,28 +113,6 @@ func (w *World) StartManagerAs(t *testing.T, cfg *rest.Config, register func(mgr
 		t.Fatal("the manager's cache did not sync within 30s")
 	}
 	return mgr
-}
-
-// Eventually polls cond every 100ms for up to timeout, failing with what.
-func Eventually(t *testing.T, timeout time.Duration, what string, cond func(ctx context.Context) (bool, error)) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	var last error
-	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		ok, err := cond(ctx)
-		if err != nil {
-			last = err
-			return false, nil
-		}
-		return ok, nil
-	})
-	if err != nil {
-		if last != nil {
-			t.Fatalf("%s: not within %v (last error: %v)", what, timeout, last)
-		}
-		t.Fatalf("%s: not within %v", what, timeout)
-	}
 }
 
 // ForgetInstance removes an instance for good, finalizer included (tests
