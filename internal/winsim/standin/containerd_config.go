@@ -79,6 +79,7 @@ func loadContainerdConfig(log *logger, path string, explicit bool) (*containerdR
 		return rt, nil
 	}
 	if err != nil {
+		//lint:ignore ST1005 Windows' own words (ERROR_FILE_NOT_FOUND), period included, as containerd prints them
 		return nil, fmt.Errorf("open %s: The system cannot find the file specified.", path)
 	}
 	var top map[string]any
