@@ -429,7 +429,9 @@ func testPods(t *testing.T, admin kubernetes.Interface, h *winsim.Host, nodeName
 			return false, fmt.Sprintf("%s %+v", p.Status.Phase, p.Status.ContainerStatuses)
 		}
 		w := p.Status.ContainerStatuses[0].State.Waiting
-		return p.Status.Phase == corev1.PodPending && w.Reason == "ErrImagePull" &&
+		// ErrImagePull, then ImagePullBackOff until the next try (which
+		// quotes the pull's error): either says why.
+		return p.Status.Phase == corev1.PodPending && (w.Reason == "ErrImagePull" || w.Reason == "ImagePullBackOff") &&
 			strings.Contains(w.Message, "a Windows version 10.0.20348-based image is incompatible with a 10.0.17763 host"), w.Reason + ": " + w.Message
 	})
 	_ = admin.CoreV1().Pods(ns).Delete(ctx, "iis-2022", metav1.DeleteOptions{})
