@@ -143,7 +143,7 @@ Try, in another terminal:
   kubectl get nodes -o wide
   %[2]s status
   %[2]s ssh %[3]s -- powershell -Command "Get-Service kubelet, kube-proxy, containerd"
-  %[2]s ssh %[3]s -- C:\k\containerd\containerd.exe --version
+  %[2]s ssh %[3]s -- "C:\k\containerd\containerd.exe" --version
 %[4]s
 %[5]s
 `, d.kubeconfig, self, strings.ToLower(first.Hostname()), d.sampleLines(), d.changeLines())
