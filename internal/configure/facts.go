@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/host"
 	"github.com/winnode/winnode/internal/payload"
@@ -29,7 +27,8 @@ func (c *Configurer) agentFile() (payload.File, error) {
 // facts learns the host: `winnode-agent.exe info`, after putting the agent
 // on the host when it is missing (first contact) or not the payload's
 // (installed then reports true; see agentInfo). It records the host's names and addresses
-// in the status, and refuses a host without a running container runtime.
+// in the status, and refuses a host whose container runtime does not fit
+// the instance's mode (runtime.go).
 func (c *Configurer) facts(ctx context.Context, inst *winnodev1.WindowsInstance, cl *host.Client) (info *plan.Info, installed bool, err error) {
 	agent, err := c.agentFile()
 	if err != nil {
@@ -42,6 +41,9 @@ func (c *Configurer) facts(ctx context.Context, inst *winnodev1.WindowsInstance,
 	if info.Hostname == "" {
 		return nil, false, stepErr(StepInfo, winnodev1.ReasonApplyFailed, fmt.Errorf("host %s: the agent reported no hostname", inst.Spec.Address))
 	}
+	if info.RebootPending && rebooting(inst) {
+		return nil, false, errRebooting // winnode's restart has not happened yet (reboot.go)
+	}
 	c.agentWarnings(inst, info.Warnings)
 	inst.Status.Hostname = info.Hostname
 	inst.Status.FQDN = info.FQDN
@@ -49,15 +51,8 @@ func (c *Configurer) facts(ctx context.Context, inst *winnodev1.WindowsInstance,
 	inst.Status.OSBuild = info.OS.Build
 	inst.Status.NodeName = plan.NodeName(info.Hostname)
 
-	if !info.Containerd.Present || !info.Containerd.Running {
-		state := "not installed"
-		if info.Containerd.Present {
-			state = "installed but " + strings.ToLower(orString(info.Containerd.State, "not running"))
-		}
-		err := fmt.Errorf("host %s (%s): the containerd service is %s: install containerd first and make sure its service runs (winnode does not install the container runtime)",
-			inst.Spec.Address, info.Hostname, state)
-		SetCondition(inst, winnodev1.ConditionConfigured, metav1.ConditionFalse, winnodev1.ReasonNoContainerRuntime, err.Error())
-		return nil, false, stepErr(StepInfo, winnodev1.ReasonNoContainerRuntime, err)
+	if err := c.checkContainerRuntime(inst, info); err != nil {
+		return nil, false, err
 	}
 	return info, installed, nil
 }
