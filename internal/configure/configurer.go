@@ -188,6 +188,11 @@ type Configurer struct {
 	ConfigNamespace    string
 	TrustedCAConfigMap string
 	Proxy              plan.ProxyFacts
+	// ConfigKube reads ConfigNamespace: the operator's own cluster, also
+	// when Kube is a Cluster API workload cluster's (whose ServiceAccount
+	// may not read the operator's configuration, which is not there
+	// anyway). nil: Kube.
+	ConfigKube kubernetes.Interface
 
 	Log logr.Logger
 

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	certutil "k8s.io/client-go/util/cert"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
@@ -148,13 +149,13 @@ func (c *Configurer) kubernetesRuntime(ctx context.Context, inst *winnodev1.Wind
 		return nil, nil
 	}
 	if name := c.TrustedCAConfigMap; name != "" {
-		cm, err := c.Kube.CoreV1().ConfigMaps(c.ConfigNamespace).Get(ctx, name, metav1.GetOptions{})
+		cm, err := c.configKube().CoreV1().ConfigMaps(c.ConfigNamespace).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return nil, fmt.Errorf("reading the proxy's CA bundle, ConfigMap %s/%s (--trusted-ca-configmap): %w", c.ConfigNamespace, name, err)
 		}
 		in.trustedCA = []byte(cm.Data[openshift.TrustedCAKey])
 	}
-	cm, err := c.Kube.CoreV1().ConfigMaps(c.ConfigNamespace).Get(ctx, registries.ConfigMapName, metav1.GetOptions{})
+	cm, err := c.configKube().CoreV1().ConfigMaps(c.ConfigNamespace).Get(ctx, registries.ConfigMapName, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
@@ -169,6 +170,14 @@ func (c *Configurer) kubernetesRuntime(ctx context.Context, inst *winnodev1.Wind
 	return regs, nil
 }
 
+// configKube is the client of the operator's own configuration.
+func (c *Configurer) configKube() kubernetes.Interface {
+	if c.ConfigKube != nil {
+		return c.ConfigKube
+	}
+	return c.Kube
+}
+
 // registryCredentials reads the Secret the ConfigMap names; a Secret that
 // is missing or does not read is reported, and the registries go without.
 func (c *Configurer) registryCredentials(ctx context.Context, inst *winnodev1.WindowsInstance, cm *corev1.ConfigMap) registries.Credentials {
@@ -176,7 +185,7 @@ func (c *Configurer) registryCredentials(ctx context.Context, inst *winnodev1.Wi
 	if name == "" {
 		return nil
 	}
-	secret, err := c.Kube.CoreV1().Secrets(c.ConfigNamespace).Get(ctx, name, metav1.GetOptions{})
+	secret, err := c.configKube().CoreV1().Secrets(c.ConfigNamespace).Get(ctx, name, metav1.GetOptions{})
 	if err == nil && secret.Type != corev1.SecretTypeDockerConfigJson {
 		err = fmt.Errorf("its type is %q, not %s", secret.Type, corev1.SecretTypeDockerConfigJson)
 	}

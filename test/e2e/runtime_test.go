@@ -212,7 +212,7 @@ func TestContainerdUpgradeAndRollback(t *testing.T) {
 			t.Fatal(err)
 		}
 		dir := t.TempDir()
-		o.AgentBinary, o.StandinBinary, o.HostLocalBinary = w.agent, w.standin, hostLocal
+		o.AgentBinary, o.ServiceBinary, o.StandinBinary, o.HostLocalBinary = w.agent, w.service, w.standin, hostLocal
 		m, err := simpayload.Build(dir, o)
 		if err != nil {
 			t.Fatal(err)

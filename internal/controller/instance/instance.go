@@ -338,6 +338,7 @@ func (r *Reconciler) configurer(ctx context.Context, inst *winnodev1.WindowsInst
 		Logs:               r.Logs,
 		ContainerRuntime:   r.defaultRuntime(),
 		ConfigNamespace:    r.Namespace,
+		ConfigKube:         r.Kube, // stays the operator's cluster's in a workload cluster (workload.go)
 		TrustedCAConfigMap: r.TrustedCAConfigMap,
 		Proxy:              r.Proxy,
 		Persist: func(ctx context.Context, inst *winnodev1.WindowsInstance) error {
