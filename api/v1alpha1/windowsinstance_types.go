@@ -149,7 +149,28 @@ type WindowsInstanceSpec struct {
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	// +optional
 	NodeName string `json:"nodeName,omitempty"`
+	// ContainerRuntime says who runs the host's container runtime:
+	// Managed, winnode installs containerd (with its configuration, the
+	// cluster's registries, proxy and CAs, and the Windows Containers
+	// feature), upgrades it with winnode and removes it with the node;
+	// Existing, the host runs a containerd winnode did not install, which
+	// winnode relies on and never touches. Empty: the operator sets its
+	// default (--container-runtime) on a new instance, and Existing on one
+	// it configured before this field existed.
+	// +kubebuilder:validation:Enum=Managed;Existing
+	// +optional
+	ContainerRuntime ContainerRuntime `json:"containerRuntime,omitempty"`
 }
+
+// ContainerRuntime says who runs a host's container runtime.
+type ContainerRuntime string
+
+const (
+	// ContainerRuntimeManaged: winnode installs and manages containerd.
+	ContainerRuntimeManaged ContainerRuntime = "Managed"
+	// ContainerRuntimeExisting: the host's own containerd, left alone.
+	ContainerRuntimeExisting ContainerRuntime = "Existing"
+)
 
 // Phase is where a WindowsInstance is in its life.
 // +kubebuilder:validation:Enum=Pending;Configuring;Ready;Upgrading;Deconfiguring;Failed
@@ -217,6 +238,17 @@ const (
 	// and port of another instance's host: nothing is connected to. Present
 	// (True) only when it applies.
 	ConditionAddressConflict = "AddressConflict"
+	// ConditionContainerRuntimeConflict: under containerRuntime Managed,
+	// the host already runs a containerd winnode did not install (its
+	// service is not winnode's); winnode installs nothing until it is
+	// removed or the instance says Existing. Present (True) only when it
+	// applies.
+	ConditionContainerRuntimeConflict = "ContainerRuntimeConflict"
+	// ConditionRebootRequired: winnode enabled a Windows feature the host
+	// needs (Containers) and restarted the host to finish it; the
+	// configuration goes on once the host is back. Present (True) only
+	// while it applies.
+	ConditionRebootRequired = "RebootRequired"
 )
 
 // Condition reasons of a WindowsInstance (CamelCase, as metav1.Condition requires).
@@ -273,6 +305,14 @@ const (
 	// ReasonKeyRefused: the host refuses the operator's SSH key that it
 	// accepted before (status.keyFingerprint): not a key rotation.
 	ReasonKeyRefused = "KeyRefused"
+	// ReasonContainerRuntimeConflict: see ConditionContainerRuntimeConflict.
+	ReasonContainerRuntimeConflict = "ContainerRuntimeConflict"
+	// ReasonRebooting: the host restarts to finish enabling a Windows
+	// feature (ConditionRebootRequired).
+	ReasonRebooting = "Rebooting"
+	// ReasonRolledBack: the new container runtime did not start on the
+	// host; the agent put the previous one back and it runs again.
+	ReasonRolledBack = "RolledBack"
 )
 
 // Limits of what a host reports, as its status keeps it: what Windows and
@@ -313,8 +353,9 @@ type WindowsInstanceStatus struct {
 	// "apply", "join", "finish", "drain", "remove").
 	// +optional
 	Step string `json:"step,omitempty"`
-	// Conditions: Reachable, Configured, NodeReady and, when it applies,
-	// HostKeyMismatch.
+	// Conditions: Reachable, Configured, NodeReady and, when they apply,
+	// HostKeyMismatch, NodeNameConflict, NetworkUnsupported,
+	// ContainerRuntimeConflict and RebootRequired.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

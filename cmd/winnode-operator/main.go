@@ -70,6 +70,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		hybridCIDR     = fs.String("hybrid-cluster-cidr", "", configure.HybridClusterCIDRHelp)
 		logFileSize    = fs.String("log-file-size", logrotate.FormatSize(logrotate.Defaults.Size), logrotate.SizeHelp)
 		logFileAge     = fs.Duration("log-file-age", logrotate.Defaults.Age, logrotate.AgeHelp)
+		runtimeFlag    = fs.String("container-runtime", "managed", inventory.ContainerRuntimeHelp+"; the mode of new instances (an instance's spec.containerRuntime says its own)")
+		trustedCA      = fs.String("trusted-ca-configmap", "", "on Kubernetes, a ConfigMap of the operator namespace whose ca-bundle.crt (PEM) the cluster's proxy needs trusted: added to each host's Trusted Root store (on OpenShift: the Proxy's spec.trustedCA)")
 		joinCreds      = fs.String("join-credentials", string(bootstrap.ModeAuto), "the kubelets' join credentials: auto (a bootstrap token when the API server accepts one, else a token of a ServiceAccount in the operator namespace), bootstrap-token or service-account")
 	)
 	zapOpts := zap.Options{}
@@ -84,6 +86,10 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	logs, err := logrotate.ParseLimits(*logFileSize, logFileAge.String())
 	if err != nil {
 		return err
+	}
+	runtimeMode, err := inventory.ParseContainerRuntime(*runtimeFlag)
+	if err != nil {
+		return fmt.Errorf("--container-runtime: %w", err)
 	}
 	csrPolicy, err := csrapproval.PolicyFromFlags(*nodeAddrCIDRs, *serviceCIDR, *nodeDNSDomains)
 	if err != nil {
@@ -107,32 +113,27 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 
 	// The scheme and the cache (namespaced objects in the operator namespace
 	// only) are controller.NewManager's.
-	mgr, err := controller.NewManager(cfg, ctrl.Options{
-		Metrics:                 metricsserver.Options{BindAddress: *metricsAddr},
-		HealthProbeBindAddress:  *probeAddr,
-		LeaderElection:          *leaderElect,
-		LeaderElectionID:        LeaderElectionID,
-		LeaderElectionNamespace: *namespace,
-		// On shutdown the manager first stops its controllers, then gives up
-		// the Lease, so a new replica takes over at once without overlapping
-		// a configuration still running here.
-		LeaderElectionReleaseOnCancel: true,
-	}, controller.Options{
-		Namespace:         *namespace,
-		PayloadDir:        *payloadDir,
-		MaxConcurrent:     *maxConcurrent,
-		MaxUnavailable:    *maxUnavailable,
-		Version:           version,
-		CSRPolicy:         csrPolicy,
-		JoinCredentials:   joinMode,
-		Addresses:         inventory.AddressPolicy{Allowed: allowed},
-		Network:           *network,
-		Platform:          plat,
-		HybridClusterCIDR: hybridClusterCIDR,
-		Logs:              &logs,
-		MaxAnswer:         *maxAnswer,
-		MinTransferRate:   *minRate,
-		SlowTransferGrace: *slowGrace,
+	mgr, err := controller.NewManager(cfg, managerOptions(*metricsAddr, *probeAddr, *leaderElect, *namespace), controller.Options{
+		Namespace:          *namespace,
+		PayloadDir:         *payloadDir,
+		MaxConcurrent:      *maxConcurrent,
+		MaxUnavailable:     *maxUnavailable,
+		Version:            version,
+		CSRPolicy:          csrPolicy,
+		JoinCredentials:    joinMode,
+		Addresses:          inventory.AddressPolicy{Allowed: allowed},
+		Network:            *network,
+		Platform:           plat,
+		HybridClusterCIDR:  hybridClusterCIDR,
+		Logs:               &logs,
+		MaxAnswer:          *maxAnswer,
+		MinTransferRate:    *minRate,
+		SlowTransferGrace:  *slowGrace,
+		ContainerRuntime:   runtimeMode,
+		TrustedCAConfigMap: *trustedCA,
+		// On Kubernetes, the cluster's proxy is the operator's own
+		// environment (OLM sets it from the cluster's proxy).
+		Proxy: configure.ProxyFromEnvironment(os.Getenv),
 	})
 	if err != nil {
 		return err
@@ -145,6 +146,22 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	log.Info("starting", "version", version, "namespace", *namespace, "payloadDir", *payloadDir, "maxConcurrentConfigurations", *maxConcurrent, "joinCredentials", joinMode)
 	return mgr.Start(ctx)
+}
+
+// managerOptions are the manager's endpoints and its leader election (a
+// Lease in the operator namespace).
+func managerOptions(metricsAddr, probeAddr string, leaderElect bool, namespace string) ctrl.Options {
+	return ctrl.Options{
+		Metrics:                 metricsserver.Options{BindAddress: metricsAddr},
+		HealthProbeBindAddress:  probeAddr,
+		LeaderElection:          leaderElect,
+		LeaderElectionID:        LeaderElectionID,
+		LeaderElectionNamespace: namespace,
+		// On shutdown the manager first stops its controllers, then gives up
+		// the Lease, so a new replica takes over at once without overlapping
+		// a configuration still running here.
+		LeaderElectionReleaseOnCancel: true,
+	}
 }
 
 // restConfig is the cluster to talk to: --kubeconfig, else in-cluster, else

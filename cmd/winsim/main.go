@@ -3,12 +3,16 @@
 // internal/winsim/README.md). Nothing here is Windows: it is a simulation.
 //
 //	winsim --hosts N --authorized-key FILE.pub --state DIR [--windows-build 2019|2022] [--hostname NAME]
+//	       [--foreign-containerd] [--without-containers-feature] [--defender]
 //
 // prints one line per host, `<hostname> <ip>:<port> <SHA256:fingerprint>`,
 // then runs until interrupted and stops everything it started. The state
 // folder keeps the hosts (identity, host keys, files, services) between runs.
 // --hostname (with --hosts 1 only) names the host, e.g. as a clone of
-// another host would be named.
+// another host would be named. A new host is a stock Windows Server with
+// no container runtime; --foreign-containerd gives it a containerd winnode
+// did not install, --without-containers-feature leaves the Containers
+// feature off (enabling it takes a restart), --defender runs Defender.
 package main
 
 import (
@@ -35,6 +39,7 @@ func main() {
 		build   string
 		standin string
 		name    string
+		extra   winsim.Options
 	)
 	cmd := &cobra.Command{
 		Use:           "winsim --hosts N --authorized-key FILE.pub --state DIR [--windows-build 2019|2022] [--hostname NAME]",
@@ -43,7 +48,8 @@ func main() {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return run(hosts, keyFile, state, build, standin, name)
+			extra.StateDir, extra.Build, extra.StandinBinary, extra.Hostname = state, build, standin, name
+			return run(hosts, keyFile, extra)
 		},
 	}
 	f := cmd.Flags()
@@ -51,8 +57,11 @@ func main() {
 	f.StringVar(&keyFile, "authorized-key", "", "public key (OpenSSH .pub) allowed to log in as Administrator on every host")
 	f.StringVar(&state, "state", "", "folder keeping the hosts' state between runs")
 	f.StringVar(&build, "windows-build", "", "Windows Server build to simulate: 2019 or 2022 (default: as saved, else 2019)")
-	f.StringVar(&standin, "standin", "", "Linux build of winsim-standin, installed as containerd.exe (default: winsim-standin beside this program or on PATH)")
+	f.StringVar(&standin, "standin", "", "Linux build of winsim-standin, the foreign containerd.exe of --foreign-containerd (default: winsim-standin beside this program or on PATH)")
 	f.StringVar(&name, "hostname", "", "the host's computer name (with --hosts 1 only; default: as saved, else WIN-<random>), e.g. a clone's")
+	f.BoolVar(&extra.ForeignContainerd, "foreign-containerd", false, "give new hosts a containerd winnode did not install (C:\\Program Files\\containerd), as a host set up by hand")
+	f.BoolVar(&extra.WithoutContainersFeature, "without-containers-feature", false, "leave the Windows Containers feature off on new hosts (enabling it takes a restart)")
+	f.BoolVar(&extra.Defender, "defender", false, "run Microsoft Defender Antivirus on new hosts (simulated: its exclusions)")
 	_ = cmd.MarkFlagRequired("authorized-key")
 	_ = cmd.MarkFlagRequired("state")
 	if err := cmd.Execute(); err != nil {
@@ -61,12 +70,12 @@ func main() {
 	}
 }
 
-func run(n int, keyFile, state, build, standin, name string) error {
-	if build != "" && build != "2019" && build != "2022" {
-		return fmt.Errorf("--windows-build %q: want 2019 or 2022", build)
+func run(n int, keyFile string, o winsim.Options) error {
+	if o.Build != "" && o.Build != "2019" && o.Build != "2022" {
+		return fmt.Errorf("--windows-build %q: want 2019 or 2022", o.Build)
 	}
-	if name != "" && n != 1 {
-		return fmt.Errorf("--hostname %s names one host: use it with --hosts 1", name)
+	if o.Hostname != "" && n != 1 {
+		return fmt.Errorf("--hostname %s names one host: use it with --hosts 1", o.Hostname)
 	}
 	data, err := os.ReadFile(keyFile)
 	if err != nil {
@@ -76,19 +85,19 @@ func run(n int, keyFile, state, build, standin, name string) error {
 	if err != nil {
 		return fmt.Errorf("--authorized-key %s: not an OpenSSH public key (want the .pub file): %w", keyFile, err)
 	}
-	if standin == "" {
-		standin = findStandin()
+	if o.StandinBinary == "" {
+		o.StandinBinary = findStandin()
 	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	if standin == "" {
-		log.Warn("simulated hosts: winsim-standin not found (use --standin); containerd will not be installed on them")
+	o.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	if o.StandinBinary == "" && o.ForeignContainerd {
+		return errors.New("--foreign-containerd: winsim-standin not found (use --standin)")
 	}
 	// Catch the stop signals before the host lines are printed: whoever reads
 	// them may interrupt at once, and must get a clean shutdown, not a kill.
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sig)
-	fleet, err := winsim.StartFleet(n, winsim.Options{StateDir: state, Build: build, StandinBinary: standin, Logger: log, Hostname: name})
+	fleet, err := winsim.StartFleet(n, o)
 	if err != nil {
 		return err
 	}
@@ -101,9 +110,9 @@ func run(n int, keyFile, state, build, standin, name string) error {
 	for _, h := range fleet.Hosts {
 		fmt.Printf("%s %s %s\n", h.Hostname(), h.Addr(), h.Fingerprint())
 	}
-	log.Info("simulated hosts running; interrupt to stop", "hosts", n, "state", state)
+	o.Logger.Info("simulated hosts running; interrupt to stop", "hosts", n, "state", o.StateDir)
 	<-sig
-	log.Info("stopping the simulated hosts")
+	o.Logger.Info("stopping the simulated hosts")
 	return fleet.Close()
 }
 

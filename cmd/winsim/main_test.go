@@ -118,7 +118,9 @@ func TestWinsimStandalone(t *testing.T) {
 		t.Fatal(err)
 	}
 	state := filepath.Join(dir, "state")
-	w := start(t, bin, "--hosts", "2", "--authorized-key", keyFile, "--state", state, "--windows-build", "2022")
+	// --foreign-containerd: hosts with a containerd of their own (a stock
+	// host has none), whose process shows the hosts run and stop.
+	w := start(t, bin, "--hosts", "2", "--authorized-key", keyFile, "--state", state, "--windows-build", "2022", "--foreign-containerd")
 
 	// Log in to the first host with the key, pinned to the printed fingerprint.
 	signer := key.Signer

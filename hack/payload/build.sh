@@ -7,6 +7,8 @@
 #   host-local.exe                        hack/payload/cni/go.mod
 #   flanneld.exe                          github.com/flannel-io/flannel, version pinned by hack/payload/flannel/go.mod
 #   csi-proxy.exe                         github.com/kubernetes-csi/csi-proxy, version pinned by hack/payload/csi-proxy/go.mod
+#   containerd.exe                        github.com/containerd/containerd/v2, version pinned by hack/payload/containerd/go.mod
+#   containerd-shim-runhcs-v1.exe         github.com/Microsoft/hcsshim, version pinned by hack/payload/hcsshim/go.mod
 #   winnode-agent.exe                     this repository's ./cmd/winnode-agent
 #   winnode-service.exe                   this repository's ./cmd/winnode-service (no version stamp: its
 #                                         bytes change only with its code, so an agent upgrade restarts no service)
@@ -15,9 +17,9 @@
 #
 # Usage: hack/payload/build.sh [OUTPUT-DIR]
 #   OUTPUT-DIR defaults to $WINNODE_PAYLOAD_DIR, else <repo>/payload.
-#   It receives the nine programs and manifest.json (written with
+#   It receives the eleven programs and manifest.json (written with
 #   internal/payload, then loaded back the way the operator loads it), and
-#   flags/{kubelet,kube-proxy,flanneld,csi-proxy}.txt: the flags each program's --help
+#   flags/{kubelet,kube-proxy,flanneld,csi-proxy,containerd}.txt: the flags each program's --help
 #   lists under Wine (installed by hack/wine/install.sh when missing), which
 #   the winsim stand-ins accept (hack/payload/update-standin-flags.sh);
 #   WINNODE_PAYLOAD_FLAGS=0 leaves them out.
@@ -66,6 +68,12 @@ flannel_version=$(modversion "$here/flannel" github.com/flannel-io/flannel)
 # Kubernetes programs' cache, and a new flannel rebuilds only flanneld.
 flannel_cache="${WINNODE_CACHE:-$HOME/.cache/winnode}/payload/flannel-$flannel_version-r1"
 mkdir -p "$flannel_cache"
+# containerd and its Windows shim: caches of their own, for the same reason.
+containerd_version=$(modversion "$here/containerd" github.com/containerd/containerd/v2)
+containerd_cache="${WINNODE_CACHE:-$HOME/.cache/winnode}/payload/containerd-$containerd_version-r1"
+hcsshim_version=$(modversion "$here/hcsshim" github.com/Microsoft/hcsshim)
+hcsshim_cache="${WINNODE_CACHE:-$HOME/.cache/winnode}/payload/hcsshim-$hcsshim_version-r1"
+mkdir -p "$containerd_cache" "$hcsshim_cache"
 # One payload build at a time on this machine: two builds started side by
 # side (test packages, work trees) would otherwise compile the same program
 # into the same .tmp file at once. Waiting is cheaper: a warm build takes
@@ -135,7 +143,21 @@ cache=$flannel_cache upstream flanneld.exe "$here/flannel" github.com/flannel-io
 # "Version: ..." at start; it has no --version).
 cache=$csi_cache upstream csi-proxy.exe "$here/csi-proxy" github.com/kubernetes-csi/csi-proxy/cmd/csi-proxy "-X main.version=$csi_version"
 
-# The flags each of kubelet.exe, kube-proxy.exe and flanneld.exe accepts,
+# containerd.exe as containerd's Makefile builds it (GO_LDFLAGS, GO_BUILDTAGS
+# urfave_cli_no_docs): `containerd.exe --version` prints
+# "containerd github.com/containerd/containerd/v2 v2.4.2 v2.4.2" (the proxy's
+# module has no commit to put in Revision; the version stands there).
+ctd=github.com/containerd/containerd/v2
+cache=$containerd_cache upstream containerd.exe "$here/containerd" $ctd/cmd/containerd \
+	"-X $ctd/version.Version=$containerd_version -X $ctd/version.Revision=$containerd_version -X $ctd/version.Package=$ctd" urfave_cli_no_docs
+# The shim's main.version and main.gitCommit are meant for -X (its main.go);
+# the commit is the proxy's record of the tag (Origin.Hash), else the version.
+hcsshim_commit=$(cd "$here/hcsshim" && go mod download -json "github.com/Microsoft/hcsshim@$hcsshim_version" | sed -n 's/^[[:space:]]*"Hash": "\([0-9a-f]*\)".*/\1/p' | head -n1)
+cache=$hcsshim_cache upstream containerd-shim-runhcs-v1.exe "$here/hcsshim" github.com/Microsoft/hcsshim/cmd/containerd-shim-runhcs-v1 \
+	"-X main.version=$hcsshim_version -X main.gitCommit=${hcsshim_commit:-$hcsshim_version}"
+
+# The flags each of kubelet.exe, kube-proxy.exe, flanneld.exe, csi-proxy.exe and
+# containerd.exe accepts,
 # from its own --help run under Wine (hack/wine/prefix.sh), recorded once
 # beside the program in the cache and copied to OUTPUT-DIR/flags/: the
 # winsim stand-ins accept exactly these (internal/winsim/standin/flags/,
@@ -178,6 +200,7 @@ record_flags kubelet.exe "$cache" pflag "$k8s_version"
 record_flags kube-proxy.exe "$cache" pflag "$k8s_version"
 record_flags flanneld.exe "$flannel_cache" goflag "$flannel_version"
 record_flags csi-proxy.exe "$csi_cache" goflag "$csi_version"
+record_flags containerd.exe "$containerd_cache" urfave "$containerd_version"
 
 # The agent is this repository's own program: its version is the work tree's.
 agent_version=${WINNODE_VERSION:-$(git -C "$root" describe --tags --always --dirty 2>/dev/null || echo dev)}
@@ -201,6 +224,8 @@ for name in kubelet.exe kube-proxy.exe win-bridge.exe win-overlay.exe host-local
 done
 place flanneld.exe "$flannel_cache/flanneld.exe"
 place csi-proxy.exe "$csi_cache/csi-proxy.exe"
+place containerd.exe "$containerd_cache/containerd.exe"
+place containerd-shim-runhcs-v1.exe "$hcsshim_cache/containerd-shim-runhcs-v1.exe"
 place winnode-agent.exe "$agent_tmp/winnode-agent.exe"
 place winnode-service.exe "$agent_tmp/winnode-service.exe"
 
@@ -235,8 +260,10 @@ fi
 	host-local.exe 'C:\k\cni\bin\host-local.exe' "$cni_version" \
 	flanneld.exe 'C:\k\flanneld.exe' "$flannel_version" \
 	csi-proxy.exe 'C:\k\csi-proxy.exe' "$csi_version" \
+	containerd.exe 'C:\k\containerd\containerd.exe' "$containerd_version" \
+	containerd-shim-runhcs-v1.exe 'C:\k\containerd\containerd-shim-runhcs-v1.exe' "$hcsshim_version" \
 	winnode-agent.exe 'C:\k\winnode-agent.exe' "$agent_version" \
 	winnode-service.exe 'C:\k\winnode-service.exe' "$agent_version" \
 	"${hybrid[@]}")
-say "payload ready: kubernetes $k8s_version, CNI plugins $cni_version, flannel $flannel_version, csi-proxy $csi_version, agent $agent_version${hybrid_version:+, hybrid-overlay-node $hybrid_version (input file)}"
+say "payload ready: kubernetes $k8s_version, CNI plugins $cni_version, flannel $flannel_version, csi-proxy $csi_version, containerd $containerd_version, hcsshim $hcsshim_version, agent $agent_version${hybrid_version:+, hybrid-overlay-node $hybrid_version (input file)}"
 echo "$out"

@@ -8,7 +8,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 dir=$(bash "$root/hack/payload/build.sh" "$@" | tail -n1)
-for program in kubelet kube-proxy flanneld csi-proxy; do
+for program in kubelet kube-proxy flanneld csi-proxy containerd; do
 	cp "$dir/flags/$program.txt" "$root/internal/winsim/standin/flags/$program.txt"
 done
 git -C "$root" status --short internal/winsim/standin/flags/

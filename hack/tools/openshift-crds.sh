@@ -32,6 +32,9 @@ crds=(
 	config/v1/zz_generated.crd-manifests/0000_00_cluster-version-operator_01_clusterversions-Default.crd.yaml
 	config/v1/zz_generated.crd-manifests/0000_10_config-operator_01_infrastructures-Default.crd.yaml
 	config/v1/zz_generated.crd-manifests/0000_10_config-operator_01_networks.crd.yaml
+	config/v1/zz_generated.crd-manifests/0000_03_config-operator_01_proxies.crd.yaml
+	config/v1/zz_generated.crd-manifests/0000_10_config-operator_01_imagedigestmirrorsets.crd.yaml
+	config/v1/zz_generated.crd-manifests/0000_10_config-operator_01_imagetagmirrorsets.crd.yaml
 	machineconfiguration/v1/zz_generated.crd-manifests/0000_80_machine-config_01_machineconfigs.crd.yaml
 	machineconfiguration/v1/zz_generated.crd-manifests/0000_80_machine-config_01_controllerconfigs-Default.crd.yaml
 	machine/v1beta1/zz_generated.crd-manifests/0000_10_machine-api_01_machines-Default.crd.yaml
@@ -60,8 +63,11 @@ fi
 api_version=$(cat "$pinfile")
 [ -n "$api_version" ] || { say "$mao@$mao_version requires no github.com/openshift/api"; exit 1; }
 
-out="$root/bin/openshift/$api_version/crds"
-cache="$cachebase/api-$api_version/crds"
+# The folders are named after the list too: a CRD added to it is fetched
+# even where an older list's folders are complete.
+list=$(printf '%s\n' "${crds[@]}" | sha256sum | cut -c1-12)
+out="$root/bin/openshift/$api_version-$list/crds"
+cache="$cachebase/api-$api_version-$list/crds"
 if [ ! -f "$cache/.complete" ]; then
 	say "github.com/openshift/api@$api_version (pinned by $mao@$mao_version): downloading"
 	dir=$(download "github.com/openshift/api@$api_version" Dir)

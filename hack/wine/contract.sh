@@ -18,6 +18,8 @@
 #    (hack/payload/kubernetes/validate, built for Windows and run under
 #    Wine, so that their Windows rules apply);
 #  - every CNI configuration, loaded with libcni (hack/payload/cni/validate);
+#  - every containerd configuration, loaded by the payload's containerd.exe
+#    (`containerd --config FILE config dump`) without a warning;
 #  - negative checks: each check fails on a known-bad input, with the real
 #    program's words.
 #
@@ -132,11 +134,16 @@ resolve_command() {
 # loading and validation.
 contract_configs() {
 	local kind files
-	for kind in kubelet kube-proxy cni; do
+	for kind in kubelet kube-proxy cni containerd; do
 		mapfile -t files < <(find "$contract_dir/configs/$kind" -type f ! -name '*.cases' ! -name '*.log' | sort)
 		local f log="$contract_dir/configs/$kind.log"
 		for f in "${files[@]}"; do expect "contract/config/$kind/$(basename "$f")"; done
-		if [ "$kind" = cni ]; then
+		if [ "$kind" = containerd ]; then
+			: >"$log"
+			for f in "${files[@]}"; do
+				if containerd_config "$f.log" "$f"; then echo "ok $f" >>"$log"; else sed "s|^|$f: |" "$f.log" >>"$log"; fi
+			done
+		elif [ "$kind" = cni ]; then
 			"$out/cni-validate" "${files[@]}" >"$log" 2>&1 || true
 		else
 			timeout 300 "$wine" "$out/validate.exe" "$kind" "${files[@]}" >"$log" 2>&1 || true
@@ -151,6 +158,18 @@ contract_configs() {
 			fi
 		done
 	done
+}
+
+# containerd_config LOG FILE: the payload's containerd.exe loads FILE as
+# its configuration (`containerd --config FILE config dump`: the daemon's
+# own loading, version migration and per-plugin decoding) with no warning:
+# containerd only warns about a key it does not know and keeps its default
+# (an unknown key, or a version 3 file it migrates), so a warning fails the
+# check. Output in LOG.
+containerd_config() {
+	local log=$1 file=$2 rc=0
+	timeout 180 "$wine" "$WINNODE_PAYLOAD_DIR/containerd.exe" --config "Z:${file//\//\\}" config dump >"$log" 2>&1 || rc=$?
+	[ "$rc" -eq 0 ] && ! grep -qE 'level=(warning|error|fatal)' "$log"
 }
 
 # expect_refusal NAME LOG WORDS CMD...: CMD must fail, and its output
@@ -199,6 +218,14 @@ contract_negative() {
 	{ cat "$proxy"; echo "sourceVip: 10.0.0.2"; } >"$neg/kube-proxy-unknown-field.yaml"
 	expect_refusal "contract/negative/kube-proxy config unknown field" "$neg/kube-proxy-unknown-field.log" \
 		'unknown field "sourceVip"' "$wine" "$out/validate.exe" kube-proxy "$neg/kube-proxy-unknown-field.yaml"
+	local ctd
+	ctd=$(find "$contract_dir/configs/containerd" -name '*.toml' | sort | head -n1)
+	sed 's/^version = 4$/version = 5/' "$ctd" >"$neg/containerd-version.toml"
+	expect_refusal "contract/negative/containerd config version" "$neg/containerd-version.log" \
+		"expected containerd config version equal to or less than" containerd_config_shown "$neg/containerd-version.toml"
+	sed 's/^  conf_dir = /  cni_conf_dirs = /' "$ctd" >"$neg/containerd-unknown-key.toml"
+	expect_refusal "contract/negative/containerd config unknown key" "$neg/containerd-unknown-key.log" \
+		"Ignoring unknown key in TOML for plugin" containerd_config_shown "$neg/containerd-unknown-key.toml"
 	sed 's/"type": "win-overlay"/"type": 1/' "$cni" >"$neg/cni-type.conf"
 	expect_refusal "contract/negative/cni config wrong field" "$neg/cni-type.log" \
 		"cannot unmarshal number" "$out/cni-validate" "$neg/cni-type.conf"
@@ -212,5 +239,13 @@ negative_command() {
 	resolve_command "$log" "$@" && check_version "$log" "${child[@]}"
 	local rc=$?
 	cat "$log"
+	return "$rc"
+}
+
+# containerd_config_shown FILE: containerd_config, its output on stdout.
+containerd_config_shown() {
+	local rc=0
+	containerd_config "$1.run.log" "$1" || rc=$?
+	cat "$1.run.log"
 	return "$rc"
 }

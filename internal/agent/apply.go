@@ -33,23 +33,26 @@ func (a *Agent) Apply(ctx context.Context, p *plan.Plan) (*plan.Result, error) {
 func (a *Agent) apply(ctx context.Context, p *plan.Plan) (*plan.Result, error) {
 	r := &applyRun{a: a, plan: p, res: newResult("apply", p.Version)}
 	steps := []func(context.Context) error{
-		r.recordPending,       // apply_state.go: the plan is pending before anything changes
-		r.checkHostServices,   // apply_host_services.go: containerd and the like exist
-		r.makeDirectories,     // apply_directories.go
-		r.findFiles,           // apply_find_files.go: each file in place or staged, else fail before stopping anything
-		r.removeStaleServices, // apply_stale_services.go: services earlier plans had and this one drops
-		r.decideServices,      // apply_decide.go: create, reconfigure, restart or leave each service
-		r.noticeClusterChange, // apply_cluster.go: a host moving to another cluster restarts everything
-		r.stopChanged,         // apply_stop.go: dependents first
-		r.dropOldCredentials,  // apply_cluster.go: what the kubelet wrote in the old cluster
-		r.placeFiles,          // apply_place_files.go: staged blobs moved into place
-		r.configureServices,   // apply_configure.go: create and reconfigure
-		r.startServices,       // apply_start.go: in dependency order, waiting until each runs
-		r.reportServices,      // apply_start.go: each service's final state in the result
-		r.openFirewall,        // apply_firewall.go: open the plan's ports, close dropped ones
-		r.removeStaleFiles,    // apply_stale_files.go: files earlier plans had and this one drops
-		r.runChecks,           // apply_checks.go
-		r.recordApplied,       // apply_state.go: the plan is applied; consumed blobs deleted
+		r.recordPending,         // apply_state.go: the plan is pending before anything changes
+		r.checkHostServices,     // apply_host_services.go: containerd and the like exist
+		r.enableFeatures,        // apply_features.go: Containers; a restart needed stops here (RebootRequired)
+		r.makeDirectories,       // apply_directories.go
+		r.findFiles,             // apply_find_files.go: each file in place or staged, else fail before stopping anything
+		r.removeStaleServices,   // apply_stale_services.go: services earlier plans had and this one drops
+		r.decideServices,        // apply_decide.go: create, reconfigure, restart or leave each service
+		r.noticeClusterChange,   // apply_cluster.go: a host moving to another cluster restarts everything
+		r.stopChanged,           // apply_stop.go: dependents first
+		r.dropOldCredentials,    // apply_cluster.go: what the kubelet wrote in the old cluster
+		r.placeFiles,            // apply_place_files.go: staged blobs moved into place
+		r.trustRootCertificates, // apply_trust.go: the plan's CAs in LocalMachine\Root
+		r.configureServices,     // apply_configure.go: create and reconfigure
+		r.excludeFromDefender,   // apply_defender.go: winnode's programs, where Defender runs
+		r.startServices,         // apply_start.go: in dependency order, waiting until each runs
+		r.reportServices,        // apply_start.go: each service's final state in the result
+		r.openFirewall,          // apply_firewall.go: open the plan's ports, close dropped ones
+		r.removeStaleFiles,      // apply_stale_files.go: files earlier plans had and this one drops
+		r.runChecks,             // apply_checks.go
+		r.recordApplied,         // apply_state.go: the plan is applied; consumed blobs deleted
 	}
 	for _, step := range steps {
 		if err := step(ctx); err != nil {
@@ -79,8 +82,9 @@ type applyRun struct {
 	toStop       []string                   // decideServices: services to stop, in start order
 	otherCluster bool                       // noticeClusterChange: the plan is of another cluster
 
-	stopped   []string        // stopChanged: services it stopped, in stop order
-	restarted map[string]bool // startServices: the services stopChanged stopped
+	stopped   []string            // stopChanged: services it stopped, in stop order
+	kept      map[string]keptFile // placeFiles: previous versions of Rollback files (apply_rollback.go)
+	restarted map[string]bool     // startServices: the services stopChanged stopped
 }
 
 // newResult is an empty result of a command, with lists that encode as []

@@ -27,6 +27,9 @@ func (r *applyRun) placeFiles(context.Context) error {
 		if s.blob != "" {
 			blobUses[s.blob]--
 			r.a.Log.Info("installing file", "file", s.file.Path, "sha256", s.file.SHA256)
+			if err := r.keepPrevious(s); err != nil {
+				return err
+			}
 			stillNeeded := blobUses[s.blob] > 0
 			if err := r.a.retryFile(func() error { return install(s, stillNeeded) }); err != nil {
 				return &plan.Error{Code: plan.ErrFileInstall, File: s.file.Path, Message: fmt.Sprintf("moving the staged blob into place: %v", err)}

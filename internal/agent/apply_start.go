@@ -8,7 +8,10 @@ import (
 
 // startServices starts every auto-start plan service in dependency order
 // (and a manual one stopChanged stopped), then any other service stopped
-// there (a dependent outside the plan), waiting until each runs.
+// there (a dependent outside the plan), waiting until each runs (and
+// serves its ReadyPipe). A service that runs again only with its previous
+// files (ErrRolledBack) does not stop the others: they start, and the
+// apply then fails with the rollback.
 func (r *applyRun) startServices(ctx context.Context) error {
 	r.restarted = map[string]bool{}
 	for _, n := range r.stopped {
@@ -26,12 +29,20 @@ func (r *applyRun) startServices(ctx context.Context) error {
 			toStart = append(toStart, r.stopped[i])
 		}
 	}
+	var rolledBack error
 	for _, name := range toStart {
-		if err := r.a.startAndWait(ctx, name); err != nil {
+		ready, err := r.startReady(ctx, name)
+		if !ready {
 			return err
 		}
+		if err != nil {
+			rolledBack = err
+		}
 	}
-	return nil
+	if rolledBack != nil {
+		_ = r.reportServices(ctx)
+	}
+	return rolledBack
 }
 
 // reportServices adds each plan service to the result: what apply did with

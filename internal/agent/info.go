@@ -13,7 +13,7 @@ import (
 )
 
 // ContainerdService is the container runtime's service name.
-const ContainerdService = "containerd"
+const ContainerdService = plan.ContainerdService
 
 // Info reports the host facts the operator renders a plan from, and what
 // the agent installed (so the operator uploads only changed files).
@@ -35,13 +35,20 @@ func (a *Agent) Info(ctx context.Context) (*plan.Info, error) {
 	if info.IPv4 == nil {
 		info.IPv4 = []string{}
 	}
-	_, state, err := a.Platform.Query(ctx, ContainerdService)
+	cfg, state, err := a.Platform.Query(ctx, ContainerdService)
 	switch {
 	case errors.Is(err, ErrServiceNotFound):
 	case err != nil:
 		return nil, &plan.Error{Code: plan.ErrService, Service: ContainerdService, Message: err.Error()}
 	default:
-		info.Containerd = plan.ServiceInfo{Present: true, Running: state == Running, State: string(state)}
+		info.Containerd = plan.ServiceInfo{Present: true, Running: state == Running, State: string(state),
+			Winnode: cfg.Description == plan.ServiceDescription}
+		if !info.Containerd.Winnode {
+			info.Containerd.Command = cfg.BinaryPathName
+		}
+	}
+	if info.RebootPending, err = a.Platform.RebootPending(ctx); err != nil {
+		return nil, &plan.Error{Code: plan.ErrHost, Message: "asking whether a restart is under way: " + err.Error()}
 	}
 	st, err := a.loadState()
 	if msg, untrusted := a.untrustedState(err); untrusted {

@@ -2,6 +2,8 @@ package agent
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 
@@ -13,12 +15,34 @@ import (
 // and applies it: the kubelet (which joins with the bootstrap token),
 // and in flannel mode flanneld, which waits for the Node's subnet.
 func (r *joinRun) applyFirst(ctx context.Context) error {
+	if err := r.refuseForeignContainerd(ctx); err != nil {
+		return err
+	}
 	kc, err := r.cfg.BootstrapKubeconfig()
 	if err != nil {
 		return plan.AsError(err, plan.ErrJoinConfig)
 	}
 	r.bootstrapKubeconfig = kc
 	return r.renderAndApply(ctx, "")
+}
+
+// refuseForeignContainerd stops the join on a host that runs a containerd
+// winnode did not install: the plan installs winnode's own (renderInput),
+// and would otherwise take over that service, as the operator refuses to
+// under containerRuntime Managed (internal/configure, runtime.go).
+func (r *joinRun) refuseForeignContainerd(ctx context.Context) error {
+	cfg, _, err := r.a.Platform.Query(ctx, ContainerdService)
+	switch {
+	case errors.Is(err, ErrServiceNotFound):
+		return nil
+	case err != nil:
+		return &plan.Error{Code: plan.ErrService, Service: ContainerdService, Message: err.Error()}
+	case cfg.Description == plan.ServiceDescription:
+		return nil // winnode's own, from an earlier join
+	}
+	return &plan.Error{Code: plan.ErrService, Service: ContainerdService, Message: fmt.Sprintf(
+		"the image runs a containerd winnode did not install (%s): join installs its own from the image's payload; "+
+			"build the image without it (containerd.exe --unregister-service)", cfg.BinaryPathName)}
 }
 
 // applySubnet renders and applies the plan again once the Node has its pod
@@ -62,8 +86,9 @@ func (r *joinRun) renderAndApply(ctx context.Context, podCIDR string) error {
 }
 
 // renderInput is the renderer's input on this host: the cluster and
-// network of the join config, this host's facts, the image's payload and
-// the operator's version (the plan's version names it, as in Push mode).
+// network of the join config, this host's facts, the image's payload, a
+// managed containerd and the operator's version (the plan's version names
+// it, as in Push mode).
 func (r *joinRun) renderInput(podCIDR string) plan.RenderInput {
 	c := r.cfg.Cluster
 	f := r.facts
@@ -72,8 +97,17 @@ func (r *joinRun) renderInput(podCIDR string) plan.RenderInput {
 			CloudProvider: c.CloudProvider, BootstrapKubeconfig: plan.DigestOf(r.bootstrapKubeconfig)},
 		Host: plan.HostFacts{Info: &plan.Info{SchemaVersion: plan.SchemaVersion, Hostname: f.Hostname, FQDN: f.FQDN, IPv4: f.IPv4,
 			DefaultIPv4: f.DefaultIPv4, OS: plan.OSInfo{ProductName: f.ProductName, Build: f.Build}, AgentVersion: r.a.Version}},
-		Payload:         r.manifest,
-		Network:         r.cfg.Network.Facts(podCIDR),
+		Payload: r.manifest,
+		Network: r.cfg.Network.Facts(podCIDR),
+		// winnode's own containerd, from the image: the payload the image
+		// carries has containerd.exe and its shim, so a stock Windows
+		// Server image needs no container runtime of its own (a host runs
+		// none before winnode installs one). The Containers feature must be
+		// enabled when the image is built: join cannot restart the host
+		// halfway, and stops with RebootRequired naming the feature when it
+		// is not. There are no registries, proxy or CA facts to add: the
+		// join config carries none (docs/cluster-api.md).
+		Runtime:         plan.RuntimeFacts{Mode: plan.RuntimeManaged},
 		OperatorVersion: r.cfg.OperatorVersion,
 	}
 }

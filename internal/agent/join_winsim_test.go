@@ -55,6 +55,7 @@ func TestPullJoin(t *testing.T) {
 	t.Run("joins", func(t *testing.T) { testJoinOnSimulatedHost(t, payloadDir) })
 	t.Run("refuses a damaged image", func(t *testing.T) { testJoinRefusesTamperedImage(t, payloadDir) })
 	t.Run("refuses an unsupported version", func(t *testing.T) { testJoinRefusesUnsupportedVersion(t, payloadDir) })
+	t.Run("refuses a foreign containerd", func(t *testing.T) { testJoinRefusesForeignContainerd(t, payloadDir) })
 }
 
 // pullImage is a simulated Windows image as `winnodectl image` writes it,
@@ -87,6 +88,13 @@ func pullConfig(node, operatorVersion, server string, ca []byte, token string) *
 // cloudbase-init, the host started (and the agent with it).
 func bootPull(t *testing.T, img string, cfg *joinconfig.Config) *winsim.Host {
 	t.Helper()
+	return bootPullWith(t, img, cfg, winsim.Options{})
+}
+
+// bootPullWith is bootPull on a host made with opts (its state folder,
+// stand-in and logger set here).
+func bootPullWith(t *testing.T, img string, cfg *joinconfig.Config, opts winsim.Options) *winsim.Host {
+	t.Helper()
 	data, err := capibootstrap.PullBootstrapData(capibootstrap.PullInput{
 		Namespace: "capi-windows", Machine: cfg.NodeName, ComputerName: cfg.NodeName, Join: cfg})
 	if err != nil {
@@ -94,8 +102,10 @@ func bootPull(t *testing.T, img string, cfg *joinconfig.Config) *winsim.Host {
 	}
 	c := cloud.New(cloud.Options{
 		NewHost: func(string) (*winsim.Host, error) {
-			return winsim.New(winsim.Options{StateDir: t.TempDir(), StandinBinary: testenv.Binary(t, "cmd/winsim-standin"),
-				Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			o := opts
+			o.StateDir, o.StandinBinary = t.TempDir(), testenv.Binary(t, "cmd/winsim-standin")
+			o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+			return winsim.New(o)
 		},
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
@@ -186,6 +196,28 @@ func testJoinRefusesUnsupportedVersion(t *testing.T, payloadDir string) {
 	}
 	if _, err := h.SCM().Get(context.Background(), plan.KubeletService); err == nil {
 		t.Error("the kubelet service was installed by an unsupported agent")
+	}
+}
+
+// testJoinRefusesForeignContainerd: an image that runs a containerd of its
+// own (registered by containerd's --register-service) is refused by name,
+// and that containerd is left as it was rather than taken over by the
+// containerd the join installs.
+func testJoinRefusesForeignContainerd(t *testing.T, payloadDir string) {
+	h := bootPullWith(t, pullImage(t, payloadDir), pullConfig("win-ctd01", "dev", "https://127.0.0.1:6443", testkit.SelfSignedCA(t), "abcdef."+pullTokenSecret),
+		winsim.Options{ForeignContainerd: true})
+	code, joinLog, _ := joinEnded(t, h, 2*time.Minute)
+	for _, want := range []string{"a containerd winnode did not install", "containerd.exe --unregister-service"} {
+		if code == 0 || !strings.Contains(joinLog, want) {
+			t.Errorf("exit code %d; the join log lacks %q:\n%s", code, want, joinLog)
+		}
+	}
+	svc, err := h.SCM().Get(context.Background(), plan.ContainerdService)
+	if err != nil || svc.Config.Description == plan.ServiceDescription {
+		t.Errorf("the image's containerd service: %+v, %v: want it left as the image had it", svc, err)
+	}
+	if _, err := h.SCM().Get(context.Background(), plan.KubeletService); err == nil {
+		t.Error("the kubelet service was installed beside a foreign containerd")
 	}
 }
 

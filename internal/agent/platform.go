@@ -40,6 +40,9 @@ type Platform interface {
 	// runs elevated, as an administrator, so what that account owns is
 	// trusted as what Administrators own is (see secure.go).
 	RunningAs(ctx context.Context) (string, error)
+	// HostSettings: Windows features, restarts, Defender, the Root store,
+	// named pipes (hostsettings.go).
+	HostSettings
 	// Close releases the connection to the service manager.
 	Close() error
 }

@@ -28,10 +28,12 @@ import (
 type simulated struct {
 	scm  *simscm.Client
 	root string
+	sock string // the API's socket: named pipes are sockets beside it
 }
 
 func openSimulated(sock, root string) (Platform, error) {
-	return NewSimulated(simscm.Dial(sock), root), nil
+	p := &simulated{scm: simscm.Dial(sock), root: root, sock: sock}
+	return p, nil
 }
 
 // NewSimulated returns the platform of a simulated host whose service

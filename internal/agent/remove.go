@@ -13,7 +13,8 @@ import (
 )
 
 // Remove undoes every plan the agent applied: it stops and deletes the
-// services (dependents first), closes the firewall ports, deletes the files,
+// services (dependents first), removes the Defender exclusions and root
+// certificates it added, closes the firewall ports, deletes the files,
 // the staging folder and the plan's folders, and finally its own state.
 // Folders marked as logs are kept unless purgeLogs. It is safe to run twice
 // and on a host never configured (nothing to do). It deletes only paths in
@@ -53,6 +54,15 @@ func (a *Agent) Remove(ctx context.Context, purgeLogs bool) (*plan.Result, error
 	}
 	plans := st.plans()
 	if err := a.removeAllServices(ctx, plans, res); err != nil {
+		return res, err
+	}
+	// What the agent added to Windows' own settings, and only that.
+	save := func() error { return a.saveState(st) }
+	none := func(string) bool { return false }
+	if err := a.dropDefenderExclusions(ctx, st, none, save); err != nil {
+		return res, err
+	}
+	if err := a.dropRootCertificates(ctx, st, none, save); err != nil {
 		return res, err
 	}
 	for _, p := range plans {

@@ -30,6 +30,13 @@ type State struct {
 	// Manifest maps installed files' Windows paths to their sha256; an
 	// entry exists only for a file verified in place.
 	Manifest map[string]string `json:"manifest"`
+	// DefenderExclusions are the Defender process exclusions the agent
+	// added (apply_defender.go): only these are ever removed.
+	DefenderExclusions []string `json:"defenderExclusions,omitempty"`
+	// RootCertificates are the SHA-1 thumbprints of the certificates the
+	// agent added to LocalMachine\Root (apply_trust.go): only these are
+	// ever removed.
+	RootCertificates []string `json:"rootCertificates,omitempty"`
 }
 
 // plans returns the plans whose services and files the agent manages.

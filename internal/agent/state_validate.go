@@ -68,10 +68,23 @@ func decodeState(data []byte) (*State, error) {
 			return nil, &StateInvalidError{Field: fmt.Sprintf("manifest[%q]", path), Reason: "not a lower-case hex sha256"}
 		}
 	}
+	for i, p := range st.DefenderExclusions {
+		if wp, err := winpath.Parse(p); err != nil || wp.String() != p {
+			return nil, &StateInvalidError{Field: fmt.Sprintf("defenderExclusions[%d]", i), Reason: "not a canonical Windows path"}
+		}
+	}
+	for i, t := range st.RootCertificates {
+		if !sha1Hex.MatchString(t) {
+			return nil, &StateInvalidError{Field: fmt.Sprintf("rootCertificates[%d]", i), Reason: "not a lower-case hex SHA-1 thumbprint"}
+		}
+	}
 	return st, nil
 }
 
-var sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)
+var (
+	sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)
+	sha1Hex   = regexp.MustCompile(`^[0-9a-f]{40}$`)
+)
 
 // rejectedStateFile is where apply keeps a state it did not trust, for the
 // administrator to look at, before it records a fresh one.

@@ -87,8 +87,9 @@ func newSimHost(t *testing.T) *simHost {
 		t.Skip("simulated-host tests build the agent and the stand-ins; skipped with -short")
 	}
 	h, key := fixture.SimHost(t, winsim.Options{
-		StandinBinary: testenv.Binary(t, "cmd/winsim-standin"),
-		Logger:        slog.New(slog.NewTextHandler(io.Discard, nil)),
+		// The plans here rely on the host's containerd (hostServices).
+		StandinBinary: testenv.Binary(t, "cmd/winsim-standin"), ForeignContainerd: true,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	client := fixture.Dial(t, h, key)
 	s := &simHost{t: t, host: h, ssh: client, scm: h.SCM()}

@@ -70,6 +70,8 @@ type hostFlags struct {
 	// hostKey is --host-key (add only): the SHA256 fingerprint the host
 	// key must have from the first connection on.
 	hostKey string
+	// containerRuntime is --container-runtime (add and upgrade only).
+	containerRuntime string
 	// allowAddresses is --allow-addresses: CIDRs of loopback, link-local
 	// or Service-range addresses to connect to all the same.
 	allowAddresses string
@@ -122,7 +124,14 @@ func (f *hostFlags) check(hostArg string) (inventory.Host, error) {
 
 // host is the host at address with the flags' user and port.
 func (f *hostFlags) host(address string) (inventory.Host, error) {
-	return inventory.NewHost(address, f.user, strconv.Itoa(f.port), f.hostKey)
+	h, err := inventory.NewHost(address, f.user, strconv.Itoa(f.port), f.hostKey)
+	if err != nil || f.containerRuntime == "" {
+		return h, err
+	}
+	if h.ContainerRuntime, err = inventory.ParseContainerRuntime(f.containerRuntime); err != nil {
+		return h, fmt.Errorf("--container-runtime %w", err)
+	}
+	return h, nil
 }
 
 // session is what add, upgrade and remove work with: the cluster and the key.
@@ -246,7 +255,8 @@ func runAddE(s Streams, hf *hostFlags, payloadDir *string, upgrade bool) func(*c
 }
 
 // addJoinCredentialsFlag adds --join-credentials, --network, --platform,
-// --hybrid-cluster-cidr, --log-file-size and --log-file-age (add, upgrade).
+// --hybrid-cluster-cidr, --log-file-size, --log-file-age and
+// --container-runtime (add, upgrade).
 func addJoinCredentialsFlag(cmd *cobra.Command, hf *hostFlags) {
 	cmd.Flags().StringVar(&hf.joinCredentials, "join-credentials", string(bootstrap.ModeAuto),
 		"the kubelet's join credentials: auto (a bootstrap token when the API server accepts one, else a ServiceAccount token), bootstrap-token or service-account (docs/credentials.md)")
@@ -255,6 +265,7 @@ func addJoinCredentialsFlag(cmd *cobra.Command, hf *hostFlags) {
 	cmd.Flags().StringVar(&hf.hybridClusterCIDR, "hybrid-cluster-cidr", "", configure.HybridClusterCIDRHelp)
 	cmd.Flags().StringVar(&hf.logFileSize, "log-file-size", logrotate.FormatSize(logrotate.Defaults.Size), logrotate.SizeHelp+" (docs/troubleshooting.md)")
 	cmd.Flags().StringVar(&hf.logFileAge, "log-file-age", logrotate.Defaults.Age.String(), logrotate.AgeHelp)
+	cmd.Flags().StringVar(&hf.containerRuntime, "container-runtime", "managed", inventory.ContainerRuntimeHelp+" (docs/containers.md)")
 }
 
 // addPayloadFlag adds --payload-dir. Its default is resolved when the
@@ -351,6 +362,7 @@ func newHostInstance(h inventory.Host) *winnodev1.WindowsInstance {
 		Spec: winnodev1.WindowsInstanceSpec{
 			Address: h.Address, Username: h.Username, Port: h.Port,
 			HostKeyFingerprint: h.HostKeyFingerprint,
+			ContainerRuntime:   h.ContainerRuntime,
 			Source:             winnodev1.SourceRef{Kind: winnodev1.SourceManual},
 		},
 	}

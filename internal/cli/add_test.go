@@ -114,7 +114,7 @@ func TestAddThenRemove(t *testing.T) {
 		t.Errorf("status after add: exit %d\n%s%s", r.code, r.out, r.err)
 	}
 	// ssh finds it by node name and checks the pinned key.
-	r = run(t, "", "ssh", "--kubeconfig", kc, "--ssh-key", keyFile, "--port", port, nodeName, "--", winsim.ContainerdPath, "--version")
+	r = run(t, "", "ssh", "--kubeconfig", kc, "--ssh-key", keyFile, "--port", port, nodeName, "--", managedContainerd, "--version")
 	if r.code != 0 || !strings.Contains(r.out, "containerd") {
 		t.Errorf("ssh to the added node: exit %d, stdout %q, stderr %q", r.code, r.out, r.err)
 	}
@@ -219,8 +219,8 @@ func TestAddThenRemove(t *testing.T) {
 	if got := serviceNames(h); slices.Contains(got, "kubelet") || slices.Contains(got, "kube-proxy") {
 		t.Errorf("services left on the host after remove: %v", got)
 	}
-	if !slices.Contains(serviceNames(h), "containerd") {
-		t.Errorf("remove took containerd away, which winnode did not install: %v", serviceNames(h))
+	if slices.Contains(serviceNames(h), "containerd") {
+		t.Errorf("remove left the containerd winnode installed: %v", serviceNames(h))
 	}
 	var secrets corev1.SecretList
 	if err := cl.c.List(ctx, &secrets, client.InNamespace("kube-system")); err != nil {
@@ -258,7 +258,8 @@ func TestAddRefusals(t *testing.T) {
 		t.Errorf("a refused key: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.out, r.err)
 	}
 
-	// A host without a container runtime: stops at info, says what to do.
+	// A host without a container runtime, told to rely on its own
+	// (--container-runtime existing): stops at info, says what to do.
 	bare, err := winsim.New(winsim.Options{StateDir: t.TempDir()}) // no containerd
 	if err != nil {
 		t.Fatal(err)
@@ -274,8 +275,9 @@ func TestAddRefusals(t *testing.T) {
 	if err := bare.AuthorizeKey(signer.PublicKey()); err != nil {
 		t.Fatal(err)
 	}
-	r = run(t, "", "add", bare.IP(), "--port", strconv.Itoa(bare.Port()), "--ssh-key", keyFile, "--allow-addresses", simHosts, "--kubeconfig", kc, "--payload-dir", payloadDir, "--timeout", "1m")
-	if r.code != ExitFailed || !strings.Contains(r.out, "✗ info") || !strings.Contains(r.err, "containerd") {
+	r = run(t, "", "add", bare.IP(), "--port", strconv.Itoa(bare.Port()), "--ssh-key", keyFile, "--allow-addresses", simHosts, "--kubeconfig", kc, "--payload-dir", payloadDir, "--timeout", "1m",
+		"--container-runtime", "existing")
+	if r.code != ExitFailed || !strings.Contains(r.out, "✗ info") || !strings.Contains(r.err, "containerd service is not installed") {
 		t.Errorf("a host without containerd: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.out, r.err)
 	}
 
@@ -295,7 +297,7 @@ func TestAddRefusals(t *testing.T) {
 		t.Errorf("a changed host key: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.out, r.err)
 	}
 	// ssh refuses it too.
-	r = run(t, "", "ssh", "--kubeconfig", kc, "--ssh-key", keyFile, "--port", h2port, h2.IP(), "--", winsim.ContainerdPath, "--version")
+	r = run(t, "", "ssh", "--kubeconfig", kc, "--ssh-key", keyFile, "--port", h2port, h2.IP(), "--", managedContainerd, "--version")
 	if r.code != ExitSSHFailed || !strings.Contains(r.err, "presented host key") {
 		t.Errorf("ssh to a host with a changed key: exit %d, stderr %q", r.code, r.err)
 	}
@@ -421,7 +423,7 @@ func TestAddOnPlainCluster(t *testing.T) {
 	if r.code != ExitOK || !strings.Contains(r.out, nodeName) || !strings.Contains(r.err, "does not know WindowsInstances") {
 		t.Errorf("status: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.out, r.err)
 	}
-	r = run(t, "", "ssh", "--kubeconfig", kc, "--ssh-key", keyFile, "--port", port, nodeName, "--", winsim.ContainerdPath, "--version")
+	r = run(t, "", "ssh", "--kubeconfig", kc, "--ssh-key", keyFile, "--port", port, nodeName, "--", managedContainerd, "--version")
 	if r.code != 0 || !strings.Contains(r.out, "containerd") {
 		t.Errorf("ssh: exit %d, stdout %q, stderr %q", r.code, r.out, r.err)
 	}
@@ -486,3 +488,7 @@ func TestAddHostKeyPinnedBeforeFirstContact(t *testing.T) {
 		t.Fatalf("the right --host-key: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.out, r.err)
 	}
 }
+
+// managedContainerd is where the containerd winnode installs runs
+// (winnodectl add's default, --container-runtime managed).
+const managedContainerd = simpayload.ContainerdHostPath

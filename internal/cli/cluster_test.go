@@ -169,11 +169,12 @@ func TestSSHAgainstSimulatedHost(t *testing.T) {
 	cl.instance(t, builder.Instance("ssh-host").Host(h.IP(), h.User()).Port(int32(h.Port())).
 		Phase(winnodev1.PhaseReady).Node(nodeName, "").PinnedHostKey(hostKey))
 	kc := cl.env.KubeconfigPath
-	containerd := winsim.ContainerdPath
+	// A program every Windows host has (a stock host runs no containerd).
+	hostname := `C:\Windows\System32\hostname.exe`
 
 	t.Run("one command by node name", func(t *testing.T) {
-		r := run(t, "", "ssh", "--kubeconfig", kc, nodeName, "--", containerd, "--version")
-		if r.code != 0 || !strings.Contains(r.out, "containerd") || !strings.Contains(r.out, "simulated") {
+		r := run(t, "", "ssh", "--kubeconfig", kc, nodeName, "--", hostname)
+		if r.code != 0 || strings.TrimSpace(r.out) != h.Hostname() {
 			t.Errorf("exit %d, stdout %q, stderr %q", r.code, r.out, r.err)
 		}
 	})
@@ -188,8 +189,8 @@ func TestSSHAgainstSimulatedHost(t *testing.T) {
 		if err := os.WriteFile(file, pemKey, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		r := run(t, "", "ssh", "--kubeconfig", kc, "--ssh-key", file, "ssh-host", "--", containerd, "--version")
-		if r.code != 0 || !strings.Contains(r.out, "containerd") {
+		r := run(t, "", "ssh", "--kubeconfig", kc, "--ssh-key", file, "ssh-host", "--", hostname)
+		if r.code != 0 || strings.TrimSpace(r.out) != h.Hostname() {
 			t.Errorf("exit %d, stdout %q, stderr %q", r.code, r.out, r.err)
 		}
 	})
@@ -200,7 +201,7 @@ func TestSSHAgainstSimulatedHost(t *testing.T) {
 		}
 	})
 	t.Run("unknown host", func(t *testing.T) {
-		r := run(t, "", "ssh", "--kubeconfig", kc, "no-such-node", "--", containerd)
+		r := run(t, "", "ssh", "--kubeconfig", kc, "no-such-node", "--", hostname)
 		if r.code != ExitSSHFailed || !strings.Contains(r.err, `"no-such-node"`) {
 			t.Errorf("exit %d, stderr %q", r.code, r.err)
 		}
@@ -217,7 +218,7 @@ func TestSSHRefusesUnpinnedOrChangedHostKey(t *testing.T) {
 	kc := cl.env.KubeconfigPath
 
 	cl.instance(t, instance("ssh-unpinned").Phase(winnodev1.PhaseConfiguring))
-	r := run(t, "", "ssh", "--kubeconfig", kc, "ssh-unpinned", "--", winsim.ContainerdPath, "--version")
+	r := run(t, "", "ssh", "--kubeconfig", kc, "ssh-unpinned", "--", `C:\Windows\System32\hostname.exe`)
 	if r.code != ExitSSHFailed || !strings.Contains(r.err, "no pinned host key") || r.out != "" {
 		t.Errorf("no pinned key: exit %d, stdout %q, stderr %q", r.code, r.out, r.err)
 	}
@@ -225,13 +226,13 @@ func TestSSHRefusesUnpinnedOrChangedHostKey(t *testing.T) {
 	otherSigner := fixture.NewKey(t).Signer
 	wrong := strings.TrimSpace(string(ssh.MarshalAuthorizedKey(otherSigner.PublicKey())))
 	cl.instance(t, instance("ssh-changed").Phase(winnodev1.PhaseReady).PinnedHostKey(wrong))
-	r = run(t, "", "ssh", "--kubeconfig", kc, "ssh-changed", "--", winsim.ContainerdPath, "--version")
+	r = run(t, "", "ssh", "--kubeconfig", kc, "ssh-changed", "--", `C:\Windows\System32\hostname.exe`)
 	if r.code != ExitSSHFailed || !strings.Contains(r.err, h.Fingerprint()) || r.out != "" {
 		t.Errorf("changed key: exit %d, stdout %q, stderr %q; want 255 naming the presented key %s", r.code, r.out, r.err, h.Fingerprint())
 	}
 
 	// Both instances have the same address: naming it is ambiguous.
-	r = run(t, "", "ssh", "--kubeconfig", kc, h.IP(), "--", winsim.ContainerdPath)
+	r = run(t, "", "ssh", "--kubeconfig", kc, h.IP(), "--", `C:\Windows\System32\hostname.exe`)
 	if r.code != ExitSSHFailed || !strings.Contains(r.err, "several") {
 		t.Errorf("ambiguous address: exit %d, stderr %q", r.code, r.err)
 	}

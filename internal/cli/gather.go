@@ -26,8 +26,8 @@ import (
 // gatheredServices are the services whose logs gather takes from each
 // host (those a host lacks are noted, not an error).
 var gatheredServices = []string{
-	plan.KubeletService, plan.KubeProxyService, plan.FlanneldService, plan.HybridOverlayService,
-	plan.CSIProxyService, "winnode-agent",
+	plan.ContainerdService, plan.KubeletService, plan.KubeProxyService, plan.FlanneldService,
+	plan.HybridOverlayService, plan.CSIProxyService, "winnode-agent",
 }
 
 type gatherOptions struct {

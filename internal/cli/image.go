@@ -20,7 +20,7 @@ func newImageCommand(s Streams) *cobra.Command {
 among them, at the place it is installed on the host (DIR/C goes onto C:\),
 the payload's manifest at ` + joinconfig.ImageManifestPath + `, which winnode-agent join
 checks every file against at first boot, and DIR/README.md, which says what
-else the image needs (containerd, cloudbase-init) and how a Packer
+else the image needs (the Containers feature, cloudbase-init) and how a Packer
 (image-builder) Windows build copies the folder in.
 
 DIR must not exist or be empty. The payload must be whole: a file missing or

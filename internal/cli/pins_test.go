@@ -15,7 +15,6 @@ import (
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/fixture"
-	"github.com/winnode/winnode/internal/winsim"
 )
 
 // TestPinsNotFromNodeAnnotation: add keeps the host key in ConfigMap
@@ -54,7 +53,7 @@ func TestPinsNotFromNodeAnnotation(t *testing.T) {
 	if _, err := kube.CoreV1().Nodes().Patch(ctx, nodeName, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	sshArgs := []string{"ssh", "--kubeconfig", kc, "--ssh-key", keyFile, "--port", port, nodeName, "--", winsim.ContainerdPath, "--version"}
+	sshArgs := []string{"ssh", "--kubeconfig", kc, "--ssh-key", keyFile, "--port", port, nodeName, "--", managedContainerd, "--version"}
 	r = run(t, "", sshArgs...)
 	if r.code != 0 || !strings.Contains(r.out, "containerd") {
 		t.Errorf("ssh with the annotation rewritten must check the kept pin: exit %d, stdout %q, stderr %q", r.code, r.out, r.err)
@@ -79,7 +78,7 @@ func TestPinsNotFromNodeAnnotation(t *testing.T) {
 	if _, err := kube.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{}); err != nil {
 		t.Fatalf("the refused remove touched Node %s: %v", nodeName, err)
 	}
-	r = run(t, "", append(sshArgs[:7:7], "--host-key", h.Fingerprint(), nodeName, "--", winsim.ContainerdPath, "--version")...)
+	r = run(t, "", append(sshArgs[:7:7], "--host-key", h.Fingerprint(), nodeName, "--", managedContainerd, "--version")...)
 	if r.code != 0 || !strings.Contains(r.out, "containerd") {
 		t.Errorf("ssh --host-key with the host's fingerprint: exit %d, stdout %q, stderr %q", r.code, r.out, r.err)
 	}

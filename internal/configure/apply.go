@@ -2,6 +2,7 @@ package configure
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -23,9 +24,19 @@ func (c *Configurer) apply(ctx context.Context, inst *winnodev1.WindowsInstance,
 	defer cancel()
 	var res plan.Result
 	if err := cl.RunAgent(ctx, agent.HostPath, []string{"apply", "--plan", stagedPlan}, nil, &res); err != nil {
-		SetCondition(inst, winnodev1.ConditionConfigured, metav1.ConditionFalse, reasonOf(err, winnodev1.ReasonApplyFailed), err.Error())
-		return stepErr(StepApply, reasonOf(err, winnodev1.ReasonApplyFailed), err)
+		// A feature enabled that needs a restart: reboot.go.
+		if err := c.rebootIfRequired(ctx, inst, cl, err); errors.Is(err, errRebooting) || errors.As(err, new(*StepError)) {
+			return err
+		}
+		reason := reasonOf(err, winnodev1.ReasonApplyFailed)
+		var pe *plan.Error
+		if errors.As(err, &pe) && pe.Code == plan.ErrRolledBack {
+			reason = winnodev1.ReasonRolledBack
+		}
+		SetCondition(inst, winnodev1.ConditionConfigured, metav1.ConditionFalse, reason, err.Error())
+		return stepErr(StepApply, reason, err)
 	}
+	c.rebooted(inst)
 	c.agentWarnings(inst, res.Warnings)
 	var changed []string
 	for _, s := range res.Services {

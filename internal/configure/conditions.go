@@ -19,3 +19,8 @@ func SetCondition(inst *winnodev1.WindowsInstance, typ string, status metav1.Con
 		ObservedGeneration: inst.Generation,
 	})
 }
+
+// removeCondition drops a condition that no longer applies.
+func removeCondition(inst *winnodev1.WindowsInstance, typ string) {
+	meta.RemoveStatusCondition(&inst.Status.Conditions, typ)
+}

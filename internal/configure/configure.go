@@ -110,12 +110,12 @@ func (c *Configurer) configureHost(ctx context.Context, inst *winnodev1.WindowsI
 	}
 	cl, err := c.connectStep(ctx, inst, wasReady)
 	if err != nil {
-		return Result{}, err
+		return c.awaitReboot(inst, err) // a host restarting is away (reboot.go)
 	}
 	defer cl.Close()
 	h, err := c.learn(ctx, inst, cl, wasReady)
 	if err != nil {
-		return Result{}, err
+		return c.awaitReboot(inst, err)
 	}
 	if upToDate(h.info, h.rendered) && NodeReady(h.node) {
 		// The host runs exactly this plan: nothing to upload or apply.
@@ -264,7 +264,7 @@ func (c *Configurer) install(ctx context.Context, inst *winnodev1.WindowsInstanc
 		return Result{}, err
 	}
 	if err := c.apply(ctx, inst, cl, h.rendered, stagedPlan); err != nil {
-		return Result{}, err
+		return c.awaitReboot(inst, err)
 	}
 	return c.join(ctx, inst)
 }

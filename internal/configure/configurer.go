@@ -23,6 +23,7 @@ import (
 	"github.com/winnode/winnode/internal/inventory"
 	"github.com/winnode/winnode/internal/logrotate"
 	"github.com/winnode/winnode/internal/payload"
+	"github.com/winnode/winnode/internal/plan"
 	"github.com/winnode/winnode/internal/platform"
 )
 
@@ -199,6 +200,24 @@ type Configurer struct {
 	// does (bootstrap.RefreshToken, with TokenTTL): its expiration is moved
 	// on rather than a new token issued.
 	RefreshTokens bool
+	// ContainerRuntime is the mode of an instance whose spec names none
+	// (the operator's --container-runtime; winnodectl add's). "" is
+	// Managed.
+	ContainerRuntime winnodev1.ContainerRuntime
+	// ConfigNamespace is where, on Kubernetes, the windows-registries
+	// ConfigMap, its credentials Secret and the TrustedCAConfigMap are
+	// read (the operator's namespace; "": none are read). Proxy is the
+	// cluster-wide proxy there (the operator's HTTP_PROXY, HTTPS_PROXY,
+	// NO_PROXY). On OpenShift all three come from the cluster's
+	// configuration (runtime.go).
+	ConfigNamespace    string
+	TrustedCAConfigMap string
+	Proxy              plan.ProxyFacts
+	// ConfigKube reads ConfigNamespace: the operator's own cluster, also
+	// when Kube is a Cluster API workload cluster's (whose ServiceAccount
+	// may not read the operator's configuration, which is not there
+	// anyway). nil: Kube.
+	ConfigKube kubernetes.Interface
 
 	Log logr.Logger
 

@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
@@ -34,7 +33,8 @@ func (c *Configurer) agentFile() (payload.File, error) {
 // facts learns the host: `winnode-agent.exe info`, after putting the agent
 // on the host when it is missing (first contact) or not the payload's
 // (installed then reports true; see agentInfo). It records the host's names and addresses
-// in the status, and refuses a host without a running container runtime.
+// in the status, and refuses a host whose container runtime does not fit
+// the instance's mode (runtime.go).
 func (c *Configurer) facts(ctx context.Context, inst *winnodev1.WindowsInstance, cl *host.Client) (info *plan.Info, installed bool, err error) {
 	agent, err := c.agentFile()
 	if err != nil {
@@ -43,6 +43,9 @@ func (c *Configurer) facts(ctx context.Context, inst *winnodev1.WindowsInstance,
 	info, installed, err = c.agentInfo(ctx, inst, cl, agent)
 	if err != nil {
 		return nil, false, stepErr(StepInfo, reasonOf(err, winnodev1.ReasonApplyFailed), fmt.Errorf("learning the host's facts: %w", err))
+	}
+	if info.RebootPending && rebooting(inst) {
+		return nil, false, errRebooting // winnode's restart has not happened yet (reboot.go)
 	}
 	c.agentWarnings(inst, info.Warnings)
 	if err := checkReport(info); err != nil {
@@ -56,15 +59,8 @@ func (c *Configurer) facts(ctx context.Context, inst *winnodev1.WindowsInstance,
 		return nil, false, err
 	}
 
-	if !info.Containerd.Present || !info.Containerd.Running {
-		state := "not installed"
-		if info.Containerd.Present {
-			state = "installed but " + strings.ToLower(orString(info.Containerd.State, "not running"))
-		}
-		err := fmt.Errorf("host %s (%s): the containerd service is %s: install containerd first and make sure its service runs (winnode does not install the container runtime)",
-			inst.Spec.Address, info.Hostname, state)
-		SetCondition(inst, winnodev1.ConditionConfigured, metav1.ConditionFalse, winnodev1.ReasonNoContainerRuntime, err.Error())
-		return nil, false, stepErr(StepInfo, winnodev1.ReasonNoContainerRuntime, err)
+	if err := c.checkContainerRuntime(inst, info); err != nil {
+		return nil, false, err
 	}
 	return info, installed, nil
 }

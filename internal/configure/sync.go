@@ -2,6 +2,7 @@ package configure
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"path/filepath"
 
@@ -26,11 +27,19 @@ func (c *Configurer) render(ctx context.Context, inst *winnodev1.WindowsInstance
 		SetCondition(inst, winnodev1.ConditionConfigured, metav1.ConditionFalse, winnodev1.ReasonNetworkUnsupported, err.Error())
 		return nil, networkUnsupported(inst, err)
 	}
+	rt, err := c.runtimeFacts(ctx, inst)
+	if err != nil {
+		SetCondition(inst, winnodev1.ConditionConfigured, metav1.ConditionFalse, winnodev1.ReasonApplyFailed, err.Error())
+		return nil, stepErr(StepPlan, winnodev1.ReasonApplyFailed, fmt.Errorf("the container runtime's configuration: %w", err))
+	}
 	r, err := plan.Render(plan.RenderInput{
 		Cluster:         cr.cluster,
 		Host:            plan.HostFacts{Info: info, Address: inst.Spec.Address, ProviderID: inst.Spec.ProviderID},
 		Payload:         c.Payload,
 		Network:         network,
+		Runtime:         rt.runtime,
+		Proxy:           rt.proxy,
+		TrustedCA:       rt.trustedCA,
 		OperatorVersion: c.Version,
 		Logs:            c.Logs,
 	})

@@ -55,6 +55,7 @@ import (
 	"github.com/winnode/winnode/internal/machineapi"
 	"github.com/winnode/winnode/internal/openshift"
 	"github.com/winnode/winnode/internal/payload"
+	"github.com/winnode/winnode/internal/plan"
 	"github.com/winnode/winnode/internal/platform"
 	"github.com/winnode/winnode/internal/sshkey"
 	"github.com/winnode/winnode/internal/workload"
@@ -126,6 +127,16 @@ type Options struct {
 	// Resolve resolves host names for the address conflict check (nil: the
 	// system's resolver, with a cache).
 	Resolve inventory.Resolver
+	// ContainerRuntime is the mode of new instances (--container-runtime:
+	// Managed or Existing; "" is Managed).
+	ContainerRuntime winnodev1.ContainerRuntime
+	// TrustedCAConfigMap names the ConfigMap of the operator namespace
+	// whose ca-bundle.crt the proxy needs trusted, on Kubernetes
+	// (--trusted-ca-configmap; "": none).
+	TrustedCAConfigMap string
+	// Proxy is the cluster-wide proxy on Kubernetes (the operator's own
+	// HTTP_PROXY, HTTPS_PROXY, NO_PROXY: configure.ProxyFromEnvironment).
+	Proxy plan.ProxyFacts
 	// TuneInstance, when set, adjusts each instance Configurer (tests:
 	// shorter timeouts).
 	TuneInstance func(*configure.Configurer)
@@ -328,6 +339,10 @@ func setupInstances(mgr ctrl.Manager, kube kubernetes.Interface, opts Options, p
 		MaxAnswer:               opts.MaxAnswer,
 		MinTransferRate:         opts.MinTransferRate,
 		SlowTransferGrace:       opts.SlowTransferGrace,
+		ContainerRuntime:        opts.ContainerRuntime,
+		Namespace:               opts.Namespace,
+		TrustedCAConfigMap:      opts.TrustedCAConfigMap,
+		Proxy:                   opts.Proxy,
 		Tune:                    opts.TuneInstance,
 		Workloads:               workloads,
 	}).SetupWithManager(mgr)

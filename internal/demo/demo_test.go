@@ -356,8 +356,10 @@ func containsPrefix(names []string, prefix string) bool {
 // simulated host: hosts lists it, reboot takes it down and up again, a
 // wrong command gets the list, quit stops.
 func TestDemoCommands(t *testing.T) {
+	// A containerd of the host's own, an auto-start service, shows the
+	// reboot started the host's services again.
 	fleet, err := winsim.StartFleet(1, winsim.Options{StateDir: t.TempDir(), BootDelay: 200 * time.Millisecond,
-		StandinBinary: testenv.Binary(t, "cmd/winsim-standin")})
+		StandinBinary: testenv.Binary(t, "cmd/winsim-standin"), ForeignContainerd: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -143,7 +143,7 @@ Try, in another terminal:
   kubectl get nodes -o wide
   %[2]s status
   %[2]s ssh %[3]s -- powershell -Command "Get-Service kubelet, kube-proxy, containerd"
-  %[2]s ssh %[3]s -- "C:\Program Files\containerd\containerd.exe" --version
+  %[2]s ssh %[3]s -- "C:\k\containerd\containerd.exe" --version
   %[2]s logs %[3]s --tail 20            # the kubelet's log (C:\var\log\kubelet)
 %[4]s
 %[5]s

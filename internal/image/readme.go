@@ -43,9 +43,12 @@ that host does not become a node.
 
 ## What the image needs besides
 
-- Windows Server 2019 or 2022 with containerd installed as the Windows
-  service ` + "`containerd`" + ` (winnode does not install the container
-  runtime);
+- Windows Server 2019 or 2022 with the Windows feature Containers enabled
+  (Install-WindowsFeature Containers, then a restart during the image
+  build): the join installs containerd from the payload above, but cannot
+  restart the host halfway, so without the feature it stops with
+  RebootRequired. The image must not run a containerd of its own: the
+  join refuses it;
 - cloudbase-init, configured with the metadata service of your
   infrastructure provider and its UserDataPlugin on: it runs the bootstrap
   data, a ` + "`#ps1_sysnative`" + ` PowerShell script, with 64-bit PowerShell.

@@ -17,13 +17,17 @@ import (
 //	    username=core
 //	    port=2222
 //	    hostKey=SHA256:uNiVztksCsDhcc0u9e8BujQXVUpKZIDTMczCvj3tD2s
+//	    containerRuntime=existing
 //
 // Each key is a host: an IPv4 address or a DNS name. IPv6 is not supported:
 // ConfigMap keys cannot contain ':', so the API server refuses such entries
 // before the operator sees them (the parser rejects them too). Each value is
 // lines of key=value: username (required, once), port (optional, once,
 // 1-65535, default 22) and hostKey (optional, once: the SHA256 fingerprint
-// the host key must have from the first connection on). Blank lines and spaces around keys and values are
+// the host key must have from the first connection on) and containerRuntime
+// (optional, once: managed or existing, the instance's
+// spec.containerRuntime; without it the operator's --container-runtime).
+// Blank lines and spaces around keys and values are
 // ignored; anything else is an error for that entry only.
 //
 // The format is simple enough that a dedicated parser is clearer than bending
@@ -68,14 +72,14 @@ func ParseEntry(key, value string) (Entry, error) {
 		}
 		k, v, ok := strings.Cut(line, "=")
 		if !ok {
-			return bad("line %d %q is not key=value; write username=<user> and optionally port=<n> and hostKey=SHA256:...", i+1, clip(line))
+			return bad("line %d %q is not key=value; write username=<user> and optionally port=<n>, hostKey=SHA256:... and containerRuntime=managed|existing", i+1, clip(line))
 		}
 		k = strings.TrimSpace(k)
 		if _, seen := fields[k]; seen {
 			return bad("%s is given twice; give it once", clip(k))
 		}
-		if k != "username" && k != "port" && k != "hostKey" {
-			return bad("unknown key %q; only username, port and hostKey are allowed", clip(k))
+		if k != "username" && k != "port" && k != "hostKey" && k != "containerRuntime" {
+			return bad("unknown key %q; only username, port, hostKey and containerRuntime are allowed", clip(k))
 		}
 		fields[k] = v
 	}
@@ -90,6 +94,11 @@ func ParseEntry(key, value string) (Entry, error) {
 	h, err := NewHost(key, username, port, fields["hostKey"])
 	if err != nil {
 		return Entry{}, err
+	}
+	if v, ok := fields["containerRuntime"]; ok {
+		if h.ContainerRuntime, err = ParseContainerRuntime(strings.TrimSpace(v)); err != nil {
+			return bad("containerRuntime: %v", err)
+		}
 	}
 	return Entry{Key: key, Host: h}, nil
 }

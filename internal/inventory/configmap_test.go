@@ -21,6 +21,8 @@ func TestParseEntryValid(t *testing.T) {
 		{"winhost", "port=22\nusername=_svc", Entry{Key: "winhost", Host: Host{Address: "winhost", Username: "_svc", Port: 22}}},
 		{"h", "username=u\nport=65535", Entry{Key: "h", Host: Host{Address: "h", Username: "u", Port: 65535}}},
 		{"10.0.0.9", "username=u\nhostKey= SHA256:uNiVztksCsDhcc0u9e8BujQXVUpKZIDTMczCvj3tD2s ", Entry{Key: "10.0.0.9", Host: Host{Address: "10.0.0.9", Username: "u", Port: 22, HostKeyFingerprint: "SHA256:uNiVztksCsDhcc0u9e8BujQXVUpKZIDTMczCvj3tD2s"}}},
+		{"10.0.0.10", "username=u\ncontainerRuntime= Existing ", Entry{Key: "10.0.0.10", Host: Host{Address: "10.0.0.10", Username: "u", Port: 22, ContainerRuntime: "Existing"}}},
+		{"10.0.0.11", "username=u\ncontainerRuntime=managed", Entry{Key: "10.0.0.11", Host: Host{Address: "10.0.0.11", Username: "u", Port: 22, ContainerRuntime: "Managed"}}},
 	} {
 		got, err := ParseEntry(tc.key, tc.value)
 		if err != nil {
@@ -69,6 +71,8 @@ func TestParseEntryInvalid(t *testing.T) {
 		{"MD5 host key", "10.0.0.1", "username=a\nhostKey=MD5:16:27:ac:a5:76:28:2d:36:63:1b:56:4d:eb:df:a6:48", "not a SHA256 fingerprint"},
 		{"host key cut short", "10.0.0.1", "username=a\nhostKey=SHA256:uNiVztksCsDhcc0u9e8BujQXVUpKZIDTMczCvj3tD2", "not a SHA256 fingerprint"},
 		{"two host keys", "10.0.0.1", "username=a\nhostKey=x\nhostKey=y", "given twice"},
+		{"unknown container runtime", "10.0.0.1", "username=a\ncontainerRuntime=docker", `containerRuntime: "docker": want managed or existing`},
+		{"two container runtimes", "10.0.0.1", "username=a\ncontainerRuntime=managed\ncontainerRuntime=existing", "given twice"},
 		{"line without =", "10.0.0.1", "Administrator", "not key=value"},
 		{"port zero", "10.0.0.1", "username=a\nport=0", "not from 1 to 65535"},
 		{"port too big", "10.0.0.1", "username=a\nport=65536", "not from 1 to 65535"},

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 )
 
 // DefaultPort is the SSH port of a host that names none.
@@ -29,6 +31,27 @@ type Host struct {
 	// host key the host must present from the first connection on
 	// ("SHA256:" and 43 base64 characters, as ssh-keygen -lf prints it).
 	HostKeyFingerprint string
+	// ContainerRuntime is who runs the host's container runtime, when the
+	// entry or winnodectl says (ParseContainerRuntime); "": the operator's
+	// default.
+	ContainerRuntime winnodev1.ContainerRuntime
+}
+
+// ContainerRuntimeHelp is the help of --container-runtime (the operator's
+// and winnodectl add's).
+const ContainerRuntimeHelp = "who runs each host's container runtime: managed (winnode installs containerd, with the cluster's registries, proxy and CAs, and the Windows Containers feature) or existing (the host's own containerd, which winnode relies on and never touches)"
+
+// ParseContainerRuntime reads a container runtime mode as an administrator
+// writes it (--container-runtime, a windows-instances entry's
+// containerRuntime): managed or existing, in any case.
+func ParseContainerRuntime(s string) (winnodev1.ContainerRuntime, error) {
+	switch strings.ToLower(s) {
+	case "managed":
+		return winnodev1.ContainerRuntimeManaged, nil
+	case "existing":
+		return winnodev1.ContainerRuntimeExisting, nil
+	}
+	return "", fmt.Errorf("%q: want managed or existing", clip(s))
 }
 
 // fingerprintRe is an OpenSSH SHA256 fingerprint, as the CRD accepts it.

@@ -28,6 +28,9 @@ var builtFrom = map[string]string{
 	"csi-proxy.exe":     "github.com/kubernetes-csi/csi-proxy",
 	// No version stamp (checked below): see hack/payload/build.sh.
 	"winnode-service.exe": "github.com/winnode/winnode",
+	// The managed container runtime (docs/containers.md).
+	"containerd.exe":                "github.com/containerd/containerd/v2",
+	"containerd-shim-runhcs-v1.exe": "github.com/Microsoft/hcsshim",
 }
 
 // inputFiles are the files a payload has only when its build was given
@@ -170,6 +173,8 @@ func TestBuiltPayloadIsWindowsAMD64(t *testing.T) {
 				"github.com/winnode/winnode":             "-X main.version=" + entry.Version,
 				"github.com/flannel-io/flannel":          "-X github.com/flannel-io/flannel/pkg/version.Version=" + entry.Version,
 				"github.com/kubernetes-csi/csi-proxy":    "-X main.version=" + entry.Version,
+				"github.com/containerd/containerd/v2":    "-X github.com/containerd/containerd/v2/version.Version=" + entry.Version + " ",
+				"github.com/Microsoft/hcsshim":           "-X main.version=" + entry.Version + " ",
 			}[module]
 			if !strings.Contains(settings["-ldflags"]+" ", want) {
 				t.Errorf("-ldflags %q does not contain %q", settings["-ldflags"], want)

@@ -64,6 +64,7 @@ func (p *Plan) Validate() error {
 	}
 	p.validateFirewallPorts(&errs)
 	p.validateChecks(known, &errs)
+	p.validateHostSettings(files, &errs)
 	if len(errs) > 0 {
 		return fmt.Errorf("plan %q is invalid: %w", p.Version, errs.ToAggregate())
 	}
@@ -279,7 +280,44 @@ func (p *Plan) validateService(fp *field.Path, s *Service, files, known map[stri
 	}
 	for k, v := range s.Environment {
 		if k == "" || strings.ContainsAny(k, "=\x00") || strings.ContainsRune(v, 0) {
-			*errs = append(*errs, field.Invalid(fp.Child("environment").Key(k), v, "names must be non-empty without '='; no NUL bytes"))
+			*errs = append(*errs, field.Invalid(fp.Child("environment").Key(k), "(value not shown)", "names must be non-empty without '='; no NUL bytes"))
+		}
+	}
+	if s.ReadyPipe != "" && !pipeName.MatchString(s.ReadyPipe) {
+		*errs = append(*errs, field.Invalid(fp.Child("readyPipe"), s.ReadyPipe, `must be a local named pipe, \\.\pipe\NAME`))
+	}
+	own := map[string]bool{}
+	for _, f := range s.Files() {
+		own[strings.ToLower(f)] = true
+	}
+	for j := range s.Rollback {
+		s.Rollback[j] = canonicalPath(fp.Child("rollback").Index(j), s.Rollback[j], errs)
+		if s.Rollback[j] != "" && !own[strings.ToLower(s.Rollback[j])] {
+			*errs = append(*errs, field.Invalid(fp.Child("rollback").Index(j), s.Rollback[j], "must be the service's binary or one of its uses"))
+		}
+	}
+}
+
+// validateHostSettings checks the Windows features the plan needs, and the
+// Defender exclusions and root certificates it names: each a plan file, so
+// that a plan excludes from scanning, and trusts, only what it installs
+// with a verified hash.
+func (p *Plan) validateHostSettings(files map[string]bool, errs *field.ErrorList) {
+	for i, name := range p.WindowsFeatures {
+		if !featureName.MatchString(name) {
+			*errs = append(*errs, field.Invalid(field.NewPath("windowsFeatures").Index(i), name, "a Windows feature name is letters, digits, '.', '-' and '_'"))
+		}
+	}
+	for _, list := range []struct {
+		name  string
+		paths []string
+	}{{"defenderExclusions", p.DefenderExclusions}, {"rootCertificates", p.RootCertificates}} {
+		for i := range list.paths {
+			fp := field.NewPath(list.name).Index(i)
+			list.paths[i] = canonicalPath(fp, list.paths[i], errs)
+			if list.paths[i] != "" && !files[strings.ToLower(list.paths[i])] {
+				*errs = append(*errs, field.Invalid(fp, list.paths[i], "must be one of the plan's files"))
+			}
 		}
 	}
 }
@@ -287,6 +325,8 @@ func (p *Plan) validateService(fp *field.Path, s *Service, files, known map[stri
 var (
 	sha256Hex    = regexp.MustCompile(`^[0-9a-f]{64}$`)
 	firewallName = regexp.MustCompile(`^[a-z0-9-]{1,40}$`)
+	featureName  = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
+	pipeName     = regexp.MustCompile(`^\\\\\.\\pipe\\[A-Za-z0-9._-]{1,200}$`)
 )
 
 // canonicalPath parses a host path, records why it is unacceptable, and

@@ -54,6 +54,7 @@ func (in RenderInput) hybridOverlayService() Service {
 		Dependencies: []string{KubeletService},
 		StartType:    StartAuto,
 		Recovery:     serviceRecovery,
+		Environment:  in.proxyEnvironment(nil),
 	}
 }
 

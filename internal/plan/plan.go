@@ -69,8 +69,26 @@ type Plan struct {
 	// Files are installed from staged blobs unless already in place.
 	Files []File `json:"files,omitempty"`
 	// HostServices are services the plan relies on but does not manage
-	// (containerd): they must exist; plan services may depend on them.
+	// (a containerd winnode did not install): they must exist; plan
+	// services may depend on them.
 	HostServices []string `json:"hostServices,omitempty"`
+	// WindowsFeatures are Windows optional features the plan needs
+	// (Containers, for containerd). Apply enables a missing one before it
+	// touches any service; when Windows needs a restart to finish, apply
+	// stops there with ErrRebootRequired, and the operator reboots the
+	// host and applies again.
+	WindowsFeatures []string `json:"windowsFeatures,omitempty"`
+	// DefenderExclusions are programs Microsoft Defender Antivirus is told
+	// not to scan the files of (process exclusions), only where Defender
+	// runs. The agent records each exclusion it adds and removes exactly
+	// those when a plan drops them or on remove.
+	DefenderExclusions []string `json:"defenderExclusions,omitempty"`
+	// RootCertificates are plan files of PEM certificates that go into the
+	// machine's Trusted Root Certification Authorities store
+	// (LocalMachine\Root): the cluster proxy's CA bundle. The agent records
+	// each certificate it added (not one that was there already) and
+	// removes exactly those when a plan drops them or on remove.
+	RootCertificates []string `json:"rootCertificates,omitempty"`
 	// Services are the Windows services the plan manages.
 	Services []Service `json:"services,omitempty"`
 	// FirewallPorts are opened for inbound traffic.
@@ -150,8 +168,19 @@ type Service struct {
 	StartType    StartType `json:"startType"`
 	// Recovery says what Windows does when the service fails.
 	Recovery Recovery `json:"recovery,omitempty"`
-	// Environment is the service's extra environment variables.
+	// Environment is the service's extra environment variables (the
+	// Environment value of its registry key: the service control manager
+	// reads it at every start).
 	Environment map[string]string `json:"environment,omitempty"`
+	// ReadyPipe, when set, is a named pipe the service's program serves
+	// once it runs (containerd's ContainerdPipe). After starting the
+	// service, apply waits for it: a service that stops first, or has not
+	// opened it in time, failed to start.
+	ReadyPipe string `json:"readyPipe,omitempty"`
+	// Rollback are plan files (the service's programs) that apply puts
+	// back as they were when the service fails to start after they
+	// changed: the agent keeps the previous files until the new ones run.
+	Rollback []string `json:"rollback,omitempty"`
 }
 
 // Recovery is a service's failure actions.

@@ -39,9 +39,13 @@ const (
 	KubeletCertDir      = `C:\var\lib\kubelet\pki`
 	KubeletService      = "kubelet"
 	KubeProxyService    = "kube-proxy"
-	// ContainerdService is the container runtime's service: the plan relies
-	// on it and never manages it.
+	// ContainerdService is the container runtime's service: winnode's own
+	// (RuntimeManaged) or the host's, which the plan relies on and never
+	// manages (RuntimeExisting).
 	ContainerdService = "containerd"
+	// TrustedCAPath holds the cluster proxy's CA bundle, which apply adds
+	// to the machine's Trusted Root store (Plan.RootCertificates).
+	TrustedCAPath = `C:\k\trusted-ca.pem`
 )
 
 // Payload entries the renderer needs by name.
@@ -145,6 +149,15 @@ type RenderInput struct {
 	Payload *payload.Manifest
 	// Network is the pod network: the mode, and what that mode needs.
 	Network NetworkFacts
+	// Runtime is the container runtime: who runs it, and how winnode
+	// configures it when winnode does (containerd.go).
+	Runtime RuntimeFacts
+	// Proxy is the cluster-wide proxy, set in every winnode service's
+	// environment (proxy.go).
+	Proxy ProxyFacts
+	// TrustedCA is the PEM bundle of CAs the cluster's proxy needs
+	// trusted, added to the machine's Trusted Root store ("": none).
+	TrustedCA []byte
 	// OperatorVersion is the winnode version doing the rendering; it is part
 	// of Plan.Version, so a new operator version reconfigures every host.
 	OperatorVersion string
@@ -188,11 +201,12 @@ func Render(in RenderInput) (*Rendered, error) {
 	}
 	services := in.services()
 	p := &Plan{
-		SchemaVersion: SchemaVersion,
-		StagingDir:    DefaultStagingDir,
-		Directories:   append(in.directories(), logDirs(services)...),
-		HostServices:  []string{ContainerdService},
-		Cluster:       in.Cluster.ID(),
+		SchemaVersion:   SchemaVersion,
+		StagingDir:      DefaultStagingDir,
+		Directories:     append(in.directories(), logDirs(services)...),
+		HostServices:    in.hostServices(),
+		WindowsFeatures: in.windowsFeatures(),
+		Cluster:         in.Cluster.ID(),
 		// What the kubelet writes once joined: only valid in this cluster.
 		ClusterCredentials: []string{KubeconfigPath, KubeletCertDir},
 		Files:              in.files(generated),
@@ -207,6 +221,10 @@ func Render(in RenderInput) (*Rendered, error) {
 		if f.Encoding != "" {
 			p.SchemaVersion = SchemaVersionEncoded
 		}
+	}
+	p.DefenderExclusions = defenderExclusions(p)
+	if len(in.TrustedCA) > 0 {
+		p.RootCertificates = []string{TrustedCAPath}
 	}
 	out, err := in.seal(p)
 	if err != nil {
@@ -243,6 +261,14 @@ func (in RenderInput) generatedFiles() ([]GeneratedFile, error) {
 		{HostPath: ClusterCAPath, Content: in.Cluster.CAData},
 		{HostPath: KubeletConfigPath, Content: kubeletYAML},
 	}
+	runtime, err := in.containerdFiles()
+	if err != nil {
+		return nil, err
+	}
+	files = append(files, runtime...)
+	if len(in.TrustedCA) > 0 {
+		files = append(files, GeneratedFile{HostPath: TrustedCAPath, Content: in.TrustedCA})
+	}
 	if len(in.Cluster.KubeletCAData) > 0 {
 		files = append(files, GeneratedFile{HostPath: KubeletCAPath, Content: in.Cluster.KubeletCAData})
 	}
@@ -266,6 +292,7 @@ func (in RenderInput) directories() []Directory {
 		{Path: CNIConfDir},
 		{Path: KubeletStateDir},
 	}
+	dirs = append(dirs, in.containerdDirectories()...)
 	switch in.Network.Mode {
 	case NetworkFlannel:
 		dirs = append(dirs, Directory{Path: FlannelDir})
@@ -319,11 +346,11 @@ var serviceRecovery = Recovery{
 	ResetPeriod: metav1.Duration{Duration: 24 * time.Hour},
 }
 
-// services are the kubelet, what the network mode runs beside it
-// (flanneld or hybrid-overlay-node, kube-proxy), each started after what
-// it needs, and the CSI proxy.
+// services are containerd where winnode manages it, the kubelet, what
+// the network mode runs beside it (flanneld or hybrid-overlay-node,
+// kube-proxy), each started after what it needs, and the CSI proxy.
 func (in RenderInput) services() []Service {
-	services := []Service{in.kubeletService()}
+	services := append(in.runtimeServices(), in.kubeletService())
 	switch in.Network.Mode {
 	case NetworkFlannel:
 		services = append(services, in.flanneldService())
@@ -371,6 +398,7 @@ func (in RenderInput) kubeletService() Service {
 		Dependencies: []string{ContainerdService},
 		StartType:    StartAuto,
 		Recovery:     serviceRecovery,
+		Environment:  in.proxyEnvironment(nil),
 	}, kubelet.HostPath, args...)
 }
 
@@ -396,6 +424,7 @@ func (in RenderInput) kubeProxyService() Service {
 		Dependencies: deps,
 		StartType:    StartAuto,
 		Recovery:     serviceRecovery,
+		Environment:  in.proxyEnvironment(nil),
 		// Only --config: kube-proxy ignores most flags given with it
 		// (cmd/kube-proxy/app/options.go, Complete).
 	}, proxy.HostPath, "--config="+KubeProxyConfigPath)
@@ -426,7 +455,7 @@ func (in RenderInput) flanneldService() Service {
 		DisplayName: "flannel overlay network (flanneld)",
 		Uses:        []string{FlannelNetConfPath},
 		// flanneld's kube subnet manager finds its Node by NODE_NAME.
-		Environment:  map[string]string{"NODE_NAME": NodeName(in.Host.Info.Hostname)},
+		Environment:  in.proxyEnvironment(map[string]string{"NODE_NAME": NodeName(in.Host.Info.Hostname)}),
 		Dependencies: []string{KubeletService},
 		StartType:    StartAuto,
 		Recovery:     serviceRecovery,
@@ -478,7 +507,9 @@ func (in RenderInput) check() error {
 	if err := in.Network.Validate(); err != nil {
 		errs = append(errs, err)
 	}
-	required := []string{PayloadAgent, PayloadService, PayloadKubelet, PayloadKubeProxy, PayloadCSIProxy}
+	errs = append(errs, in.Runtime.check()...)
+	errs = append(errs, in.Proxy.check()...)
+	required := append([]string{PayloadAgent, PayloadService, PayloadKubelet, PayloadKubeProxy, PayloadCSIProxy}, in.runtimePayload()...)
 	switch in.Network.Mode {
 	case NetworkFlannel:
 		required = append(required, PayloadFlanneld)
@@ -499,7 +530,7 @@ func (in RenderInput) check() error {
 			}
 		}
 		for _, f := range in.Payload.Files {
-			for _, gen := range []string{ClusterCAPath, KubeletConfigPath, BootstrapKubeconfigPath, KubeconfigPath, KubeProxyConfigPath, CNIConfPath, FlannelNetConfPath} {
+			for _, gen := range []string{ClusterCAPath, KubeletConfigPath, BootstrapKubeconfigPath, KubeconfigPath, KubeProxyConfigPath, CNIConfPath, FlannelNetConfPath, ContainerdConfigPath, TrustedCAPath} {
 				if strings.EqualFold(f.HostPath, gen) {
 					errs = append(errs, fmt.Errorf("payload entry %s is installed at %s, where the operator writes a generated file", f.Name, gen))
 				}

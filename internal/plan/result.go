@@ -125,6 +125,17 @@ const (
 	// ErrNotJoined: `join` applied its plan, but the kubelet did not
 	// register the Node, or the Node got no pod subnet, in time.
 	ErrNotJoined ErrorCode = "NotJoined"
+	// ErrWindowsFeature: a Windows feature the plan needs (Containers)
+	// could not be read or enabled.
+	ErrWindowsFeature ErrorCode = "WindowsFeature"
+	// ErrRebootRequired: a Windows feature the plan needs is enabled, and
+	// Windows finishes it only when it restarts: restart the host
+	// (`winnode-agent reboot`) and apply again. Nothing else was changed.
+	ErrRebootRequired ErrorCode = "RebootRequired"
+	// ErrRolledBack: a service did not start with the plan's new programs;
+	// the agent put the previous ones back, and the service runs again
+	// with them. Service names it.
+	ErrRolledBack ErrorCode = "RolledBack"
 )
 
 // Error is a failure the agent reports; it is also a Go error.
@@ -180,8 +191,11 @@ type Info struct {
 	DefaultIPv4 string   `json:"defaultIPv4"`
 	OS          OSInfo   `json:"os"`
 	// Containerd is the container runtime's service.
-	Containerd   ServiceInfo `json:"containerd"`
-	AgentVersion string      `json:"agentVersion"`
+	Containerd ServiceInfo `json:"containerd"`
+	// RebootPending: a restart (`winnode-agent reboot`) was asked for and
+	// has not happened yet. Agents before it leave it out.
+	RebootPending bool   `json:"rebootPending,omitempty"`
+	AgentVersion  string `json:"agentVersion"`
 	// InstalledPlan is nil on a host winnode never configured, and when
 	// the agent's state file failed validation (see Warnings).
 	InstalledPlan *InstalledPlan `json:"installedPlan,omitempty"`
@@ -245,11 +259,19 @@ type OSInfo struct {
 	Build       string `json:"build"`       // "10.0.20348"
 }
 
-// ServiceInfo says whether a service exists and runs.
+// ServiceInfo says whether a service exists and runs, and whether it is
+// winnode's.
 type ServiceInfo struct {
 	Present bool   `json:"present"`
 	Running bool   `json:"running"`
 	State   string `json:"state,omitempty"`
+	// Winnode: its description is ServiceDescription, which winnode gives
+	// every service it creates (a containerd winnode installed, under
+	// containerRuntime Managed). Agents before it leave it out.
+	Winnode bool `json:"winnode,omitempty"`
+	// Command is its command line, for a service that is not winnode's
+	// (what an administrator needs to find it).
+	Command string `json:"command,omitempty"`
 }
 
 // InstalledPlan is the last plan applied to the host.

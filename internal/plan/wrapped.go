@@ -18,11 +18,12 @@ import (
 // | kube-proxy          | winnode-service.exe             | its child                 | C:\var\log\kube-proxy\kube-proxy.log, same            |
 // | flanneld            | winnode-service.exe             | its child                 | C:\var\log\flanneld\flanneld.log, same                |
 // | csi-proxy           | winnode-service.exe             | its child                 | C:\var\log\csi-proxy\csi-proxy.log, same              |
+// | containerd (Managed)| winnode-service.exe             | its child                 | C:\var\log\containerd\containerd.log, same            |
 // | hybrid-overlay-node | hybrid-overlay-node.exe itself  | the service's process     | C:\var\log\hybrid-overlay\hybrid-overlay.log, its own |
 // | (the agent)         | not a service: run over SSH     |                           | C:\var\log\winnode-agent\winnode-agent.log, its own   |
 //
 // Why the wrapper (winnode-service.exe, internal/svcwrap) for the first
-// four: the kubelet and kube-proxy could answer the SCM themselves
+// four (containerd: below): the kubelet and kube-proxy could answer the SCM themselves
 // (--windows-service), but since Kubernetes v1.26 they log only to
 // standard error (KEP-2845 removed klog's --log-file and --logtostderr),
 // which the wrapper puts in their log file; as the wrapper's child they get
@@ -43,14 +44,35 @@ import (
 // hybrid-overlay-node answers the SCM itself (--windows-service) and
 // writes and rotates its own log file (--logfile, --logfile-maxsize in
 // megabytes, --logfile-maxage in days: lumberjack in ovn-kubernetes'
-// go-controller/pkg/config), hybridoverlay.go. containerd is the host's,
-// not the plan's, unless a plan declares it.
+// go-controller/pkg/config), hybridoverlay.go.
+//
+// containerd, where winnode manages it (RuntimeManaged), is wrapped too,
+// although it can answer the SCM itself: `containerd.exe --run-service`,
+// what its --register-service writes (cmd/containerd/command/
+// service_windows.go). It is wrapped for the reason the kubelet is, which
+// could answer the SCM too: its log. Run as a service, containerd writes
+// its own --log-file, opened once and never rotated, and Windows cannot
+// rename a file another process holds open (Go opens files without
+// FILE_SHARE_DELETE), so nothing else can rotate it either: the file
+// would grow for the life of the node. Under winnode-service its log is
+// every wrapped service's, C:\var\log\containerd\containerd.log, rotated at
+// the same --log-file-size and --log-file-age, and read the same way
+// (winnodectl logs, the kubelet's /logs/). What that costs: a stop ends
+// containerd.exe at once instead of through its service handler's
+// server.Stop, which containerd survives by design (its metadata is a
+// transactional bolt database, and the shims, which run the containers,
+// are processes of their own that it reconnects to when it starts again);
+// and its panics reach the same log instead of a panic.log. The service is
+// Running once winnode-service answers, so apply waits for containerd's
+// pipe (Service.ReadyPipe) to know it runs. Under RuntimeExisting
+// containerd is the host's, not the plan's: winnode neither wraps it nor
+// reads its log.
 
 // PayloadService is winnode-service.exe, the wrapper.
 const PayloadService = "winnode-service.exe"
 
 // Wrapped are the services that winnode-service.exe runs.
-var Wrapped = []string{KubeletService, KubeProxyService, FlanneldService, CSIProxyService}
+var Wrapped = []string{KubeletService, KubeProxyService, FlanneldService, CSIProxyService, ContainerdService}
 
 // IsWrapped says whether a service is one of Wrapped.
 func IsWrapped(name string) bool {
@@ -81,8 +103,11 @@ var (
 	KubeletLogFile   = LogFile(KubeletService)
 	KubeProxyLogFile = LogFile(KubeProxyService)
 	FlanneldLogFile  = LogFile(FlanneldService)
-	AgentLogDir      = LogDir("winnode-agent")
-	AgentLogFile     = LogFile("winnode-agent")
+	// ContainerdLogDir and ContainerdLogFile are a managed containerd's.
+	ContainerdLogDir  = LogDir(ContainerdService)
+	ContainerdLogFile = LogFile(ContainerdService)
+	AgentLogDir       = LogDir("winnode-agent")
+	AgentLogFile      = LogFile("winnode-agent")
 )
 
 // ServiceArgs are winnode-service.exe's arguments that run program with

@@ -76,11 +76,25 @@ type Options struct {
 	Port int
 	// User is the one account that may log in. Default "Administrator".
 	User string
-	// StandinBinary is the Linux build of cmd/winsim-standin. When set, it is
-	// installed as C:\Program Files\containerd\containerd.exe and registered
-	// as the auto-start service "containerd", Running from boot (installing
-	// the container runtime is not winnode's job). Empty: no containerd.
+	// StandinBinary is the Linux build of cmd/winsim-standin, which
+	// ForeignContainerd installs.
 	StandinBinary string
+	// ForeignContainerd prepares the host with a containerd winnode did
+	// not install, as a host set up by hand or by another tool: the
+	// stand-in as C:\Program Files\containerd\containerd.exe, registered
+	// as the auto-start service "containerd" (containerd's own
+	// --register-service: `containerd.exe --run-service`), Running from
+	// boot. Without it a host starts bare, as a stock Windows Server: no
+	// container runtime.
+	ForeignContainerd bool
+	// WithoutContainersFeature leaves the Windows Containers feature
+	// disabled, as on a stock Windows Server: enabling it takes a restart,
+	// and containerd cannot run without it. By default it is enabled (an
+	// image prepared for containers).
+	WithoutContainersFeature bool
+	// Defender runs Microsoft Defender Antivirus (simulated: its state and
+	// exclusions only).
+	Defender bool
 	// BootDelay is how long a Reboot keeps the host down before SSH and the
 	// auto-start services come back. Default 2s.
 	BootDelay time.Duration
@@ -116,6 +130,7 @@ type Host struct {
 	scmSock  string
 	scm      *scm.Manager
 	security *acl.Store
+	settings *settings // features, Defender, the Root store (hostsettings.go)
 
 	mu        sync.Mutex
 	signer    ssh.Signer
@@ -207,7 +222,11 @@ func New(opts Options) (*Host, error) {
 	if err := h.security.Set(h.Profile(), "", profileDACL); err != nil {
 		return nil, fmt.Errorf("simulated host %s: the profile folder's ACL: %w", h.id.Hostname, err)
 	}
+	if h.settings, err = loadSettings(stateDir, opts); err != nil {
+		return nil, err
+	}
 	mgr, err := scm.NewManager(scm.ManagerOptions{
+		Routes:       h.serveSettings,
 		Security:     h.security,
 		StateFile:    filepath.Join(stateDir, "services.json"),
 		Host:         h.execHost(),
@@ -404,6 +423,7 @@ func (h *Host) boot() error {
 	h.serveDone.Add(2)
 	go func() { defer h.serveDone.Done(); h.acceptLoop(ln) }()
 	go func() { defer h.serveDone.Done(); h.scm.Serve(scmLn, h.hostInfo) }()
+	h.settings.boot() // a feature enabled before the restart is now enabled
 	h.scm.Boot()
 	return nil
 }
@@ -593,11 +613,14 @@ func (h *Host) execHost() winexec.Host {
 	return winexec.Host{Root: h.root, SCMSocket: h.scmSock, Hostname: h.id.Hostname, User: h.opts.User}
 }
 
-// installContainerd copies the stand-in in as containerd.exe and registers
-// the containerd service, once.
+// installContainerd prepares a foreign containerd (Options.ForeignContainerd):
+// the stand-in as containerd.exe and the containerd service, once.
 func (h *Host) installContainerd() error {
-	if h.opts.StandinBinary == "" {
+	if !h.opts.ForeignContainerd {
 		return nil
+	}
+	if h.opts.StandinBinary == "" {
+		return fmt.Errorf("simulated host %s: a foreign containerd needs Options.StandinBinary", h.id.Hostname)
 	}
 	dst, err := h.Path(ContainerdPath)
 	if err != nil {

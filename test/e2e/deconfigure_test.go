@@ -62,8 +62,8 @@ func (w *world) waitGone(t testing.TB, name string, timeout time.Duration) {
 }
 
 // checkDeconfigured checks what deconfiguring left: the pod evicted, the
-// Node and the token gone, winnode's services and files gone from the host
-// (containerd and the logs kept).
+// Node and the token gone, winnode's services and files gone from the host,
+// the containerd it installed with them (the logs kept).
 func (w *world) checkDeconfigured(t testing.TB, inst *winnodev1.WindowsInstance, h *winsim.Host, pod *corev1.Pod) {
 	t.Helper()
 	ctx := context.Background()
@@ -74,15 +74,14 @@ func (w *world) checkDeconfigured(t testing.TB, inst *winnodev1.WindowsInstance,
 		t.Errorf("Node %s still exists: %v", inst.Status.NodeName, err)
 	}
 	w.checkJoinCredentialsGone(t, inst.Name, winnodev1.WindowsInstanceStatus{})
-	for _, name := range []string{"kubelet", "kube-proxy"} {
+	// The host's containerd is winnode's (containerRuntime Managed): it
+	// goes with the rest.
+	for _, name := range []string{"kubelet", "kube-proxy", "containerd"} {
 		if _, err := h.Services().Get(name); !errors.Is(err, simscm.ErrNotFound) {
 			t.Errorf("service %s still on the host: %v", name, err)
 		}
 	}
-	if svc, err := h.Services().Get("containerd"); err != nil || svc.Status.State != simscm.Running {
-		t.Errorf("containerd (not winnode's) should still run: %v %v", svc.Status.State, err)
-	}
-	for _, f := range []string{simpayload.KubeletHostPath, simpayload.AgentHostPath, plan.KubeletConfigPath, plan.BootstrapKubeconfigPath} {
+	for _, f := range []string{simpayload.KubeletHostPath, simpayload.AgentHostPath, simpayload.ContainerdHostPath, plan.KubeletConfigPath, plan.BootstrapKubeconfigPath, plan.ContainerdConfigPath} {
 		if hostFileExists(t, h, f) {
 			t.Errorf("%s is still on the host", f)
 		}

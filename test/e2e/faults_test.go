@@ -264,27 +264,19 @@ func TestNodeAnnotationHostKeyIsNotTrusted(t *testing.T) {
 	}
 }
 
-// A host without a running container runtime: a clear condition telling
-// the administrator to install containerd; nothing is installed.
+// A host without a running container runtime whose instance says
+// Existing (the host's own containerd): a clear condition telling the
+// administrator to install containerd or let winnode manage it; nothing is
+// installed.
 func TestHostWithoutContainerd(t *testing.T) {
 	w := getWorld(t)
-	h, err := winsim.New(winsim.Options{StateDir: t.TempDir(), BootDelay: 500 * time.Millisecond,
-		Logger: slog.New(slog.NewTextHandler(newTestWriter(t), &slog.HandlerOptions{Level: slog.LevelWarn}))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := h.AuthorizeKey(w.signer.PublicKey()); err != nil {
-		t.Fatal(err)
-	}
-	if err := h.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = h.Close() })
+	h := w.newHost(t)
 	w.startOperator(t, operatorOptions{})
-	w.instanceFor(t, "no-runtime", h)
+	w.instanceWith(t, "no-runtime", h, winnodev1.ContainerRuntimeExisting)
 	inst := w.waitCondition(t, "no-runtime", winnodev1.ConditionConfigured, "False", winnodev1.ReasonNoContainerRuntime, time.Minute)
-	if inst.Status.Phase != winnodev1.PhaseFailed || !strings.Contains(inst.Status.LastError, "install containerd first") {
-		t.Errorf("phase %s, lastError %q: want Failed, saying to install containerd first", inst.Status.Phase, inst.Status.LastError)
+	if inst.Status.Phase != winnodev1.PhaseFailed || !strings.Contains(inst.Status.LastError, "the host's own containerd must run") ||
+		!strings.Contains(inst.Status.LastError, "set spec.containerRuntime to Managed") {
+		t.Errorf("phase %s, lastError %q: want Failed, saying to run containerd or switch to Managed", inst.Status.Phase, inst.Status.LastError)
 	}
 	if len(w.instanceTokens(t, "no-runtime")) != 0 {
 		t.Error("a bootstrap token was issued for a host that cannot run a kubelet")

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	configv1 "github.com/openshift/api/config/v1"
 	machinev1 "github.com/openshift/api/machine/v1beta1"
 	"golang.org/x/crypto/ssh"
 	corev1 "k8s.io/api/core/v1"
@@ -50,6 +51,7 @@ import (
 	"github.com/winnode/winnode/internal/inventory"
 	"github.com/winnode/winnode/internal/logrotate"
 	"github.com/winnode/winnode/internal/payload"
+	"github.com/winnode/winnode/internal/plan"
 	"github.com/winnode/winnode/internal/testenv"
 	"github.com/winnode/winnode/internal/testkit"
 	"github.com/winnode/winnode/internal/testkit/builder"
@@ -198,6 +200,9 @@ func newWorld(t testing.TB, env *testenv.Env, kind apiServerKind) (*world, error
 	if err := machinev1.Install(w.scheme); err != nil {
 		return nil, err
 	}
+	if err := configv1.Install(w.scheme); err != nil {
+		return nil, err
+	}
 	if err := clusterv1.AddToScheme(w.scheme); err != nil {
 		return nil, err
 	}
@@ -281,14 +286,24 @@ func (w *world) newHostNamed(t testing.TB, authorize bool, hostname string) *win
 // the default, or "2022").
 func (w *world) newHostOf(t testing.TB, authorize bool, hostname, build string) *winsim.Host {
 	t.Helper()
-	h, err := winsim.New(winsim.Options{
-		Build:         build,
-		Hostname:      hostname,
+	return w.newHostTuned(t, authorize, func(o *winsim.Options) { o.Hostname, o.Build = hostname, build })
+}
+
+// newHostTuned starts a simulated host with the options tune sets (a
+// foreign containerd, no Containers feature): a stock Windows Server
+// otherwise, with no container runtime.
+func (w *world) newHostTuned(t testing.TB, authorize bool, tune func(*winsim.Options)) *winsim.Host {
+	t.Helper()
+	opts := winsim.Options{
 		StateDir:      t.TempDir(),
 		StandinBinary: w.standin,
 		BootDelay:     500 * time.Millisecond,
 		Logger:        slog.New(slog.NewTextHandler(newTestWriter(t), &slog.HandlerOptions{Level: slog.LevelWarn})),
-	})
+	}
+	if tune != nil {
+		tune(&opts)
+	}
+	h, err := winsim.New(opts)
 	if err != nil {
 		t.Fatalf("simulated host: %v", err)
 	}
@@ -410,6 +425,11 @@ type operatorOptions struct {
 	// resolve resolves host names for the address conflict check (nil:
 	// the system's resolver).
 	resolve inventory.Resolver
+	// proxy is the cluster-wide proxy (the operator's HTTP_PROXY,
+	// HTTPS_PROXY and NO_PROXY on Kubernetes).
+	proxy plan.ProxyFacts
+	// trustedCA is --trusted-ca-configmap.
+	trustedCA string
 }
 
 // startOperator runs the operator until the test ends or op.stop.
@@ -426,19 +446,21 @@ func (w *world) startOperator(t testing.TB, o operatorOptions) *operator {
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
 		Logger:                 logr.FromSlogHandler(slog.NewTextHandler(newTestWriter(t), &slog.HandlerOptions{Level: slog.LevelInfo})),
 	}, controller.Options{
-		Namespace:         Namespace,
-		PayloadDir:        payloadDir,
-		Payload:           manifest,
-		MaxConcurrent:     cmp.Or(o.maxConcurrent, 10),
-		MaxUnavailable:    o.maxUnavailable,
-		Version:           cmp.Or(o.version, operatorVersion),
-		RetryMax:          5 * time.Second,
-		Network:           o.network,
-		HybridClusterCIDR: o.hybridClusterCIDR,
-		Logs:              o.logs,
-		MinTransferRate:   o.minTransferRate,
-		SlowTransferGrace: o.slowTransferGrace,
-		Resolve:           o.resolve,
+		Namespace:          Namespace,
+		PayloadDir:         payloadDir,
+		Payload:            manifest,
+		MaxConcurrent:      cmp.Or(o.maxConcurrent, 10),
+		MaxUnavailable:     o.maxUnavailable,
+		Version:            cmp.Or(o.version, operatorVersion),
+		RetryMax:           5 * time.Second,
+		Network:            o.network,
+		HybridClusterCIDR:  o.hybridClusterCIDR,
+		Logs:               o.logs,
+		MinTransferRate:    o.minTransferRate,
+		SlowTransferGrace:  o.slowTransferGrace,
+		Resolve:            o.resolve,
+		Proxy:              o.proxy,
+		TrustedCAConfigMap: o.trustedCA,
 		// The simulated hosts have loopback addresses (127.0.0.10 and up).
 		Addresses: inventory.AddressPolicy{Allowed: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}},
 		TuneInstance: func(c *configure.Configurer) {

@@ -62,8 +62,8 @@ func (sc *simCloud) serve() (string, error) {
 	return sc.url, sc.err
 }
 
-// newHost is a Machine's simulated host: containerd installed, as in a
-// Windows image made for Kubernetes, and the cluster's own CNI done when
+// newHost is a Machine's simulated host: a stock Windows Server image (no
+// container runtime: winnode installs containerd), and the cluster's own CNI done when
 // the world has one, so that the node turns Ready once winnode has
 // configured it.
 func (sc *simCloud) newHost(name string) (*winsim.Host, error) {

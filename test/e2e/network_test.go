@@ -412,7 +412,7 @@ func TestImageOfAnotherWindowsRelease(t *testing.T) {
 		_ = w.client.Get(ctx, client.ObjectKeyFromObject(placed), &b)
 		pulled := false
 		for _, cs := range a.Status.ContainerStatuses {
-			if wt := cs.State.Waiting; wt != nil && wt.Reason == "ErrImagePull" && strings.Contains(wt.Message, "a Windows version 10.0.20348-based image is incompatible with a 10.0.17763 host") {
+			if wt := cs.State.Waiting; wt != nil && (wt.Reason == "ErrImagePull" || wt.Reason == "ImagePullBackOff") && strings.Contains(wt.Message, "a Windows version 10.0.20348-based image is incompatible with a 10.0.17763 host") {
 				pulled = true
 			}
 		}

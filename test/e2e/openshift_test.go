@@ -6,8 +6,14 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	configv1 "github.com/openshift/api/config/v1"
+	"github.com/winnode/winnode/internal/simscm"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -116,6 +122,8 @@ func TestOpenShiftBYOH(t *testing.T) {
 		}
 		t.Logf("kubelet CA rotated: plan %s -> %s", before, after)
 	})
+
+	t.Run("image digest mirror set", func(t *testing.T) { testImageDigestMirrorSet(t, w, h) })
 
 	if got := tokens.added(); len(got) > 0 {
 		t.Errorf("bootstrap-token Secrets were created on the openshift flavor: %v", got)
@@ -243,4 +251,67 @@ func (w *world) watchBootstrapTokenSecrets(t *testing.T) *tokenSecrets {
 	}()
 	t.Cleanup(wt.Stop)
 	return ts
+}
+
+// testImageDigestMirrorSet: an ImageDigestMirrorSet reaches the host as
+// hosts.toml with no restart of the host or of containerd, and the next
+// pull by digest goes to the mirror, under the mirror's organisation path
+// (the source's own path, which containerd appends, ends the mirror's).
+func testImageDigestMirrorSet(t *testing.T, w *world, h *winsim.Host) {
+	boot, containerd := bootTime(t, h), servicePID(t, h, "containerd")
+	mirror := newRegistry(t)
+	idms := &configv1.ImageDigestMirrorSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "e2e-mirror"},
+		Spec: configv1.ImageDigestMirrorSetSpec{ImageDigestMirrors: []configv1.ImageDigestMirrors{{
+			Source:  "registry.example.com/team",
+			Mirrors: []configv1.ImageMirror{configv1.ImageMirror(strings.TrimPrefix(mirror.URL, "http://") + "/mirrored/team")},
+		}}},
+	}
+	if err := w.client.Create(context.Background(), idms); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = w.client.Delete(context.Background(), idms) })
+	hostsToml := plan.RegistryDir + `\registry.example.com\hosts.toml`
+	testkit.Eventually(t, 2*time.Minute, hostsToml+" naming the mirror", func() (bool, string) {
+		p, _ := h.Path(hostsToml)
+		data, _ := os.ReadFile(p)
+		return strings.Contains(string(data), "/v2/mirrored") && strings.Contains(string(data), "override_path = true"), string(data)
+	})
+	if !bootTime(t, h).Equal(boot) {
+		t.Error("the host restarted for a mirror set")
+	}
+	if pid := servicePID(t, h, "containerd"); pid != containerd {
+		t.Errorf("containerd restarted (pid %d, was %d) for a mirror set", pid, containerd)
+	}
+	digest := "sha256:" + strings.Repeat("ab", 32)
+	// The world's pods get no sandbox (its played cluster CNI has no IPAM):
+	// the pull is asked of containerd directly, as the kubelet's CRI does.
+	if err := pullOnHost(h, "registry.example.com/team/app@"+digest); err != nil {
+		t.Errorf("pulling through the mirror: %v", err)
+	}
+	if ok, seen := mirror.saw("HEAD /v2/mirrored/team/app/manifests/" + digest); !ok {
+		t.Errorf("the pull did not go to the mirror; it saw: %s", seen)
+	}
+}
+
+// pullOnHost asks the host's containerd to pull image, over its pipe (the
+// simulated containerd's API: what the kubelet's PullImage reaches), and
+// returns containerd's error.
+func pullOnHost(h *winsim.Host, image string) error {
+	sock := simscm.PipePath(h.SCMSocket(), plan.ContainerdPipe)
+	c := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", sock)
+	}}}
+	body, _ := json.Marshal(map[string]string{"image": image})
+	resp, err := c.Post("http://containerd/pull", "application/json", bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(resp.Body)
+		return fmt.Errorf("%s: %s", resp.Status, msg)
+	}
+	return nil
 }

@@ -4,6 +4,7 @@
 //
 //	flags pflag  < help.txt   kubelet, kube-proxy (spf13/pflag's FlagUsages)
 //	flags goflag < help.txt   flanneld (Go's flag.PrintDefaults)
+//	flags urfave < help.txt   containerd (github.com/urfave/cli's GLOBAL OPTIONS)
 //
 // Each line is `NAME KIND [SHORTHAND]`: KIND is bool for a flag that takes
 // no value (help shows no type for it), value for one that does, and
@@ -27,13 +28,20 @@ import (
 // continuation lines are indented further, to the usage column.
 var pflagLine = regexp.MustCompile(`^(?:  -([A-Za-z0-9]), |      )--([A-Za-z0-9][\w.-]*)(?: ([^\s]+))?(?:\s{2,}|$)`)
 
+// urfave/cli v3's help: "   --name type, -n type   usage" (three spaces;
+// the type is absent for a bool flag; the shorthand, when there is one,
+// after a comma). Flags urfave/cli hides (containerd's --run-service) are
+// not listed, so the stand-ins refuse them: never kinder than the real
+// program.
+var urfaveLine = regexp.MustCompile(`^   --([A-Za-z0-9][\w.-]*)(?: ([^\s,]+))?(?:, -([A-Za-z0-9])(?: [^\s]+)?)?(?:\s{2,}|$)`)
+
 // Go's flag.PrintDefaults: "  -name type" then a tab or a new line and the
 // usage; no type for a bool flag.
 var goflagLine = regexp.MustCompile(`^  -([\w.-]+)(?: ([^\s]+))?(?:\t|$)`)
 
 func main() {
-	if len(os.Args) != 2 || (os.Args[1] != "pflag" && os.Args[1] != "goflag") {
-		fmt.Fprintln(os.Stderr, "usage: flags pflag|goflag < HELP")
+	if len(os.Args) != 2 || (os.Args[1] != "pflag" && os.Args[1] != "goflag" && os.Args[1] != "urfave") {
+		fmt.Fprintln(os.Stderr, "usage: flags pflag|goflag|urfave < HELP")
 		os.Exit(2)
 	}
 	lines, err := parse(os.Stdin, os.Args[1])
@@ -46,6 +54,26 @@ func main() {
 	}
 }
 
+// parseLine reads one help line of the style: the flag's shorthand, name
+// and type ("" for a bool), and whether the line names a flag at all.
+func parseLine(line, style string) (short, name, typ string, ok bool) {
+	switch style {
+	case "pflag":
+		if m := pflagLine.FindStringSubmatch(line); m != nil {
+			return m[1], m[2], m[3], true
+		}
+	case "urfave":
+		if m := urfaveLine.FindStringSubmatch(line); m != nil {
+			return m[3], m[1], m[2], true
+		}
+	default:
+		if m := goflagLine.FindStringSubmatch(line); m != nil {
+			return "", m[1], m[2], true
+		}
+	}
+	return "", "", "", false
+}
+
 // parse returns the flag lines of a --help text, sorted.
 func parse(r io.Reader, style string) ([]string, error) {
 	var out []string
@@ -54,19 +82,9 @@ func parse(r io.Reader, style string) ([]string, error) {
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		line := strings.TrimRight(sc.Text(), "\r")
-		var short, name, typ string
-		if style == "pflag" {
-			m := pflagLine.FindStringSubmatch(line)
-			if m == nil {
-				continue
-			}
-			short, name, typ = m[1], m[2], m[3]
-		} else {
-			m := goflagLine.FindStringSubmatch(line)
-			if m == nil {
-				continue
-			}
-			name, typ = m[1], m[2]
+		short, name, typ, ok := parseLine(line, style)
+		if !ok {
+			continue
 		}
 		if seen[name] {
 			continue

@@ -34,6 +34,25 @@ Flags:
 	if err != nil || !slices.Equal(got, want) {
 		t.Errorf("goflag: %q, %v; want %q", got, err, want)
 	}
+	// containerd's GLOBAL OPTIONS (urfave/cli v3), as containerd.exe
+	// v2.4.2 prints them under Wine.
+	urfaveHelp := `COMMANDS:
+   config    Information on the containerd config
+   help, h   Shows a list of commands or help for one command
+
+GLOBAL OPTIONS:
+   --config string, -c string     Path to the configuration file (default: "C:\\Program Files\\containerd\\config.toml")
+   --log-level string, -l string  Set the logging level [trace, debug, info, warn, error, fatal, panic]
+   --root string                  containerd root directory
+   --register-service             Register the service and exit
+   --help, -h                     Show help
+   --version, -v                  Print the version
+`
+	got, err = parse(strings.NewReader(urfaveHelp), "urfave")
+	want = []string{"config value c", "help bool h", "log-level value l", "register-service bool", "root value", "version bool v"}
+	if err != nil || !slices.Equal(got, want) {
+		t.Errorf("urfave: %q, %v; want %q", got, err, want)
+	}
 	if _, err := parse(strings.NewReader("Error: unknown flag: --help\n"), "pflag"); err == nil {
 		t.Error("a text with no flag parsed without error")
 	}

@@ -191,6 +191,17 @@ func renderInput(m *payload.Manifest, mode, platform, build, source string, subn
 	}
 	if source == "machine" {
 		in.Host.ProviderID = "aws:///us-east-1a/i-0123456789abcdef0"
+	} else {
+		// The host-added cases run containerd winnode manages (its
+		// service command line and configuration are checked too), with
+		// a registry and a proxy; the Machine API's rely on the host's
+		// own.
+		in.Host.Info.Containerd = plan.ServiceInfo{}
+		in.Runtime = plan.RuntimeFacts{Mode: plan.RuntimeManaged, Registries: []plan.RegistryHosts{{
+			Host: "docker.io", Server: plan.RegistryHost{URL: "https://registry-1.docker.io"},
+			Mirrors: []plan.RegistryHost{{URL: "https://mirror.example.com:5000", Capabilities: []string{"pull", "resolve"}}},
+		}}}
+		in.Proxy = plan.ProxyFacts{HTTPProxy: "http://proxy.example.com:3128", HTTPSProxy: "http://proxy.example.com:3128", NoProxy: ".example.com"}
 	}
 	switch mode {
 	case plan.NetworkFlannel:
@@ -336,11 +347,13 @@ func (w *writer) service(caseName string, s plan.Service) {
 
 // configKinds are the generated files a real program's own code checks, by
 // host path: the kubelet's and kube-proxy's configurations, and the CNI
-// configuration containerd's CRI plugin loads with libcni.
+// configuration containerd's CRI plugin loads with libcni, and containerd's
+// own configuration.
 var configKinds = map[string]string{
-	strings.ToLower(plan.KubeletConfigPath):   "kubelet",
-	strings.ToLower(plan.KubeProxyConfigPath): "kube-proxy",
-	strings.ToLower(plan.CNIConfPath):         "cni",
+	strings.ToLower(plan.KubeletConfigPath):    "kubelet",
+	strings.ToLower(plan.KubeProxyConfigPath):  "kube-proxy",
+	strings.ToLower(plan.CNIConfPath):          "cni",
+	strings.ToLower(plan.ContainerdConfigPath): "containerd",
 }
 
 func (w *writer) config(caseName, hostPath string, content []byte) {

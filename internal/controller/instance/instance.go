@@ -39,6 +39,7 @@ import (
 	"github.com/winnode/winnode/internal/logrotate"
 	"github.com/winnode/winnode/internal/openshift"
 	"github.com/winnode/winnode/internal/payload"
+	"github.com/winnode/winnode/internal/plan"
 	"github.com/winnode/winnode/internal/platform"
 	"github.com/winnode/winnode/internal/workload"
 )
@@ -115,6 +116,16 @@ type Reconciler struct {
 	MaxAnswer         int
 	MinTransferRate   int
 	SlowTransferGrace time.Duration
+	// ContainerRuntime is the mode a new instance without one gets
+	// (--container-runtime; "" is Managed): runtime.go.
+	ContainerRuntime winnodev1.ContainerRuntime
+	// Namespace is the operator's namespace: on Kubernetes the
+	// windows-registries ConfigMap, its credentials and TrustedCAConfigMap
+	// are read there and watched. Proxy is the operator's own proxy
+	// environment. All three are handed to each Configurer.
+	Namespace          string
+	TrustedCAConfigMap string
+	Proxy              plan.ProxyFacts
 	// Tune adjusts each Configurer (timeouts, test hooks).
 	Tune func(*configure.Configurer)
 	// Workloads, when set, is how an instance with spec.cluster (a Cluster
@@ -158,6 +169,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	if r.Platform == platform.OpenShift {
 		b = r.watchOpenShift(b)
+		b = r.watchRuntimeOpenShift(b)
+	} else if r.Namespace != "" {
+		b = r.watchRuntimeKubernetes(b)
 	}
 	ctl, err := b.Build(r)
 	if err != nil {
@@ -298,6 +312,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, fmt.Errorf("adding finalizer %s to WindowsInstance %s: %w", winnodev1.Finalizer, inst.Name, err)
 		}
 	}
+	if _, err := r.setContainerRuntime(ctx, inst); err != nil {
+		return ctrl.Result{}, err
+	}
 	if keyErr != nil {
 		return r.noKey(ctx, inst, keyErr)
 	}
@@ -314,17 +331,22 @@ func (r *Reconciler) configurer(ctx context.Context, inst *winnodev1.WindowsInst
 		Version:    r.Version,
 		Rollout:    r.rollout,
 
-		JoinCredentials:   r.JoinCredentials,
-		JoinNamespace:     r.JoinNamespace,
-		Detector:          r.Detector,
-		Addresses:         r.Addresses,
-		Network:           r.Network,
-		ServiceCIDR:       r.ServiceCIDR,
-		Platform:          r.Platform,
-		PlatformReason:    r.PlatformReason,
-		OpenShift:         r.OpenShift,
-		HybridClusterCIDR: r.HybridClusterCIDR,
-		Logs:              r.Logs,
+		JoinCredentials:    r.JoinCredentials,
+		JoinNamespace:      r.JoinNamespace,
+		Detector:           r.Detector,
+		Addresses:          r.Addresses,
+		Network:            r.Network,
+		ServiceCIDR:        r.ServiceCIDR,
+		Platform:           r.Platform,
+		PlatformReason:     r.PlatformReason,
+		OpenShift:          r.OpenShift,
+		HybridClusterCIDR:  r.HybridClusterCIDR,
+		Logs:               r.Logs,
+		ContainerRuntime:   r.defaultRuntime(),
+		ConfigNamespace:    r.Namespace,
+		ConfigKube:         r.Kube, // stays the operator's cluster's in a workload cluster (workload.go)
+		TrustedCAConfigMap: r.TrustedCAConfigMap,
+		Proxy:              r.Proxy,
 		Persist: func(ctx context.Context, inst *winnodev1.WindowsInstance) error {
 			return r.Client.Status().Update(ctx, inst)
 		},

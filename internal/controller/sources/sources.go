@@ -5,6 +5,7 @@
 package sources
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sync"
@@ -188,7 +189,8 @@ func (r *Reconciler) ensure(ctx context.Context, cm *corev1.ConfigMap, e invento
 				// Set at creation, so no deletion can ever skip deconfiguration.
 				Finalizers: []string{winnodev1.Finalizer},
 			},
-			Spec: winnodev1.WindowsInstanceSpec{Address: e.Address, Username: e.Username, Port: e.Port, HostKeyFingerprint: e.HostKeyFingerprint, Source: source},
+			Spec: winnodev1.WindowsInstanceSpec{Address: e.Address, Username: e.Username, Port: e.Port, HostKeyFingerprint: e.HostKeyFingerprint, Source: source,
+				ContainerRuntime: e.ContainerRuntime},
 		}
 		if err := r.Client.Create(ctx, wi); err != nil {
 			if apierrors.IsAlreadyExists(err) {
@@ -210,12 +212,16 @@ func (r *Reconciler) ensure(ctx context.Context, cm *corev1.ConfigMap, e invento
 		// the deletion event brings us back here to create it afresh.
 		return nil
 	}
-	if wi.Spec.Username == e.Username && wi.Spec.Port == e.Port && wi.Spec.HostKeyFingerprint == e.HostKeyFingerprint && wi.Spec.Source == source {
+	// An entry without containerRuntime leaves the instance's mode as it
+	// is (the operator's default, set once: instance runtime.go).
+	runtime := cmp.Or(e.ContainerRuntime, wi.Spec.ContainerRuntime)
+	if wi.Spec.Username == e.Username && wi.Spec.Port == e.Port && wi.Spec.HostKeyFingerprint == e.HostKeyFingerprint && wi.Spec.Source == source &&
+		wi.Spec.ContainerRuntime == runtime {
 		return nil
 	}
 	patch := client.MergeFrom(wi.DeepCopy())
 	wi.Spec.Username, wi.Spec.Port, wi.Spec.Source = e.Username, e.Port, source
-	wi.Spec.HostKeyFingerprint = e.HostKeyFingerprint
+	wi.Spec.HostKeyFingerprint, wi.Spec.ContainerRuntime = e.HostKeyFingerprint, runtime
 	controllerutil.AddFinalizer(wi, winnodev1.Finalizer)
 	if err := r.Client.Patch(ctx, wi, patch); err != nil {
 		return fmt.Errorf("updating WindowsInstance %s for entry %q: %w", name, e.Key, err)

@@ -8,6 +8,7 @@ package scm
 
 import (
 	"github.com/winnode/winnode/internal/winsim/acl"
+	"net/http"
 
 	"context"
 	"encoding/json"
@@ -57,6 +58,9 @@ type ManagerOptions struct {
 	// Security is the host's store of owners and ACLs, served at
 	// /v1/security (nil: not served).
 	Security *acl.Store
+	// Routes, when set, adds the host's other routes (features, Defender,
+	// certificate store: internal/winsim hostsettings.go) to the API.
+	Routes func(mux *http.ServeMux)
 }
 
 // DefaultStartTimeout is Windows' default service start timeout: the

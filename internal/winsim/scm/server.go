@@ -73,6 +73,9 @@ func (m *Manager) Serve(ln net.Listener, info func() simscm.HostInfo) error {
 		reply(w, m.Dispatcher(pid))
 	})
 	m.serveSecurity(mux)
+	if m.opts.Routes != nil {
+		m.opts.Routes(mux)
+	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ConnContext: withPeerPID}
 	err := srv.Serve(ln)
 	_ = srv.Close()

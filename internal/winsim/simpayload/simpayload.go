@@ -33,8 +33,15 @@ const (
 	// Windows Machine Config Operator installs it.
 	HybridOverlayHostPath = `C:\k\hybrid-overlay-node.exe`
 	HostLocalHostPath     = `C:\k\cni\bin\host-local.exe`
-	PaddingHostPath       = `C:\k\payload-padding.bin`
-	PaddingName           = "payload-padding.bin"
+	// ContainerdHostPath and ContainerdShimHostPath are where the real
+	// payload puts containerd and its Windows shim (plan.ContainerdDir).
+	ContainerdHostPath     = `C:\k\containerd\containerd.exe`
+	ContainerdShimHostPath = `C:\k\containerd\containerd-shim-runhcs-v1.exe`
+	// ContainerdFault is what ends a containerd.exe of Options.ContainerdFails:
+	// the stand-in containerd finds it in its own file and refuses to start.
+	ContainerdFault = "\nwinnode simulated fault: containerd fails to start\n"
+	PaddingHostPath = `C:\k\payload-padding.bin`
+	PaddingName     = "payload-padding.bin"
 	// CarriedHostDir is where the files of Options.Carry are placed.
 	CarriedHostDir = `C:\k\carried`
 	// CarriedPrefix starts the manifest names of the carried files.
@@ -77,6 +84,12 @@ type Options struct {
 	// AgentBuild, when set, is appended to winnode-agent.exe alone: a new
 	// agent and nothing else, as an agent-only release is.
 	AgentBuild string
+	// ContainerdBuild, when set, is appended to the stand-in
+	// containerd.exe and its shim, as Build is to the kubelet: a payload
+	// with a new containerd. ContainerdFails appends ContainerdFault: a
+	// new containerd that fails to start (the rollback of upgrades).
+	ContainerdBuild string
+	ContainerdFails bool
 	// Carry, when set, is a real payload folder (`make payload`): each of
 	// its files is added as it is, named carried-<name> and placed in
 	// C:\k\carried, where nothing runs it. A benchmark so moves the bytes
@@ -109,8 +122,13 @@ func Build(dir string, o Options) (*payload.Manifest, error) {
 		// its bytes: they change only with its code.
 		{Name: "winnode-service.exe", HostPath: ServiceHostPath, Version: o.AgentVersion},
 		{Name: "csi-proxy.exe", HostPath: CSIProxyHostPath, Version: o.Version},
+		// containerd's shim is never run on a simulated host (the stand-in
+		// containerd runs no container); the stand-in takes its place,
+		// and would refuse to run under its name.
+		{Name: "containerd.exe", HostPath: ContainerdHostPath, Version: o.Version},
+		{Name: "containerd-shim-runhcs-v1.exe", HostPath: ContainerdShimHostPath, Version: o.Version},
 	}
-	sources := []string{o.AgentBinary, o.StandinBinary, o.StandinBinary, o.StandinBinary, o.ServiceBinary, o.StandinBinary}
+	sources := []string{o.AgentBinary, o.StandinBinary, o.StandinBinary, o.StandinBinary, o.ServiceBinary, o.StandinBinary, o.StandinBinary, o.StandinBinary}
 	if o.HybridOverlay {
 		files = append(files, payload.File{Name: "hybrid-overlay-node.exe", HostPath: HybridOverlayHostPath, Version: o.Version})
 		sources = append(sources, o.StandinBinary)
@@ -120,13 +138,7 @@ func Build(dir string, o Options) (*payload.Manifest, error) {
 		sources = append(sources, o.HostLocalBinary)
 	}
 	for i, f := range files {
-		var trailer []byte
-		if o.Build != "" && (f.Name == "kubelet.exe" || f.Name == "kube-proxy.exe") {
-			trailer = []byte("\nwinnode simulated build " + o.Build + "\n")
-		}
-		if o.AgentBuild != "" && f.Name == "winnode-agent.exe" {
-			trailer = []byte("\nwinnode simulated agent build " + o.AgentBuild + "\n")
-		}
+		trailer := o.trailer(f.Name)
 		if err := copyFile(sources[i], filepath.Join(dir, f.Name), trailer); err != nil {
 			return nil, fmt.Errorf("simulated payload: %s from %s: %w", f.Name, sources[i], err)
 		}
@@ -151,6 +163,30 @@ func Build(dir string, o Options) (*payload.Manifest, error) {
 		return nil, fmt.Errorf("simulated payload: %w", err)
 	}
 	return payload.Load(dir)
+}
+
+// trailer is what goes after a stand-in's bytes: its build, and the
+// fault of a containerd that fails.
+func (o Options) trailer(name string) []byte {
+	var t string
+	switch name {
+	case "kubelet.exe", "kube-proxy.exe":
+		if o.Build != "" {
+			t = "\nwinnode simulated build " + o.Build + "\n"
+		}
+	case "winnode-agent.exe":
+		if o.AgentBuild != "" {
+			t = "\nwinnode simulated agent build " + o.AgentBuild + "\n"
+		}
+	case "containerd.exe", "containerd-shim-runhcs-v1.exe":
+		if o.ContainerdBuild != "" {
+			t = "\nwinnode simulated build " + o.ContainerdBuild + "\n"
+		}
+		if o.ContainerdFails && name == "containerd.exe" {
+			t += ContainerdFault
+		}
+	}
+	return []byte(t)
 }
 
 // carry copies every file of the real payload in src into dir, as

@@ -1,6 +1,7 @@
 package standin
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,61 +9,17 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-
-	"github.com/pelletier/go-toml/v2"
+	"time"
 
 	"github.com/winnode/winnode/internal/simhns"
 )
 
-// Where containerd on Windows reads its configuration and, unless that
-// configuration says otherwise, its CNI configuration and plugins
-// (containerd's defaults for Windows: `containerd config default` prints
-// these paths).
+// containerd's default CNI configuration folder on Windows, and the
+// kubelet's message while no network is ready.
 const (
-	ContainerdConfigPath   = `C:\Program Files\containerd\config.toml`
 	defaultCNIConfDir      = `C:\Program Files\containerd\cni\conf`
 	networkNotReadyMessage = "container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized"
 )
-
-// containerdConfig is the part of containerd's config.toml (version 2, as
-// containerd 1.7 writes it) that says where the CRI plugin reads CNI
-// configuration from.
-type containerdConfig struct {
-	Plugins struct {
-		CRI struct {
-			CNI struct {
-				BinDir  string `toml:"bin_dir"`
-				ConfDir string `toml:"conf_dir"`
-			} `toml:"cni"`
-		} `toml:"io.containerd.grpc.v1.cri"`
-	} `toml:"plugins"`
-}
-
-// cniConfDir is the folder containerd's CRI plugin loads CNI configuration
-// from: conf_dir of config.toml, else containerd's Windows default. A
-// config.toml that does not parse stops containerd ("failed to load TOML"),
-// and so has no network either.
-func cniConfDir() (string, error) {
-	p, err := hostPath(ContainerdConfigPath)
-	if err != nil {
-		return "", err
-	}
-	data, err := os.ReadFile(p)
-	if errors.Is(err, os.ErrNotExist) {
-		return defaultCNIConfDir, nil
-	}
-	if err != nil {
-		return "", err
-	}
-	var cfg containerdConfig
-	if err := toml.Unmarshal(data, &cfg); err != nil {
-		return "", fmt.Errorf("failed to load TOML from %s: %v", ContainerdConfigPath, err)
-	}
-	if dir := cfg.Plugins.CRI.CNI.ConfDir; dir != "" {
-		return strings.ReplaceAll(dir, "/", `\`), nil
-	}
-	return defaultCNIConfDir, nil
-}
 
 // cniNetwork is a loaded CNI network configuration: its name, and the type
 // of its (first) plugin.
@@ -71,6 +28,8 @@ type cniNetwork struct {
 	PluginType string
 	File       string
 	Raw        []byte
+	// BinDirs are the folders containerd runs CNI plugins from.
+	BinDirs []string
 }
 
 // loadCNINetwork is containerd's CNI load (github.com/containerd/go-cni with
@@ -156,15 +115,18 @@ func parseCNIConfig(data []byte) (*cniNetwork, error) {
 // itself only loads the configuration; the plugin fails each pod sandbox
 // while the network is missing. The simulator reports that state as not
 // ready at once, so that a node whose pods could not start is never Ready.)
-func networkStatus() (*cniNetwork, error) {
-	dir, err := cniConfDir()
+func (k *kubelet) networkStatus() (*cniNetwork, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	rt, err := k.ctd.runtime(ctx)
 	if err != nil {
 		return nil, err
 	}
-	n, err := loadCNINetwork(dir)
+	n, err := loadCNINetwork(rt.CNIConfDir)
 	if err != nil {
 		return nil, err
 	}
+	n.BinDirs = rt.CNIBinDirs
 	switch n.PluginType {
 	case "win-overlay", "win-bridge", "sdnoverlay", "sdnbridge":
 		hns, err := simhns.FromEnv()

@@ -111,10 +111,19 @@ func strictPFlags(program string, own *pflag.FlagSet) (*pflag.FlagSet, error) {
 // strictGoFlags is strictPFlags for a program that parses its flags with
 // Go's flag package (flanneld).
 func strictGoFlags(program string, own *flag.FlagSet) (*flag.FlagSet, error) {
+	return strictGoFlagsWith(program, own, nil)
+}
+
+// strictGoFlagsWith is strictGoFlags for a program that also accepts
+// hidden flags, which its --help (and so the recorded list) leaves out,
+// and whose shorthands (urfave/cli's -c for --config) are names of their
+// own in Go's flag package: containerd.
+func strictGoFlagsWith(program string, own *flag.FlagSet, hidden []flagSpec) (*flag.FlagSet, error) {
 	specs, err := recorded(program)
 	if err != nil {
 		return nil, err
 	}
+	specs = append(specs, hidden...)
 	if err := checkOwn(program, specs, func(visit func(name string, isBool bool)) {
 		own.VisitAll(func(f *flag.Flag) {
 			b, ok := f.Value.(interface{ IsBoolFlag() bool })
@@ -126,11 +135,15 @@ func strictGoFlags(program string, own *flag.FlagSet) (*flag.FlagSet, error) {
 	fs := flag.NewFlagSet(program, flag.ContinueOnError)
 	fs.SetOutput(own.Output())
 	for _, s := range specs {
+		var v flag.Value = &ignored{isBool: s.kind == "bool"}
+		usage := "accepted by the real program; not simulated"
 		if f := own.Lookup(s.name); f != nil {
-			fs.Var(f.Value, f.Name, f.Usage)
-			continue
+			v, usage = f.Value, f.Usage
 		}
-		fs.Var(&ignored{isBool: s.kind == "bool"}, s.name, "accepted by the real program; not simulated")
+		fs.Var(v, s.name, usage)
+		if s.short != "" {
+			fs.Var(v, s.short, usage)
+		}
 	}
 	return fs, nil
 }

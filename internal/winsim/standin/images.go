@@ -1,8 +1,10 @@
 package standin
 
 import (
+	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -54,21 +56,58 @@ func imageMismatch(image, hostBuild string) string {
 		image, image, b, hostBuild)
 }
 
-// pullFailure is the status of a pod one of whose images does not match the
-// host, as the kubelet reports a failed pull: Pending, the container
-// waiting with ErrImagePull. It returns false when every image matches.
-func (k *kubelet) pullFailure(pod *corev1.Pod) (corev1.PodStatus, bool) {
-	st := *pod.Status.DeepCopy()
+// Image pulls, as the kubelet's image manager does them
+// (pkg/kubelet/images): each container's image is pulled through the
+// container runtime (containerd's PullImage: pull.go resolves it through
+// the registry's hosts.toml and the proxy); a failed pull leaves the
+// container waiting with ErrImagePull and "Failed to pull image ..." and
+// the runtime's error, then ImagePullBackOff ("Back-off pulling image
+// ...") until the back-off (10 s, doubling up to 5 minutes, as the
+// kubelet's) lets it try again.
+const (
+	pullBackOffInitial = 10 * time.Second
+	pullBackOffMax     = 5 * time.Minute
+)
+
+// pullBackOff is when a pod's images may be pulled again, and how long it
+// waits next time.
+type pullBackOff struct {
+	next  time.Time
+	delay time.Duration
+}
+
+// retryAfter asks the pod worker to sync the pod again after d.
+type retryAfter struct{ d time.Duration }
+
+func (r *retryAfter) Error() string { return fmt.Sprintf("retry after %s", r.d) }
+
+// pullImages pulls the pod's images. It returns false when every one is
+// there; else the status to report and when to try again.
+func (k *kubelet) pullImages(ctx context.Context, pod *corev1.Pod) (corev1.PodStatus, *retryAfter, bool) {
+	if b, ok := k.pullBackOffs[pod.UID]; ok && time.Now().Before(b.next) {
+		// Backing off: ErrImagePull becomes ImagePullBackOff.
+		st := *pod.Status.DeepCopy()
+		backOff(st.InitContainerStatuses)
+		backOff(st.ContainerStatuses)
+		return st, &retryAfter{time.Until(b.next)}, true
+	}
 	failed := false
 	waiting := func(c corev1.Container) corev1.ContainerStatus {
 		cs := corev1.ContainerStatus{Name: c.Name, Image: c.Image,
 			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}}
-		if msg := imageMismatch(c.Image, k.host.Build); msg != "" {
+		msg := imageMismatch(c.Image, k.host.Build)
+		if msg == "" {
+			if err := k.ctd.pull(ctx, c.Image); err != nil {
+				msg = fmt.Sprintf("Failed to pull image %q: %v", c.Image, err)
+			}
+		}
+		if msg != "" {
 			failed = true
 			cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: "ErrImagePull", Message: msg}
 		}
 		return cs
 	}
+	st := *pod.Status.DeepCopy()
 	st.InitContainerStatuses, st.ContainerStatuses = nil, nil
 	for _, c := range pod.Spec.InitContainers {
 		st.InitContainerStatuses = append(st.InitContainerStatuses, waiting(c))
@@ -77,8 +116,29 @@ func (k *kubelet) pullFailure(pod *corev1.Pod) (corev1.PodStatus, bool) {
 		st.ContainerStatuses = append(st.ContainerStatuses, waiting(c))
 	}
 	if !failed {
-		return corev1.PodStatus{}, false
+		delete(k.pullBackOffs, pod.UID)
+		return corev1.PodStatus{}, nil, false
 	}
+	b := k.pullBackOffs[pod.UID]
+	b.delay = min(max(2*b.delay, pullBackOffInitial), pullBackOffMax)
+	b.next = time.Now().Add(b.delay)
+	k.pullBackOffs[pod.UID] = b
+	k.pendingStatus(&st)
+	return st, &retryAfter{b.delay}, true
+}
+
+// backOff turns each ErrImagePull into ImagePullBackOff.
+func backOff(statuses []corev1.ContainerStatus) {
+	for i := range statuses {
+		if w := statuses[i].State.Waiting; w != nil && w.Reason == "ErrImagePull" {
+			statuses[i].State.Waiting = &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff",
+				Message: fmt.Sprintf("Back-off pulling image %q: ErrImagePull: %s", statuses[i].Image, w.Message)}
+		}
+	}
+}
+
+// pendingStatus makes st the status of a Pending pod whose containers wait.
+func (k *kubelet) pendingStatus(st *corev1.PodStatus) {
 	now := metav1.Now()
 	st.Phase = corev1.PodPending
 	st.HostIP, st.HostIPs = k.nodeIP, []corev1.HostIP{{IP: k.nodeIP}}
@@ -90,5 +150,4 @@ func (k *kubelet) pullFailure(pod *corev1.Pod) (corev1.PodStatus, bool) {
 		{Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: "ContainersNotReady", LastTransitionTime: now},
 		{Type: corev1.ContainersReady, Status: corev1.ConditionFalse, Reason: "ContainersNotReady", LastTransitionTime: now},
 	}
-	return st, true
 }

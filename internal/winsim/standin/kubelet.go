@@ -260,6 +260,7 @@ type kubelet struct {
 	config   *kubeletconfig.KubeletConfiguration
 	log      *logger
 	scm      *simscm.Client
+	ctd      *containerdClient // the container runtime its endpoint names
 	host     simscm.HostInfo
 	nodeName string
 	nodeIP   string
@@ -277,6 +278,9 @@ type kubelet struct {
 	// podIPs are the addresses IPAM gave pods, by pod UID (only the pod
 	// worker goroutine uses it).
 	podIPs map[types.UID]string
+	// pullBackOffs: when each pod whose images failed to pull may try
+	// again (images.go; only the pod worker goroutine uses it).
+	pullBackOffs map[types.UID]pullBackOff
 }
 
 func runKubelet(ctx context.Context, args []string) int {
@@ -295,7 +299,7 @@ func runKubelet(ctx context.Context, args []string) int {
 		return 0
 	}
 	log.verbose = flags.verbosity
-	k := &kubelet{flags: flags, log: log, version: kubeletVersion(), podIPs: map[types.UID]string{}}
+	k := &kubelet{flags: flags, log: log, version: kubeletVersion(), podIPs: map[types.UID]string{}, pullBackOffs: map[types.UID]pullBackOff{}}
 	log.Infof("kubelet version %s starting (a simulated kubelet: it registers a node and reports pods, it runs no containers)", k.version)
 	if err := k.run(ctx); err != nil {
 		if ctx.Err() != nil {
@@ -351,8 +355,8 @@ func (k *kubelet) run(ctx context.Context) error {
 	return k.runNode(ctx)
 }
 
-// checkRuntime validates the runtime endpoint and needs the containerd
-// service Running, as the kubelet needs the CRI to answer.
+// checkRuntime validates the runtime endpoint and needs containerd to
+// answer on it, as the kubelet needs the CRI to answer (containerd_api.go).
 func (k *kubelet) checkRuntime(ctx context.Context) error {
 	endpoint := k.flags.containerRuntimeEndpoint
 	if endpoint == "" {
@@ -361,24 +365,18 @@ func (k *kubelet) checkRuntime(ctx context.Context) error {
 	if endpoint == "" {
 		endpoint = "npipe://./pipe/containerd-containerd"
 	}
-	if !strings.HasPrefix(endpoint, "npipe://") {
-		return fmt.Errorf("validate service connection: invalid container runtime endpoint %q: only npipe:// endpoints are supported on Windows", endpoint)
+	ctd, err := dialContainerd(endpoint)
+	if err != nil {
+		return fmt.Errorf("validate service connection: %v", err)
 	}
 	c, err := scmClient()
 	if err != nil {
 		return err
 	}
-	k.scm = c
+	k.scm, k.ctd = c, ctd
 	if k.host, err = c.Host(ctx); err != nil {
 		return fmt.Errorf("asking the simulated host about itself: %w", err)
 	}
-	svc, err := c.Get(ctx, "containerd")
-	if err != nil || svc.Status.State != simscm.Running {
-		state := "not installed"
-		if err == nil {
-			state = string(svc.Status.State)
-		}
-		return fmt.Errorf("validate service connection: validate CRI v1 runtime API for endpoint %q: rpc error: code = Unavailable desc = connection error (the containerd service is %s)", endpoint, state)
-	}
-	return nil
+	_, err = ctd.runtime(ctx)
+	return err
 }

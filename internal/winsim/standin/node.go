@@ -84,7 +84,7 @@ func (k *kubelet) fastStatusUpdateOnce(ctx context.Context) {
 			return
 		case <-tick.C:
 		}
-		if _, err := networkStatus(); err != nil {
+		if _, err := k.networkStatus(); err != nil {
 			continue
 		}
 		if needs, err := k.statusNeedsUpdate(ctx); err != nil || !needs {
@@ -247,7 +247,7 @@ func (k *kubelet) allocatable(capacity corev1.ResourceList) corev1.ResourceList 
 // the real kubelet posts ("container runtime network not ready: ..."; the
 // kubelet's runtime-state check, pkg/kubelet/runtime.go).
 func (k *kubelet) readyCondition(cond func(corev1.NodeConditionType, corev1.ConditionStatus, string, string) corev1.NodeCondition) corev1.NodeCondition {
-	if _, err := networkStatus(); err != nil {
+	if _, err := k.networkStatus(); err != nil {
 		k.networkNotReady(err)
 		return cond(corev1.NodeReady, corev1.ConditionFalse, "KubeletNotReady", networkNotReadyMessage)
 	}
@@ -277,7 +277,7 @@ func (k *kubelet) statusNeedsUpdate(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	_, netErr := networkStatus()
+	_, netErr := k.networkStatus()
 	want := corev1.ConditionTrue
 	if netErr != nil {
 		want = corev1.ConditionFalse

@@ -12,13 +12,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/pelletier/go-toml/v2"
 	corev1 "k8s.io/api/core/v1"
 )
-
-// defaultCNIBinDir is where containerd on Windows looks for CNI plugins
-// unless its config.toml says otherwise.
-const defaultCNIBinDir = `C:\Program Files\containerd\cni\bin`
 
 // podIP gives a pod its address as containerd does when it creates the
 // pod's sandbox: from the loaded CNI configuration's IPAM plugin, run as a
@@ -31,7 +26,7 @@ func (k *kubelet) podIP(ctx context.Context, pod *corev1.Pod) (string, error) {
 	if ip, ok := k.podIPs[pod.UID]; ok {
 		return ip, nil
 	}
-	network, err := networkStatus()
+	network, err := k.networkStatus()
 	if err != nil {
 		return "", fmt.Errorf("network is not ready: %s (%v)", networkNotReadyMessage, err)
 	}
@@ -62,7 +57,7 @@ func (k *kubelet) releasePodIP(ctx context.Context, pod *corev1.Pod) {
 		return
 	}
 	delete(k.podIPs, pod.UID)
-	network, err := networkStatus()
+	network, err := k.networkStatus()
 	if err != nil {
 		return
 	}
@@ -124,18 +119,11 @@ func reservedIP(ipam map[string]any, network, containerID string) string {
 // plugin from containerd's CNI bin_dir, the CNI_* environment, and the
 // network's name, cniVersion and ipam section on stdin.
 func runIPAM(ctx context.Context, command string, n *cniNetwork, ipam map[string]any, containerID string) ([]byte, error) {
-	binDir, err := cniBinDir()
+	plugin, local, err := findPlugin(n.BinDirs, ipam["type"].(string))
 	if err != nil {
 		return nil, err
 	}
-	local, err := hostPath(binDir)
-	if err != nil {
-		return nil, err
-	}
-	plugin := filepath.Join(local, ipam["type"].(string)+".exe")
-	if fi, err := os.Stat(plugin); err != nil {
-		return nil, fmt.Errorf("failed to find plugin %q in path [%s]", ipam["type"], binDir)
-	} else if fi.Mode().Perm()&0o100 == 0 {
+	if fi, err := os.Stat(plugin); err == nil && fi.Mode().Perm()&0o100 == 0 {
 		_ = os.Chmod(plugin, fi.Mode().Perm()|0o755) // Windows needs no execute bit
 	}
 	var version struct {
@@ -183,25 +171,18 @@ func resultIP(out []byte) (string, error) {
 	return p.Addr().String(), nil
 }
 
-// cniBinDir is containerd's CNI bin_dir: config.toml's, else the default.
-func cniBinDir() (string, error) {
-	p, err := hostPath(ContainerdConfigPath)
-	if err != nil {
-		return "", err
+// findPlugin finds a CNI plugin in containerd's bin_dirs, the first that
+// has it (libcni's FindInPath): its file and that folder (local paths).
+func findPlugin(binDirs []string, name string) (string, string, error) {
+	for _, dir := range binDirs {
+		local, err := hostPath(dir)
+		if err != nil {
+			continue
+		}
+		plugin := filepath.Join(local, name+".exe")
+		if _, err := os.Stat(plugin); err == nil {
+			return plugin, local, nil
+		}
 	}
-	data, err := os.ReadFile(p)
-	if errors.Is(err, os.ErrNotExist) {
-		return defaultCNIBinDir, nil
-	}
-	if err != nil {
-		return "", err
-	}
-	var cfg containerdConfig
-	if err := toml.Unmarshal(data, &cfg); err != nil {
-		return "", fmt.Errorf("failed to load TOML from %s: %v", ContainerdConfigPath, err)
-	}
-	if dir := cfg.Plugins.CRI.CNI.BinDir; dir != "" {
-		return strings.ReplaceAll(dir, "/", `\`), nil
-	}
-	return defaultCNIBinDir, nil
+	return "", "", fmt.Errorf("failed to find plugin %q in path [%s]", name, strings.Join(binDirs, " "))
 }

@@ -3,6 +3,7 @@ package standin
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -50,10 +51,15 @@ func (k *kubelet) runPods(ctx context.Context) {
 		if err == nil && exists {
 			err = k.syncPod(ctx, obj.(*corev1.Pod))
 		}
-		if err != nil && ctx.Err() == nil {
+		var retry *retryAfter
+		switch {
+		case errors.As(err, &retry):
+			queue.Forget(key)
+			queue.AddAfter(key, retry.d)
+		case err != nil && ctx.Err() == nil:
 			k.log.Warningf("syncing pod %s: %v", key, err)
 			queue.AddRateLimited(key)
-		} else {
+		default:
 			queue.Forget(key)
 		}
 		queue.Done(key)
@@ -108,8 +114,11 @@ func (k *kubelet) syncPod(ctx context.Context, pod *corev1.Pod) error {
 			return err
 		}
 	}
-	if st, failed := k.pullFailure(pod); failed {
-		return k.reportPullFailure(ctx, pod, st)
+	if st, retry, failed := k.pullImages(ctx, pod); failed {
+		if err := k.reportPullFailure(ctx, pod, st); err != nil {
+			return err
+		}
+		return retry
 	}
 	p := pod.DeepCopy()
 	p.Status = k.runningStatus(pod, ip)
@@ -132,7 +141,7 @@ func (k *kubelet) reportPullFailure(ctx context.Context, pod *corev1.Pod, st cor
 		return err
 	}
 	for _, cs := range st.ContainerStatuses {
-		if w := cs.State.Waiting; w != nil && w.Reason == "ErrImagePull" {
+		if w := cs.State.Waiting; w != nil && (w.Reason == "ErrImagePull" || w.Reason == "ImagePullBackOff") {
 			k.log.Warningf("pod %s/%s container %s: %s (simulated)", pod.Namespace, pod.Name, cs.Name, w.Message)
 		}
 	}
