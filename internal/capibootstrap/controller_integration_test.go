@@ -164,8 +164,7 @@ func TestLongMachineNamesGetDistinctComputerNames(t *testing.T) {
 }
 
 // The provider waits for a Machine owner and a Cluster, honours a paused
-// Cluster, refuses a mode it does not implement, and leaves a Secret it did
-// not create alone.
+// Cluster, and leaves a Secret it did not create alone.
 func TestWaitsPausesAndRefusesForeignSecret(t *testing.T) {
 	w := newCAPIWorld(t)
 	w.startOperator(t)
@@ -194,15 +193,6 @@ func TestWaitsPausesAndRefusesForeignSecret(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.waitFor(t, "in-paused-cluster", "Ready after unpausing", readyIs(metav1.ConditionTrue, bootstrapv1.ReasonDataSecretAvailable))
-
-	// Pull, the default mode, is not implemented by this operator: said so,
-	// and nothing written.
-	w.cluster(t, "pulled", false)
-	w.machineWithConfig(t, "pulled", "in-pull-mode", bootstrapv1.WinnodeConfigSpec{Mode: bootstrapv1.ModePull})
-	w.waitFor(t, "in-pull-mode", "ModeUnavailable", readyIs(metav1.ConditionFalse, bootstrapv1.ReasonModeUnavailable))
-	if _, err := w.secret(t, "in-pull-mode"); !apierrors.IsNotFound(err) {
-		t.Errorf("a Pull-mode config got a Secret: %v", err)
-	}
 
 	w.cluster(t, "foreign", false)
 	theirs := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: w.namespace, Name: "taken"}, Data: map[string][]byte{"value": []byte("theirs")}}

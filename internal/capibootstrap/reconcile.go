@@ -17,6 +17,7 @@ import (
 
 	bootstrapv1 "github.com/winnode/winnode/api/bootstrap/v1alpha1"
 	"github.com/winnode/winnode/internal/sshkey"
+	"github.com/winnode/winnode/internal/workload"
 )
 
 // Reconciler writes the bootstrap data of WinnodeConfigs.
@@ -38,6 +39,8 @@ type Reconciler struct {
 	// cluster (internal/workload.Clusters): the data is written only once
 	// it can, and condition WorkloadClusterReachable says whether it can.
 	Workloads Workloads
+	// Pull is what Pull mode needs (pull.go).
+	Pull Pull
 
 	names names
 }
@@ -85,26 +88,32 @@ func (r *Reconciler) reconcile(ctx context.Context, cfg *bootstrapv1.WinnodeConf
 		return reconcile.Result{}, nil
 	}
 	setPaused(cfg, false, "")
-	reachable, err := r.workloadCluster(ctx, cfg, cluster)
+	wc, err := r.workloadCluster(ctx, cfg, cluster)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
 	var res reconcile.Result
-	if !reachable {
+	if wc == nil {
 		res.RequeueAfter = workloadRecheck
 	}
 	if ptr.Deref(cfg.Status.Initialization.DataSecretCreated, false) {
 		// Written once (secret.go): a later spec change does not reach a
 		// Machine that exists.
 		setCreated(cfg)
-		return res, nil
+		if wc == nil || ModeOf(cfg.Spec) != bootstrapv1.ModePull {
+			return res, nil
+		}
+		return r.followJoin(ctx, cfg, machine, wc) // nodejoin.go
 	}
-	return res, r.validateAndWrite(ctx, cfg, orig, machine, cluster, reachable)
+	if err := r.validateAndWrite(ctx, cfg, orig, machine, cluster, wc); err != nil || wc == nil || !ptr.Deref(cfg.Status.Initialization.DataSecretCreated, false) || ModeOf(cfg.Spec) != bootstrapv1.ModePull {
+		return res, err
+	}
+	return reconcile.Result{RequeueAfter: r.waitForNode(cfg, machine)}, nil
 }
 
 // validateAndWrite checks the spec and the mode, then writes the data once
 // the workload cluster is reachable.
-func (r *Reconciler) validateAndWrite(ctx context.Context, cfg *bootstrapv1.WinnodeConfig, orig **bootstrapv1.WinnodeConfig, machine *clusterv1.Machine, cluster *clusterv1.Cluster, reachable bool) error {
+func (r *Reconciler) validateAndWrite(ctx context.Context, cfg *bootstrapv1.WinnodeConfig, orig **bootstrapv1.WinnodeConfig, machine *clusterv1.Machine, cluster *clusterv1.Cluster, wc *workload.Cluster) error {
 	if errs := ValidateSpec(cfg.Spec); len(errs) > 0 {
 		msg := errs.ToAggregate().Error()
 		if setReady(cfg, false, bootstrapv1.ReasonInvalidSpec, msg) {
@@ -112,33 +121,35 @@ func (r *Reconciler) validateAndWrite(ctx context.Context, cfg *bootstrapv1.Winn
 		}
 		return nil
 	}
-	if mode := ModeOf(cfg.Spec); mode != bootstrapv1.ModePush {
-		msg := fmt.Sprintf("spec.mode %s is not implemented by this operator yet: set spec.mode: Push, with which the operator configures the host over SSH (docs/cluster-api.md)", mode)
-		if setReady(cfg, false, bootstrapv1.ReasonModeUnavailable, msg) {
-			r.event(cfg, true, bootstrapv1.ReasonModeUnavailable, ActionValidate, msg)
-		}
-		return nil
-	}
-	if !reachable {
+	if wc == nil {
 		c := meta.FindStatusCondition(cfg.Status.Conditions, bootstrapv1.ConditionWorkloadClusterReachable)
 		setReady(cfg, false, bootstrapv1.ReasonWaitingForWorkloadCluster, c.Message)
 		return nil
 	}
-	return r.write(ctx, cfg, orig, machine, cluster)
+	return r.write(ctx, cfg, orig, machine, cluster, wc)
 }
 
-// write renders the data and creates the Secret, claiming its name in the
-// status first (secret.go says why).
-func (r *Reconciler) write(ctx context.Context, cfg *bootstrapv1.WinnodeConfig, orig **bootstrapv1.WinnodeConfig, machine *clusterv1.Machine, cluster *clusterv1.Cluster) error {
+// pushData renders the Push bootstrap data: SSH with the operator's key.
+func (r *Reconciler) pushData(ctx context.Context, cfg *bootstrapv1.WinnodeConfig, machine *clusterv1.Machine, name string) ([]byte, *blocked, error) {
 	signer, err := sshkey.LoadSigner(ctx, r.KeyReader, r.Namespace)
 	var keyErr *sshkey.KeyError
 	if errors.As(err, &keyErr) {
-		setReady(cfg, false, bootstrapv1.ReasonWaitingForSSHKey, err.Error())
-		return nil
+		return nil, &blocked{bootstrapv1.ReasonWaitingForSSHKey, err.Error()}, nil
 	}
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
+	cfg.Status.KeyFingerprint = sshkey.KeyFingerprint(signer)
+	data, err := BootstrapData(DataInput{
+		Namespace: cfg.Namespace, Machine: machine.Name, ComputerName: name,
+		PublicKey: signer.PublicKey(), Firewall: firewallRules(cfg.Spec.FirewallPorts),
+	})
+	return data, nil, err
+}
+
+// write renders the data of the config's mode and creates the Secret,
+// claiming its name in the status first (secret.go says why).
+func (r *Reconciler) write(ctx context.Context, cfg *bootstrapv1.WinnodeConfig, orig **bootstrapv1.WinnodeConfig, machine *clusterv1.Machine, cluster *clusterv1.Cluster, wc *workload.Cluster) error {
 	name, ok, err := r.computerName(ctx, cfg, machine.Name)
 	if err != nil {
 		return err
@@ -148,15 +159,25 @@ func (r *Reconciler) write(ctx context.Context, cfg *bootstrapv1.WinnodeConfig, 
 			"the %d computer names derived for Machine %s are all taken by other WinnodeConfigs; delete the Machine so that its MachineSet makes one with a new name, or set spec.computerNamePrefix", maxAttempts, machine.Name))
 		return nil
 	}
-	data, err := BootstrapData(DataInput{
-		Namespace: cfg.Namespace, Machine: machine.Name, ComputerName: name,
-		PublicKey: signer.PublicKey(), Firewall: firewallRules(cfg.Spec.FirewallPorts),
-	})
+	cfg.Status.ComputerName = name
+	var data []byte
+	var b *blocked
+	if ModeOf(cfg.Spec) == bootstrapv1.ModePull {
+		data, b, err = r.pullData(ctx, cfg, orig, machine, name, wc) // pull.go
+	} else {
+		data, b, err = r.pushData(ctx, cfg, machine, name)
+	}
+	if b != nil {
+		if setReady(cfg, false, b.reason, b.message) && b.reason != bootstrapv1.ReasonWaitingForSSHKey {
+			r.event(cfg, true, b.reason, ActionValidate, b.message)
+		}
+		return err
+	}
 	if err != nil {
 		return err
 	}
 	claimedBefore := (*orig).Status.DataSecretName == cfg.Name
-	cfg.Status.ComputerName, cfg.Status.KeyFingerprint, cfg.Status.DataSecretName = name, sshkey.KeyFingerprint(signer), cfg.Name
+	cfg.Status.DataSecretName = cfg.Name
 	if !claimedBefore {
 		if err := r.patchStatus(ctx, *orig, cfg); err != nil {
 			return err

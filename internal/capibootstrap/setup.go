@@ -49,7 +49,7 @@ const TurnOn = "restart the operator after installing Cluster API and winnode's 
 // operator runs on clusters without Cluster API. namespace is the operator
 // namespace, whose key Secret the manager's cache covers. WinnodeConfigs
 // and Clusters live in any namespace: the manager's cache keeps them all.
-func Part(namespace string, workloads Workloads) optional.Part {
+func Part(namespace string, workloads Workloads, pull Pull) optional.Part {
 	return optional.Part{
 		Name:        "Cluster API bootstrap provider",
 		Requires:    Required,
@@ -62,7 +62,7 @@ func Part(namespace string, workloads Workloads) optional.Part {
 		Setup: func(mgr ctrl.Manager) error {
 			r := &Reconciler{
 				Client: mgr.GetClient(), Cache: mgr.GetClient(), Reader: mgr.GetAPIReader(), KeyReader: mgr.GetClient(),
-				Namespace: namespace, Recorder: mgr.GetEventRecorder("winnode-capi-bootstrap"), Workloads: workloads,
+				Namespace: namespace, Recorder: mgr.GetEventRecorder("winnode-capi-bootstrap"), Workloads: workloads, Pull: pull,
 			}
 			return r.setupWithManager(mgr)
 		},

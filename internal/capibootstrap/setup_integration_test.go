@@ -25,7 +25,7 @@ func TestPartIsOffWithoutClusterAPI(t *testing.T) {
 	logger := funcr.New(func(prefix, args string) { logs.WriteString(prefix + " " + args + "\n") }, funcr.Options{})
 	mgr, err := optional.NewManager(env.Config, ctrl.Options{
 		Scheme: runtime.NewScheme(), Logger: logger, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
-	}, Part(operatorNamespace, &workload.Clusters{}))
+	}, Part(operatorNamespace, &workload.Clusters{}, Pull{}))
 	if err != nil {
 		t.Fatalf("a manager with the part on a cluster without Cluster API: %v", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -51,6 +52,10 @@ func setPaused(cfg *bootstrapv1.WinnodeConfig, isPaused bool, message string) {
 func setCreated(cfg *bootstrapv1.WinnodeConfig) bool {
 	cfg.Status.DataSecretName = cfg.Name
 	cfg.Status.Initialization.DataSecretCreated = ptr.To(true)
+	if ModeOf(cfg.Spec) == bootstrapv1.ModePull {
+		return setReady(cfg, true, bootstrapv1.ReasonDataSecretAvailable, fmt.Sprintf(
+			"Secret %s holds the bootstrap data (Pull mode): computer name %s; the host joins its workload cluster by itself", cfg.Name, cfg.Status.ComputerName))
+	}
 	return setReady(cfg, true, bootstrapv1.ReasonDataSecretAvailable, fmt.Sprintf(
 		"Secret %s holds the bootstrap data: computer name %s, SSH key %s", cfg.Name, cfg.Status.ComputerName, cfg.Status.KeyFingerprint))
 }
@@ -73,6 +78,7 @@ func equalStatus(a, b *bootstrapv1.WinnodeConfig) bool {
 		a.Status.ComputerName == b.Status.ComputerName &&
 		a.Status.KeyFingerprint == b.Status.KeyFingerprint &&
 		a.Status.ObservedGeneration == b.Status.ObservedGeneration &&
+		equality.Semantic.DeepEqual(a.Status.BootstrapToken, b.Status.BootstrapToken) &&
 		ptr.Deref(a.Status.Initialization.DataSecretCreated, false) == ptr.Deref(b.Status.Initialization.DataSecretCreated, false) &&
 		conditionsEqual(a.Status.Conditions, b.Status.Conditions)
 }

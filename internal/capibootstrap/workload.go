@@ -27,14 +27,15 @@ const ActionConnect = "Connect"
 
 // workloadCluster sets condition WorkloadClusterReachable: whether the
 // operator can act in the workload cluster of the config's Cluster, and if
-// not, why (a Warning event when the cause changes). Errors other than a
-// cluster that cannot be used are returned.
-func (r *Reconciler) workloadCluster(ctx context.Context, cfg *bootstrapv1.WinnodeConfig, cluster *clusterv1.Cluster) (bool, error) {
+// not, why (a Warning event when the cause changes). It returns the
+// cluster, nil when it cannot be used. Errors other than a cluster that
+// cannot be used are returned.
+func (r *Reconciler) workloadCluster(ctx context.Context, cfg *bootstrapv1.WinnodeConfig, cluster *clusterv1.Cluster) (*workload.Cluster, error) {
 	ref := winnodev1.ClusterRef{Namespace: cluster.Namespace, Name: cluster.Name}
 	wc, err := r.Workloads.Get(ctx, ref)
 	var we *workload.Error
 	if err != nil && !errors.As(err, &we) {
-		return false, err
+		return nil, err
 	}
 	c := metav1.Condition{Type: bootstrapv1.ConditionWorkloadClusterReachable, ObservedGeneration: cfg.Generation}
 	if we != nil {
@@ -48,5 +49,5 @@ func (r *Reconciler) workloadCluster(ctx context.Context, cfg *bootstrapv1.Winno
 		r.Recorder.Eventf(cfg, nil, corev1.EventTypeWarning, we.Reason, ActionConnect, "%s", c.Message)
 	}
 	meta.SetStatusCondition(&cfg.Status.Conditions, c)
-	return we == nil, nil
+	return wc, nil
 }

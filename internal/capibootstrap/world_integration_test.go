@@ -188,13 +188,20 @@ func (w *capiWorld) bind(ctx context.Context, t *testing.T, role rbacv1.Role, su
 // namespace only, but for what the part adds) until the test ends.
 func (w *capiWorld) startOperator(t *testing.T) {
 	t.Helper()
+	w.startOperatorWith(t, Pull{Version: "v0.5.2"})
+}
+
+// startOperatorWith is startOperator with pull as the provider's Pull
+// options.
+func (w *capiWorld) startOperatorWith(t *testing.T, pull Pull) {
+	t.Helper()
 	workloads := &workload.Clusters{Namespace: operatorNamespace}
 	mgr, err := optional.NewManager(w.operatorConfig(t), ctrl.Options{
 		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{operatorNamespace: {}}},
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-	}, workload.Part(workloads, Required, TurnOn), Part(operatorNamespace, workloads))
+	}, workload.Part(workloads, Required, TurnOn), Part(operatorNamespace, workloads, pull))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -260,7 +260,7 @@ func optionalParts(opts Options, plat platform.Platform, workloads *workload.Clu
 	// The workload clusters' part comes first: the parts that act in a
 	// Machine's workload cluster use it once it is set up.
 	return append(parts, workload.Part(workloads, capibootstrap.Required, capibootstrap.TurnOn),
-		capibootstrap.Part(opts.Namespace, workloads), capisource.Part(workloads))
+		capibootstrap.Part(opts.Namespace, workloads, capibootstrap.Pull{Version: opts.Version, Network: opts.Network}), capisource.Part(workloads))
 }
 
 // setupControllers registers the controllers other than the instance

@@ -24,6 +24,14 @@ const (
 	// while it is False no join credential is made anywhere for the
 	// Machine.
 	ConditionWorkloadClusterReachable = "WorkloadClusterReachable"
+	// ConditionNodeJoined (Pull mode) is True once the Machine has
+	// Cluster API's status.nodeRef: its host joined the workload cluster by
+	// itself. False while the operator waits for that (reason
+	// WaitingForNode), and with reason NodeJoinTimedOut once it waited
+	// longer than the operator's join timeout: the message names the
+	// host's logs, where the reason is (the operator never reaches a Pull
+	// host).
+	ConditionNodeJoined = "NodeJoined"
 )
 
 // Reasons of the conditions above.
@@ -53,6 +61,21 @@ const (
 	// ReasonModeUnavailable: spec.mode names a mode this operator does not
 	// implement; nothing is written until the mode is changed.
 	ReasonModeUnavailable = "ModeUnavailable"
+	// ReasonBootstrapTokenAuthUnavailable: Pull mode needs bootstrap-token
+	// authentication in the workload cluster (kube-apiserver
+	// --enable-bootstrap-token-auth, which clusters Cluster API creates
+	// with kubeadm have), and a bootstrap token winnode issued there does
+	// not authenticate. No data is written; use spec.mode Push there.
+	ReasonBootstrapTokenAuthUnavailable = "BootstrapTokenAuthUnavailable"
+	// ReasonClusterFactsUnavailable: what a Pull host needs to know of its
+	// workload cluster (its CA, its pod network) could not be read there;
+	// the message says what. No data is written until it can.
+	ReasonClusterFactsUnavailable = "ClusterFactsUnavailable"
+	// ReasonWaitingForNode, ReasonNodeJoinTimedOut and ReasonNodeJoined
+	// are the reasons of ConditionNodeJoined.
+	ReasonWaitingForNode   = "WaitingForNode"
+	ReasonNodeJoinTimedOut = "NodeJoinTimedOut"
+	ReasonNodeJoined       = "NodeJoined"
 	// ReasonPaused / ReasonNotPaused: the Paused condition's reasons.
 	ReasonPaused    = "Paused"
 	ReasonNotPaused = "NotPaused"
@@ -114,10 +137,8 @@ type FirewallPort struct {
 type WinnodeConfigSpec struct {
 	// Mode is how the Machine's host becomes a node of its workload
 	// cluster: Pull (the bootstrap data alone joins it) or Push (the
-	// operator configures it over SSH). Empty is Push: until this operator
-	// writes Pull data, a default of Pull would leave every WinnodeConfig
-	// that names no mode (all those made before the field existed) with no
-	// bootstrap data.
+	// operator configures it over SSH). Empty is Push, the mode of every
+	// WinnodeConfig made before Pull existed.
 	// +optional
 	// +kubebuilder:default=Push
 	// +kubebuilder:validation:MaxLength=16
@@ -182,12 +203,35 @@ type WinnodeConfigStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// Conditions: Ready, Paused and WorkloadClusterReachable.
+	// BootstrapToken is the Pull-mode join credential the bootstrap data
+	// carries: the public half of a bootstrap token in the workload
+	// cluster's kube-system, and when it expires. The operator moves its
+	// expiration on while the Machine has no nodeRef (as Cluster API's
+	// kubeadm bootstrap provider does), approves the kubelet's first client
+	// certificate requested with it for status.computerName's node only,
+	// and deletes it once the Machine has a nodeRef (then this is unset).
+	// +optional
+	BootstrapToken *BootstrapTokenStatus `json:"bootstrapToken,omitempty"`
+
+	// Conditions: Ready, Paused, WorkloadClusterReachable and, in Pull
+	// mode, NodeJoined.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
 	// +kubebuilder:validation:MaxItems=32
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// BootstrapTokenStatus names a bootstrap token without its secret half.
+type BootstrapTokenStatus struct {
+	// ID is the token's public half ([a-z0-9]{6}): its Secret is
+	// kube-system/bootstrap-token-<id> in the workload cluster, and its
+	// kubelet authenticates as system:bootstrap:<id>.
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]{6}$`
+	ID string `json:"id"`
+	// Expires is when the workload cluster stops accepting the token,
+	// as the operator last set it.
+	Expires metav1.Time `json:"expires"`
 }
 
 // WinnodeConfig is the bootstrap configuration of one Cluster API Machine
