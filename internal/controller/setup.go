@@ -283,6 +283,10 @@ func setupControllers(mgr ctrl.Manager, kube kubernetes.Interface, opts Options,
 	if err := approver.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the CSR approver: %w", err)
 	}
+	if workloads.On() {
+		// Pull Machines' CSRs, in their workload clusters only.
+		approver.Pull = &capibootstrap.PullMachines{Configs: mgr.GetClient(), Machines: mgr.GetAPIReader()}
+	}
 	csr.WatchWorkloads(mgr, workloads, approver)
 	if err := mgr.Add(&csr.AutoApprovalWarner{Kube: kube, Recorder: mgr.GetEventRecorder("winnode-csr-approver")}); err != nil {
 		return fmt.Errorf("setting up the auto-approval check: %w", err)

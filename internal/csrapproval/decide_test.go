@@ -68,6 +68,21 @@ func TestDecide(t *testing.T) {
 	saInst := testInstance("wi-sa", "win-sa", "")
 	saInst.Status.JoinServiceAccount = "winnode-join-wi-sa"
 	instances = append(instances, saInst)
+	// Cluster API Machines in Pull mode (PullMachine.Instance): no
+	// WindowsInstance, their facts from the Machine and its WinnodeConfig.
+	pull := func(cfg, node, token string, f func(*PullMachine)) winnodev1.WindowsInstance {
+		m := PullMachine{Config: "capi/" + cfg, NodeName: node, BootstrapTokenID: token, Created: metav1.NewTime(now.Add(-time.Minute)),
+			Addresses: []string{"10.0.0.20", "172.16.0.9"}}
+		if f != nil {
+			f(&m)
+		}
+		return m.Instance()
+	}
+	instances = append(instances,
+		pull("pull-1", "WIN-PULL1", "pull01", nil),
+		pull("pull-del", "win-pulldel", "pulldl", func(m *PullMachine) { m.Deleting = true }),
+		pull("pull-joined", "win-pulljn", "pulljn", func(m *PullMachine) { m.Joined = true }),
+		pull("pull-clone", "win-host1", "pullcl", func(m *PullMachine) { m.NameAssigned = &later }))
 	saUser := "system:serviceaccount:winnode-system:winnode-join-wi-sa"
 	saGroups := []string{"system:serviceaccounts", "system:serviceaccounts:winnode-system", "system:authenticated"}
 
@@ -163,6 +178,30 @@ func TestDecide(t *testing.T) {
 		client("client: instance being deleted", func(c *tc) {
 			c.user, c.tmpl.CN, c.want = "system:bootstrap:stuvwx", "system:node:win-del", "being deleted"
 		}),
+		client("pull: the Machine's token, its node name", func(c *tc) {
+			c.user, c.tmpl.CN, c.approve, c.want = "system:bootstrap:pull01", "system:node:win-pull1", true, "node win-pull1 of WindowsInstance pull:capi/pull-1"
+		}),
+		client("pull: the Machine's token asks for another node", func(c *tc) {
+			c.user, c.want = "system:bootstrap:pull01", `want "system:node:win-pull1"`
+		}),
+		client("pull: a Node of its name exists", func(c *tc) {
+			c.user, c.tmpl.CN, c.nodeExists, c.want = "system:bootstrap:pull01", "system:node:win-pull1", true, "already exists"
+		}),
+		client("pull: the Machine is being deleted", func(c *tc) {
+			c.user, c.tmpl.CN, c.want = "system:bootstrap:pulldl", "system:node:win-pulldel", "being deleted"
+		}),
+		client("pull: the Machine joined, its token is gone", func(c *tc) {
+			c.user, c.tmpl.CN, c.want = "system:bootstrap:pulljn", "system:node:win-pulljn", "which no WindowsInstance was issued"
+		}),
+		client("pull: an instance holds its node name", func(c *tc) {
+			c.user, c.want = "system:bootstrap:pullcl", "claimed by WindowsInstance wi-1"
+		}),
+		client("pull: renewal of a joined Machine's node", func(c *tc) {
+			c.user, c.groups, c.tmpl.CN, c.approve, c.want = "system:node:win-pulljn", nodeGroups, "system:node:win-pulljn", true, "renewal"
+		}),
+		client("pull: renewal of a Machine not joined", func(c *tc) {
+			c.user, c.groups, c.tmpl.CN, c.want = "system:node:win-pull1", nodeGroups, "system:node:win-pull1", "not Ready"
+		}),
 		client("client: not PEM", func(c *tc) { c.rawRequest, c.want = []byte("garbage"), "not a PEM" }),
 		client("client: wrong signer", func(c *tc) { c.signer, c.want = "kubernetes.io/kube-apiserver-client", "not a kubelet signer" }),
 		client("client: custom signer", func(c *tc) { c.signer, c.want = "example.com/anything", "not a kubelet signer" }),
@@ -172,6 +211,18 @@ func TestDecide(t *testing.T) {
 		serving("serving: address from spec", func(c *tc) {
 			c.user, c.tmpl.CN, c.tmpl.IPs, c.approve = "system:node:win-host2", "system:node:win-host2", []string{"10.0.0.6"}, true
 			c.tmpl.DNS = []string{"win-host2"}
+		}),
+		serving("pull: serving, the Machine's InternalIP", func(c *tc) {
+			c.user, c.tmpl.CN, c.tmpl.DNS, c.tmpl.IPs, c.approve = "system:node:win-pull1", "system:node:win-pull1", []string{"win-pull1"}, []string{"10.0.0.20"}, true
+		}),
+		serving("pull: serving, a Machine address outside the node address CIDRs", func(c *tc) {
+			c.user, c.tmpl.CN, c.tmpl.DNS, c.tmpl.IPs, c.want = "system:node:win-pull1", "system:node:win-pull1", nil, []string{"10.0.0.20", "172.16.0.9"}, "outside the allowed node address CIDRs"
+		}),
+		serving("pull: serving, another host's address", func(c *tc) {
+			c.user, c.tmpl.CN, c.tmpl.DNS, c.tmpl.IPs, c.want = "system:node:win-pull1", "system:node:win-pull1", nil, []string{"10.0.0.5"}, "IP SAN 10.0.0.5"
+		}),
+		serving("pull: serving, the Machine is being deleted", func(c *tc) {
+			c.user, c.tmpl.CN, c.tmpl.DNS, c.tmpl.IPs, c.want = "system:node:win-pulldel", "system:node:win-pulldel", []string{"win-pulldel"}, []string{"10.0.0.20"}, "being deleted"
 		}),
 		serving("serving: foreign DNS SAN", func(c *tc) {
 			c.tmpl.DNS, c.want = []string{"win-host1", "kubernetes.default"}, `DNS SAN "kubernetes.default"`

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -70,6 +71,11 @@ type Approver struct {
 	// APIServer reads the names and addresses of the API server's serving
 	// certificate, which no node's certificate may carry. Nil: none known.
 	APIServer *csrapproval.APIServerCertificate
+	// Pull, when set, gives the Cluster API Machines in Pull mode joining
+	// the approver's cluster, in the form Decide takes
+	// (csrapproval.PullMachine): they have no WindowsInstance, and their
+	// CSRs are decided by the same rules, against the same hosts.
+	Pull PullMachines
 	// OnDecision, when set, is told every decision after it took effect
 	// (tests wait on it instead of on time; the CLI can print it).
 	OnDecision func(csrName string, d csrapproval.Decision)
@@ -112,6 +118,23 @@ func (r *Approver) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 	if !d.Approve {
 		r.leftAlone(ctx, &csr, d)
 		r.decided(csr.Name, d)
+		if csrapproval.IsPull(d.Instance) {
+			// Nothing of a Pull Machine wakes this approver (its Machine's
+			// addresses, a Node gone): look again while the CSR is pending.
+			return reconcile.Result{RequeueAfter: pullRecheck}, nil
+		}
+		return reconcile.Result{}, nil
+	}
+	if csrapproval.IsPull(d.Instance) {
+		// No WindowsInstance to record on or to tell: the Machine's
+		// WinnodeConfig is followed by its Node (capibootstrap).
+		if err := csrapproval.Approve(ctx, r.Kube, &csr, "winnode-operator: "+d.Reason); err != nil {
+			return reconcile.Result{}, err
+		}
+		log.Info("CSR approved", "csr", csr.Name, "machine", d.Instance, "reason", d.Reason)
+		countApproval(&csr)
+		r.forget(csr.Name)
+		r.decided(csr.Name, d)
 		return reconcile.Result{}, nil
 	}
 	if err := r.record(ctx, d); err != nil {
@@ -139,8 +162,9 @@ func (r *Approver) csrs() client.Reader {
 	return r.Client
 }
 
-// instances are the WindowsInstances joining the approver's cluster: a
-// CSR of one cluster never matches a host of another.
+// instances are the WindowsInstances joining the approver's cluster, and
+// its Pull Machines: a CSR of one cluster never matches a host of
+// another.
 func (r *Approver) instances(ctx context.Context) ([]winnodev1.WindowsInstance, error) {
 	var list winnodev1.WindowsInstanceList
 	if err := r.Client.List(ctx, &list); err != nil {
@@ -152,8 +176,25 @@ func (r *Approver) instances(ctx context.Context) ([]winnodev1.WindowsInstance, 
 			mine = append(mine, wi)
 		}
 	}
-	return mine, nil
+	if r.Pull == nil || r.Cluster.IsZero() {
+		return mine, nil
+	}
+	pull, err := r.Pull.Instances(ctx, r.Cluster)
+	if err != nil {
+		return nil, fmt.Errorf("listing the Pull Machines of Cluster %s: %w", r.Cluster, err)
+	}
+	return append(mine, pull...), nil
 }
+
+// PullMachines gives the Pull-mode Machines of a Cluster API Cluster
+// (internal/capibootstrap.PullMachines).
+type PullMachines interface {
+	Instances(ctx context.Context, cluster winnodev1.ClusterRef) ([]winnodev1.WindowsInstance, error)
+}
+
+// pullRecheck is how soon a pending CSR of a Pull Machine that was left
+// alone is decided again.
+const pullRecheck = 10 * time.Second
 
 // facts are what a decision knows of the cluster, read afresh.
 func (r *Approver) facts(ctx context.Context) (csrapproval.Facts, error) {

@@ -47,7 +47,7 @@ func WatchWorkloads(mgr ctrl.Manager, w Workloads, base *Approver) {
 		a := &Approver{
 			Client: base.Client, Recorder: base.Recorder, OnDecision: base.OnDecision,
 			Cluster: wc.Ref, CSRs: wc.Client, Kube: wc.Kube, Policy: wc.Facts.CSRPolicy(), JoinNamespace: wc.Namespace,
-			APIServer: wc.APIServer,
+			APIServer: wc.APIServer, Pull: base.Pull,
 		}
 		ctl, err := controller.NewUnmanaged("csr-approver-"+wc.Ref.Namespace+"-"+wc.Ref.Name, controller.Options{
 			Reconciler: a, SkipNameValidation: ptr.To(true), Logger: log.WithValues("cluster", wc.Ref.String()),
