@@ -9,6 +9,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -94,9 +95,15 @@ func (w *world) createWinnodeConfigTemplate(t *testing.T, name, prefix string) {
 // namespace ns.
 func (w *world) createWinnodeConfigTemplateIn(t *testing.T, ns, name, prefix string) {
 	t.Helper()
+	w.createWinnodeConfigTemplateOf(t, ns, name, prefix, bootstrapv1.ModePush)
+}
+
+// createWinnodeConfigTemplateOf is createWinnodeConfigTemplateIn of mode.
+func (w *world) createWinnodeConfigTemplateOf(t *testing.T, ns, name, prefix string, mode bootstrapv1.Mode) {
+	t.Helper()
 	tmpl := &bootstrapv1.WinnodeConfigTemplate{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
 	tmpl.Spec.Template.Spec.ComputerNamePrefix = prefix
-	tmpl.Spec.Template.Spec.Mode = bootstrapv1.ModePush
+	tmpl.Spec.Template.Spec.Mode = mode
 	if err := w.client.Create(context.Background(), tmpl); err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +120,20 @@ func (w *world) createMachineDeployment(t *testing.T, cluster, name, bootstrap s
 // createMachineDeploymentIn is createMachineDeployment in namespace ns.
 func (w *world) createMachineDeploymentIn(t *testing.T, ns, cluster, name, bootstrap string) *clusterv1.MachineDeployment {
 	t.Helper()
+	return w.createMachineDeploymentFrom(t, ns, cluster, name, bootstrap, "")
+}
+
+// createMachineDeploymentFrom is createMachineDeploymentIn whose Machines
+// boot from the simulated cloud's image ("": the stock Windows Server
+// image, which carries no winnode).
+func (w *world) createMachineDeploymentFrom(t *testing.T, ns, cluster, name, bootstrap, image string) *clusterv1.MachineDeployment {
+	t.Helper()
 	md, infra := testenv.WinsimMachineDeployment(cluster, name, 0, testenv.WinnodeConfigTemplateBootstrap(bootstrap))
+	if image != "" {
+		if err := unstructured.SetNestedField(infra.Object, image, "spec", "template", "spec", "image"); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, o := range testenv.InNamespace(ns, infra, md) {
 		if err := w.client.Create(context.Background(), o); err != nil {
 			t.Fatal(err)
