@@ -1,7 +1,8 @@
 // Package capibootstrap is winnode's Cluster API bootstrap provider: for
 // each WinnodeConfig (bootstrap.winnode.io/v1alpha1) that a Cluster API
 // Machine owns, it writes the Machine's bootstrap data, a Secret holding a
-// cloudbase-init script that prepares the Windows host for the operator,
+// cloudbase-init script that prepares the Windows host for the operator
+// (Push mode) or makes it join its workload cluster by itself (Pull mode),
 // and reports it as Cluster API's bootstrap-provider contract (v1beta2,
 // Cluster API v1.14) says.
 //
@@ -15,7 +16,13 @@
 //   - validate.go: the spec's rules;
 //   - computername.go, assign.go: the NetBIOS-safe computer name and its
 //     uniqueness among the cluster's WinnodeConfigs;
-//   - bootstrapdata.go: the cloudbase-init script;
+//   - bootstrapdata.go: the cloudbase-init script of Push mode (SSH);
+//   - pulldata.go, pull.go: the script of Pull mode and what it carries:
+//     the workload cluster's facts and a bootstrap token issued there;
+//   - nodejoin.go: a Pull Machine followed until Cluster API sets its
+//     nodeRef (the token refreshed, then deleted; the Node's provider ID;
+//     condition NodeJoined);
+//   - csrview.go: the Pull Machines as the CSR approver sees them;
 //   - secret.go: the bootstrap-data Secret, written once;
 //   - status.go: conditions, status and events.
 //

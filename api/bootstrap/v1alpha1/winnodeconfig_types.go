@@ -58,9 +58,6 @@ const (
 	// Machine's workload cluster yet (condition WorkloadClusterReachable
 	// says why); the bootstrap data is written once it can.
 	ReasonWaitingForWorkloadCluster = "WaitingForWorkloadCluster"
-	// ReasonModeUnavailable: spec.mode names a mode this operator does not
-	// implement; nothing is written until the mode is changed.
-	ReasonModeUnavailable = "ModeUnavailable"
 	// ReasonBootstrapTokenAuthUnavailable: Pull mode needs bootstrap-token
 	// authentication in the workload cluster (kube-apiserver
 	// --enable-bootstrap-token-auth, which clusters Cluster API creates
