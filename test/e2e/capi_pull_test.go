@@ -33,11 +33,12 @@ import (
 // `winnode-agent join` makes each host a node of the workload cluster by
 // itself, with the bootstrap token the operator issued there. The operator
 // never reaches a host:
-//   - 0 → 2 Machines: each a Ready Node of the workload cluster, named
+//   - 0 → 2 → 3 → 1 Machines: each a Ready Node of the workload cluster, named
 //     after its WinnodeConfig's computer name, with the Machine's
 //     providerID and Cluster API's nodeRef (set by Cluster API's own
 //     Machine controller); the config says NodeJoined, and its bootstrap
-//     token is deleted from the workload cluster;
+//     token is deleted from the workload cluster; the removed Machines'
+//     Nodes are deleted there (by Cluster API);
 //   - the management cluster's Node list is unchanged, and no
 //     WindowsInstance exists for a Pull Machine;
 //   - each host's SSH server saw no connection and refuses the operator's
@@ -84,6 +85,21 @@ func TestClusterAPIPullMode(t *testing.T) {
 			t.Errorf("Pull Machine %s has a WindowsInstance: %v", m.Name, err)
 		}
 		w.checkPullHostRefusesSSH(t, m.Name)
+	}
+
+	// 2 → 3 → 1, as the issue's scale test: a third host joins the same
+	// way; Cluster API drains and deletes the Nodes of the Machines it
+	// removes, in the workload cluster.
+	w.scaleMachineDeployment(t, md, 3)
+	w.waitPullNodes(t, md, wlKube, 3)
+	w.scaleMachineDeployment(t, md, 1)
+	left := w.waitPullNodes(t, md, wlKube, 1)
+	testkit.Eventually(t, 3*time.Minute, "the scaled-down Machines' Nodes gone from the workload cluster", func() (bool, string) {
+		got := w.nodeNames(t, wlKube)
+		return slices.Equal(got, left), fmt.Sprintf("Nodes %v, want %v", got, left)
+	})
+	if got := w.nodeNames(t, w.kube); !slices.Equal(got, mgmtBefore) {
+		t.Errorf("the management cluster's Nodes changed: %v, were %v", got, mgmtBefore)
 	}
 }
 
