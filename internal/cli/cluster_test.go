@@ -14,8 +14,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	bootstrapv1 "github.com/winnode/winnode/api/bootstrap/v1alpha1"
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/cli/view"
 	"github.com/winnode/winnode/internal/fixture"
@@ -91,11 +94,30 @@ func TestStatusAgainstCluster(t *testing.T) {
 		Phase(winnodev1.PhaseFailed).Step("connect").Node("status-gone", "").
 		LastError("connecting to 192.0.2.11:22: i/o timeout; check that the host is up"))
 
+	// A Cluster API Machine in Pull mode: no WindowsInstance, its data
+	// written (this cluster serves no Machines: it is shown from its
+	// WinnodeConfig alone).
+	pull := &bootstrapv1.WinnodeConfig{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "status-pull",
+		Labels:          map[string]string{clusterv1.ClusterNameLabel: "workload-a"},
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: clusterv1.GroupVersion.String(), Kind: "Machine", Name: "status-pull", UID: "uid-1"}}},
+		Spec: bootstrapv1.WinnodeConfigSpec{Mode: bootstrapv1.ModePull}}
+	if err := cl.c.Create(ctx, pull); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cl.c.Delete(context.Background(), pull) })
+	pull.Status.ComputerName, pull.Status.DataSecretName, pull.Status.Initialization.DataSecretCreated = "wa-x2vzq1", "status-pull", ptr.To(true)
+	if err := cl.c.Status().Update(ctx, pull); err != nil {
+		t.Fatal(err)
+	}
+
 	r := run(t, "", "status", "--kubeconfig", cl.env.KubeconfigPath, "-o", "json")
 	if r.code != ExitOK {
 		t.Fatalf("status -o json: exit %d: %s", r.code, r.err)
 	}
-	var got struct{ Instances []view.InstanceRow }
+	var got struct {
+		Instances    []view.InstanceRow
+		PullMachines []view.PullRow
+	}
 	if err := json.Unmarshal([]byte(r.out), &got); err != nil {
 		t.Fatalf("status -o json printed no JSON: %v\n%s", err, r.out)
 	}
@@ -109,6 +131,10 @@ func TestStatusAgainstCluster(t *testing.T) {
 	if row := byName["status-failed"]; row.Phase != "Failed" || row.NodeStatus != "Missing" || !strings.Contains(row.LastError, "i/o timeout") || row.Step != "connect" {
 		t.Errorf("status-failed: %+v", row)
 	}
+	if len(got.PullMachines) != 1 || got.PullMachines[0].Machine != "default/status-pull" || got.PullMachines[0].Stage != view.StageDataWritten ||
+		got.PullMachines[0].Cluster != "workload-a" || got.PullMachines[0].ComputerName != "wa-x2vzq1" {
+		t.Errorf("pullMachines %+v; want default/status-pull, DataWritten", got.PullMachines)
+	}
 
 	r = run(t, "", "status", "--kubeconfig", cl.env.KubeconfigPath)
 	if r.code != ExitOK {
@@ -118,7 +144,7 @@ func TestStatusAgainstCluster(t *testing.T) {
 	if !strings.HasPrefix(lines[0], "NAME ") || !strings.Contains(lines[0], "LAST ERROR") {
 		t.Errorf("no header line: %q", lines[0])
 	}
-	for _, want := range []string{"status-ready", "status-failed"} {
+	for _, want := range []string{"status-ready", "status-failed", "Cluster API Machines in Pull mode", "default/status-pull", "DataWritten"} {
 		if !strings.Contains(r.out, want) {
 			t.Errorf("the table lacks %s:\n%s", want, r.out)
 		}

@@ -8,8 +8,10 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	bootstrapv1 "github.com/winnode/winnode/api/bootstrap/v1alpha1"
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 )
 
@@ -53,6 +55,14 @@ func Scheme() *runtime.Scheme {
 		panic(err)
 	}
 	if err := winnodev1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	// Cluster API Machines and winnode's WinnodeConfigs: status lists the
+	// Machines in Pull mode, which have no WindowsInstance.
+	if err := bootstrapv1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	if err := clusterv1.AddToScheme(s); err != nil {
 		panic(err)
 	}
 	return s

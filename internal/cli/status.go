@@ -29,6 +29,11 @@ func newStatusCommand(s Streams) *cobra.Command {
 Ready status, the winnode version it is configured with, its age and its last
 error. The table shortens long errors; -o json has them whole.
 
+Cluster API Machines in Pull mode have no WindowsInstance: a table of their
+own shows each Machine's cluster, computer name and stage (Waiting,
+CredentialIssued, DataWritten, JoinTimedOut, NodeRegistered, Ready), read
+from its WinnodeConfig and Machine.
+
 NODE STATUS is the node's Ready condition as kubectl shows it, or Missing when
 the instance names a node that does not exist (yet).
 
@@ -67,34 +72,30 @@ step, node or error, until Ctrl-C.`,
 			if err != nil {
 				return err
 			}
+			pull, err := view.ListPullRows(cmd.Context(), c)
+			if err != nil {
+				// The hosts above are still worth showing.
+				fmt.Fprintf(s.Err, "Note: no Cluster API Machines in Pull mode shown: %v\n", err)
+			}
 			if output == outputJSON {
 				return writeJSON(s.Out, struct {
 					Instances []view.InstanceRow `json:"instances"`
 					// AddedNodes are Windows nodes that winnodectl add
 					// configured: no WindowsInstance stands for them.
 					AddedNodes []view.NodeRow `json:"addedNodes"`
-				}{rows, added})
+					// PullMachines are Cluster API Machines in Pull mode:
+					// no WindowsInstance stands for them either.
+					PullMachines []view.PullRow `json:"pullMachines"`
+				}{rows, added, pull})
 			}
-			if len(rows) == 0 && len(added) == 0 {
+			if len(rows) == 0 && len(added) == 0 && len(pull) == 0 {
 				fmt.Fprintln(s.Err, "No WindowsInstances found. List a host in ConfigMap windows-instances (namespace winnode-system) or run `winnodectl add HOST`.")
 				if !watch {
 					return nil
 				}
 			}
-			now := time.Now()
-			if len(rows) > 0 {
-				if err := view.WriteInstanceTable(s.Out, rows, now); err != nil {
-					return err
-				}
-			}
-			if len(added) > 0 {
-				if len(rows) > 0 {
-					fmt.Fprintln(s.Out)
-				}
-				fmt.Fprintln(s.Out, "Nodes added with winnodectl add (no WindowsInstance):")
-				if err := view.WriteNodeTable(s.Out, added, now); err != nil {
-					return err
-				}
+			if err := writeStatusTables(s.Out, rows, added, pull, time.Now()); err != nil {
+				return err
 			}
 			if watch {
 				return watchHosts(cmd.Context(), c, s.Out, interval)
@@ -107,6 +108,37 @@ step, node or error, until Ctrl-C.`,
 	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "after the table, print each change until Ctrl-C (table output only)")
 	cmd.Flags().DurationVar(&interval, "watch-interval", 2*time.Second, "how often --watch looks")
 	return cmd
+}
+
+// writeStatusTables prints the tables of status: WindowsInstances, nodes
+// of winnodectl add, Cluster API Machines in Pull mode (each table only
+// when it has rows).
+func writeStatusTables(out io.Writer, rows []view.InstanceRow, added []view.NodeRow, pull []view.PullRow, now time.Time) error {
+	sep := false
+	if len(rows) > 0 {
+		if err := view.WriteInstanceTable(out, rows, now); err != nil {
+			return err
+		}
+		sep = true
+	}
+	if len(added) > 0 {
+		if sep {
+			fmt.Fprintln(out)
+		}
+		fmt.Fprintln(out, "Nodes added with winnodectl add (no WindowsInstance):")
+		if err := view.WriteNodeTable(out, added, now); err != nil {
+			return err
+		}
+		sep = true
+	}
+	if len(pull) > 0 {
+		if sep {
+			fmt.Fprintln(out)
+		}
+		fmt.Fprintln(out, "Cluster API Machines in Pull mode (no WindowsInstance; the operator never reaches their hosts):")
+		return view.WritePullTable(out, pull, now)
+	}
+	return nil
 }
 
 // watchHosts prints a line whenever a host's state changes, until ctx ends.
