@@ -37,7 +37,7 @@ func (p *PullMachines) Instances(ctx context.Context, cluster winnodev1.ClusterR
 	for i := range list.Items {
 		cfg := &list.Items[i]
 		machine := owningMachineName(cfg)
-		if ModeOf(cfg.Spec) != bootstrapv1.ModePull || cfg.Status.ComputerName == "" || machine == "" {
+		if ModeOfConfig(cfg) != bootstrapv1.ModePull || cfg.Status.ComputerName == "" || machine == "" {
 			continue
 		}
 		var m clusterv1.Machine

@@ -100,12 +100,12 @@ func (r *Reconciler) reconcile(ctx context.Context, cfg *bootstrapv1.WinnodeConf
 		// Written once (secret.go): a later spec change does not reach a
 		// Machine that exists.
 		setCreated(cfg)
-		if wc == nil || ModeOf(cfg.Spec) != bootstrapv1.ModePull {
+		if wc == nil || ModeOfConfig(cfg) != bootstrapv1.ModePull {
 			return res, nil
 		}
 		return r.followJoin(ctx, cfg, machine, wc) // nodejoin.go
 	}
-	if err := r.validateAndWrite(ctx, cfg, orig, machine, cluster, wc); err != nil || wc == nil || !ptr.Deref(cfg.Status.Initialization.DataSecretCreated, false) || ModeOf(cfg.Spec) != bootstrapv1.ModePull {
+	if err := r.validateAndWrite(ctx, cfg, orig, machine, cluster, wc); err != nil || wc == nil || !ptr.Deref(cfg.Status.Initialization.DataSecretCreated, false) || ModeOfConfig(cfg) != bootstrapv1.ModePull {
 		return res, err
 	}
 	return reconcile.Result{RequeueAfter: r.waitForNode(cfg, machine)}, nil
@@ -162,7 +162,7 @@ func (r *Reconciler) write(ctx context.Context, cfg *bootstrapv1.WinnodeConfig, 
 	cfg.Status.ComputerName = name
 	var data []byte
 	var b *blocked
-	if ModeOf(cfg.Spec) == bootstrapv1.ModePull {
+	if ModeOfConfig(cfg) == bootstrapv1.ModePull {
 		data, b, err = r.pullData(ctx, cfg, orig, machine, name, wc) // pull.go
 	} else {
 		data, b, err = r.pushData(ctx, cfg, machine, name)

@@ -52,7 +52,7 @@ func setPaused(cfg *bootstrapv1.WinnodeConfig, isPaused bool, message string) {
 func setCreated(cfg *bootstrapv1.WinnodeConfig) bool {
 	cfg.Status.DataSecretName = cfg.Name
 	cfg.Status.Initialization.DataSecretCreated = ptr.To(true)
-	if ModeOf(cfg.Spec) == bootstrapv1.ModePull {
+	if ModeOfConfig(cfg) == bootstrapv1.ModePull {
 		return setReady(cfg, true, bootstrapv1.ReasonDataSecretAvailable, fmt.Sprintf(
 			"Secret %s holds the bootstrap data (Pull mode): computer name %s; the host joins its workload cluster by itself", cfg.Name, cfg.Status.ComputerName))
 	}

@@ -47,13 +47,27 @@ func ValidateSpec(spec bootstrapv1.WinnodeConfigSpec) field.ErrorList {
 	return errs
 }
 
-// ModeOf is the spec's mode, Push when empty (an object stored before the
-// API server defaulted the field).
+// ModeOf is the spec's mode, Pull (the API's default) when empty.
 func ModeOf(spec bootstrapv1.WinnodeConfigSpec) bootstrapv1.Mode {
 	if spec.Mode == "" {
-		return bootstrapv1.ModePush
+		return bootstrapv1.ModePull
 	}
 	return spec.Mode
+}
+
+// ModeOfConfig is the mode cfg's Machine is in: that of the data written
+// for it, once written (Push data names the operator's key in
+// status.keyFingerprint; Pull data records no key), else the spec's. So a
+// config stored before spec.mode existed, which the API server now reads
+// with the default, Pull, stays in the Push mode its data was written in.
+func ModeOfConfig(cfg *bootstrapv1.WinnodeConfig) bootstrapv1.Mode {
+	if cfg.Status.Initialization.DataSecretCreated != nil && *cfg.Status.Initialization.DataSecretCreated {
+		if cfg.Status.KeyFingerprint != "" {
+			return bootstrapv1.ModePush
+		}
+		return bootstrapv1.ModePull
+	}
+	return ModeOf(cfg.Spec)
 }
 
 // protocolOf is the port's protocol, TCP when empty.

@@ -1,6 +1,7 @@
 package capibootstrap
 
 import (
+	"k8s.io/utils/ptr"
 	"strings"
 	"testing"
 
@@ -47,12 +48,36 @@ func TestFirewallRules(t *testing.T) {
 	}
 }
 
-// An empty mode (an object stored before the API server defaulted it) is
-// Pull, the default.
+// An empty mode is Pull, the API's default.
 func TestModeOf(t *testing.T) {
-	for in, want := range map[bootstrapv1.Mode]bootstrapv1.Mode{"": bootstrapv1.ModePush, "Pull": bootstrapv1.ModePull, "Push": bootstrapv1.ModePush} {
+	for in, want := range map[bootstrapv1.Mode]bootstrapv1.Mode{"": bootstrapv1.ModePull, "Pull": bootstrapv1.ModePull, "Push": bootstrapv1.ModePush} {
 		if got := ModeOf(bootstrapv1.WinnodeConfigSpec{Mode: in}); got != want {
 			t.Errorf("ModeOf(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// Once the data is written, its mode is the Machine's, whatever the spec
+// says now (a config stored before spec.mode existed reads as Pull).
+func TestModeOfConfig(t *testing.T) {
+	written := func(spec bootstrapv1.Mode, fingerprint string) *bootstrapv1.WinnodeConfig {
+		c := &bootstrapv1.WinnodeConfig{Spec: bootstrapv1.WinnodeConfigSpec{Mode: spec}}
+		c.Status.Initialization.DataSecretCreated = ptr.To(true)
+		c.Status.KeyFingerprint = fingerprint
+		return c
+	}
+	for _, tc := range []struct {
+		cfg  *bootstrapv1.WinnodeConfig
+		want bootstrapv1.Mode
+	}{
+		{&bootstrapv1.WinnodeConfig{}, bootstrapv1.ModePull},
+		{&bootstrapv1.WinnodeConfig{Spec: bootstrapv1.WinnodeConfigSpec{Mode: bootstrapv1.ModePush}}, bootstrapv1.ModePush},
+		{written(bootstrapv1.ModePull, "SHA256:abc"), bootstrapv1.ModePush},
+		{written(bootstrapv1.ModePush, ""), bootstrapv1.ModePull},
+		{written(bootstrapv1.ModePull, ""), bootstrapv1.ModePull},
+	} {
+		if got := ModeOfConfig(tc.cfg); got != tc.want {
+			t.Errorf("ModeOfConfig(spec %q, status %+v) = %q, want %q", tc.cfg.Spec.Mode, tc.cfg.Status, got, tc.want)
 		}
 	}
 }

@@ -120,7 +120,7 @@ func (k *machineKind) Get(ctx context.Context, key types.NamespacedName) (client
 		k.why = machinesource.NotProvisioned // its config comes with it
 		return &m, client.IgnoreNotFound(err)
 	}
-	if capibootstrap.ModeOf(cfg.Spec) != bootstrapv1.ModePush {
+	if capibootstrap.ModeOfConfig(&cfg) != bootstrapv1.ModePush {
 		k.why = machinesource.NotPushMode // Pull: the bootstrap data alone joins the host
 		return &m, nil
 	}

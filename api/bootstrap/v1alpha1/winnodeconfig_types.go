@@ -134,10 +134,14 @@ type FirewallPort struct {
 type WinnodeConfigSpec struct {
 	// Mode is how the Machine's host becomes a node of its workload
 	// cluster: Pull (the bootstrap data alone joins it) or Push (the
-	// operator configures it over SSH). Empty is Push, the mode of every
-	// WinnodeConfig made before Pull existed.
+	// operator configures it over SSH, where the management cluster
+	// reaches the host). Default Pull, Cluster API's way. The mode of a
+	// Machine whose data is written is the mode of that data (Push data
+	// authorizes the operator's key: status.keyFingerprint), whatever this
+	// field says later: the API server defaults the field of an object
+	// stored before it existed on every read.
 	// +optional
-	// +kubebuilder:default=Push
+	// +kubebuilder:default=Pull
 	// +kubebuilder:validation:MaxLength=16
 	Mode Mode `json:"mode,omitempty"`
 

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bootstrapv1 "github.com/winnode/winnode/api/bootstrap/v1alpha1"
+	"github.com/winnode/winnode/internal/capibootstrap"
 )
 
 // Where a Cluster API Machine in Pull mode stands (PullRow.Stage), in the
@@ -103,7 +104,7 @@ func ListPullRows(ctx context.Context, c client.Client) ([]PullRow, error) {
 	}
 	for i := range list.Items {
 		cfg := &list.Items[i]
-		if cfg.Spec.Mode != bootstrapv1.ModePull {
+		if capibootstrap.ModeOfConfig(cfg) != bootstrapv1.ModePull {
 			continue
 		}
 		var m *clusterv1.Machine
