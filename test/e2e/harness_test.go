@@ -62,12 +62,14 @@ import (
 func TestMain(m *testing.M) { testenv.Main(removingPayloads{m}) }
 
 // removingPayloads runs the tests, then removes the worlds' payload
-// folders (a few hundred MB each, which every run would otherwise leave
-// in the temporary folder).
+// folders and the simulated clouds' host folders (a few hundred MB each,
+// which every run would otherwise leave in the temporary folder).
 type removingPayloads struct{ *testing.M }
 
 func (r removingPayloads) Run() int {
 	code := r.M.Run()
+	mapiCloud.removeHosts()
+	capiCloud.removeHosts()
 	shared.Lock()
 	defer shared.Unlock()
 	for _, w := range shared.worlds {

@@ -34,6 +34,9 @@ type simCloud struct {
 	// kubelet service when it was powered off.
 	powerOffs map[string]bool
 	unsafe    []string
+	// dirs are the hosts' state folders (about 300 MB each), removed when
+	// the tests end (removeHosts).
+	dirs []string
 }
 
 var (
@@ -75,6 +78,9 @@ func (sc *simCloud) newHost(name string) (*winsim.Host, error) {
 	if err != nil {
 		return nil, err
 	}
+	sc.mu.Lock()
+	sc.dirs = append(sc.dirs, dir)
+	sc.mu.Unlock()
 	h, err := winsim.New(winsim.Options{
 		StateDir: dir, StandinBinary: standin, BootDelay: 500 * time.Millisecond,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})).With("machine", name),
@@ -83,6 +89,20 @@ func (sc *simCloud) newHost(name string) (*winsim.Host, error) {
 		return h, err
 	}
 	return h, h.SimulateClusterCNI(sc.cni, fmt.Sprintf("10.245.%d.0/24", hostSubnet.Add(1)))
+}
+
+// removeHosts powers off the hosts still running and removes every
+// host's state folder: the tests have ended.
+func (sc *simCloud) removeHosts() {
+	if sc.c != nil {
+		_ = sc.c.Close()
+	}
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	for _, d := range sc.dirs {
+		_ = os.RemoveAll(d)
+	}
+	sc.dirs = nil
 }
 
 // recordPowerOff notes whether the kubelet service still existed on a host
