@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
+	"github.com/winnode/winnode/internal/hosttext"
 	"github.com/winnode/winnode/internal/identity"
 	"github.com/winnode/winnode/internal/plan"
 	"github.com/winnode/winnode/internal/preflight"
@@ -61,7 +62,7 @@ func (c *Configurer) recordPreflight(ctx context.Context, inst *winnodev1.Window
 	inst.Status.Preflight = inst.Status.Preflight[:0]
 	for _, r := range kept {
 		inst.Status.Preflight = append(inst.Status.Preflight, winnodev1.PreflightResult{
-			Check: truncate(r.Check, 32), Result: string(r.Result), Message: truncate(r.Message, 1000),
+			Check: truncate(hosttext.Clean(r.Check), 32), Result: string(r.Result), Message: truncate(hosttext.Clean(r.Message), 1000),
 		})
 	}
 	if len(inst.Status.Preflight) == 0 {
