@@ -115,3 +115,25 @@ func ReadPreflightRequest(r io.Reader) (*plan.PreflightRequest, error) {
 	}
 	return &req, nil
 }
+
+// preflight runs the host-side pre-flight checks in a Pull-mode join
+// (Cluster API), with the join config's API server and CA, and writes
+// each result to the join's log: nobody runs `info` on such a host, and
+// its log is what an administrator reads (cloudbase-init's, and the
+// agent's own). A failure stops nothing here: the join then fails where
+// the cause bites, with that step's error, and the log says why first.
+func (r *joinRun) preflight(ctx context.Context) error {
+	log := r.log("preflight")
+	req := &plan.PreflightRequest{APIServer: r.cfg.Cluster.Server, CAData: r.cfg.Cluster.CAData}
+	var info plan.Info
+	r.a.hostPreflight(ctx, req, r.facts, &info)
+	for _, res := range info.Preflight {
+		switch res.Result {
+		case plan.PreflightPass:
+			log.Info("pre-flight check passed", "check", res.Check, "result", res.Result, "message", res.Message)
+		default:
+			log.Warn("pre-flight check "+string(res.Result), "check", res.Check, "result", res.Result, "message", res.Message)
+		}
+	}
+	return nil
+}

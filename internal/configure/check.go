@@ -3,7 +3,6 @@ package configure
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/hosttext"
@@ -41,7 +40,7 @@ func (c *Configurer) Check(ctx context.Context, inst *winnodev1.WindowsInstance)
 	if err := checkReport(&info); err != nil {
 		return nil, fmt.Errorf("host %s: %w", inst.Spec.Address, err)
 	}
-	results := append(slices.Clone(info.Preflight), c.operatorPreflight(ctx, inst, &info)...)
+	results := append(c.hostPreflight(inst, &info), c.operatorPreflight(ctx, inst, &info)...)
 	kept, _ := preflight.Skip(preflight.Sort(results), c.SkipPreflight)
 	for i := range kept { // what the host wrote is shown as text only
 		kept[i].Check, kept[i].Message = hosttext.Clean(kept[i].Check), hosttext.Clean(kept[i].Message)

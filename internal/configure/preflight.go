@@ -57,7 +57,7 @@ func (c *Configurer) preflightRequest(ctx context.Context, inst *winnodev1.Windo
 // the skipped ones, and records the results (status.preflight, condition
 // Preflight).
 func (c *Configurer) recordPreflight(ctx context.Context, inst *winnodev1.WindowsInstance, info *plan.Info) {
-	results := append(slices.Clone(info.Preflight), c.operatorPreflight(ctx, inst, info)...)
+	results := append(c.hostPreflight(inst, info), c.operatorPreflight(ctx, inst, info)...)
 	kept, skipped := preflight.Skip(preflight.Sort(results), c.skippedChecks(inst))
 	inst.Status.Preflight = inst.Status.Preflight[:0]
 	for _, r := range kept {
@@ -89,6 +89,16 @@ func (c *Configurer) recordPreflight(ctx context.Context, inst *winnodev1.Window
 		return
 	}
 	SetCondition(inst, winnodev1.ConditionPreflight, metav1.ConditionTrue, winnodev1.ReasonPreflightPassed, "pre-flight checks passed"+skippedNote)
+}
+
+// hostPreflight is what the agent reported, as preflight.FromHost keeps
+// it (an answer that is not the agent's own is logged, not kept).
+func (c *Configurer) hostPreflight(inst *winnodev1.WindowsInstance, info *plan.Info) []plan.PreflightResult {
+	kept, dropped := preflight.FromHost(info.Preflight)
+	if dropped > 0 {
+		c.Log.Info("the agent reported pre-flight results that are no host check's, or twice; they are left out", "instance", inst.Name, "count", dropped)
+	}
+	return kept
 }
 
 // preflightGate stops a configuration or an upgrade whose pre-flight

@@ -148,3 +148,26 @@ func Sort(results []plan.PreflightResult) []plan.PreflightResult {
 	}
 	return out
 }
+
+// HostChecks are the checks the agent decides on the host; the others are
+// the operator's.
+var HostChecks = []string{WindowsBuild, ContainersFeature, Disk, APIServer, Defender, Addressing}
+
+// FromHost keeps of what an agent reported the results of host checks
+// with a known outcome, once each: a host (or whoever answers for it)
+// cannot add a check, report one of the operator's, or write a result the
+// status does not allow. What it leaves out is reported in dropped.
+func FromHost(results []plan.PreflightResult) (kept []plan.PreflightResult, dropped int) {
+	seen := map[string]bool{}
+	for _, r := range results {
+		switch {
+		case !contains(HostChecks, r.Check), seen[r.Check],
+			r.Result != plan.PreflightPass && r.Result != plan.PreflightWarn && r.Result != plan.PreflightFail:
+			dropped++
+			continue
+		}
+		seen[r.Check] = true
+		kept = append(kept, r)
+	}
+	return kept, dropped
+}

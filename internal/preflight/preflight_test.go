@@ -186,3 +186,18 @@ func TestSortFollowsNames(t *testing.T) {
 		t.Errorf("Sort = %v", got)
 	}
 }
+
+func TestFromHost(t *testing.T) {
+	in := []plan.PreflightResult{
+		{Check: Disk, Result: plan.PreflightFail},
+		{Check: Disk, Result: plan.PreflightPass},               // a second answer for one check
+		{Check: NodeName, Result: plan.PreflightPass},           // the operator's to decide
+		{Check: "made-up", Result: plan.PreflightWarn},          // no such check
+		{Check: APIServer, Result: plan.PreflightOutcome("ok")}, // no such result
+		{Check: Defender, Result: plan.PreflightPass},
+	}
+	kept, dropped := FromHost(in)
+	if len(kept) != 2 || kept[0].Check != Disk || kept[0].Result != plan.PreflightFail || kept[1].Check != Defender || dropped != 4 {
+		t.Errorf("FromHost = %+v, %d dropped", kept, dropped)
+	}
+}

@@ -147,13 +147,10 @@ func TestPreflight(t *testing.T) {
 // reached the host and no join credential was issued.
 func (w *world) waitPreflightStop(t *testing.T, name string, h *winsim.Host, check string) {
 	t.Helper()
-	reason := preflight.Reason(check)
-	testkit.Eventually(t, 2*time.Minute, name+" to stop on pre-flight check "+check, func() (bool, string) {
+	w.waitPreflightCondition(t, name, check)
+	testkit.Eventually(t, time.Minute, name+" to be Failed", func() (bool, string) {
 		inst := w.get(t, name)
-		cond := meta.FindStatusCondition(inst.Status.Conditions, winnodev1.ConditionPreflight)
-		state := fmt.Sprintf("phase=%s lastError=%q conditions=%s", inst.Status.Phase, inst.Status.LastError, conditionSummary(inst.Status.Conditions))
-		return cond != nil && cond.Status == metav1.ConditionFalse && cond.Reason == reason &&
-			strings.Contains(cond.Message, check) && inst.Status.Phase == winnodev1.PhaseFailed, state
+		return inst.Status.Phase == winnodev1.PhaseFailed, string(inst.Status.Phase)
 	})
 	inst := w.get(t, name)
 	if inst.Status.HostConfigured {
@@ -184,4 +181,44 @@ func (w *world) skipPreflight(t *testing.T, name, checks string) {
 	if err := w.client.Patch(context.Background(), inst, patch); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestPreflightStopsAnUpgrade: the checks run again before an upgrade; a
+// Ready host whose system drive filled up is not moved to the new version
+// (Preflight False, Disk, nothing applied) until space is freed.
+func TestPreflightStopsAnUpgrade(t *testing.T) {
+	w := getWorld(t)
+	h := w.newHost(t)
+	op := w.startOperator(t, operatorOptions{})
+	w.instanceFor(t, "pf-upgrade", h)
+	w.waitReady(t, "pf-upgrade", 3*time.Minute)
+	op.stop()
+
+	h.SetFreeDiskGiB(10)
+	const newVersion = "v0.0.2-e2e"
+	w.startOperator(t, operatorOptions{version: newVersion})
+	w.waitPreflightCondition(t, "pf-upgrade", preflight.Disk)
+	if inst := w.get(t, "pf-upgrade"); inst.Status.Version != operatorVersion {
+		t.Errorf("status.version %s: the upgrade went on past a failed pre-flight check", inst.Status.Version)
+	}
+	h.SetFreeDiskGiB(100)
+	testkit.Eventually(t, 2*time.Minute, "the host to be upgraded once space is freed", func() (bool, string) {
+		inst := w.get(t, "pf-upgrade")
+		return inst.Status.Phase == winnodev1.PhaseReady && inst.Status.Version == newVersion,
+			fmt.Sprintf("phase %s version %s lastError %q", inst.Status.Phase, inst.Status.Version, inst.Status.LastError)
+	})
+}
+
+// waitPreflightCondition waits until condition Preflight is False naming
+// check.
+func (w *world) waitPreflightCondition(t *testing.T, name, check string) *winnodev1.WindowsInstance {
+	t.Helper()
+	var inst *winnodev1.WindowsInstance
+	testkit.Eventually(t, 2*time.Minute, name+" to stop on pre-flight check "+check, func() (bool, string) {
+		inst = w.get(t, name)
+		cond := meta.FindStatusCondition(inst.Status.Conditions, winnodev1.ConditionPreflight)
+		return cond != nil && cond.Status == metav1.ConditionFalse && cond.Reason == preflight.Reason(check) && strings.Contains(cond.Message, check),
+			fmt.Sprintf("phase=%s lastError=%q conditions=%s", inst.Status.Phase, inst.Status.LastError, conditionSummary(inst.Status.Conditions))
+	})
+	return inst
 }
