@@ -140,17 +140,17 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		// environment (OLM sets it from the cluster's proxy).
 		Proxy: configure.ProxyFromEnvironment(os.Getenv),
 	})
-	if err == nil {
-		err = addProbes(mgr)
-	}
 	if err != nil {
+		return err
+	}
+	if err := addProbes(mgr); err != nil {
 		return err
 	}
 	log.Info("starting", "version", version, "namespace", *namespace, "payloadDir", *payloadDir, "maxConcurrentConfigurations", *maxConcurrent, "joinCredentials", joinMode)
 	return mgr.Start(ctx)
 }
 
-// addProbes answers the liveness and readiness probes.
+// addProbes serves /healthz and /readyz (--health-probe-bind-address).
 func addProbes(mgr ctrl.Manager) error {
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return err
