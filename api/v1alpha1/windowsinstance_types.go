@@ -40,6 +40,10 @@ const (
 	// the instance reconciler, on the instance) is the SHA256 fingerprint of the
 	// operator's current SSH public key; a difference means a key rotation.
 	AnnotationKeyFingerprint = "winnode.io/key-fingerprint"
+	// AnnotationSkipPreflight on a WindowsInstance names pre-flight checks
+	// to skip for it, comma-separated ("clock,dns"; docs/troubleshooting.md
+	// lists them). An unknown name is a Warning event.
+	AnnotationSkipPreflight = "winnode.io/skip-preflight"
 )
 
 // SourceKind says what created a WindowsInstance.
@@ -249,7 +253,34 @@ const (
 	// configuration goes on once the host is back. Present (True) only
 	// while it applies.
 	ConditionRebootRequired = "RebootRequired"
+	// ConditionPreflight: the pre-flight checks of the host's last info
+	// (status.preflight). False, with the first failing check as reason,
+	// stops configuration before anything of the payload is sent; True
+	// with reason PreflightPassed or PreflightWarnings otherwise. Its
+	// message names the skipped checks.
+	ConditionPreflight = "Preflight"
 )
+
+// Reasons of a True Preflight condition (a False one's is the failing
+// check's, as internal/preflight.Reason names it).
+const (
+	ReasonPreflightPassed   = "PreflightPassed"
+	ReasonPreflightWarnings = "PreflightWarnings"
+)
+
+// PreflightResult is one pre-flight check's result.
+type PreflightResult struct {
+	// Check is the check's name ("clock", "dns", "api-server", ...).
+	// +kubebuilder:validation:MaxLength=32
+	Check string `json:"check"`
+	// Result is pass, warn or fail.
+	// +kubebuilder:validation:Enum=pass;warn;fail
+	Result string `json:"result"`
+	// Message says what was found and, unless it passed, the fix.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	Message string `json:"message,omitempty"`
+}
 
 // Condition reasons of a WindowsInstance (CamelCase, as metav1.Condition requires).
 const (
@@ -353,8 +384,8 @@ type WindowsInstanceStatus struct {
 	// "apply", "join", "finish", "drain", "remove").
 	// +optional
 	Step string `json:"step,omitempty"`
-	// Conditions: Reachable, Configured, NodeReady and, when they apply,
-	// HostKeyMismatch, NodeNameConflict, NetworkUnsupported,
+	// Conditions: Reachable, Configured, NodeReady, Preflight and, when
+	// they apply, HostKeyMismatch, NodeNameConflict, NetworkUnsupported,
 	// ContainerRuntimeConflict and RebootRequired.
 	// +optional
 	// +listType=map
@@ -425,6 +456,12 @@ type WindowsInstanceStatus struct {
 	// LastError is the last error, with what to do about it; empty when healthy.
 	// +optional
 	LastError string `json:"lastError,omitempty"`
+	// Preflight is the results of the pre-flight checks at the host's last
+	// info (condition Preflight), skipped checks left out.
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=atomic
+	// +optional
+	Preflight []PreflightResult `json:"preflight,omitempty"`
 	// BootstrapTokenID is the ID (never the secret) of the bootstrap token
 	// issued for this host's kubelet; the CSR approver accepts client CSRs only
 	// from system:bootstrap:<this ID>. Cleared once the token is revoked.

@@ -71,8 +71,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	root.PersistentFlags().DurationVar(&startTimeout, "start-timeout", 2*time.Minute, "how long to wait for each service to reach Running")
 	root.PersistentFlags().DurationVar(&stopTimeout, "stop-timeout", time.Minute, "how long to wait for each service to stop")
 
-	root.AddCommand(infoCommand(ctx, withAgent))
-	root.AddCommand(installCommand(ctx, withAgent))
+	root.AddCommand(infoCommand(ctx, stdin, withAgent))
+	root.AddCommand(installCommand(ctx, stdin, withAgent))
 
 	var planFile string
 	applyCmd := &cobra.Command{
@@ -126,31 +126,54 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 
 // infoCommand is `winnode-agent info`: the host's facts and the installed
 // plan's manifest (Agent.Info).
-func infoCommand(ctx context.Context, withAgent func(func(a *agent.Agent) (any, *plan.Result, error))) *cobra.Command {
-	return &cobra.Command{
-		Use:   "info",
+func infoCommand(ctx context.Context, stdin io.Reader, withAgent func(func(a *agent.Agent) (any, *plan.Result, error))) *cobra.Command {
+	var withPreflight bool
+	cmd := &cobra.Command{
+		Use:   "info [--preflight]",
 		Short: "Print host facts and the installed plan's manifest as JSON",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			withAgent(func(a *agent.Agent) (any, *plan.Result, error) {
+				if err := readPreflight(a, withPreflight, stdin); err != nil {
+					return nil, nil, err
+				}
 				info, err := a.Info(ctx)
 				return info, nil, err
 			})
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&withPreflight, "preflight", false, "run the pre-flight checks too, with the request (JSON) read from standard input")
+	return cmd
+}
+
+// readPreflight reads the pre-flight request from stdin when asked to.
+func readPreflight(a *agent.Agent, asked bool, stdin io.Reader) error {
+	if !asked {
+		return nil
+	}
+	req, err := agent.ReadPreflightRequest(stdin)
+	if err != nil {
+		return err
+	}
+	a.Preflight = req
+	return nil
 }
 
 // installCommand is `winnode-agent install --to PATH`: the agent's first
 // run on a host, from a folder only administrators write (Agent.InstallSelf).
-func installCommand(ctx context.Context, withAgent func(func(a *agent.Agent) (any, *plan.Result, error))) *cobra.Command {
+func installCommand(ctx context.Context, stdin io.Reader, withAgent func(func(a *agent.Agent) (any, *plan.Result, error))) *cobra.Command {
 	var to string
+	var withPreflight bool
 	cmd := &cobra.Command{
 		Use:   "install --to PATH",
 		Short: "Secure winnode's folders, copy this program to PATH in them, and print host facts as info does (the first run, from a folder only administrators write)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			withAgent(func(a *agent.Agent) (any, *plan.Result, error) {
+				if err := readPreflight(a, withPreflight, stdin); err != nil {
+					return nil, nil, err
+				}
 				info, err := a.InstallSelf(ctx, to)
 				return info, nil, err
 			})
@@ -158,6 +181,7 @@ func installCommand(ctx context.Context, withAgent func(func(a *agent.Agent) (an
 		},
 	}
 	cmd.Flags().StringVar(&to, "to", "", `where the agent is kept: C:\k\winnode-agent.exe`)
+	cmd.Flags().BoolVar(&withPreflight, "preflight", false, "run the pre-flight checks too, as info --preflight does")
 	cmd.MarkFlagRequired("to")
 	return cmd
 }

@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
+	"time"
 
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -18,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/bootstrap"
 	"github.com/winnode/winnode/internal/configure"
 	"github.com/winnode/winnode/internal/controller"
@@ -25,7 +28,9 @@ import (
 	"github.com/winnode/winnode/internal/host"
 	"github.com/winnode/winnode/internal/inventory"
 	"github.com/winnode/winnode/internal/logrotate"
+	"github.com/winnode/winnode/internal/plan"
 	"github.com/winnode/winnode/internal/platform"
+	"github.com/winnode/winnode/internal/preflight"
 )
 
 // version is set at build time: -ldflags "-X main.version=v0.1.0".
@@ -72,6 +77,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		logFileAge     = fs.Duration("log-file-age", logrotate.Defaults.Age, logrotate.AgeHelp)
 		runtimeFlag    = fs.String("container-runtime", "managed", inventory.ContainerRuntimeHelp+"; the mode of new instances (an instance's spec.containerRuntime says its own)")
 		trustedCA      = fs.String("trusted-ca-configmap", "", "on Kubernetes, a ConfigMap of the operator namespace whose ca-bundle.crt (PEM) the cluster's proxy needs trusted: added to each host's Trusted Root store (on OpenShift: the Proxy's spec.trustedCA)")
+		skipPreflight  = fs.String("skip-preflight", "", "pre-flight checks to skip for every instance, comma-separated (e.g. clock,dns; docs/troubleshooting.md lists them); an instance's annotation winnode.io/skip-preflight adds its own")
+		minFreeDisk    = fs.Int("min-free-disk-gib", plan.DefaultMinFreeGiB, "free space (GiB) the pre-flight disk check asks of each host's system drive")
 		joinCreds      = fs.String("join-credentials", string(bootstrap.ModeAuto), "the kubelets' join credentials: auto (a bootstrap token when the API server accepts one, else a token of a ServiceAccount in the operator namespace), bootstrap-token or service-account")
 	)
 	zapOpts := zap.Options{}
@@ -83,13 +90,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	logs, err := logrotate.ParseLimits(*logFileSize, logFileAge.String())
+	logs, runtimeMode, skipped, err := hostFlags(*logFileSize, *logFileAge, *runtimeFlag, *skipPreflight, *minFreeDisk)
 	if err != nil {
 		return err
-	}
-	runtimeMode, err := inventory.ParseContainerRuntime(*runtimeFlag)
-	if err != nil {
-		return fmt.Errorf("--container-runtime: %w", err)
 	}
 	csrPolicy, err := csrapproval.PolicyFromFlags(*nodeAddrCIDRs, *serviceCIDR, *nodeDNSDomains)
 	if err != nil {
@@ -131,6 +134,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		SlowTransferGrace:  *slowGrace,
 		ContainerRuntime:   runtimeMode,
 		TrustedCAConfigMap: *trustedCA,
+		SkipPreflight:      skipped,
+		MinFreeDiskGiB:     *minFreeDisk,
 		// On Kubernetes, the cluster's proxy is the operator's own
 		// environment (OLM sets it from the cluster's proxy).
 		Proxy: configure.ProxyFromEnvironment(os.Getenv),
@@ -215,4 +220,26 @@ func checkFlags(joinCreds, network, platformFlag, hybridCIDR string, maxUnavaila
 		return "", "", "", fmt.Errorf("--max-unavailable %d: want 1 or more (upgrades that restart services would never start)", maxUnavailable)
 	}
 	return joinMode, plat, hybrid, nil
+}
+
+// hostFlags checks the flags of what hosts are given and checked:
+// --log-file-size and --log-file-age, --container-runtime,
+// --skip-preflight and --min-free-disk-gib.
+func hostFlags(logSize string, logAge time.Duration, runtime, skip string, minFreeGiB int) (logrotate.Limits, winnodev1.ContainerRuntime, []string, error) {
+	logs, err := logrotate.ParseLimits(logSize, logAge.String())
+	if err != nil {
+		return logs, "", nil, err
+	}
+	mode, err := inventory.ParseContainerRuntime(runtime)
+	if err != nil {
+		return logs, "", nil, fmt.Errorf("--container-runtime: %w", err)
+	}
+	skipped, unknown := preflight.ParseSkip(skip)
+	if len(unknown) > 0 {
+		return logs, "", nil, fmt.Errorf("--skip-preflight: %s is no pre-flight check (the checks: %s)", strings.Join(unknown, ", "), strings.Join(preflight.Names, ", "))
+	}
+	if minFreeGiB <= 0 {
+		return logs, "", nil, fmt.Errorf("--min-free-disk-gib %d: give a positive number of GiB", minFreeGiB)
+	}
+	return logs, mode, skipped, nil
 }

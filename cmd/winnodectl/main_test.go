@@ -20,7 +20,7 @@ import (
 // prints it, in testdata/help-*.golden: a change of a flag or a text shows
 // in review.
 func TestHelpGolden(t *testing.T) {
-	for _, cmd := range []string{"", "demo", "add", "remove", "upgrade", "status", "userdata", "image", "ssh", "logs", "gather"} {
+	for _, cmd := range []string{"", "demo", "add", "remove", "upgrade", "status", "userdata", "image", "ssh", "logs", "gather", "check"} {
 		name := cmd
 		if name == "" {
 			name = "root"

@@ -2,8 +2,9 @@
 // reached over real SSH and SFTP, for demos and tests (see
 // internal/winsim/README.md). Nothing here is Windows: it is a simulation.
 //
-//	winsim --hosts N --authorized-key FILE.pub --state DIR [--windows-build 2019|2022] [--hostname NAME]
-//	       [--foreign-containerd] [--without-containers-feature] [--defender]
+//	winsim --hosts N --authorized-key FILE.pub --state DIR [--windows-build 2019|2022[.UBR]] [--hostname NAME]
+//	       [--foreign-containerd] [--containers-feature=false] [--defender]
+//	       [--free-disk-gib N] [--clock-offset DURATION] [--pending-reboot] [--no-api-route] [--dhcp]
 //
 // prints one line per host, `<hostname> <ip>:<port> <SHA256:fingerprint>`,
 // then runs until interrupted and stops everything it started. The state
@@ -12,7 +13,13 @@
 // another host would be named. A new host is a stock Windows Server with
 // no container runtime; --foreign-containerd gives it a containerd winnode
 // did not install, --without-containers-feature leaves the Containers
-// feature off (enabling it takes a restart), --defender runs Defender.
+// feature off (enabling it takes a restart; --without-containers-feature
+// is its older spelling), --defender runs Defender. The pre-flight checks'
+// conditions (docs/troubleshooting.md): --windows-build 2022.643 gives the
+// patch level (the update build revision), --free-disk-gib the free space
+// on C:, --clock-offset moves the host's clock (-10m: ten minutes behind),
+// --pending-reboot leaves a restart pending, --no-api-route cuts the route
+// to the API server, --dhcp makes the address a DHCP lease.
 package main
 
 import (
@@ -23,6 +30,8 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -37,9 +46,11 @@ func main() {
 		keyFile string
 		state   string
 		build   string
-		standin string
-		name    string
-		extra   winsim.Options
+		// containersFeature: --containers-feature (default true).
+		containersFeature bool
+		standin           string
+		name              string
+		extra             winsim.Options
 	)
 	cmd := &cobra.Command{
 		Use:           "winsim --hosts N --authorized-key FILE.pub --state DIR [--windows-build 2019|2022] [--hostname NAME]",
@@ -48,7 +59,12 @@ func main() {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			extra.StateDir, extra.Build, extra.StandinBinary, extra.Hostname = state, build, standin, name
+			extra.StateDir, extra.StandinBinary, extra.Hostname = state, standin, name
+			var err error
+			if extra.Build, extra.UBR, err = parseBuild(build); err != nil {
+				return err
+			}
+			extra.WithoutContainersFeature = extra.WithoutContainersFeature || !containersFeature
 			return run(hosts, keyFile, extra)
 		},
 	}
@@ -56,12 +72,18 @@ func main() {
 	f.IntVar(&hosts, "hosts", 1, "number of simulated hosts")
 	f.StringVar(&keyFile, "authorized-key", "", "public key (OpenSSH .pub) allowed to log in as Administrator on every host")
 	f.StringVar(&state, "state", "", "folder keeping the hosts' state between runs")
-	f.StringVar(&build, "windows-build", "", "Windows Server build to simulate: 2019 or 2022 (default: as saved, else 2019)")
+	f.StringVar(&build, "windows-build", "", "Windows Server build to simulate: 2019 or 2022, with a patch level (update build revision) as 2022.643 (default: as saved, else 2019 at a recent patch level)")
 	f.StringVar(&standin, "standin", "", "Linux build of winsim-standin, the foreign containerd.exe of --foreign-containerd (default: winsim-standin beside this program or on PATH)")
 	f.StringVar(&name, "hostname", "", "the host's computer name (with --hosts 1 only; default: as saved, else WIN-<random>), e.g. a clone's")
 	f.BoolVar(&extra.ForeignContainerd, "foreign-containerd", false, "give new hosts a containerd winnode did not install (C:\\Program Files\\containerd), as a host set up by hand")
 	f.BoolVar(&extra.WithoutContainersFeature, "without-containers-feature", false, "leave the Windows Containers feature off on new hosts (enabling it takes a restart)")
+	f.BoolVar(&containersFeature, "containers-feature", true, "enable the Windows Containers feature on new hosts (false: off, and enabling it takes a restart)")
 	f.BoolVar(&extra.Defender, "defender", false, "run Microsoft Defender Antivirus on new hosts (simulated: its exclusions)")
+	f.IntVar(&extra.FreeDiskGiB, "free-disk-gib", 0, fmt.Sprintf("free space on C: in GiB (default: as saved, else %d)", winsim.DefaultFreeDiskGiB))
+	f.DurationVar(&extra.ClockOffset, "clock-offset", 0, "move the hosts' clocks from this machine's (-10m: ten minutes behind)")
+	f.BoolVar(&extra.PendingReboot, "pending-reboot", false, "leave a restart pending (an update installed) until the host restarts")
+	f.BoolVar(&extra.NoAPIRoute, "no-api-route", false, "the hosts cannot reach the API server (connections out time out)")
+	f.BoolVar(&extra.DHCP, "dhcp", false, "the hosts' addresses are DHCP leases")
 	_ = cmd.MarkFlagRequired("authorized-key")
 	_ = cmd.MarkFlagRequired("state")
 	if err := cmd.Execute(); err != nil {
@@ -70,10 +92,24 @@ func main() {
 	}
 }
 
-func run(n int, keyFile string, o winsim.Options) error {
-	if o.Build != "" && o.Build != "2019" && o.Build != "2022" {
-		return fmt.Errorf("--windows-build %q: want 2019 or 2022", o.Build)
+// parseBuild reads --windows-build: 2019 or 2022, optionally with a patch
+// level (2022.643).
+func parseBuild(s string) (string, int, error) {
+	build, patch, hasPatch := strings.Cut(s, ".")
+	if build != "" && build != "2019" && build != "2022" {
+		return "", 0, fmt.Errorf("--windows-build %q: want 2019 or 2022, optionally with a patch level (2022.643)", s)
 	}
+	if !hasPatch {
+		return build, 0, nil
+	}
+	ubr, err := strconv.Atoi(patch)
+	if err != nil || ubr <= 0 {
+		return "", 0, fmt.Errorf("--windows-build %q: the patch level after the dot must be a positive number (2022.643)", s)
+	}
+	return build, ubr, nil
+}
+
+func run(n int, keyFile string, o winsim.Options) error {
 	if o.Hostname != "" && n != 1 {
 		return fmt.Errorf("--hostname %s names one host: use it with --hosts 1", o.Hostname)
 	}

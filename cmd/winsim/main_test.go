@@ -174,3 +174,20 @@ func TestWinsimStandalone(t *testing.T) {
 	}
 	again.stop(t)
 }
+
+func TestParseBuild(t *testing.T) {
+	for _, tc := range []struct {
+		in    string
+		build string
+		ubr   int
+		ok    bool
+	}{
+		{"", "", 0, true}, {"2019", "2019", 0, true}, {"2022.643", "2022", 643, true},
+		{"2016", "", 0, false}, {"2022.", "", 0, false}, {"2022.x", "", 0, false}, {"2022.-1", "", 0, false},
+	} {
+		build, ubr, err := parseBuild(tc.in)
+		if (err == nil) != tc.ok || build != tc.build || ubr != tc.ubr {
+			t.Errorf("parseBuild(%q) = %q %d %v", tc.in, build, ubr, err)
+		}
+	}
+}

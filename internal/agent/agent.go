@@ -31,6 +31,9 @@ type Agent struct {
 	// the agent's state (default plan.Roots, winnode's fixed folders). Tests
 	// that install elsewhere name their folder here.
 	Roots []string
+	// Preflight, when set, makes Info run the host-side pre-flight checks
+	// with what the operator handed (`info --preflight`: preflight.go).
+	Preflight *plan.PreflightRequest
 }
 
 // roots is a.Roots, or plan.Roots by default.

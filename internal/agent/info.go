@@ -61,6 +61,9 @@ func (a *Agent) Info(ctx context.Context) (*plan.Info, error) {
 	if st.Applied != nil {
 		info.Services = a.servicesNotRunning(ctx, st.Applied.Services)
 	}
+	if a.Preflight != nil {
+		a.hostPreflight(ctx, a.Preflight, facts, info)
+	}
 	return info, nil
 }
 

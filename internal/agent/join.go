@@ -66,6 +66,7 @@ func (a *Agent) Join(ctx context.Context, o JoinOptions) (*JoinDocument, error) 
 	r := &joinRun{a: a, o: o.withDefaults(), doc: &JoinDocument{SchemaVersion: plan.SchemaVersion, Results: []*plan.Result{}}}
 	steps := []func(context.Context) error{
 		r.readConfig,  // join_config.go
+		r.preflight,   // preflight.go
 		r.checkImage,  // join_image.go
 		r.applyFirst,  // join_plan.go
 		r.waitForNode, // join_node.go

@@ -165,7 +165,9 @@ func testJoinRefusesTamperedImage(t *testing.T, payloadDir string) {
 			h := bootPull(t, img, pullConfig("win-tamper1", "dev", "https://127.0.0.1:6443", testkit.SelfSignedCA(t), "abcdef."+pullTokenSecret))
 			code, joinLog, cbLog := joinEnded(t, h, 2*time.Minute)
 			// The log is logfmt: a Windows path's backslashes are escaped.
-			for _, want := range []string{"Image", strings.ReplaceAll(tc.hostPath, `\`, `\\`), tc.want} {
+			// The pre-flight checks ran first, and say the API server
+			// (no such server, another CA) is not reached.
+			for _, want := range []string{"Image", strings.ReplaceAll(tc.hostPath, `\`, `\\`), tc.want, "step=preflight check=api-server result=fail"} {
 				if code == 0 || !strings.Contains(joinLog, want) {
 					t.Errorf("exit code %d; the join log lacks %q:\n%s", code, want, joinLog)
 				}
@@ -276,7 +278,8 @@ func testJoinOnSimulatedHost(t *testing.T, payloadDir string) {
 	if data, err := os.ReadFile(conf); err != nil || !strings.Contains(string(data), n.Spec.PodCIDR) {
 		t.Errorf("CNI configuration: %v; want one on the Node's subnet %s:\n%s", err, n.Spec.PodCIDR, data)
 	}
-	for _, want := range []string{"every payload file of the image matches its manifest", "the Node is registered", "podCIDR=" + n.Spec.PodCIDR, "msg=joined"} {
+	for _, want := range []string{"every payload file of the image matches its manifest", "the Node is registered", "podCIDR=" + n.Spec.PodCIDR, "msg=joined",
+		"step=preflight check=api-server result=pass", "step=preflight check=windows-build result=pass"} {
 		if !strings.Contains(joinLog, want) {
 			t.Errorf("the join log lacks %q:\n%s", want, joinLog)
 		}

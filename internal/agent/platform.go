@@ -12,6 +12,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"net"
 	"time"
 
 	"github.com/winnode/winnode/internal/plan"
@@ -43,6 +44,14 @@ type Platform interface {
 	// HostSettings: Windows features, restarts, Defender, the Root store,
 	// named pipes (hostsettings.go).
 	HostSettings
+	// SystemDriveFree is the space free on the system drive (C:), in
+	// bytes, for the agent's account (GetDiskFreeSpaceEx).
+	SystemDriveFree(ctx context.Context) (uint64, error)
+	// Clock is the host's clock.
+	Clock(ctx context.Context) (time.Time, error)
+	// Dial opens a TCP connection from the host (the pre-flight check of
+	// the API server: preflight.go).
+	Dial(ctx context.Context, address string) (net.Conn, error)
 	// Close releases the connection to the service manager.
 	Close() error
 }
@@ -120,4 +129,12 @@ type HostFacts struct {
 	DefaultIPv4 string
 	ProductName string
 	Build       string
+	// UBR is the update build revision (20348.681: 681).
+	UBR int
+	// DHCPv4 are the IPv4 addresses among IPv4 that DHCP gave.
+	DHCPv4 []string
+	// UpdateRebootPending: Windows waits for a restart to finish
+	// installing updates or components (Component Based Servicing's
+	// RebootPending key, Windows Update's RebootRequired key).
+	UpdateRebootPending bool
 }

@@ -51,7 +51,8 @@ func (s *simulated) HostFacts(ctx context.Context) (HostFacts, error) {
 	if err != nil {
 		return HostFacts{}, err
 	}
-	return HostFacts{Hostname: h.Hostname, FQDN: h.FQDN, IPv4: h.IPv4, DefaultIPv4: h.DefaultIPv4, ProductName: h.ProductName, Build: h.Build}, nil
+	return HostFacts{Hostname: h.Hostname, FQDN: h.FQDN, IPv4: h.IPv4, DefaultIPv4: h.DefaultIPv4, ProductName: h.ProductName, Build: h.Build,
+		UBR: h.UBR, DHCPv4: h.DHCPv4, UpdateRebootPending: h.UpdateRebootPending}, nil
 }
 
 func (s *simulated) Query(ctx context.Context, name string) (ServiceConfig, ServiceState, error) {

@@ -72,3 +72,33 @@ func (s *simulated) PipeAnswers(ctx context.Context, name string) error {
 	}
 	return c.Close()
 }
+
+// SystemDriveFree is the simulated host's free space (winsim
+// --free-disk-gib), not the Linux disk's.
+func (s *simulated) SystemDriveFree(ctx context.Context) (uint64, error) {
+	h, err := s.scm.Host(ctx)
+	return h.FreeDiskBytes, err
+}
+
+// Clock is this machine's clock moved by the simulated host's offset
+// (winsim --clock-offset).
+func (s *simulated) Clock(ctx context.Context) (time.Time, error) {
+	h, err := s.scm.Host(ctx)
+	return time.Now().Add(h.ClockOffset), err
+}
+
+// Dial connects as the host would. A simulated host without a route to the
+// API server (winsim --no-api-route) fails as Windows does when the SYN
+// goes unanswered: WSAETIMEDOUT (10060) from connect, after the attempt
+// times out (here at once, or when ctx ends first, so tests do not wait).
+func (s *simulated) Dial(ctx context.Context, address string) (net.Conn, error) {
+	h, err := s.scm.Host(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if h.NoAPIRoute {
+		return nil, fmt.Errorf("dial tcp %s: connectex: A connection attempt failed because the connected party did not properly respond after a period of time, or established connection failed because connected host has failed to respond. (simulated: no route to the API server)", address)
+	}
+	var d net.Dialer
+	return d.DialContext(ctx, "tcp", address)
+}

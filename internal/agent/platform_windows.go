@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -362,21 +363,40 @@ func (n *native) HostFacts(context.Context) (HostFacts, error) {
 	if err := windows.GetComputerNameEx(windows.ComputerNameDnsFullyQualified, &buf[0], &size); err == nil {
 		f.FQDN = windows.UTF16ToString(buf[:size])
 	}
-	if f.IPv4, f.DefaultIPv4, err = ipv4Addresses(); err != nil {
+	if f.IPv4, f.DefaultIPv4, f.DHCPv4, err = ipv4Addresses(); err != nil {
 		return f, err
 	}
 	v := windows.RtlGetVersion()
 	f.Build = fmt.Sprintf("%d.%d.%d", v.MajorVersion, v.MinorVersion, v.BuildNumber)
 	if k, err := registry.OpenKey(registry.LOCAL_MACHINE, `SOFTWARE\Microsoft\Windows NT\CurrentVersion`, registry.QUERY_VALUE); err == nil {
 		f.ProductName, _, _ = k.GetStringValue("ProductName")
+		if ubr, _, err := k.GetIntegerValue("UBR"); err == nil {
+			f.UBR = int(ubr)
+		}
 		k.Close()
 	}
+	f.UpdateRebootPending = keyExists(`SOFTWARE\Microsoft\Windows\CurrentVersion\Component Based Servicing\RebootPending`) ||
+		keyExists(`SOFTWARE\Microsoft\Windows\CurrentVersion\WindowsUpdate\Auto Update\RebootRequired`)
 	return f, nil
 }
 
+// keyExists says whether a key of HKEY_LOCAL_MACHINE exists (Windows
+// creates the keys above while a restart is pending, and deletes them at
+// the restart).
+func keyExists(path string) bool {
+	k, err := registry.OpenKey(registry.LOCAL_MACHINE, path, registry.QUERY_VALUE)
+	if err != nil {
+		return false
+	}
+	k.Close()
+	return true
+}
+
 // ipv4Addresses lists the IPv4 unicast addresses of adapters that are up;
-// the default one is the first address of the first adapter with a gateway.
-func ipv4Addresses() ([]string, string, error) {
+// the default one is the first address of the first adapter with a gateway;
+// dhcp those whose suffix DHCP gave (IP_ADAPTER_UNICAST_ADDRESS's
+// SuffixOrigin IpSuffixOriginDhcp).
+func ipv4Addresses() (addrs []string, def string, dhcp []string, err error) {
 	size := uint32(15000)
 	var buf []byte
 	for {
@@ -387,15 +407,14 @@ func ipv4Addresses() ([]string, string, error) {
 			continue
 		}
 		if errors.Is(err, windows.ERROR_NO_DATA) {
-			return []string{}, "", nil
+			return []string{}, "", nil, nil
 		}
 		if err != nil {
-			return nil, "", fmt.Errorf("listing network adapters: %w", err)
+			return nil, "", nil, fmt.Errorf("listing network adapters: %w", err)
 		}
 		break
 	}
-	addrs := []string{}
-	def := ""
+	addrs = []string{}
 	for a := (*windows.IpAdapterAddresses)(unsafe.Pointer(&buf[0])); a != nil; a = a.Next {
 		if a.OperStatus != windows.IfOperStatusUp || a.IfType == windows.IF_TYPE_SOFTWARE_LOOPBACK {
 			continue
@@ -409,12 +428,40 @@ func ipv4Addresses() ([]string, string, error) {
 			if !slices.Contains(addrs, s) {
 				addrs = append(addrs, s)
 			}
+			if u.SuffixOrigin == windows.IpSuffixOriginDhcp && !slices.Contains(dhcp, s) {
+				dhcp = append(dhcp, s)
+			}
 			if def == "" && a.FirstGatewayAddress != nil {
 				def = s
 			}
 		}
 	}
-	return addrs, def, nil
+	return addrs, def, dhcp, nil
+}
+
+// SystemDriveFree asks GetDiskFreeSpaceEx for the free bytes of the
+// system drive (%SystemDrive%, C: by default) available to this account.
+func (n *native) SystemDriveFree(context.Context) (uint64, error) {
+	drive := os.Getenv("SystemDrive")
+	if drive == "" {
+		drive = "C:"
+	}
+	p, err := windows.UTF16PtrFromString(drive + `\`)
+	if err != nil {
+		return 0, err
+	}
+	var free, total, totalFree uint64
+	if err := windows.GetDiskFreeSpaceEx(p, &free, &total, &totalFree); err != nil {
+		return 0, fmt.Errorf("GetDiskFreeSpaceEx %s: %w", drive, err)
+	}
+	return free, nil
+}
+
+func (n *native) Clock(context.Context) (time.Time, error) { return time.Now(), nil }
+
+func (n *native) Dial(ctx context.Context, address string) (net.Conn, error) {
+	var d net.Dialer
+	return d.DialContext(ctx, "tcp", address)
 }
 
 // Firewall rules are managed with netsh (run directly, each argument

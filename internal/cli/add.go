@@ -72,6 +72,8 @@ type hostFlags struct {
 	hostKey string
 	// containerRuntime is --container-runtime (add and upgrade only).
 	containerRuntime string
+	// minFreeDiskGiB is --min-free-disk-gib (check only).
+	minFreeDiskGiB int
 	// allowAddresses is --allow-addresses: CIDRs of loopback, link-local
 	// or Service-range addresses to connect to all the same.
 	allowAddresses string

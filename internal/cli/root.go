@@ -182,6 +182,7 @@ Exit codes: 0 success; 1 the command failed (the message says what to do);
 		newSSHCommand(s),
 		newLogsCommand(s),
 		newGatherCommand(s),
+		newCheckCommand(s),
 	)
 	root.AddCommand(more...)
 	return root

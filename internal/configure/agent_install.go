@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/host"
@@ -28,38 +29,49 @@ import (
 
 // agentInfo runs `info`, installing the agent first as above when it is
 // not known to be secured, missing, or not the payload's.
-func (c *Configurer) agentInfo(ctx context.Context, inst *winnodev1.WindowsInstance, cl *host.Client, agent payload.File) (*plan.Info, bool, error) {
+// Both run the pre-flight checks of req (preflight.go) in the same exec.
+func (c *Configurer) agentInfo(ctx context.Context, inst *winnodev1.WindowsInstance, cl *host.Client, agent payload.File, req *plan.PreflightRequest) (*plan.Info, bool, error) {
 	if inst.Status.AgentSecured {
-		info, err := c.runInfo(ctx, cl, agent.HostPath)
+		info, err := c.runInfo(ctx, cl, agent.HostPath, req)
 		var notFound *host.ProgramNotFoundError
 		switch {
 		case errors.As(err, &notFound):
 			// Gone (deleted by hand, say): whoever made C:\k again is
 			// unknown, so the first run is repeated.
 			inst.Status.AgentSecured = false
-		case err == nil && agentOutdated(info, agent):
-			// C:\k is secured: only administrators can write there.
+		case knowsNoPreflight(err) || (err == nil && agentOutdated(info, agent)):
+			// An agent that refuses --preflight is older than the
+			// payload's. C:\k is secured: only administrators can write
+			// there.
 			if err := c.upload(ctx, inst, cl, agent, agent.HostPath); err != nil {
 				return nil, false, err
 			}
-			info, err = c.runInfo(ctx, cl, agent.HostPath)
+			info, err = c.runInfo(ctx, cl, agent.HostPath, req)
 			return info, true, err
 		default:
 			return info, false, err
 		}
 	}
-	info, err := c.firstRun(ctx, inst, cl, agent)
+	info, err := c.firstRun(ctx, inst, cl, agent, req)
 	return info, err == nil, err
+}
+
+// knowsNoPreflight says whether err is an agent's refusal of the
+// --preflight flag: an agent from before the pre-flight checks.
+func knowsNoPreflight(err error) bool {
+	var ae *host.AgentError
+	return errors.As(err, &ae) && ae.Err.Code == plan.ErrUsage && strings.Contains(ae.Err.Message, "--preflight")
 }
 
 // firstRun uploads the agent to the profile folder, runs `install` there
 // and deletes that copy again.
-func (c *Configurer) firstRun(ctx context.Context, inst *winnodev1.WindowsInstance, cl *host.Client, agent payload.File) (*plan.Info, error) {
+func (c *Configurer) firstRun(ctx context.Context, inst *winnodev1.WindowsInstance, cl *host.Client, agent payload.File, req *plan.PreflightRequest) (*plan.Info, error) {
 	var info plan.Info
 	err := c.withAgentInProfile(ctx, inst, cl, agent, func(path string) error {
 		ctx, cancel := context.WithTimeout(ctx, c.agentTimeout())
 		defer cancel()
-		return cl.RunAgent(ctx, path, []string{"install", "--to", agent.HostPath}, nil, &info)
+		args, stdin := preflightArgs([]string{"install", "--to", agent.HostPath}, req)
+		return cl.RunAgent(ctx, path, args, stdin, &info)
 	})
 	if err != nil {
 		return nil, err

@@ -121,6 +121,9 @@ func (c *Configurer) configureHost(ctx context.Context, inst *winnodev1.WindowsI
 		// The host runs exactly this plan: nothing to upload or apply.
 		return c.alreadyApplied(ctx, inst, h, wasReady)
 	}
+	if err := preflightGate(inst); err != nil {
+		return Result{}, err // an upgrade stops before it starts
+	}
 	if ok, res, err := c.makeRoom(ctx, inst, h, wasReady); err != nil || !ok {
 		return res, err
 	}
@@ -167,6 +170,13 @@ func (c *Configurer) learn(ctx context.Context, inst *winnodev1.WindowsInstance,
 	info, agentInstalled, err := c.facts(ctx, inst, cl)
 	if err != nil {
 		return nil, err
+	}
+	if !wasReady {
+		// A first configuration (or one retried) stops here on a failed
+		// pre-flight check: no credential is issued, nothing is sent.
+		if err := preflightGate(inst); err != nil {
+			return nil, err
+		}
 	}
 	if wasReady {
 		// A service down on a host that was Ready is news; during a

@@ -218,6 +218,15 @@ type Configurer struct {
 	// may not read the operator's configuration, which is not there
 	// anyway). nil: Kube.
 	ConfigKube kubernetes.Interface
+	// SkipPreflight names pre-flight checks skipped for every instance
+	// (the operator's --skip-preflight; preflight.go), beside each
+	// instance's winnode.io/skip-preflight annotation. MinFreeDiskGiB is
+	// the free space the disk check asks of the system drive (0:
+	// plan.DefaultMinFreeGiB). LookupHost resolves the DNS check's node
+	// name (nil: the system's resolver).
+	SkipPreflight  []string
+	MinFreeDiskGiB int
+	LookupHost     func(ctx context.Context, name string) ([]string, error)
 
 	Log logr.Logger
 

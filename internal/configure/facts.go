@@ -1,9 +1,12 @@
 package configure
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/netip"
 	"regexp"
 	"strconv"
@@ -40,7 +43,7 @@ func (c *Configurer) facts(ctx context.Context, inst *winnodev1.WindowsInstance,
 	if err != nil {
 		return nil, false, stepErr(StepInfo, winnodev1.ReasonSyncFailed, err)
 	}
-	info, installed, err = c.agentInfo(ctx, inst, cl, agent)
+	info, installed, err = c.agentInfo(ctx, inst, cl, agent, c.preflightRequest(ctx, inst))
 	if err != nil {
 		return nil, false, stepErr(StepInfo, reasonOf(err, winnodev1.ReasonApplyFailed), fmt.Errorf("learning the host's facts: %w", err))
 	}
@@ -55,6 +58,7 @@ func (c *Configurer) facts(ctx context.Context, inst *winnodev1.WindowsInstance,
 	inst.Status.FQDN = info.FQDN
 	inst.Status.Addresses = append([]string(nil), info.IPv4...)
 	inst.Status.OSBuild = info.OS.Build
+	c.recordPreflight(ctx, inst, info) // preflightGate acts on it (preflight.go)
 	if err := c.checkReportedName(inst, info.Hostname); err != nil {
 		return nil, false, err
 	}
@@ -103,14 +107,26 @@ func orString(s, def string) string {
 	return s
 }
 
-func (c *Configurer) runInfo(ctx context.Context, cl *host.Client, agentPath string) (*plan.Info, error) {
+// runInfo runs `info`, with the pre-flight checks of req when it is set.
+func (c *Configurer) runInfo(ctx context.Context, cl *host.Client, agentPath string, req *plan.PreflightRequest) (*plan.Info, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.agentTimeout())
 	defer cancel()
 	var info plan.Info
-	if err := cl.RunAgent(ctx, agentPath, []string{"info"}, nil, &info); err != nil {
+	args, stdin := preflightArgs([]string{"info"}, req)
+	if err := cl.RunAgent(ctx, agentPath, args, stdin, &info); err != nil {
 		return nil, err
 	}
 	return &info, nil
+}
+
+// preflightArgs adds --preflight to an agent command, and its request as
+// standard input, when req is set.
+func preflightArgs(args []string, req *plan.PreflightRequest) ([]string, io.Reader) {
+	if req == nil {
+		return args, nil
+	}
+	body, _ := json.Marshal(req) // plain data: cannot fail
+	return append(args, "--preflight"), bytes.NewReader(body)
 }
 
 // agentOutdated says whether the agent on the host is not the payload's:

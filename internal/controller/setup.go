@@ -134,6 +134,11 @@ type Options struct {
 	// whose ca-bundle.crt the proxy needs trusted, on Kubernetes
 	// (--trusted-ca-configmap; "": none).
 	TrustedCAConfigMap string
+	// SkipPreflight names the pre-flight checks skipped for every
+	// instance (--skip-preflight); MinFreeDiskGiB is the disk check's
+	// limit (--min-free-disk-gib; 0: 30 GiB).
+	SkipPreflight  []string
+	MinFreeDiskGiB int
 	// Proxy is the cluster-wide proxy on Kubernetes (the operator's own
 	// HTTP_PROXY, HTTPS_PROXY, NO_PROXY: configure.ProxyFromEnvironment).
 	Proxy plan.ProxyFacts
@@ -346,6 +351,8 @@ func setupInstances(mgr ctrl.Manager, kube kubernetes.Interface, opts Options, p
 		ContainerRuntime:        opts.ContainerRuntime,
 		Namespace:               opts.Namespace,
 		TrustedCAConfigMap:      opts.TrustedCAConfigMap,
+		SkipPreflight:           opts.SkipPreflight,
+		MinFreeDiskGiB:          opts.MinFreeDiskGiB,
 		Proxy:                   opts.Proxy,
 		Tune:                    opts.TuneInstance,
 		Workloads:               workloads,

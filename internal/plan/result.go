@@ -208,6 +208,11 @@ type Info struct {
 	// and csi-proxy, or hybrid-overlay-node's --logfile. Agents before it
 	// leave it out.
 	Services []ServiceStatus `json:"services,omitempty"`
+	// Preflight is the results of the host-side pre-flight checks
+	// (preflight.go), and System what the operator-side ones need; both
+	// only when info was given a PreflightRequest.
+	Preflight []PreflightResult `json:"preflight,omitempty"`
+	System    *HostSystem       `json:"system,omitempty"`
 }
 
 // ServiceStatus is the state of a plan service that is not Running.

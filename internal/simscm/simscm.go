@@ -104,6 +104,18 @@ type HostInfo struct {
 	// BootTime is when the host last booted (added by winsim; a reboot
 	// changes it).
 	BootTime time.Time `json:"bootTime,omitzero"`
+	// What the pre-flight checks read (winsim Options): the update build
+	// revision, the addresses DHCP gave, the system drive's free bytes,
+	// how far the host's clock is off, and whether the host has no route
+	// to the API server.
+	UBR           int           `json:"ubr,omitempty"`
+	DHCPv4        []string      `json:"dhcpv4,omitempty"`
+	FreeDiskBytes uint64        `json:"freeDiskBytes,omitempty"`
+	ClockOffset   time.Duration `json:"clockOffset,omitempty"`
+	NoAPIRoute    bool          `json:"noAPIRoute,omitempty"`
+	// UpdateRebootPending: a restart is pending that winnode did not ask
+	// for (an update installed), until the host restarts.
+	UpdateRebootPending bool `json:"updateRebootPending,omitempty"`
 }
 
 // Errors the API returns, matched with errors.Is. Their text follows the

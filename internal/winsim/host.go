@@ -95,6 +95,25 @@ type Options struct {
 	// Defender runs Microsoft Defender Antivirus (simulated: its state and
 	// exclusions only).
 	Defender bool
+	// What the pre-flight checks read (preflight.go); each can be changed
+	// later on the running host (SetFreeDiskGiB and the like). Zero values
+	// leave a saved host's as they were.
+	//
+	// UBR is the update build revision, the patch level (Build
+	// 10.0.20348 with UBR 643 is 20348.643). Default: a current one.
+	UBR int
+	// FreeDiskGiB is the free space on C:. Default DefaultFreeDiskGiB.
+	FreeDiskGiB int
+	// ClockOffset moves the host's clock from this machine's.
+	ClockOffset time.Duration
+	// PendingReboot: Windows waits for a restart (an update installed),
+	// until the host restarts.
+	PendingReboot bool
+	// NoAPIRoute: the host cannot reach the API server (its connections
+	// out time out).
+	NoAPIRoute bool
+	// DHCP: the host's address is a DHCP lease.
+	DHCP bool
 	// BootDelay is how long a Reboot keeps the host down before SSH and the
 	// auto-start services come back. Default 2s.
 	BootDelay time.Duration
@@ -222,7 +241,7 @@ func New(opts Options) (*Host, error) {
 	if err := h.security.Set(h.Profile(), "", profileDACL); err != nil {
 		return nil, fmt.Errorf("simulated host %s: the profile folder's ACL: %w", h.id.Hostname, err)
 	}
-	if h.settings, err = loadSettings(stateDir, opts); err != nil {
+	if h.settings, err = loadSettings(stateDir, opts, h.id.Build); err != nil {
 		return nil, err
 	}
 	mgr, err := scm.NewManager(scm.ManagerOptions{
@@ -598,7 +617,7 @@ func (h *Host) hostInfo() simscm.HostInfo {
 	h.mu.Lock()
 	boot := h.bootTime
 	h.mu.Unlock()
-	return simscm.HostInfo{
+	return withSystem(simscm.HostInfo{
 		Hostname:    h.id.Hostname,
 		FQDN:        h.FQDN(),
 		IPv4:        []string{h.id.IP},
@@ -606,7 +625,7 @@ func (h *Host) hostInfo() simscm.HostInfo {
 		ProductName: h.product,
 		Build:       h.id.Build,
 		BootTime:    boot,
-	}
+	}, h.settings.systemNow())
 }
 
 func (h *Host) execHost() winexec.Host {

@@ -38,12 +38,14 @@ type settings struct {
 	// rebootPending: a restart was asked for and has not happened (what
 	// Windows forgets at a restart, as a volatile registry key).
 	rebootPending bool
+	// System is what the pre-flight checks read (preflight.go).
+	System system `json:"system"`
 }
 
 // loadSettings reads settings.json, or makes the settings of a new host:
 // the Containers feature enabled unless opts say it is missing, Defender
 // running when opts say so.
-func loadSettings(stateDir string, opts Options) (*settings, error) {
+func loadSettings(stateDir string, opts Options, build string) (*settings, error) {
 	s := &settings{file: filepath.Join(stateDir, "settings.json")}
 	data, err := os.ReadFile(s.file)
 	switch {
@@ -64,6 +66,7 @@ func loadSettings(stateDir string, opts Options) (*settings, error) {
 	if s.Root == nil {
 		s.Root = map[string][]byte{}
 	}
+	s.applySystemOptions(opts, build)
 	return s, s.save()
 }
 
@@ -82,6 +85,7 @@ func (s *settings) boot() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.rebootPending = false
+	s.System.PendingReboot = false // Windows finished what waited for the restart
 	for name, st := range s.Features {
 		if st == simscm.FeatureEnablePending {
 			s.Features[name] = simscm.FeatureEnabled

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
@@ -78,6 +79,33 @@ func WriteNodeTable(w io.Writer, rows []NodeRow, now time.Time) error {
 	return tw.Flush()
 }
 
+// preflightWidth bounds the PREFLIGHT cell; -o json has the results whole.
+const preflightWidth = 30
+
+// preflightSummary is the PREFLIGHT cell: "" before any check ran.
+func preflightSummary(inst *winnodev1.WindowsInstance) string {
+	cond := meta.FindStatusCondition(inst.Status.Conditions, winnodev1.ConditionPreflight)
+	if cond == nil {
+		return ""
+	}
+	var fails, warns []string
+	for _, r := range inst.Status.Preflight {
+		switch r.Result {
+		case "fail":
+			fails = append(fails, r.Check)
+		case "warn":
+			warns = append(warns, r.Check)
+		}
+	}
+	switch {
+	case len(fails) > 0:
+		return "fail: " + strings.Join(fails, ",")
+	case len(warns) > 0:
+		return "warn: " + strings.Join(warns, ",")
+	}
+	return "pass"
+}
+
 // InstanceRow is one WindowsInstance and its node, as `status` shows it.
 type InstanceRow struct {
 	Name       string    `json:"name"`
@@ -91,21 +119,28 @@ type InstanceRow struct {
 	Version    string    `json:"version,omitempty"`
 	Created    time.Time `json:"created"`
 	LastError  string    `json:"lastError,omitempty"`
+	// Preflight sums up the pre-flight checks (condition Preflight): pass,
+	// "warn: CHECK,..." or "fail: CHECK"; PreflightResults are
+	// status.preflight whole (-o json).
+	Preflight        string                      `json:"preflight,omitempty"`
+	PreflightResults []winnodev1.PreflightResult `json:"preflightResults,omitempty"`
 }
 
 // NewInstanceRow describes inst; node is its Node, or nil when there is none.
 func NewInstanceRow(inst *winnodev1.WindowsInstance, node *corev1.Node) InstanceRow {
 	r := InstanceRow{
-		Name:      inst.Name,
-		Address:   inst.Spec.Address,
-		Port:      inst.Spec.Port,
-		Source:    string(inst.Spec.Source.Kind),
-		Phase:     string(inst.Status.Phase),
-		Step:      inst.Status.Step,
-		Node:      inst.Status.NodeName,
-		Version:   inst.Status.Version,
-		Created:   inst.CreationTimestamp.Time,
-		LastError: inst.Status.LastError,
+		Name:             inst.Name,
+		Address:          inst.Spec.Address,
+		Port:             inst.Spec.Port,
+		Source:           string(inst.Spec.Source.Kind),
+		Phase:            string(inst.Status.Phase),
+		Step:             inst.Status.Step,
+		Node:             inst.Status.NodeName,
+		Version:          inst.Status.Version,
+		Created:          inst.CreationTimestamp.Time,
+		LastError:        inst.Status.LastError,
+		Preflight:        preflightSummary(inst),
+		PreflightResults: inst.Status.Preflight,
 	}
 	if r.Port == 0 {
 		r.Port = 22
@@ -133,14 +168,14 @@ func WriteInstanceTable(w io.Writer, rows []InstanceRow, now time.Time) error {
 	rows = append([]InstanceRow(nil), rows...)
 	sort.Slice(rows, func(i, j int) bool { return rows[i].Name < rows[j].Name })
 	tw := newTabWriter(w)
-	fmt.Fprintln(tw, "NAME\tADDRESS\tPHASE\tSTEP\tNODE\tNODE STATUS\tVERSION\tAGE\tLAST ERROR")
+	fmt.Fprintln(tw, "NAME\tADDRESS\tPHASE\tSTEP\tNODE\tNODE STATUS\tVERSION\tPREFLIGHT\tAGE\tLAST ERROR")
 	for _, r := range rows {
 		addr := r.Address
 		if r.Port != 22 {
 			addr = net.JoinHostPort(r.Address, strconv.Itoa(int(r.Port)))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", cell(r.Name, 0), cell(addr, 0), cell(r.Phase, 0),
-			cell(r.Step, 0), cell(r.Node, 0), cell(r.NodeStatus, 0), cell(r.Version, 0), age(r.Created, now),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", cell(r.Name, 0), cell(addr, 0), cell(r.Phase, 0),
+			cell(r.Step, 0), cell(r.Node, 0), cell(r.NodeStatus, 0), cell(r.Version, 0), cell(r.Preflight, preflightWidth), age(r.Created, now),
 			cell(r.LastError, lastErrorWidth))
 	}
 	return tw.Flush()

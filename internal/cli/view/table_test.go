@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/testkit"
@@ -45,12 +46,22 @@ func TestInstanceTableGolden(t *testing.T) {
 			Source(winnodev1.SourceRef{Kind: winnodev1.SourceConfigMap, Name: "windows-instances", Namespace: "winnode-system", Key: addr}).
 			Phase(phase).Step(step).Node(node, "").LastError(lastErr).Version("v0.1.0").Build()
 	}
+	// preflight gives an instance pre-flight results and their condition.
+	preflight := func(inst *winnodev1.WindowsInstance, status metav1.ConditionStatus, results ...winnodev1.PreflightResult) *winnodev1.WindowsInstance {
+		inst.Status.Preflight = results
+		inst.Status.Conditions = append(inst.Status.Conditions, metav1.Condition{Type: winnodev1.ConditionPreflight, Status: status, Reason: "X"})
+		return inst
+	}
 	rows := []InstanceRow{
-		NewInstanceRow(inst("10.0.0.7", "10.0.0.7", 22, winnodev1.PhaseReady, "", "win-a", "", 2*time.Hour),
+		NewInstanceRow(preflight(inst("10.0.0.7", "10.0.0.7", 22, winnodev1.PhaseReady, "", "win-a", "", 2*time.Hour), metav1.ConditionTrue,
+			winnodev1.PreflightResult{Check: "clock", Result: "pass"}, winnodev1.PreflightResult{Check: "dns", Result: "warn"}, winnodev1.PreflightResult{Check: "addressing", Result: "warn"}),
 			testNode("win-a", "10.0.0.7", corev1.ConditionTrue, time.Hour).Build()),
-		NewInstanceRow(inst("10.0.0.8", "10.0.0.8", 2222, winnodev1.PhaseConfiguring, "sync", "win-b", "", 5*time.Minute), nil),
+		NewInstanceRow(preflight(inst("10.0.0.8", "10.0.0.8", 2222, winnodev1.PhaseConfiguring, "sync", "win-b", "", 5*time.Minute), metav1.ConditionTrue,
+			winnodev1.PreflightResult{Check: "clock", Result: "pass"}), nil),
 		NewInstanceRow(inst("bad.example.com", "bad.example.com", 0, winnodev1.PhaseFailed, "connect", "",
 			"connecting to bad.example.com:22: dial tcp: lookup bad.example.com: no such host;\ncheck the address in ConfigMap windows-instances", 40*time.Second), nil),
+		NewInstanceRow(preflight(inst("skewed", "10.0.0.10", 22, winnodev1.PhaseFailed, "info", "win-c", "pre-flight check clock failed", time.Minute), metav1.ConditionFalse,
+			winnodev1.PreflightResult{Check: "clock", Result: "fail"}, winnodev1.PreflightResult{Check: "dns", Result: "warn"}), nil),
 		NewInstanceRow(builder.Instance("fresh").Created(tableNow).Host("10.0.0.9", "Administrator").Build(), nil),
 	}
 	var b bytes.Buffer

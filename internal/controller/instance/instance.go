@@ -126,6 +126,11 @@ type Reconciler struct {
 	Namespace          string
 	TrustedCAConfigMap string
 	Proxy              plan.ProxyFacts
+	// SkipPreflight (--skip-preflight) and MinFreeDiskGiB
+	// (--min-free-disk-gib): the pre-flight checks skipped for every
+	// instance, and the disk check's limit (configure.Configurer).
+	SkipPreflight  []string
+	MinFreeDiskGiB int
 	// Tune adjusts each Configurer (timeouts, test hooks).
 	Tune func(*configure.Configurer)
 	// Workloads, when set, is how an instance with spec.cluster (a Cluster
@@ -347,6 +352,8 @@ func (r *Reconciler) configurer(ctx context.Context, inst *winnodev1.WindowsInst
 		ConfigKube:         r.Kube, // stays the operator's cluster's in a workload cluster (workload.go)
 		TrustedCAConfigMap: r.TrustedCAConfigMap,
 		Proxy:              r.Proxy,
+		SkipPreflight:      r.SkipPreflight,
+		MinFreeDiskGiB:     r.MinFreeDiskGiB,
 		Persist: func(ctx context.Context, inst *winnodev1.WindowsInstance) error {
 			return r.Client.Status().Update(ctx, inst)
 		},

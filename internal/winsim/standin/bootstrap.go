@@ -6,12 +6,15 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/sha512"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"time"
@@ -100,6 +103,11 @@ func (k *kubelet) ensureClientCredentials(ctx context.Context) error {
 	}
 	if k.flags.bootstrapKubeconfig == "" {
 		return fmt.Errorf("no usable client credentials in %s and no --bootstrap-kubeconfig to get them", k.flags.kubeconfig)
+	}
+	if bootCfg, err := loadKubeconfig(k.flags.bootstrapKubeconfig); err == nil {
+		if err := k.checkClock(ctx, bootCfg); err != nil {
+			return err
+		}
 	}
 	if err := k.bootstrap(ctx); err != nil {
 		return err
@@ -285,4 +293,50 @@ func writeFileAtomic(file string, data []byte, perm os.FileMode) error {
 		return err
 	}
 	return os.Rename(tmp, file)
+}
+
+// checkClock copies what a kubelet whose clock is off meets: it is a Go
+// program, and Go's TLS client verifies the API server's certificate at
+// the local time, so a clock behind the certificate's NotBefore (or past
+// its NotAfter) fails every request with "x509: certificate has expired or
+// is not yet valid: current time ... is before ...", the TLS bootstrap
+// first. The simulated host's clock is this machine's moved by its offset
+// (winsim --clock-offset), which the process's own clock does not follow,
+// so the handshake is made here at the host's time. No offset: nothing to
+// do.
+func (k *kubelet) checkClock(ctx context.Context, rc *rest.Config) error {
+	if k.host.ClockOffset == 0 {
+		return nil
+	}
+	u, err := url.Parse(rc.Host)
+	if err != nil {
+		return fmt.Errorf("server %q: %w", rc.Host, err)
+	}
+	ca := rc.CAData
+	if len(ca) == 0 && rc.CAFile != "" {
+		if ca, err = os.ReadFile(rc.CAFile); err != nil {
+			return err
+		}
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(ca)
+	port := u.Port()
+	if port == "" {
+		port = "443"
+	}
+	hostNow := func() time.Time { return time.Now().Add(k.host.ClockOffset) }
+	d := tls.Dialer{Config: &tls.Config{RootCAs: pool, ServerName: cmpOr(rc.ServerName, u.Hostname()), Time: hostNow}}
+	conn, err := d.DialContext(ctx, "tcp", net.JoinHostPort(u.Hostname(), port))
+	if err != nil {
+		k.log.Errorf("simulated clock %s off: the API server's certificate does not verify at the host's time", k.host.ClockOffset)
+		return fmt.Errorf("requesting the client certificate: Post %q: %w", rc.Host+"/apis/certificates.k8s.io/v1/certificatesigningrequests", err)
+	}
+	return conn.Close()
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }

@@ -187,20 +187,38 @@ func nodeReady(node *corev1.Node) corev1.ConditionStatus {
 	return ""
 }
 
-func TestKubeletJoinsControlPlane(t *testing.T) {
+// TestKubeletClockBehind: a kubelet whose host's clock is behind the API
+// server certificate's NotBefore fails its TLS bootstrap as a real one
+// does (Go's x509 verification at the local time), and asks for nothing.
+func TestKubeletClockBehind(t *testing.T) {
 	env := testenv.Get(t)
 	admin := kubernetes.NewForConfigOrDie(env.Config)
-	standin := testenv.Binary(t, "cmd/winsim-standin")
-	h, _ := newHost(t, standin)
-	ctx := context.Background()
-	id, token := bootstrapToken(t, admin)
+	h, _ := newHost(t, testenv.Binary(t, "cmd/winsim-standin"))
+	h.SetClockOffset(-10 * time.Minute) // testenv's certificates are valid from a minute before it started
+	_, token := bootstrapToken(t, admin)
 	nodeName := strings.ToLower(h.Hostname())
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("kubelet service log:\n%s", hostFile(h, kubeletLog))
-		}
+	startKubelet(t, env, h, token, nodeName)
+	testkit.Eventually(t, time.Minute, "the kubelet to fail its TLS bootstrap", func() (bool, string) {
+		log := hostFile(h, kubeletLog)
+		return strings.Contains(log, "x509: certificate has expired or is not yet valid") && strings.Contains(log, "simulated clock"), log
 	})
+	csrs, err := admin.CertificatesV1().CertificateSigningRequests().List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range csrs.Items {
+		if c.Spec.Username == "system:bootstrap:"+strings.SplitN(token, ".", 2)[0] {
+			t.Errorf("a kubelet whose clock is behind made CSR %s", c.Name)
+		}
+	}
+}
 
+// startKubelet puts the files the operator would on the host (CA,
+// bootstrap kubeconfig, kubelet config), creates the kubelet service
+// with the command line winnode gives it, and starts it.
+func startKubelet(t *testing.T, env *testenv.Env, h *winsim.Host, token, nodeName string) {
+	t.Helper()
+	ctx := context.Background()
 	// The files the operator would put on the host.
 	ca, err := os.ReadFile(env.CACertFile)
 	if err != nil {
@@ -246,6 +264,24 @@ systemReserved:
 	if err := c.Start(ctx, "kubelet"); err != nil {
 		t.Fatal(err)
 	}
+}
+
+func TestKubeletJoinsControlPlane(t *testing.T) {
+	env := testenv.Get(t)
+	admin := kubernetes.NewForConfigOrDie(env.Config)
+	standin := testenv.Binary(t, "cmd/winsim-standin")
+	h, _ := newHost(t, standin)
+	ctx := context.Background()
+	id, token := bootstrapToken(t, admin)
+	nodeName := strings.ToLower(h.Hostname())
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("kubelet service log:\n%s", hostFile(h, kubeletLog))
+		}
+	})
+
+	startKubelet(t, env, h, token, nodeName)
+	c := h.SCM()
 	// containerd cannot stop under a running kubelet.
 	if err := c.Stop(ctx, "containerd"); err == nil || !strings.Contains(err.Error(), "kubelet") {
 		t.Errorf("stopping containerd under the kubelet: %v, want ErrDependentRunning", err)

@@ -1,0 +1,224 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
+	"github.com/winnode/winnode/internal/configure"
+	"github.com/winnode/winnode/internal/preflight"
+	"github.com/winnode/winnode/internal/testkit"
+	"github.com/winnode/winnode/internal/winsim"
+)
+
+// Pre-flight checks (issue 28): a host that fails one is stopped before
+// anything of the payload is sent, with condition Preflight False naming
+// the check; once the condition is fixed on the host, or the check is
+// skipped, the configuration goes on. One operator serves every scenario
+// (subtests in parallel), and a healthy host's first contact is counted:
+// the checks ride on the one exec it always made.
+func TestPreflight(t *testing.T) {
+	w := getWorld(t)
+	var (
+		mu         sync.Mutex
+		firstExecs = map[string]int64{} // execs of the cost scenario's host at its step credentials
+		hosts      = map[string]*winsim.Host{}
+	)
+	op := w.startOperator(t, operatorOptions{afterStep: func(_ *operator, inst *winnodev1.WindowsInstance, step string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if h, ok := hosts[inst.Name]; ok && step == configure.StepCredentials {
+			if _, seen := firstExecs[inst.Name]; !seen {
+				firstExecs[inst.Name] = h.Counters().Execs
+			}
+		}
+	}})
+	_ = op
+	track := func(name string, h *winsim.Host) {
+		mu.Lock()
+		defer mu.Unlock()
+		hosts[name] = h
+	}
+
+	t.Run("first contact costs no extra exec", func(t *testing.T) {
+		t.Parallel()
+		h := w.newHost(t)
+		track("pf-healthy", h)
+		w.instanceFor(t, "pf-healthy", h)
+		inst := w.waitReady(t, "pf-healthy", 3*time.Minute)
+		mu.Lock()
+		execs, seen := firstExecs["pf-healthy"]
+		mu.Unlock()
+		// The first contact is one exec: the agent's install, which reports
+		// the host's facts and runs the host's pre-flight checks.
+		if !seen || execs != 1 {
+			t.Errorf("the first contact ran %d programs on the host (seen %v), want 1: the agent's install with its pre-flight checks", execs, seen)
+		}
+		cond := meta.FindStatusCondition(inst.Status.Conditions, winnodev1.ConditionPreflight)
+		if cond == nil || cond.Status != metav1.ConditionTrue {
+			t.Fatalf("condition Preflight of a healthy host: %+v", cond)
+		}
+		for _, r := range inst.Status.Preflight {
+			if r.Result == "fail" {
+				t.Errorf("a healthy host failed pre-flight check %s: %s", r.Check, r.Message)
+			}
+		}
+		checks := map[string]bool{}
+		for _, r := range inst.Status.Preflight {
+			checks[r.Check] = true
+		}
+		for _, name := range preflight.Names {
+			if !checks[name] {
+				t.Errorf("status.preflight has no result of check %s: %+v", name, inst.Status.Preflight)
+			}
+		}
+	})
+
+	for _, sc := range []struct {
+		name, check string
+		tune        func(*winsim.Options)
+		fix         func(t *testing.T, h *winsim.Host, name string)
+	}{
+		{"windows build below its update", preflight.WindowsBuild,
+			func(o *winsim.Options) { o.Build, o.UBR = "2022", 643 },
+			func(_ *testing.T, h *winsim.Host, _ string) { h.SetUBR(681) }},
+		{"clock behind", preflight.Clock,
+			func(o *winsim.Options) { o.ClockOffset = -10 * time.Minute },
+			func(_ *testing.T, h *winsim.Host, _ string) { h.SetClockOffset(0) }},
+		{"no route to the API server", preflight.APIServer,
+			func(o *winsim.Options) { o.NoAPIRoute = true },
+			func(_ *testing.T, h *winsim.Host, _ string) { h.SetNoAPIRoute(false) }},
+		{"system drive full, skipped", preflight.Disk,
+			func(o *winsim.Options) { o.FreeDiskGiB = 10 },
+			func(t *testing.T, _ *winsim.Host, name string) { w.skipPreflight(t, name, "disk, klock") }},
+	} {
+		t.Run(sc.name, func(t *testing.T) {
+			t.Parallel()
+			name := "pf-" + sc.check
+			h := w.newHostTuned(t, true, sc.tune)
+			w.instanceFor(t, name, h)
+			w.waitPreflightStop(t, name, h, sc.check)
+			sc.fix(t, h, name)
+			inst := w.waitReady(t, name, 3*time.Minute)
+			cond := meta.FindStatusCondition(inst.Status.Conditions, winnodev1.ConditionPreflight)
+			if cond == nil || cond.Status != metav1.ConditionTrue {
+				t.Errorf("condition Preflight once fixed: %+v", cond)
+			}
+			if sc.check == preflight.Disk {
+				if cond == nil || !strings.Contains(cond.Message, "skipped: disk") {
+					t.Errorf("condition Preflight does not record the skipped check: %+v", cond)
+				}
+				if msgs := w.eventMessages(t, "default", name, configure.EventReasonPreflightSkipUnknown); len(msgs) == 0 || !strings.Contains(msgs[0], "klock") {
+					t.Errorf("events %s about the unknown check klock: %q", configure.EventReasonPreflightSkipUnknown, msgs)
+				}
+			}
+		})
+	}
+
+	// The refusals of issues 25 and 26 come with their pre-flight report.
+	for _, sc := range []struct {
+		name, check string
+		tune        func(*winsim.Options)
+	}{
+		{"computer name of the API server", preflight.NodeName, func(o *winsim.Options) { o.Hostname = "kubernetes" }},
+		{"foreign container runtime", preflight.ContainerRuntime, func(o *winsim.Options) { o.ForeignContainerd = true }},
+	} {
+		t.Run(sc.name, func(t *testing.T) {
+			t.Parallel()
+			name := "pf-" + sc.check
+			h := w.newHostTuned(t, true, sc.tune)
+			w.instanceFor(t, name, h)
+			w.waitPreflightStop(t, name, h, sc.check)
+		})
+	}
+}
+
+// waitPreflightStop waits until the instance is Failed with condition
+// Preflight False naming check, and checks that nothing of the payload
+// reached the host and no join credential was issued.
+func (w *world) waitPreflightStop(t *testing.T, name string, h *winsim.Host, check string) {
+	t.Helper()
+	w.waitPreflightCondition(t, name, check)
+	testkit.Eventually(t, time.Minute, name+" to be Failed", func() (bool, string) {
+		inst := w.get(t, name)
+		return inst.Status.Phase == winnodev1.PhaseFailed, string(inst.Status.Phase)
+	})
+	inst := w.get(t, name)
+	if inst.Status.HostConfigured {
+		t.Errorf("status.hostConfigured is set: winnode began installing on a host that failed pre-flight check %s", check)
+	}
+	if i := slices.IndexFunc(inst.Status.Preflight, func(r winnodev1.PreflightResult) bool { return r.Check == check && r.Result == "fail" }); i < 0 {
+		t.Errorf("status.preflight has no failure of %s: %+v", check, inst.Status.Preflight)
+	}
+	for _, f := range []string{`C:\k\kubelet.exe`, `C:\k\kube-proxy.exe`, `C:\k\containerd\containerd.exe`} {
+		if hostFileExists(t, h, f) {
+			t.Errorf("%s reached a host that failed pre-flight check %s", f, check)
+		}
+	}
+	if toks := w.instanceTokens(t, name); len(toks) > 0 {
+		t.Errorf("%d join credentials issued for a host that failed pre-flight check %s", len(toks), check)
+	}
+}
+
+// skipPreflight sets the instance's winnode.io/skip-preflight annotation.
+func (w *world) skipPreflight(t *testing.T, name, checks string) {
+	t.Helper()
+	inst := w.get(t, name)
+	patch := client.MergeFrom(inst.DeepCopy())
+	if inst.Annotations == nil {
+		inst.Annotations = map[string]string{}
+	}
+	inst.Annotations[winnodev1.AnnotationSkipPreflight] = checks
+	if err := w.client.Patch(context.Background(), inst, patch); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPreflightStopsAnUpgrade: the checks run again before an upgrade; a
+// Ready host whose system drive filled up is not moved to the new version
+// (Preflight False, Disk, nothing applied) until space is freed.
+func TestPreflightStopsAnUpgrade(t *testing.T) {
+	w := getWorld(t)
+	h := w.newHost(t)
+	op := w.startOperator(t, operatorOptions{})
+	w.instanceFor(t, "pf-upgrade", h)
+	w.waitReady(t, "pf-upgrade", 3*time.Minute)
+	op.stop()
+
+	h.SetFreeDiskGiB(10)
+	const newVersion = "v0.0.2-e2e"
+	w.startOperator(t, operatorOptions{version: newVersion})
+	w.waitPreflightCondition(t, "pf-upgrade", preflight.Disk)
+	if inst := w.get(t, "pf-upgrade"); inst.Status.Version != operatorVersion {
+		t.Errorf("status.version %s: the upgrade went on past a failed pre-flight check", inst.Status.Version)
+	}
+	h.SetFreeDiskGiB(100)
+	testkit.Eventually(t, 2*time.Minute, "the host to be upgraded once space is freed", func() (bool, string) {
+		inst := w.get(t, "pf-upgrade")
+		return inst.Status.Phase == winnodev1.PhaseReady && inst.Status.Version == newVersion,
+			fmt.Sprintf("phase %s version %s lastError %q", inst.Status.Phase, inst.Status.Version, inst.Status.LastError)
+	})
+}
+
+// waitPreflightCondition waits until condition Preflight is False naming
+// check.
+func (w *world) waitPreflightCondition(t *testing.T, name, check string) *winnodev1.WindowsInstance {
+	t.Helper()
+	var inst *winnodev1.WindowsInstance
+	testkit.Eventually(t, 2*time.Minute, name+" to stop on pre-flight check "+check, func() (bool, string) {
+		inst = w.get(t, name)
+		cond := meta.FindStatusCondition(inst.Status.Conditions, winnodev1.ConditionPreflight)
+		return cond != nil && cond.Status == metav1.ConditionFalse && cond.Reason == preflight.Reason(check) && strings.Contains(cond.Message, check),
+			fmt.Sprintf("phase=%s lastError=%q conditions=%s", inst.Status.Phase, inst.Status.LastError, conditionSummary(inst.Status.Conditions))
+	})
+	return inst
+}
