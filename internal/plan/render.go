@@ -599,3 +599,7 @@ func chooseNodeIP(info *Info, address string) string {
 	}
 	return info.DefaultIPv4
 }
+
+// NodeIP is the address the host's kubelet registers as its InternalIP
+// (its --node-ip), "" when the kubelet picks one itself.
+func NodeIP(info *Info, address string) string { return chooseNodeIP(info, address) }
