@@ -142,7 +142,7 @@ func (r *Reconciler) service(ctx context.Context) (*corev1.Service, error) {
 		return nil, err
 	}
 	if got.Spec.Selector != nil {
-		return nil, fmt.Errorf("Service %s/%s has a selector: it is not winnode's (delete it for winnode to make its own)", r.Namespace, ServiceName)
+		return nil, fmt.Errorf("the Service %s/%s has a selector: it is not winnode's (delete it for winnode to make its own)", r.Namespace, ServiceName)
 	}
 	labelsOK := true
 	for k, v := range want.Labels {
