@@ -261,13 +261,15 @@ func TestDefaultManifests(t *testing.T) {
 func TestOpenShiftOverlay(t *testing.T) {
 	objs := build(t, "openshift")
 	base := build(t, "default")
-	if len(objs) != len(base)+10 {
-		t.Errorf("the overlay has %d objects, want the base's %d plus SCC, its Role and RoleBinding, ServiceMonitor, Prometheus' Role and RoleBinding, the Machine API source's Role and RoleBinding, and its admission policy and binding", len(objs), len(base))
+	if len(objs) != len(base)+12 {
+		t.Errorf("the overlay has %d objects, want the base's %d plus SCC, its Role and RoleBinding, ServiceMonitor, Prometheus' Role and RoleBinding, the Machine API source's Role and RoleBinding, and its admission policy and binding, and the container runtime settings' Role and RoleBinding", len(objs), len(base))
 	}
 	find(t, objs, "ValidatingAdmissionPolicy", "", "winnode-operator-machines")
 	find(t, objs, "ValidatingAdmissionPolicyBinding", "", "winnode-operator-machines")
 	find(t, objs, "Role", "openshift-machine-api", "winnode-operator")
 	find(t, objs, "RoleBinding", "openshift-machine-api", "winnode-operator")
+	find(t, objs, "Role", "openshift-config", "winnode-operator")
+	find(t, objs, "RoleBinding", "openshift-config", "winnode-operator")
 	ns := find(t, objs, "Namespace", "", namespace)
 	if ns.GetLabels()["openshift.io/cluster-monitoring"] != "true" {
 		t.Errorf("namespace not labelled for cluster monitoring: %v", ns.GetLabels())
@@ -426,10 +428,13 @@ func TestOpenShiftServerSideDryRun(t *testing.T) {
 	installStandInCRD(t, c, "monitoring.coreos.com", "ServiceMonitor", "servicemonitors", apiextensionsv1.NamespaceScoped, serviceMonitorSchema())
 	objs := build(t, "openshift")
 	applyNamespace(t, c, objs)
-	// Every OpenShift cluster has the Machine API's namespace.
-	mapi := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "openshift-machine-api"}}
-	if err := c.Create(context.Background(), mapi); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
+	// Every OpenShift cluster has the Machine API's namespace and its own
+	// configuration's.
+	for _, name := range []string{"openshift-machine-api", "openshift-config"} {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		if err := c.Create(context.Background(), ns); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
 	}
 	dryRunAll(t, c, objs)
 
@@ -848,12 +853,12 @@ func TestGeneratedRBACIsGranted(t *testing.T) {
 	dir := filepath.Join(repoRoot(t), "config/rbac")
 	generated := rbacPermissions(t, filepath.Join(dir, "role.yaml"))
 	granted := map[string]bool{}
-	// config/openshift adds the Machine API source's Role, in a namespace
-	// only OpenShift has.
+	// config/openshift adds the Roles of the Machine API source and of the
+	// container runtime's settings, in namespaces only OpenShift has.
 	// workload_kubeconfigs.yaml is not there: its ClusterRole is bound by
 	// an administrator, per namespace, and no marker asks for it
 	// (internal/workload/kubeconfig.go says why).
-	for _, f := range []string{"cluster_role.yaml", "roles.yaml", "../openshift/machine_api_rbac.yaml"} {
+	for _, f := range []string{"cluster_role.yaml", "roles.yaml", "../openshift/machine_api_rbac.yaml", "../openshift/runtime_rbac.yaml"} {
 		for p := range rbacPermissions(t, filepath.Join(dir, f)) {
 			granted[p] = true
 		}

@@ -138,14 +138,19 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		return err
-	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+	if err := addProbes(mgr); err != nil {
 		return err
 	}
 	log.Info("starting", "version", version, "namespace", *namespace, "payloadDir", *payloadDir, "maxConcurrentConfigurations", *maxConcurrent, "joinCredentials", joinMode)
 	return mgr.Start(ctx)
+}
+
+// addProbes serves /healthz and /readyz (--health-probe-bind-address).
+func addProbes(mgr ctrl.Manager) error {
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return err
+	}
+	return mgr.AddReadyzCheck("readyz", healthz.Ping)
 }
 
 // managerOptions are the manager's endpoints and its leader election (a

@@ -15,9 +15,12 @@ import (
 // configurations, once each, and the negative case.
 func TestWrite(t *testing.T) {
 	m := &payload.Manifest{SchemaVersion: payload.SchemaVersion}
-	for _, name := range []string{"winnode-agent.exe", "winnode-service.exe", "kubelet.exe", "kube-proxy.exe", "flanneld.exe", "csi-proxy.exe",
-		"containerd\\containerd.exe", "containerd\\containerd-shim-runhcs-v1.exe", "windows_exporter.exe"} {
-		m.Files = append(m.Files, payload.File{Name: name[strings.LastIndex(name, `\`)+1:], HostPath: `C:\k\` + name, SHA256: strings.Repeat("a", 64), Size: 1, Version: "v1"})
+	for _, name := range []string{"winnode-agent.exe", "winnode-service.exe", "kubelet.exe", "kube-proxy.exe", "flanneld.exe", "csi-proxy.exe", "windows_exporter.exe"} {
+		m.Files = append(m.Files, payload.File{Name: name, HostPath: `C:\k\` + name, SHA256: strings.Repeat("a", 64), Size: 1, Version: "v1"})
+	}
+	// The container runtime winnode manages (the host-added cases).
+	for _, name := range []string{"containerd.exe", "containerd-shim-runhcs-v1.exe"} {
+		m.Files = append(m.Files, payload.File{Name: name, HostPath: `C:\k\containerd\` + name, SHA256: strings.Repeat("a", 64), Size: 1, Version: "v1"})
 	}
 	out := t.TempDir()
 	if err := write(m, out, filepath.Join("..", "..", "..", "internal", "ignition", "testdata")); err != nil {
@@ -44,12 +47,18 @@ func TestWrite(t *testing.T) {
 	if strings.Contains(joined, "--logtostderr") {
 		t.Errorf("a command line has --logtostderr:\n%s", joined)
 	}
-	// The first service of the first case: the containerd winnode manages.
-	cases, _ := os.ReadFile(filepath.Join(out, "services", "001.cmd.cases"))
-	if !strings.Contains(string(cases), "flannel/kubernetes/2019/byoh/subnet=true/containerd") {
-		t.Errorf("001.cmd.cases = %q", cases)
+	var cases []string
+	caseFiles, _ := filepath.Glob(filepath.Join(out, "services", "*.cmd.cases"))
+	for _, f := range caseFiles {
+		data, _ := os.ReadFile(f)
+		cases = append(cases, string(data))
 	}
-	for _, kind := range []string{"kubelet", "kube-proxy", "cni", "windows_exporter"} {
+	for _, want := range []string{"flannel/kubernetes/2019/byoh/subnet=true/kubelet", "flannel/kubernetes/2019/byoh/subnet=true/containerd"} {
+		if !strings.Contains(strings.Join(cases, ""), want) {
+			t.Errorf("no command line is written for case %s", want)
+		}
+	}
+	for _, kind := range []string{"kubelet", "kube-proxy", "cni", "containerd", "windows_exporter"} {
 		if files, _ := filepath.Glob(filepath.Join(out, "configs", kind, "*.cases")); len(files) == 0 {
 			t.Errorf("no %s configuration written", kind)
 		}
