@@ -162,4 +162,3 @@ func round(m map[string]float64) map[string]float64 {
 	}
 	return out
 }
-
