@@ -17,6 +17,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/winnode/winnode/internal/configure"
 	"github.com/winnode/winnode/internal/controller/exporter"
 	"github.com/winnode/winnode/internal/metricstls"
 	"github.com/winnode/winnode/internal/plan"
@@ -111,5 +112,76 @@ func TestNodeMetricsOverTLS(t *testing.T) {
 			}
 		}
 		return s.AddressType == discoveryv1.AddressTypeIPv4, fmt.Sprintf("slice %+v", s.Endpoints)
+	})
+}
+
+// TestMetricsCertificateRenewed: a node's windows_exporter certificate with
+// less than a third of its validity left (put in the operator's Secret
+// while the operator is down) is issued again at the next check of the
+// Ready host, reaches the host with the plan and is served at the next
+// handshake, without a restart of windows_exporter (it reads its
+// certificate files on every handshake).
+func TestMetricsCertificateRenewed(t *testing.T) {
+	w := getWorld(t)
+	h := w.newHost(t)
+	op := w.startOperator(t, operatorOptions{})
+	w.instanceFor(t, "renewal", h)
+	inst := w.waitReady(t, "renewal", 3*time.Minute)
+	waitStableServices(t, h)
+	op.stop()
+	ctx := context.Background()
+	node := inst.Status.NodeName
+
+	secrets := w.kube.CoreV1().Secrets(Namespace)
+	caSecret, err := secrets.Get(ctx, metricstls.CASecretName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, err := metricstls.ParseCA(caSecret.Data[corev1.TLSCertKey], caSecret.Data[corev1.TLSPrivateKeyKey])
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, oldKey, err := ca.Issue(node, net.ParseIP(h.IP()), time.Now().Add(-80*24*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	certs, err := secrets.Get(ctx, metricstls.ServingSecretName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	certs.Data[node+".crt"], certs.Data[node+".key"] = old, oldKey
+	if _, err := secrets.Update(ctx, certs, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pid := servicePIDs(t, h)[plan.WindowsExporterService]
+
+	w.startOperator(t, operatorOptions{})
+	pool := x509.NewCertPool()
+	pool.AddCert(ca.Cert)
+	address := net.JoinHostPort(h.IP(), fmt.Sprint(plan.WindowsExporterPort))
+	testkit.Eventually(t, 3*time.Minute, "a renewed certificate served at "+address, func() (bool, string) {
+		conn, err := tls.Dial("tcp", address, &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12})
+		if err != nil {
+			return false, err.Error()
+		}
+		defer conn.Close()
+		leaf := conn.ConnectionState().PeerCertificates[0]
+		left := time.Until(leaf.NotAfter)
+		return left > 80*24*time.Hour, fmt.Sprintf("the served certificate expires in %s", left.Round(time.Hour))
+	})
+	if got := servicePIDs(t, h)[plan.WindowsExporterService]; got != pid {
+		t.Errorf("windows_exporter was restarted for a new certificate (PID %d, then %d)", pid, got)
+	}
+	testkit.Eventually(t, time.Minute, "the event "+configure.ReasonMetricsCertificate, func() (bool, string) {
+		var notes []string
+		for _, e := range w.events(t, "", "renewal") {
+			if e.Reason == configure.ReasonMetricsCertificate {
+				notes = append(notes, e.Message)
+				if strings.Contains(e.Message, "expires at") {
+					return true, ""
+				}
+			}
+		}
+		return false, fmt.Sprintf("events %q", notes)
 	})
 }
