@@ -46,6 +46,13 @@ step "Windows payload (make payload; built from source once, about 20 minutes on
 export WINNODE_PAYLOAD_DIR
 WINNODE_PAYLOAD_DIR=$(bash hack/payload/build.sh | tail -n1)
 
+# One folder of compressed simulated-payload copies for every test process
+# of this run (testenv.PayloadCache): each content is compressed once, not
+# once per test (a minute each under the race detector).
+export WINNODE_SIMPAYLOAD_CACHE
+WINNODE_SIMPAYLOAD_CACHE=$(mktemp -d "${TMPDIR:-/tmp}/winnode-simpayload-cache-XXXXXX")
+trap 'rm -rf "$WINNODE_SIMPAYLOAD_CACHE"' EXIT
+
 step "go test -race (unit, fuzz seeds, integration)"
 # The race detector needs cgo (the Makefile's default is CGO_ENABLED=0).
 # Every package but the end-to-end one runs under it: the operator's

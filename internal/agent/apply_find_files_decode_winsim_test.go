@@ -9,7 +9,10 @@ import (
 	"encoding/json"
 	"os"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/klauspost/compress/zstd"
 
 	"github.com/winnode/winnode/internal/blob"
 	"github.com/winnode/winnode/internal/plan"
@@ -28,18 +31,44 @@ func encodeBinaries(t *testing.T, tp *testPlan) map[string][]byte {
 		if !strings.HasSuffix(f.Path, ".exe") {
 			continue
 		}
-		var enc bytes.Buffer
-		if _, _, err := blob.Compress(&enc, bytes.NewReader(tp.contents[f.Path])); err != nil {
-			t.Fatal(err)
-		}
-		sum := sha256.Sum256(enc.Bytes())
-		f.Encoding, f.EncodedSHA256, f.EncodedSize = plan.EncodingZstd, hex.EncodeToString(sum[:]), int64(enc.Len())
-		blobs[f.EncodedSHA256] = enc.Bytes()
+		enc := encoded(t, tp.contents[f.Path])
+		sum := sha256.Sum256(enc)
+		f.Encoding, f.EncodedSHA256, f.EncodedSize = plan.EncodingZstd, hex.EncodeToString(sum[:]), int64(len(enc))
+		blobs[f.EncodedSHA256] = enc
 	}
 	if len(blobs) != 1 {
 		t.Fatalf("the three binaries share one content, so one blob; got %d", len(blobs))
 	}
 	return blobs
+}
+
+// encodings holds the zstd encoding of each content encodeBinaries met,
+// by its sha256: the binaries are this test binary (tens of MB), which
+// every test of compressed blobs encodes, and encoding it takes minutes
+// under the race detector.
+var encodings = struct {
+	sync.Mutex
+	by map[[32]byte][]byte
+}{by: map[[32]byte][]byte{}}
+
+// encoded is content as one zstd frame with its checksum, the format
+// blob.Compress writes, at zstd's fastest level (what the agent decodes
+// does not depend on the level; the payload's level costs minutes here).
+func encoded(t *testing.T, content []byte) []byte {
+	t.Helper()
+	key := sha256.Sum256(content)
+	encodings.Lock()
+	defer encodings.Unlock()
+	if enc, ok := encodings.by[key]; ok {
+		return enc
+	}
+	w, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderCRC(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc := w.EncodeAll(content, nil)
+	encodings.by[key] = enc
+	return enc
 }
 
 func (s *simHost) stageBlobs(blobs map[string][]byte) {

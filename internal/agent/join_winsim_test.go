@@ -46,7 +46,7 @@ func TestPullJoin(t *testing.T) {
 		t.Skip("Pull-mode tests build the agent and the stand-ins; skipped with -short")
 	}
 	payloadDir := t.TempDir()
-	if _, err := simpayload.Build(payloadDir, simpayload.Options{
+	if _, err := simpayload.Build(payloadDir, simpayload.Options{Cache: testenv.PayloadCache(t),
 		AgentBinary: testenv.Binary(t, "cmd/winnode-agent"), StandinBinary: testenv.Binary(t, "cmd/winsim-standin"),
 		ServiceBinary: testenv.Binary(t, "cmd/winnode-service"),
 	}); err != nil {

@@ -30,7 +30,7 @@ import (
 func simulatedPayload(t *testing.T) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "payload")
-	if _, err := simpayload.Build(dir, simpayload.Options{
+	if _, err := simpayload.Build(dir, simpayload.Options{Cache: testenv.PayloadCache(t),
 		AgentBinary:   testenv.Binary(t, "cmd/winnode-agent"),
 		ServiceBinary: testenv.Binary(t, "cmd/winnode-service"),
 		StandinBinary: testenv.Binary(t, "cmd/winsim-standin"),
@@ -138,7 +138,7 @@ func TestAddThenRemove(t *testing.T) {
 	// upgrade to another payload: only what changed moves, the node is
 	// Ready again.
 	payload2 := filepath.Join(t.TempDir(), "payload")
-	if _, err := simpayload.Build(payload2, simpayload.Options{
+	if _, err := simpayload.Build(payload2, simpayload.Options{Cache: testenv.PayloadCache(t),
 		AgentBinary: testenv.Binary(t, "cmd/winnode-agent"), ServiceBinary: testenv.Binary(t, "cmd/winnode-service"), StandinBinary: testenv.Binary(t, "cmd/winsim-standin"),
 		PaddingBytes: 1 << 20, PaddingSeed: "v2",
 	}); err != nil {
@@ -175,7 +175,7 @@ func TestAddThenRemove(t *testing.T) {
 		t.Fatal(err)
 	}
 	payload3 := filepath.Join(t.TempDir(), "payload")
-	if _, err := simpayload.Build(payload3, simpayload.Options{
+	if _, err := simpayload.Build(payload3, simpayload.Options{Cache: testenv.PayloadCache(t),
 		AgentBinary: testenv.Binary(t, "cmd/winnode-agent"), ServiceBinary: testenv.Binary(t, "cmd/winnode-service"), StandinBinary: testenv.Binary(t, "cmd/winsim-standin"),
 		PaddingBytes: 1 << 20, PaddingSeed: "v2", Build: "v3",
 	}); err != nil {

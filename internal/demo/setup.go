@@ -232,7 +232,10 @@ func (d *demo) buildPayload() (payloadDir, standinBin string, err error) {
 		return "", "", err
 	}
 	payloadDir = filepath.Join(d.workdir, "payload")
-	_, err = simpayload.Build(payloadDir, simpayload.Options{AgentBinary: agentBin, ServiceBinary: serviceBin, StandinBinary: standinBin, HostLocalBinary: hostLocal})
+	// Under make test, the run's shared compressed copies (one demo builds
+	// one payload; its tests build several).
+	_, err = simpayload.Build(payloadDir, simpayload.Options{AgentBinary: agentBin, ServiceBinary: serviceBin, StandinBinary: standinBin, HostLocalBinary: hostLocal,
+		Cache: os.Getenv(testenv.PayloadCacheEnv)})
 	return payloadDir, standinBin, err
 }
 

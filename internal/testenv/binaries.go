@@ -133,11 +133,8 @@ func BuildBinary(pkg string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if binaries.dir == "" {
-		if binaries.dir, err = os.MkdirTemp("", "winnode-bin-"); err != nil {
-			return "", err
-		}
-		binaries.paths = map[string]string{}
+	if err := makeBinDir(); err != nil {
+		return "", err
 	}
 	out := filepath.Join(binaries.dir, filepath.Base(pkg))
 	cmd := exec.Command("go", "build", "-o", out, "./"+strings.TrimPrefix(pkg, "./"))
@@ -163,4 +160,39 @@ func RemoveBuiltBinaries() {
 		_ = os.RemoveAll(binaries.dir)
 		binaries.dir, binaries.paths = "", nil
 	}
+}
+
+// PayloadCacheEnv names the folder of compressed payload copies that every
+// test process of a run shares (hack/test.sh makes one per make test).
+const PayloadCacheEnv = "WINNODE_SIMPAYLOAD_CACHE"
+
+// PayloadCache is the folder for simpayload.Options.Cache: $PayloadCacheEnv
+// when set, else a folder of this test binary's, removed with its built
+// binaries. Compressing a simulated payload costs a minute under the race
+// detector; with the cache, each content is compressed once per run.
+func PayloadCache(t TB) string {
+	t.Helper()
+	if dir := os.Getenv(PayloadCacheEnv); dir != "" {
+		return dir
+	}
+	binaries.Lock()
+	defer binaries.Unlock()
+	if err := makeBinDir(); err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(binaries.dir, "payload-cache")
+}
+
+// makeBinDir makes this test binary's folder of built binaries once; the
+// caller holds binaries' lock.
+func makeBinDir() error {
+	if binaries.dir != "" {
+		return nil
+	}
+	dir, err := os.MkdirTemp("", "winnode-bin-")
+	if err != nil {
+		return err
+	}
+	binaries.dir, binaries.paths = dir, map[string]string{}
+	return nil
 }

@@ -11,6 +11,7 @@ import (
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/configure"
+	"github.com/winnode/winnode/internal/testenv"
 	"github.com/winnode/winnode/internal/testkit"
 	"github.com/winnode/winnode/internal/winsim/simpayload"
 )
@@ -85,7 +86,7 @@ func TestWaitingUpgradeCostsNoSSHNorWrite(t *testing.T) {
 
 	// A new kubelet: wait-ready's upgrade restarts services and must wait.
 	dir := t.TempDir()
-	m, err := simpayload.Build(dir, simpayload.Options{AgentBinary: w.agent, ServiceBinary: w.service, StandinBinary: w.standin, Build: t.Name()})
+	m, err := simpayload.Build(dir, simpayload.Options{Cache: testenv.PayloadCache(t), AgentBinary: w.agent, ServiceBinary: w.service, StandinBinary: w.standin, Build: t.Name()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -238,7 +238,7 @@ func newWorld(t testing.TB, env *testenv.Env, kind apiServerKind) (*world, error
 		return nil, err
 	}
 	w.payloadDir = dir
-	if w.payload, err = simpayload.Build(dir, simpayload.Options{AgentBinary: w.agent, ServiceBinary: w.service, StandinBinary: w.standin, HostLocalBinary: hostLocal}); err != nil {
+	if w.payload, err = simpayload.Build(dir, simpayload.Options{Cache: testenv.PayloadCache(t), AgentBinary: w.agent, ServiceBinary: w.service, StandinBinary: w.standin, HostLocalBinary: hostLocal}); err != nil {
 		return nil, err
 	}
 	key, err := fixture.GenerateKey()

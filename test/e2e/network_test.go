@@ -325,7 +325,7 @@ func TestOVNHybridNetwork(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	manifest, err := simpayload.Build(dir, simpayload.Options{AgentBinary: w.agent, ServiceBinary: w.service, StandinBinary: w.standin, HostLocalBinary: hostLocal, HybridOverlay: true})
+	manifest, err := simpayload.Build(dir, simpayload.Options{Cache: testenv.PayloadCache(t), AgentBinary: w.agent, ServiceBinary: w.service, StandinBinary: w.standin, HostLocalBinary: hostLocal, HybridOverlay: true})
 	if err != nil {
 		t.Fatal(err)
 	}

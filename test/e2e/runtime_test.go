@@ -213,6 +213,7 @@ func TestContainerdUpgradeAndRollback(t *testing.T) {
 		}
 		dir := t.TempDir()
 		o.AgentBinary, o.ServiceBinary, o.StandinBinary, o.HostLocalBinary = w.agent, w.service, w.standin, hostLocal
+		o.Cache = testenv.PayloadCache(t)
 		m, err := simpayload.Build(dir, o)
 		if err != nil {
 			t.Fatal(err)

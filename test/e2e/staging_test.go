@@ -13,6 +13,7 @@ import (
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/configure"
 	"github.com/winnode/winnode/internal/plan"
+	"github.com/winnode/winnode/internal/testenv"
 	"github.com/winnode/winnode/internal/testkit"
 	"github.com/winnode/winnode/internal/winsim/simpayload"
 )
@@ -34,7 +35,7 @@ func TestCorruptStagedBlobRecovers(t *testing.T) {
 	// after the first sync staged it.
 	const pad = 3 << 20
 	dir := t.TempDir()
-	m, err := simpayload.Build(dir, simpayload.Options{AgentBinary: w.agent, ServiceBinary: w.service, StandinBinary: w.standin, PaddingBytes: pad, PaddingSeed: t.Name()})
+	m, err := simpayload.Build(dir, simpayload.Options{Cache: testenv.PayloadCache(t), AgentBinary: w.agent, ServiceBinary: w.service, StandinBinary: w.standin, PaddingBytes: pad, PaddingSeed: t.Name()})
 	if err != nil {
 		t.Fatal(err)
 	}

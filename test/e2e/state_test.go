@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/winnode/winnode/internal/configure"
+	"github.com/winnode/winnode/internal/testenv"
 	"github.com/winnode/winnode/internal/testkit"
 	"github.com/winnode/winnode/internal/winsim/simpayload"
 )
@@ -34,7 +35,7 @@ func TestUntrustedAgentStateIsReported(t *testing.T) {
 	}
 	// A new payload makes the operator apply a new plan.
 	dir := t.TempDir()
-	m, err := simpayload.Build(dir, simpayload.Options{AgentBinary: w.agent, ServiceBinary: w.service, StandinBinary: w.standin, PaddingBytes: 1 << 10, PaddingSeed: t.Name()})
+	m, err := simpayload.Build(dir, simpayload.Options{Cache: testenv.PayloadCache(t), AgentBinary: w.agent, ServiceBinary: w.service, StandinBinary: w.standin, PaddingBytes: 1 << 10, PaddingSeed: t.Name()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/winnode/winnode/internal/configure"
 	"github.com/winnode/winnode/internal/fixture"
 	"github.com/winnode/winnode/internal/sshkey"
+	"github.com/winnode/winnode/internal/testenv"
 	"github.com/winnode/winnode/internal/testkit"
 	"github.com/winnode/winnode/internal/winsim"
 	"github.com/winnode/winnode/internal/winsim/simpayload"
@@ -42,7 +43,7 @@ func TestPayloadChangeUpgrades(t *testing.T) {
 
 	const pad = 3 << 20
 	dir := t.TempDir()
-	m, err := simpayload.Build(dir, simpayload.Options{AgentBinary: w.agent, ServiceBinary: w.service, StandinBinary: w.standin, PaddingBytes: pad, PaddingSeed: t.Name()})
+	m, err := simpayload.Build(dir, simpayload.Options{Cache: testenv.PayloadCache(t), AgentBinary: w.agent, ServiceBinary: w.service, StandinBinary: w.standin, PaddingBytes: pad, PaddingSeed: t.Name()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,6 +105,7 @@ func checkAgentOnlyUpgrade(t *testing.T, w *world, op *operator, h *winsim.Host,
 	op.stop()
 	o.AgentBuild = t.Name()
 	dir := t.TempDir()
+	o.Cache = testenv.PayloadCache(t)
 	m, err := simpayload.Build(dir, o)
 	if err != nil {
 		t.Fatal(err)
@@ -205,7 +207,7 @@ func TestUpgradeRestartingServicesRollsOutOneNodeAtATime(t *testing.T) {
 		}
 	}
 	dir := t.TempDir()
-	m, err := simpayload.Build(dir, simpayload.Options{AgentBinary: w.agent, ServiceBinary: w.service, StandinBinary: w.standin, Build: t.Name()})
+	m, err := simpayload.Build(dir, simpayload.Options{Cache: testenv.PayloadCache(t), AgentBinary: w.agent, ServiceBinary: w.service, StandinBinary: w.standin, Build: t.Name()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -100,6 +100,10 @@ type Options struct {
 	// of the real Windows programs, which compress as real binaries do,
 	// while the simulated host runs the stand-ins.
 	Carry string
+	// Cache, when set, is a folder of compressed copies that Builds share,
+	// of this process and of others: each content is compressed once
+	// (cache.go). Tests take testenv.PayloadCache.
+	Cache string
 }
 
 // Build writes the simulated payload into dir (created if missing; files
@@ -164,10 +168,28 @@ func Build(dir string, o Options) (*payload.Manifest, error) {
 		}
 		files = append(files, carried...)
 	}
+	return write(dir, files, o.Cache)
+}
+
+// write writes the folder's manifest (payload.Write), with the compressed
+// copies of cache when it is set (cache.go).
+func write(dir string, files []payload.File, cache string) (*payload.Manifest, error) {
+	if cache != "" {
+		if err := seedFromCache(dir, cache, files); err != nil {
+			return nil, fmt.Errorf("simulated payload: from the cache %s: %w", cache, err)
+		}
+	}
 	if err := payload.Write(dir, files); err != nil {
 		return nil, fmt.Errorf("simulated payload: %w", err)
 	}
-	return payload.Load(dir)
+	m, err := payload.Load(dir)
+	if err != nil || cache == "" {
+		return m, err
+	}
+	if err := storeInCache(dir, cache, m); err != nil {
+		return nil, fmt.Errorf("simulated payload: into the cache %s: %w", cache, err)
+	}
+	return m, nil
 }
 
 // trailer is what goes after a stand-in's bytes: its build, and the
@@ -219,9 +241,16 @@ func copyFile(src, dst string, trailer []byte) error {
 		return err
 	}
 	defer in.Close()
-	tmp := dst + ".tmp"
-	out, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o755)
+	// A temporary name of its own: Builds of other processes may write the
+	// same file of a shared cache (cache.go).
+	out, err := os.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".*.tmp")
 	if err != nil {
+		return err
+	}
+	tmp := out.Name()
+	if err := out.Chmod(0o755); err != nil {
+		out.Close()
+		os.Remove(tmp)
 		return err
 	}
 	_, cerr := io.Copy(out, in)

@@ -1,10 +1,16 @@
 package simpayload
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/klauspost/compress/zstd"
 
 	"github.com/winnode/winnode/internal/payload"
 )
@@ -157,4 +163,95 @@ func TestAgentBuildChangesTheAgentAlone(t *testing.T) {
 			t.Errorf("%s changed: %t, want only the agent changed", f.Name, changed)
 		}
 	}
+}
+
+// TestCacheReusesCompressedCopies: a Build with Options.Cache takes the
+// compressed copy an earlier Build left there instead of compressing again
+// (a copy planted in the cache, encoded at another zstd level, is the one
+// the new folder ships); a damaged cache entry is compressed again, never
+// shipped; and damaging a folder's copy leaves the cache's intact.
+func TestCacheReusesCompressedCopies(t *testing.T) {
+	o := fakeBinaries(t)
+	content := []byte(strings.Repeat("agent build, compressible ", 4096))
+	if err := os.WriteFile(o.AgentBinary, content, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	o.Cache = t.TempDir()
+	first := agentEntry(t, t.TempDir(), o)
+	if first.Encoding == "" {
+		t.Fatal("the agent's content did not compress; the test needs a compressible one")
+	}
+	cached := filepath.Join(o.Cache, first.SHA256+".zst")
+
+	planted := plantCopy(t, o.Cache, first, content)
+	dir := t.TempDir()
+	if got := agentEntry(t, dir, o); got.EncodedSHA256 != planted.EncodedSHA256 {
+		t.Errorf("the second Build shipped a copy of sha256 %s, want the cache's %s", got.EncodedSHA256, planted.EncodedSHA256)
+	}
+	if err := os.WriteFile(filepath.Join(dir, first.EncodedName()), []byte("damaged"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if data, _ := os.ReadFile(cached); string(data) == "damaged" {
+		t.Error("damaging a folder's compressed copy damaged the cache's")
+	}
+
+	if err := os.WriteFile(cached, []byte("damaged"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir = t.TempDir()
+	if got := agentEntry(t, dir, o); got.EncodedSHA256 != first.EncodedSHA256 {
+		t.Errorf("with a damaged cache entry the Build shipped a copy of sha256 %s, want a new compression (%s)", got.EncodedSHA256, first.EncodedSHA256)
+	}
+	if _, err := payload.Load(dir); err != nil {
+		t.Errorf("the folder built past a damaged cache entry: %v", err)
+	}
+}
+
+// agentEntry builds the payload into dir and returns the agent's entry.
+func agentEntry(t *testing.T, dir string, o Options) payload.File {
+	t.Helper()
+	m, err := Build(dir, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, ok := m.Lookup("winnode-agent.exe")
+	if !ok {
+		t.Fatal("no winnode-agent.exe in the payload")
+	}
+	return f
+}
+
+// plantCopy replaces the cache's copy of f with content encoded at another
+// zstd level (other bytes, the same content) and returns its entry.
+func plantCopy(t *testing.T, cache string, f payload.File, content []byte) payload.File {
+	t.Helper()
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	encoded := enc.EncodeAll(content, nil)
+	sum := sha256.Sum256(encoded)
+	f.EncodedSHA256, f.EncodedSize = hex.EncodeToString(sum[:]), int64(len(encoded))
+	if f.EncodedSHA256 == "" || bytes.Equal(encoded, mustRead(t, filepath.Join(cache, f.SHA256+".zst"))) {
+		t.Fatal("the planted copy is the same as the cache's")
+	}
+	entry, err := json.Marshal(payload.File{SHA256: f.SHA256, Size: f.Size, Encoding: f.Encoding, EncodedSHA256: f.EncodedSHA256, EncodedSize: f.EncodedSize})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string][]byte{f.SHA256 + ".zst": encoded, f.SHA256 + ".json": entry} {
+		if err := os.WriteFile(filepath.Join(cache, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return f
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
 }
