@@ -217,7 +217,7 @@ func logsCommand(ctx context.Context, withAgent func(func(a *agent.Agent) (any, 
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&o.Service, "service", "", "the service (kubelet, kube-proxy, flanneld, csi-proxy, hybrid-overlay-node, ...), or winnode-agent")
+	cmd.Flags().StringVar(&o.Service, "service", "", "the service (kubelet, kube-proxy, flanneld, csi-proxy, windows_exporter, hybrid-overlay-node, ...), or winnode-agent")
 	cmd.Flags().DurationVar(&o.Since, "since", 0, "only lines from this long ago on (0: all)")
 	cmd.Flags().IntVar(&o.Tail, "tail", -1, "only the last N lines (-1: all)")
 	cmd.Flags().Int64Var(&o.From, "from", 0, "start at this byte of the file (a follower's last size; from 0 when the file is smaller: rotated)")

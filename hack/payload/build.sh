@@ -9,6 +9,8 @@
 #   csi-proxy.exe                         github.com/kubernetes-csi/csi-proxy, version pinned by hack/payload/csi-proxy/go.mod
 #   containerd.exe                        github.com/containerd/containerd/v2, version pinned by hack/payload/containerd/go.mod
 #   containerd-shim-runhcs-v1.exe         github.com/Microsoft/hcsshim, version pinned by hack/payload/hcsshim/go.mod
+#   windows_exporter.exe                  github.com/prometheus-community/windows_exporter, version pinned by
+#                                         hack/payload/windows-exporter/go.mod
 #   winnode-agent.exe                     this repository's ./cmd/winnode-agent
 #   winnode-service.exe                   this repository's ./cmd/winnode-service (no version stamp: its
 #                                         bytes change only with its code, so an agent upgrade restarts no service)
@@ -17,9 +19,9 @@
 #
 # Usage: hack/payload/build.sh [OUTPUT-DIR]
 #   OUTPUT-DIR defaults to $WINNODE_PAYLOAD_DIR, else <repo>/payload.
-#   It receives the eleven programs and manifest.json (written with
+#   It receives the twelve programs and manifest.json (written with
 #   internal/payload, then loaded back the way the operator loads it), and
-#   flags/{kubelet,kube-proxy,flanneld,csi-proxy,containerd}.txt: the flags each program's --help
+#   flags/{kubelet,kube-proxy,flanneld,csi-proxy,containerd,windows_exporter}.txt: the flags each program's --help
 #   lists under Wine (installed by hack/wine/install.sh when missing), which
 #   the winsim stand-ins accept (hack/payload/update-standin-flags.sh);
 #   WINNODE_PAYLOAD_FLAGS=0 leaves them out.
@@ -84,6 +86,10 @@ flock 8
 csi_version=$(modversion "$here/csi-proxy" github.com/kubernetes-csi/csi-proxy)
 csi_cache="${WINNODE_CACHE:-$HOME/.cache/winnode}/payload/csi-proxy-$csi_version-r1"
 mkdir -p "$csi_cache"
+# windows_exporter: a cache of its own as well.
+exporter_version=$(modversion "$here/windows-exporter" github.com/prometheus-community/windows_exporter)
+exporter_cache="${WINNODE_CACHE:-$HOME/.cache/winnode}/payload/windows-exporter-$exporter_version-r1"
+mkdir -p "$exporter_cache"
 
 # gobuild DIR OUTPUT PACKAGE LDFLAGS [TAGS]: one Windows build, as release
 # builds do it: static (no cgo), symbol tables stripped. Unlike release builds
@@ -143,6 +149,17 @@ cache=$flannel_cache upstream flanneld.exe "$here/flannel" github.com/flannel-io
 # "Version: ..." at start; it has no --version).
 cache=$csi_cache upstream csi-proxy.exe "$here/csi-proxy" github.com/kubernetes-csi/csi-proxy/cmd/csi-proxy "-X main.version=$csi_version"
 
+# windows_exporter.exe with the -X flags of its .promu.yml (prometheus/common's
+# version package), so `windows_exporter.exe --version` prints
+# "windows_exporter, version 0.27.2 (branch: HEAD, revision: <commit>)": the
+# version without its "v", as promu sets it; the commit is the proxy's record
+# of the tag (Origin.Hash), the build date the module's publication time.
+exporter_commit=$(cd "$here/windows-exporter" && go mod download -json "github.com/prometheus-community/windows_exporter@$exporter_version" | sed -n 's/^[[:space:]]*"Hash": "\([0-9a-f]*\)".*/\1/p' | head -n1)
+exporter_date=$(cd "$here/windows-exporter" && go list -m -f '{{.Time.UTC.Format "20060102-15:04:05"}}' "github.com/prometheus-community/windows_exporter")
+pv=github.com/prometheus/common/version
+cache=$exporter_cache upstream windows_exporter.exe "$here/windows-exporter" github.com/prometheus-community/windows_exporter \
+	"-X $pv.Version=${exporter_version#v} -X $pv.Revision=${exporter_commit:-$exporter_version} -X $pv.Branch=HEAD -X $pv.BuildUser=winnode -X $pv.BuildDate=$exporter_date"
+
 # containerd.exe as containerd's Makefile builds it (GO_LDFLAGS, GO_BUILDTAGS
 # urfave_cli_no_docs): `containerd.exe --version` prints
 # "containerd github.com/containerd/containerd/v2 v2.4.2 v2.4.2" (the proxy's
@@ -156,8 +173,8 @@ hcsshim_commit=$(cd "$here/hcsshim" && go mod download -json "github.com/Microso
 cache=$hcsshim_cache upstream containerd-shim-runhcs-v1.exe "$here/hcsshim" github.com/Microsoft/hcsshim/cmd/containerd-shim-runhcs-v1 \
 	"-X main.version=$hcsshim_version -X main.gitCommit=${hcsshim_commit:-$hcsshim_version}"
 
-# The flags each of kubelet.exe, kube-proxy.exe, flanneld.exe, csi-proxy.exe and
-# containerd.exe accepts,
+# The flags each of kubelet.exe, kube-proxy.exe, flanneld.exe, csi-proxy.exe,
+# containerd.exe and windows_exporter.exe accepts,
 # from its own --help run under Wine (hack/wine/prefix.sh), recorded once
 # beside the program in the cache and copied to OUTPUT-DIR/flags/: the
 # winsim stand-ins accept exactly these (internal/winsim/standin/flags/,
@@ -201,6 +218,7 @@ record_flags kube-proxy.exe "$cache" pflag "$k8s_version"
 record_flags flanneld.exe "$flannel_cache" goflag "$flannel_version"
 record_flags csi-proxy.exe "$csi_cache" goflag "$csi_version"
 record_flags containerd.exe "$containerd_cache" urfave "$containerd_version"
+record_flags windows_exporter.exe "$exporter_cache" kingpin "$exporter_version"
 
 # The agent is this repository's own program: its version is the work tree's.
 agent_version=${WINNODE_VERSION:-$(git -C "$root" describe --tags --always --dirty 2>/dev/null || echo dev)}
@@ -226,6 +244,7 @@ place flanneld.exe "$flannel_cache/flanneld.exe"
 place csi-proxy.exe "$csi_cache/csi-proxy.exe"
 place containerd.exe "$containerd_cache/containerd.exe"
 place containerd-shim-runhcs-v1.exe "$hcsshim_cache/containerd-shim-runhcs-v1.exe"
+place windows_exporter.exe "$exporter_cache/windows_exporter.exe"
 place winnode-agent.exe "$agent_tmp/winnode-agent.exe"
 place winnode-service.exe "$agent_tmp/winnode-service.exe"
 
@@ -262,8 +281,9 @@ fi
 	csi-proxy.exe 'C:\k\csi-proxy.exe' "$csi_version" \
 	containerd.exe 'C:\k\containerd\containerd.exe' "$containerd_version" \
 	containerd-shim-runhcs-v1.exe 'C:\k\containerd\containerd-shim-runhcs-v1.exe' "$hcsshim_version" \
+	windows_exporter.exe 'C:\k\windows_exporter.exe' "$exporter_version" \
 	winnode-agent.exe 'C:\k\winnode-agent.exe' "$agent_version" \
 	winnode-service.exe 'C:\k\winnode-service.exe' "$agent_version" \
 	"${hybrid[@]}")
-say "payload ready: kubernetes $k8s_version, CNI plugins $cni_version, flannel $flannel_version, csi-proxy $csi_version, containerd $containerd_version, hcsshim $hcsshim_version, agent $agent_version${hybrid_version:+, hybrid-overlay-node $hybrid_version (input file)}"
+say "payload ready: kubernetes $k8s_version, CNI plugins $cni_version, flannel $flannel_version, csi-proxy $csi_version, containerd $containerd_version, hcsshim $hcsshim_version, windows_exporter $exporter_version, agent $agent_version${hybrid_version:+, hybrid-overlay-node $hybrid_version (input file)}"
 echo "$out"

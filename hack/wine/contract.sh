@@ -72,6 +72,10 @@ check_version() {
 	if [ "$file" = "csi-proxy.exe" ]; then
 		probe=-help version="Usage of"
 	fi
+	# windows_exporter prints promu's version, without the "v".
+	if [ "$file" = "windows_exporter.exe" ]; then
+		version="version ${version#v} "
+	fi
 	local rc=0
 	timeout 180 "$wine" "$WINNODE_PAYLOAD_DIR/$file" "$@" "$probe" >"$log" 2>&1 || rc=$?
 	# flanneld exits 0 even on an unknown flag (its usage exits 0), so
@@ -134,14 +138,14 @@ resolve_command() {
 # loading and validation.
 contract_configs() {
 	local kind files
-	for kind in kubelet kube-proxy cni containerd; do
+	for kind in kubelet kube-proxy cni containerd windows_exporter; do
 		mapfile -t files < <(find "$contract_dir/configs/$kind" -type f ! -name '*.cases' ! -name '*.log' | sort)
 		local f log="$contract_dir/configs/$kind.log"
 		for f in "${files[@]}"; do expect "contract/config/$kind/$(basename "$f")"; done
-		if [ "$kind" = containerd ]; then
+		if [ "$kind" = containerd ] || [ "$kind" = windows_exporter ]; then
 			: >"$log"
 			for f in "${files[@]}"; do
-				if containerd_config "$f.log" "$f"; then echo "ok $f" >>"$log"; else sed "s|^|$f: |" "$f.log" >>"$log"; fi
+				if "${kind}_config" "$f.log" "$f"; then echo "ok $f" >>"$log"; else sed "s|^|$f: |" "$f.log" >>"$log"; fi
 			done
 		elif [ "$kind" = cni ]; then
 			"$out/cni-validate" "${files[@]}" >"$log" 2>&1 || true
@@ -170,6 +174,49 @@ containerd_config() {
 	local log=$1 file=$2 rc=0
 	timeout 180 "$wine" "$WINNODE_PAYLOAD_DIR/containerd.exe" --config "Z:${file//\//\\}" config dump >"$log" 2>&1 || rc=$?
 	[ "$rc" -eq 0 ] && ! grep -qE 'level=(warning|error|fatal)' "$log"
+}
+
+# windows_exporter_config LOG FILE: the payload's windows_exporter.exe
+# serves TLS with FILE as its --web.config.file (exporter-toolkit's own
+# strict loading): FILE and the contract's test certificate and key are put
+# where FILE names them (C:\k\windows_exporter in the Wine prefix, one run
+# at a time: the prefix is shared), the exporter listens on a port of
+# 127.0.0.1 the system picks (its log says which), and an HTTPS scrape of
+# the cs collector verified against the certificate must return
+# windows_cs_ series (under Wine the perflib collectors fail: cs reads WMI).
+# Output in LOG.
+windows_exporter_config() {
+	local log=$1 file=$2 dir="$WINEPREFIX/drive_c/k/windows_exporter" pid address rc=1 i
+	exec 7>"$WINEPREFIX/.winnode-windows-exporter.lock"
+	flock 7
+	mkdir -p "$dir"
+	cp "$file" "$dir/web-config.yml"
+	cp "$contract_dir/windows_exporter-tls/tls.crt" "$contract_dir/windows_exporter-tls/tls.key" "$dir/"
+	"$wine" "$WINNODE_PAYLOAD_DIR/windows_exporter.exe" --web.listen-address=127.0.0.1:0 \
+		'--web.config.file=C:\k\windows_exporter\web-config.yml' --collectors.enabled=cs >"$log" 2>&1 &
+	pid=$!
+	for i in $(seq 1 120); do
+		address=$(sed -n 's/.*msg="Listening on" address=\(127\.0\.0\.1:[0-9]*\).*/\1/p' "$log" | head -n1)
+		if [ -n "$address" ] || ! kill -0 "$pid" 2>/dev/null; then break; fi
+		sleep 0.5 # waiting for the program's own log line, not for time to pass
+	done
+	if [ -n "$address" ]; then
+		for i in $(seq 1 60); do
+			if curl -sS --max-time 10 --cacert "$contract_dir/windows_exporter-tls/tls.crt" "https://$address/metrics?collect[]=cs" >"$log.scrape" 2>>"$log" &&
+				grep -q '^windows_cs_logical_processors ' "$log.scrape"; then
+				rc=0
+				break
+			fi
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.5 # the same: until the server answers or exits
+		done
+		cat "$log.scrape" >>"$log" 2>/dev/null || true
+	fi
+	kill "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
+	rm -rf "$dir"
+	flock -u 7
+	return "$rc"
 }
 
 # expect_refusal NAME LOG WORDS CMD...: CMD must fail, and its output
@@ -229,6 +276,23 @@ contract_negative() {
 	sed 's/"type": "win-overlay"/"type": 1/' "$cni" >"$neg/cni-type.conf"
 	expect_refusal "contract/negative/cni config wrong field" "$neg/cni-type.log" \
 		"cannot unmarshal number" "$out/cni-validate" "$neg/cni-type.conf"
+	local web
+	web=$(find "$contract_dir/configs/windows_exporter" -name '*.yml' | sort | head -n1)
+	sed 's/^  key_file: /  keyfile: /' "$web" >"$neg/windows_exporter-unknown-key.yml"
+	expect_refusal "contract/negative/windows_exporter web config unknown key" "$neg/windows_exporter-unknown-key.log" \
+		"field keyfile not found" windows_exporter_config_shown "$neg/windows_exporter-unknown-key.yml"
+	# A rendered windows_exporter command line with a flag it lacks.
+	mapfile -d '' -t argv <"$neg/windows_exporter-unknown.cmd"
+	expect_refusal "contract/negative/windows_exporter unknown flag" "$neg/windows_exporter-unknown.log" \
+		"unknown long flag '--web.listen'" negative_command "$neg/windows_exporter-unknown.log.run" "${argv[@]}"
+}
+
+# windows_exporter_config_shown FILE: windows_exporter_config, its output on stdout.
+windows_exporter_config_shown() {
+	local rc=0
+	windows_exporter_config "$1.run.log" "$1" || rc=$?
+	cat "$1.run.log"
+	return "$rc"
 }
 
 # negative_command LOG BINARY ARGS...: the check of contract_command, as a

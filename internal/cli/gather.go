@@ -27,7 +27,7 @@ import (
 // host (those a host lacks are noted, not an error).
 var gatheredServices = []string{
 	plan.ContainerdService, plan.KubeletService, plan.KubeProxyService, plan.FlanneldService,
-	plan.HybridOverlayService, plan.CSIProxyService, "winnode-agent",
+	plan.HybridOverlayService, plan.CSIProxyService, plan.WindowsExporterService, "winnode-agent",
 }
 
 type gatherOptions struct {

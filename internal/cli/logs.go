@@ -43,7 +43,8 @@ func newLogsCommand(s Streams) *cobra.Command {
 		Short: "Print a Windows service's log (C:\\var\\log\\<service>\\<service>.log) from a node",
 		Long: `Print the log of a service winnode installed on a Windows host: kubelet (the
 default), containerd (when winnode manages it), kube-proxy, flanneld,
-hybrid-overlay-node, csi-proxy, or winnode-agent (the agent's own runs).
+hybrid-overlay-node, csi-proxy, windows_exporter, or winnode-agent (the
+agent's own runs).
 
 While the host's node is Ready the log is read through its kubelet (the API
 server's node proxy, /api/v1/nodes/NODE/proxy/logs/, as kubectl get --raw and

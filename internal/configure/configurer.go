@@ -22,6 +22,7 @@ import (
 	"github.com/winnode/winnode/internal/hosttext"
 	"github.com/winnode/winnode/internal/inventory"
 	"github.com/winnode/winnode/internal/logrotate"
+	"github.com/winnode/winnode/internal/metricstls"
 	"github.com/winnode/winnode/internal/payload"
 	"github.com/winnode/winnode/internal/plan"
 	"github.com/winnode/winnode/internal/platform"
@@ -74,6 +75,10 @@ const (
 // host key, node name, bootstrap token ID) for a crash at any point to be
 // resumed by calling again.
 type Configurer struct {
+	// Metrics, when set, keeps windows_exporter's CA and the nodes'
+	// serving certificates (internal/metricstls): each host then runs
+	// windows_exporter on 9182 with TLS (metrics.go). Nil: no exporter.
+	Metrics *metricstls.Store
 	// Kube talks to the API server directly (no cache): Nodes, Secrets,
 	// ConfigMaps, Pods, evictions, RBAC.
 	Kube kubernetes.Interface

@@ -30,6 +30,9 @@ type credentials struct {
 	bootstrap []byte
 	// source says where the cluster facts came from (clusterfacts.go).
 	source string
+	// metricsKey is windows_exporter's serving key to upload (metrics.go);
+	// nil: no exporter.
+	metricsKey []byte
 }
 
 // credentials gathers the cluster facts and, for a host whose kubelet has

@@ -32,6 +32,12 @@ func (c *Configurer) render(ctx context.Context, inst *winnodev1.WindowsInstance
 		SetCondition(inst, winnodev1.ConditionConfigured, metav1.ConditionFalse, winnodev1.ReasonApplyFailed, err.Error())
 		return nil, stepErr(StepPlan, winnodev1.ReasonApplyFailed, fmt.Errorf("the container runtime's configuration: %w", err))
 	}
+	metrics, key, err := c.metricsFacts(ctx, inst, info)
+	if err != nil {
+		SetCondition(inst, winnodev1.ConditionConfigured, metav1.ConditionFalse, winnodev1.ReasonApplyFailed, err.Error())
+		return nil, stepErr(StepPlan, winnodev1.ReasonApplyFailed, err)
+	}
+	cr.metricsKey = key
 	r, err := plan.Render(plan.RenderInput{
 		Cluster:         cr.cluster,
 		Host:            plan.HostFacts{Info: info, Address: inst.Spec.Address, ProviderID: inst.Spec.ProviderID},
@@ -42,6 +48,7 @@ func (c *Configurer) render(ctx context.Context, inst *winnodev1.WindowsInstance
 		TrustedCA:       rt.trustedCA,
 		OperatorVersion: c.Version,
 		Logs:            c.Logs,
+		Metrics:         metrics,
 	})
 	if err != nil {
 		SetCondition(inst, winnodev1.ConditionConfigured, metav1.ConditionFalse, winnodev1.ReasonApplyFailed, err.Error())
@@ -92,6 +99,9 @@ func (c *Configurer) sync(ctx context.Context, inst *winnodev1.WindowsInstance, 
 	}
 	if cr.bootstrap != nil {
 		add(plan.BootstrapKubeconfigPath, cr.bootstrap)
+	}
+	if cr.metricsKey != nil {
+		add(plan.WindowsExporterKeyPath, cr.metricsKey)
 	}
 	add(planHostPath, r.JSON)
 	stagedPlan, err := host.StagedPath(r.Plan.Staging(), plan.DigestOf(r.JSON).SHA256)

@@ -44,6 +44,7 @@ import (
 	"github.com/winnode/winnode/internal/capisource"
 	"github.com/winnode/winnode/internal/configure"
 	"github.com/winnode/winnode/internal/controller/csr"
+	"github.com/winnode/winnode/internal/controller/exporter"
 	"github.com/winnode/winnode/internal/controller/instance"
 	"github.com/winnode/winnode/internal/controller/keys"
 	"github.com/winnode/winnode/internal/controller/optional"
@@ -53,6 +54,7 @@ import (
 	"github.com/winnode/winnode/internal/inventory"
 	"github.com/winnode/winnode/internal/logrotate"
 	"github.com/winnode/winnode/internal/machineapi"
+	"github.com/winnode/winnode/internal/metricstls"
 	"github.com/winnode/winnode/internal/openshift"
 	"github.com/winnode/winnode/internal/payload"
 	"github.com/winnode/winnode/internal/plan"
@@ -299,6 +301,11 @@ func setupControllers(mgr ctrl.Manager, kube kubernetes.Interface, opts Options,
 	if err := (&runtimeclass.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the RuntimeClass controller: %w", err)
 	}
+	if err := (&exporter.Reconciler{
+		Client: mgr.GetClient(), Namespace: opts.Namespace, CA: &metricstls.Store{Kube: kube, Namespace: opts.Namespace},
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the windows-exporter controller: %w", err)
+	}
 	return nil
 }
 
@@ -356,5 +363,6 @@ func setupInstances(mgr ctrl.Manager, kube kubernetes.Interface, opts Options, p
 		Proxy:                   opts.Proxy,
 		Tune:                    opts.TuneInstance,
 		Workloads:               workloads,
+		Metrics:                 &metricstls.Store{Kube: kube, Namespace: opts.Namespace},
 	}).SetupWithManager(mgr)
 }

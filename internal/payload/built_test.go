@@ -31,6 +31,8 @@ var builtFrom = map[string]string{
 	// The managed container runtime (docs/containers.md).
 	"containerd.exe":                "github.com/containerd/containerd/v2",
 	"containerd-shim-runhcs-v1.exe": "github.com/Microsoft/hcsshim",
+	// The node metrics exporter (docs/metrics.md).
+	"windows_exporter.exe": "github.com/prometheus-community/windows_exporter",
 }
 
 // inputFiles are the files a payload has only when its build was given
@@ -175,6 +177,8 @@ func TestBuiltPayloadIsWindowsAMD64(t *testing.T) {
 				"github.com/kubernetes-csi/csi-proxy":    "-X main.version=" + entry.Version,
 				"github.com/containerd/containerd/v2":    "-X github.com/containerd/containerd/v2/version.Version=" + entry.Version + " ",
 				"github.com/Microsoft/hcsshim":           "-X main.version=" + entry.Version + " ",
+				// promu's form: the version without its "v".
+				"github.com/prometheus-community/windows_exporter": "-X github.com/prometheus/common/version.Version=" + strings.TrimPrefix(entry.Version, "v") + " ",
 			}[module]
 			if !strings.Contains(settings["-ldflags"]+" ", want) {
 				t.Errorf("-ldflags %q does not contain %q", settings["-ldflags"], want)

@@ -164,6 +164,10 @@ type RenderInput struct {
 	// Logs are the rotation limits of every service's log (the operator's
 	// --log-file-size and --log-file-age); nil: logrotate.Defaults.
 	Logs *logrotate.Limits
+	// Metrics, when set, installs windows_exporter with these TLS files
+	// (windowsexporter.go); nil: no node metrics (a caller with no metrics
+	// CA, winnodectl add).
+	Metrics *MetricsFacts
 }
 
 // Rendered is a plan and the generated files it names that the operator
@@ -211,7 +215,7 @@ func Render(in RenderInput) (*Rendered, error) {
 		ClusterCredentials: []string{KubeconfigPath, KubeletCertDir},
 		Files:              in.files(generated),
 		Services:           services,
-		FirewallPorts:      []FirewallPort{{Name: "kubelet", Protocol: TCP, Port: 10250}},
+		FirewallPorts:      in.firewallPorts(),
 		Checks: []Check{
 			{Type: CheckServiceRunning, Service: KubeletService},
 			{Type: CheckFileExists, Path: KubeletConfigPath},
@@ -266,6 +270,11 @@ func (in RenderInput) generatedFiles() ([]GeneratedFile, error) {
 		return nil, err
 	}
 	files = append(files, runtime...)
+	exporter, err := in.windowsExporterFiles()
+	if err != nil {
+		return nil, err
+	}
+	files = append(files, exporter...)
 	if len(in.TrustedCA) > 0 {
 		files = append(files, GeneratedFile{HostPath: TrustedCAPath, Content: in.TrustedCA})
 	}
@@ -293,6 +302,9 @@ func (in RenderInput) directories() []Directory {
 		{Path: KubeletStateDir},
 	}
 	dirs = append(dirs, in.containerdDirectories()...)
+	if in.Metrics != nil {
+		dirs = append(dirs, Directory{Path: WindowsExporterDir})
+	}
 	switch in.Network.Mode {
 	case NetworkFlannel:
 		dirs = append(dirs, Directory{Path: FlannelDir})
@@ -331,6 +343,9 @@ func (in RenderInput) files(generated []GeneratedFile) []File {
 		files = append(files, File{Path: g.HostPath, SHA256: d.SHA256, Size: d.Size})
 	}
 	files = append(files, File{Path: BootstrapKubeconfigPath, SHA256: in.Cluster.BootstrapKubeconfig.SHA256, Size: in.Cluster.BootstrapKubeconfig.Size})
+	if in.Metrics != nil {
+		files = append(files, File{Path: WindowsExporterKeyPath, SHA256: in.Metrics.Key.SHA256, Size: in.Metrics.Key.Size})
+	}
 	slices.SortFunc(files, func(a, b File) int { return strings.Compare(strings.ToLower(a.Path), strings.ToLower(b.Path)) })
 	return files
 }
@@ -348,7 +363,8 @@ var serviceRecovery = Recovery{
 
 // services are containerd where winnode manages it, the kubelet, what
 // the network mode runs beside it (flanneld or hybrid-overlay-node,
-// kube-proxy), each started after what it needs, and the CSI proxy.
+// kube-proxy), each started after what it needs, the CSI proxy, and
+// windows_exporter where the node's metrics are served.
 func (in RenderInput) services() []Service {
 	services := append(in.runtimeServices(), in.kubeletService())
 	switch in.Network.Mode {
@@ -360,7 +376,20 @@ func (in RenderInput) services() []Service {
 	if in.runsKubeProxy() {
 		services = append(services, in.kubeProxyService())
 	}
-	return append(services, in.csiProxyService())
+	services = append(services, in.csiProxyService())
+	if in.Metrics != nil {
+		services = append(services, in.windowsExporterService())
+	}
+	return services
+}
+
+// firewallPorts: the kubelet's API, and windows_exporter's where it runs.
+func (in RenderInput) firewallPorts() []FirewallPort {
+	ports := []FirewallPort{{Name: "kubelet", Protocol: TCP, Port: 10250}}
+	if in.Metrics != nil {
+		ports = append(ports, FirewallPort{Name: "windows-exporter", Protocol: TCP, Port: WindowsExporterPort})
+	}
+	return ports
 }
 
 // kubeletService runs the kubelet after containerd, through
@@ -510,6 +539,12 @@ func (in RenderInput) check() error {
 	errs = append(errs, in.Runtime.check()...)
 	errs = append(errs, in.Proxy.check()...)
 	required := append([]string{PayloadAgent, PayloadService, PayloadKubelet, PayloadKubeProxy, PayloadCSIProxy}, in.runtimePayload()...)
+	if in.Metrics != nil {
+		required = append(required, PayloadWindowsExporter)
+	}
+	if err := in.Metrics.check(); err != nil {
+		errs = append(errs, err)
+	}
 	switch in.Network.Mode {
 	case NetworkFlannel:
 		required = append(required, PayloadFlanneld)
@@ -530,7 +565,7 @@ func (in RenderInput) check() error {
 			}
 		}
 		for _, f := range in.Payload.Files {
-			for _, gen := range []string{ClusterCAPath, KubeletConfigPath, BootstrapKubeconfigPath, KubeconfigPath, KubeProxyConfigPath, CNIConfPath, FlannelNetConfPath, ContainerdConfigPath, TrustedCAPath} {
+			for _, gen := range []string{ClusterCAPath, KubeletConfigPath, BootstrapKubeconfigPath, KubeconfigPath, KubeProxyConfigPath, CNIConfPath, FlannelNetConfPath, ContainerdConfigPath, TrustedCAPath, WindowsExporterWebConfigPath, WindowsExporterCertPath, WindowsExporterKeyPath} {
 				if strings.EqualFold(f.HostPath, gen) {
 					errs = append(errs, fmt.Errorf("payload entry %s is installed at %s, where the operator writes a generated file", f.Name, gen))
 				}
@@ -564,3 +599,7 @@ func chooseNodeIP(info *Info, address string) string {
 	}
 	return info.DefaultIPv4
 }
+
+// NodeIP is the address the host's kubelet registers as its InternalIP
+// (its --node-ip), "" when the kubelet picks one itself.
+func NodeIP(info *Info, address string) string { return chooseNodeIP(info, address) }

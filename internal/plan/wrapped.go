@@ -19,6 +19,7 @@ import (
 // | flanneld            | winnode-service.exe             | its child                 | C:\var\log\flanneld\flanneld.log, same                |
 // | csi-proxy           | winnode-service.exe             | its child                 | C:\var\log\csi-proxy\csi-proxy.log, same              |
 // | containerd (Managed)| winnode-service.exe             | its child                 | C:\var\log\containerd\containerd.log, same            |
+// | windows_exporter    | winnode-service.exe             | its child                 | C:\var\log\windows_exporter\windows_exporter.log, same|
 // | hybrid-overlay-node | hybrid-overlay-node.exe itself  | the service's process     | C:\var\log\hybrid-overlay\hybrid-overlay.log, its own |
 // | (the agent)         | not a service: run over SSH     |                           | C:\var\log\winnode-agent\winnode-agent.log, its own   |
 //
@@ -40,6 +41,9 @@ import (
 // others. A service is wrapped by being declared in Wrapped; the renderer
 // then runs it through winnode-service.exe with its log in LogFile(name)
 // and creates LogDir(name).
+//
+// windows_exporter could answer the SCM itself too, and is wrapped for
+// its log (windowsexporter.go says why).
 //
 // hybrid-overlay-node answers the SCM itself (--windows-service) and
 // writes and rotates its own log file (--logfile, --logfile-maxsize in
@@ -72,7 +76,7 @@ import (
 const PayloadService = "winnode-service.exe"
 
 // Wrapped are the services that winnode-service.exe runs.
-var Wrapped = []string{KubeletService, KubeProxyService, FlanneldService, CSIProxyService, ContainerdService}
+var Wrapped = []string{KubeletService, KubeProxyService, FlanneldService, CSIProxyService, ContainerdService, WindowsExporterService}
 
 // IsWrapped says whether a service is one of Wrapped.
 func IsWrapped(name string) bool {

@@ -701,12 +701,13 @@ func (w *world) nodesOfHost(t testing.TB, h *winsim.Host) int {
 }
 
 // winnodeServices are the services winnode installs: the kubelet and
-// kube-proxy, and flanneld and csi-proxy where the plan has them.
-var winnodeServices = []string{"kubelet", "kube-proxy", "flanneld", "csi-proxy"}
+// kube-proxy, and flanneld, csi-proxy and windows_exporter where the plan
+// has them.
+var winnodeServices = []string{"kubelet", "kube-proxy", "flanneld", "csi-proxy", "windows_exporter"}
 
 // servicePIDs is each winnode service's process ID on a host: the
-// kubelet's, and those of kube-proxy, flanneld and csi-proxy where the
-// plan has them.
+// kubelet's, and those of kube-proxy, flanneld, csi-proxy and
+// windows_exporter where the plan has them.
 func servicePIDs(t testing.TB, h *winsim.Host) map[string]int {
 	t.Helper()
 	out := map[string]int{}

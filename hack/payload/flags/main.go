@@ -5,6 +5,7 @@
 //	flags pflag  < help.txt   kubelet, kube-proxy (spf13/pflag's FlagUsages)
 //	flags goflag < help.txt   flanneld (Go's flag.PrintDefaults)
 //	flags urfave < help.txt   containerd (github.com/urfave/cli's GLOBAL OPTIONS)
+//	flags kingpin < help.txt  windows_exporter (github.com/alecthomas/kingpin/v2's Flags:)
 //
 // Each line is `NAME KIND [SHORTHAND]`: KIND is bool for a flag that takes
 // no value (help shows no type for it), value for one that does, and
@@ -39,9 +40,15 @@ var urfaveLine = regexp.MustCompile(`^   --([A-Za-z0-9][\w.-]*)(?: ([^\s,]+))?(?
 // usage; no type for a bool flag.
 var goflagLine = regexp.MustCompile(`^  -([\w.-]+)(?: ([^\s]+))?(?:\t|$)`)
 
+// kingpin v2's help: "  -h, --[no-]help   usage" or "      --name=VALUE
+// usage" (exactly these indentations); "[no-]" marks a bool flag, "=..."
+// (its default or placeholder) one that takes a value. Usage continuation
+// lines are indented further, to the usage column.
+var kingpinLine = regexp.MustCompile(`^(?:  -([A-Za-z0-9]), |      )--(\[no-\])?([A-Za-z0-9][\w.-]*)(=\S*)?(?:\s|$)`)
+
 func main() {
-	if len(os.Args) != 2 || (os.Args[1] != "pflag" && os.Args[1] != "goflag" && os.Args[1] != "urfave") {
-		fmt.Fprintln(os.Stderr, "usage: flags pflag|goflag|urfave < HELP")
+	if len(os.Args) != 2 || !slices.Contains([]string{"pflag", "goflag", "urfave", "kingpin"}, os.Args[1]) {
+		fmt.Fprintln(os.Stderr, "usage: flags pflag|goflag|urfave|kingpin < HELP")
 		os.Exit(2)
 	}
 	lines, err := parse(os.Stdin, os.Args[1])
@@ -65,6 +72,11 @@ func parseLine(line, style string) (short, name, typ string, ok bool) {
 	case "urfave":
 		if m := urfaveLine.FindStringSubmatch(line); m != nil {
 			return m[3], m[1], m[2], true
+		}
+	case "kingpin":
+		// A bool has "[no-]" and no "=": its type stays "".
+		if m := kingpinLine.FindStringSubmatch(line); m != nil {
+			return m[1], m[3], strings.TrimPrefix(m[4], "="), true
 		}
 	default:
 		if m := goflagLine.FindStringSubmatch(line); m != nil {

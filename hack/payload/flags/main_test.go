@@ -53,6 +53,25 @@ GLOBAL OPTIONS:
 	if err != nil || !slices.Equal(got, want) {
 		t.Errorf("urfave: %q, %v; want %q", got, err, want)
 	}
+	// windows_exporter's Flags: (kingpin v2), as windows_exporter.exe
+	// v0.27.2 prints them under Wine.
+	kingpinHelp := `usage: windows_exporter [<flags>]
+
+Flags:
+  -h, --[no-]help                Show context-sensitive help (also try
+                                 --help-long and --help-man).
+      --config.file=CONFIG.FILE  YAML configuration file to use.
+      --web.listen-address=:9182 ...  
+                                 Addresses on which to expose metrics and web
+      --web.config.file=""       Path to configuration file that can
+      --[no-]collectors.print    If true, print available collectors and exit.
+      --[no-]version             Show application version.
+`
+	got, err = parse(strings.NewReader(kingpinHelp), "kingpin")
+	want = []string{"collectors.print bool", "config.file value", "help bool h", "version bool", "web.config.file value", "web.listen-address value"}
+	if err != nil || !slices.Equal(got, want) {
+		t.Errorf("kingpin: %q, %v; want %q", got, err, want)
+	}
 	if _, err := parse(strings.NewReader("Error: unknown flag: --help\n"), "pflag"); err == nil {
 		t.Error("a text with no flag parsed without error")
 	}

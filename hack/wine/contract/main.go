@@ -38,10 +38,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	certutil "k8s.io/client-go/util/cert"
 
 	"github.com/winnode/winnode/internal/agent"
 	"github.com/winnode/winnode/internal/ignition"
@@ -112,6 +115,9 @@ func write(m *payload.Manifest, out, ignitionFixtures string) error {
 		fmt.Fprintf(&programs, "%s\t%s\t%s\n", f.HostPath, f.Name, f.Version)
 	}
 	w.files["programs.tsv"] = []byte(programs.String())
+	if err := exporterTLS(w); err != nil {
+		return err
+	}
 	fixtures, err := filepath.Glob(filepath.Join(ignitionFixtures, "worker-*.ign"))
 	if err != nil || len(fixtures) == 0 {
 		return fmt.Errorf("no worker Ignition fixtures in %s (%v)", ignitionFixtures, err)
@@ -183,6 +189,10 @@ func renderInput(m *payload.Manifest, mode, platform, build, source string, subn
 		},
 		Payload:         withHybridOverlay(m),
 		OperatorVersion: "contract",
+		// windows_exporter's TLS files (the operator's, from its metrics
+		// CA): the renderer needs only a certificate and the key's digest.
+		Metrics: &plan.MetricsFacts{CertPEM: []byte("-----BEGIN CERTIFICATE-----\nMIID\n-----END CERTIFICATE-----\n"),
+			Key: plan.DigestOf([]byte("windows_exporter key"))},
 	}
 	if platform == "openshift" {
 		in.Cluster.KubeletCAData = []byte("-----BEGIN CERTIFICATE-----\nMIIC\n-----END CERTIFICATE-----\n")
@@ -354,6 +364,9 @@ var configKinds = map[string]string{
 	strings.ToLower(plan.KubeProxyConfigPath):  "kube-proxy",
 	strings.ToLower(plan.CNIConfPath):          "cni",
 	strings.ToLower(plan.ContainerdConfigPath): "containerd",
+	// windows_exporter's web configuration, loaded by the real
+	// windows_exporter.exe serving TLS under Wine (contract.sh).
+	strings.ToLower(plan.WindowsExporterWebConfigPath): "windows_exporter",
 }
 
 func (w *writer) config(caseName, hostPath string, content []byte) {
@@ -382,6 +395,15 @@ func (w *writer) negative(p *plan.Plan) error {
 	bad = *csi
 	bad.Args = append(slices.Clone(csi.Args), "-kubelet-dir", `C:\var\lib\kubelet`)
 	w.files[filepath.Join("negative", "csi-proxy-unknown.cmd")] = commandLine(bad)
+	// windows_exporter parses with kingpin, which refuses an unknown long
+	// flag: a shortened --web.listen-address.
+	exporter, ok := p.Service(plan.WindowsExporterService)
+	if !ok {
+		return errors.New("the first case has no windows_exporter service")
+	}
+	bad = *exporter
+	bad.Args = append(slices.Clone(exporter.Args), "--web.listen=:9182")
+	w.files[filepath.Join("negative", "windows_exporter-unknown.cmd")] = commandLine(bad)
 	return nil
 }
 
@@ -405,6 +427,21 @@ func (w *writer) flush() error {
 	}
 	fmt.Printf("contract: %d cases; %d distinct service command lines, %d distinct configuration files, in %s\n",
 		w.cases, counts["services"], len(w.order)-counts["services"], w.out)
+	return nil
+}
+
+// exporterTLS writes a serving certificate for 127.0.0.1 and its key
+// (windows_exporter-tls/tls.crt, tls.key), which contract.sh installs where
+// the web configuration names them before the real windows_exporter.exe
+// serves with them; the certificate verifies itself (client-go's
+// self-signed pair carries its CA).
+func exporterTLS(w *writer) error {
+	cert, key, err := certutil.GenerateSelfSignedCertKey("localhost", []net.IP{net.ParseIP("127.0.0.1")}, nil)
+	if err != nil {
+		return fmt.Errorf("windows_exporter's test certificate: %w", err)
+	}
+	w.files[filepath.Join("windows_exporter-tls", "tls.crt")] = cert
+	w.files[filepath.Join("windows_exporter-tls", "tls.key")] = key
 	return nil
 }
 

@@ -15,7 +15,7 @@ import (
 // configurations, once each, and the negative case.
 func TestWrite(t *testing.T) {
 	m := &payload.Manifest{SchemaVersion: payload.SchemaVersion}
-	for _, name := range []string{"winnode-agent.exe", "winnode-service.exe", "kubelet.exe", "kube-proxy.exe", "flanneld.exe", "csi-proxy.exe"} {
+	for _, name := range []string{"winnode-agent.exe", "winnode-service.exe", "kubelet.exe", "kube-proxy.exe", "flanneld.exe", "csi-proxy.exe", "windows_exporter.exe"} {
 		m.Files = append(m.Files, payload.File{Name: name, HostPath: `C:\k\` + name, SHA256: strings.Repeat("a", 64), Size: 1, Version: "v1"})
 	}
 	// The container runtime winnode manages (the host-added cases).
@@ -38,7 +38,8 @@ func TestWrite(t *testing.T) {
 	joined := strings.Join(all, "\n")
 	for _, want := range []string{`C:\k\kubelet.exe --config=`, `C:\k\kube-proxy.exe --config=C:\k\kube-proxy.yaml`, `C:\k\flanneld.exe --kube-subnet-mgr`,
 		`--log-file C:\k\log\kubelet.log --log-file-size 100M --log-file-age 168h0m0s -- C:\k\kubelet.exe`, `C:\k\hybrid-overlay-node.exe --node`,
-		`C:\k\winnode-service.exe --name csi-proxy --log-file C:\var\log\csi-proxy\csi-proxy.log`, `-- C:\k\csi-proxy.exe -kubelet-path C:\var\lib\kubelet -v=2`} {
+		`C:\k\winnode-service.exe --name csi-proxy --log-file C:\var\log\csi-proxy\csi-proxy.log`, `-- C:\k\csi-proxy.exe -kubelet-path C:\var\lib\kubelet -v=2`,
+		`-- C:\k\windows_exporter.exe --web.listen-address=:9182 --web.config.file=C:\k\windows_exporter\web-config.yml --collectors.enabled=cpu,cs,logical_disk,memory,net,os,service,system,container`} {
 		if !strings.Contains(joined, want) {
 			t.Errorf("no command line has %q:\n%s", want, joined)
 		}
@@ -57,9 +58,14 @@ func TestWrite(t *testing.T) {
 			t.Errorf("no command line is written for case %s", want)
 		}
 	}
-	for _, kind := range []string{"kubelet", "kube-proxy", "cni", "containerd"} {
+	for _, kind := range []string{"kubelet", "kube-proxy", "cni", "containerd", "windows_exporter"} {
 		if files, _ := filepath.Glob(filepath.Join(out, "configs", kind, "*.cases")); len(files) == 0 {
 			t.Errorf("no %s configuration written", kind)
+		}
+	}
+	for _, f := range []string{"tls.crt", "tls.key"} {
+		if data, err := os.ReadFile(filepath.Join(out, "windows_exporter-tls", f)); err != nil || !strings.Contains(string(data), "-----BEGIN ") {
+			t.Errorf("windows_exporter's test %s: %v", f, err)
 		}
 	}
 	bad, err := os.ReadFile(filepath.Join(out, "negative", "kubelet-logtostderr.cmd"))

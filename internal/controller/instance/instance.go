@@ -37,6 +37,7 @@ import (
 	"github.com/winnode/winnode/internal/controller/report"
 	"github.com/winnode/winnode/internal/inventory"
 	"github.com/winnode/winnode/internal/logrotate"
+	"github.com/winnode/winnode/internal/metricstls"
 	"github.com/winnode/winnode/internal/openshift"
 	"github.com/winnode/winnode/internal/payload"
 	"github.com/winnode/winnode/internal/plan"
@@ -136,6 +137,9 @@ type Reconciler struct {
 	// Workloads, when set, is how an instance with spec.cluster (a Cluster
 	// API Machine's) joins that Cluster's workload cluster: workload.go.
 	Workloads Workloads
+	// Metrics, when set, keeps windows_exporter's CA and certificates: each
+	// host of this cluster runs windows_exporter (configure.Configurer).
+	Metrics *metricstls.Store
 
 	rollout *configure.Rollout
 	// passes are the configuration passes running now, which a deletion
@@ -354,6 +358,7 @@ func (r *Reconciler) configurer(ctx context.Context, inst *winnodev1.WindowsInst
 		Proxy:              r.Proxy,
 		SkipPreflight:      r.SkipPreflight,
 		MinFreeDiskGiB:     r.MinFreeDiskGiB,
+		Metrics:            r.Metrics,
 		Persist: func(ctx context.Context, inst *winnodev1.WindowsInstance) error {
 			return r.Client.Status().Update(ctx, inst)
 		},

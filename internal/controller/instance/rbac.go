@@ -28,3 +28,12 @@ package instance
 // +kubebuilder:rbac:groups=config.openshift.io,resources=infrastructures;networks,verbs=get
 // +kubebuilder:rbac:groups=config.openshift.io,resources=clusterversions,resourceNames=version,verbs=get
 // +kubebuilder:rbac:groups="",namespace=kube-system,resources=configmaps,resourceNames=kube-root-ca.crt,verbs=get
+
+// windows_exporter's TLS (internal/metricstls, internal/configure
+// metrics.go): the nodes' serving certificates are kept in the Secret
+// windows-exporter-tls of the operator's namespace, created (above) and
+// updated by name; the CA's certificate is published in a ConfigMap of
+// that namespace, created and updated by name.
+// +kubebuilder:rbac:groups="",namespace=winnode-system,resources=secrets,resourceNames=windows-exporter-tls,verbs=update
+// +kubebuilder:rbac:groups="",namespace=winnode-system,resources=configmaps,verbs=create
+// +kubebuilder:rbac:groups="",namespace=winnode-system,resources=configmaps,resourceNames=windows-exporter-ca,verbs=update

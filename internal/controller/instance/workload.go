@@ -66,6 +66,9 @@ func (r *Reconciler) inWorkloadCluster(ctx context.Context, inst *winnodev1.Wind
 		c.APIServerNames = wc.APIServer.Names
 	}
 	c.Platform, c.PlatformReason, c.OpenShift = platform.Kubernetes, "a Cluster API workload cluster", nil
+	// The windows-exporter Service and CA are the operator's cluster's:
+	// a workload cluster's nodes run no exporter (not done yet).
+	c.Metrics = nil
 	// Cluster API's kubeadm bootstrap provider's tokens: short-lived,
 	// refreshed until the Node registers.
 	c.TokenTTL, c.RefreshTokens = bootstrap.ClusterAPITokenTTL, true

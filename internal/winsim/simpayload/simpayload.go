@@ -3,7 +3,8 @@
 // Windows programs, for simulated (winsim) hosts only. The agent's and
 // winnode-service's Linux builds are winnode-agent.exe and
 // winnode-service.exe; the multi-call cmd/winsim-standin is kubelet.exe,
-// kube-proxy.exe, flanneld.exe and csi-proxy.exe. Nothing in such a folder
+// kube-proxy.exe, flanneld.exe, csi-proxy.exe, containerd.exe and
+// windows_exporter.exe. Nothing in such a folder
 // runs on Windows.
 //
 // The end-to-end tests and `winnodectl demo` both use it, so what the demo
@@ -23,12 +24,15 @@ import (
 
 // Host paths of the simulated payload's files.
 const (
-	AgentHostPath     = `C:\k\winnode-agent.exe`
-	ServiceHostPath   = `C:\k\winnode-service.exe`
-	CSIProxyHostPath  = `C:\k\csi-proxy.exe`
-	KubeletHostPath   = `C:\k\kubelet.exe`
-	KubeProxyHostPath = `C:\k\kube-proxy.exe`
-	FlanneldHostPath  = `C:\k\flanneld.exe`
+	AgentHostPath    = `C:\k\winnode-agent.exe`
+	ServiceHostPath  = `C:\k\winnode-service.exe`
+	CSIProxyHostPath = `C:\k\csi-proxy.exe`
+	// WindowsExporterHostPath is where the real payload puts
+	// windows_exporter.exe.
+	WindowsExporterHostPath = `C:\k\windows_exporter.exe`
+	KubeletHostPath         = `C:\k\kubelet.exe`
+	KubeProxyHostPath       = `C:\k\kube-proxy.exe`
+	FlanneldHostPath        = `C:\k\flanneld.exe`
 	// HybridOverlayHostPath is where hybrid-overlay-node.exe goes, as the
 	// Windows Machine Config Operator installs it.
 	HybridOverlayHostPath = `C:\k\hybrid-overlay-node.exe`
@@ -131,8 +135,9 @@ func Build(dir string, o Options) (*payload.Manifest, error) {
 		// and would refuse to run under its name.
 		{Name: "containerd.exe", HostPath: ContainerdHostPath, Version: o.Version},
 		{Name: "containerd-shim-runhcs-v1.exe", HostPath: ContainerdShimHostPath, Version: o.Version},
+		{Name: "windows_exporter.exe", HostPath: WindowsExporterHostPath, Version: o.Version},
 	}
-	sources := []string{o.AgentBinary, o.StandinBinary, o.StandinBinary, o.StandinBinary, o.ServiceBinary, o.StandinBinary, o.StandinBinary, o.StandinBinary}
+	sources := []string{o.AgentBinary, o.StandinBinary, o.StandinBinary, o.StandinBinary, o.ServiceBinary, o.StandinBinary, o.StandinBinary, o.StandinBinary, o.StandinBinary}
 	if o.HybridOverlay {
 		files = append(files, payload.File{Name: "hybrid-overlay-node.exe", HostPath: HybridOverlayHostPath, Version: o.Version})
 		sources = append(sources, o.StandinBinary)

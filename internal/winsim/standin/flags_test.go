@@ -17,7 +17,7 @@ func TestRecordedFlagsMatchThePayload(t *testing.T) {
 	if dir == "" {
 		t.Skip("WINNODE_PAYLOAD_DIR is not set: no built payload to compare the recorded flag lists with (make payload)")
 	}
-	for _, program := range []string{Kubelet, KubeProxy, Flanneld, CSIProxy, Containerd} {
+	for _, program := range []string{Kubelet, KubeProxy, Flanneld, CSIProxy, Containerd, WindowsExporter} {
 		built, err := os.ReadFile(filepath.Join(dir, "flags", program+".txt"))
 		if err != nil {
 			t.Errorf("the payload has no flag list for %s (rebuild it with make payload): %v", program, err)

@@ -1,6 +1,7 @@
 // Package standin holds the simulated Windows programs that run on winsim
 // hosts in place of kubelet.exe, kube-proxy.exe, containerd.exe,
-// flanneld.exe, hybrid-overlay-node.exe and csi-proxy.exe. One Linux binary (cmd/winsim-standin) carries them all and
+// flanneld.exe, hybrid-overlay-node.exe, csi-proxy.exe and
+// windows_exporter.exe. One Linux binary (cmd/winsim-standin) carries them all and
 // picks one by the
 // name it was started under. Each validates its flags as the real program
 // does and says in its log that it is simulated.
@@ -61,8 +62,10 @@ func Main(argv0 string, args []string) int {
 		return runHybridOverlayNode(ctx, args)
 	case CSIProxy:
 		return runCSIProxy(ctx, args)
+	case WindowsExporter:
+		return runWindowsExporter(ctx, args)
 	default:
-		fmt.Fprintf(os.Stderr, "winsim-standin: started as %q; this simulated program answers only to %s.exe, %s.exe, %s.exe, %s.exe, %s.exe or %s.exe (copy or link it under one of those names)\n", argv0, Kubelet, KubeProxy, Containerd, Flanneld, HybridOverlayNode, CSIProxy)
+		fmt.Fprintf(os.Stderr, "winsim-standin: started as %q; this simulated program answers only to %s.exe, %s.exe, %s.exe, %s.exe, %s.exe, %s.exe or %s.exe (copy or link it under one of those names)\n", argv0, Kubelet, KubeProxy, Containerd, Flanneld, HybridOverlayNode, CSIProxy, WindowsExporter)
 		return 1
 	}
 }
