@@ -106,9 +106,21 @@ func OwnerOfName(name string, instances []winnodev1.WindowsInstance) *winnodev1.
 
 // HostKeyOwner names the instance among others that pinned the host key
 // wi's host presented (hostKey, in authorized_keys form) and keeps that
-// host instead of wi ("" when none).
+// host instead of wi ("" when none). An instance that pinned the key keeps
+// it from one that has not, whatever their claims and creation times
+// (those have whole seconds: a clone's instance created in the same second
+// as the owner's must not win by its name); between two that both pinned
+// it, Precedes decides.
 func HostKeyOwner(wi *winnodev1.WindowsInstance, hostKey string, others []winnodev1.WindowsInstance) string {
 	if hostKey == "" {
+		return ""
+	}
+	if wi.Status.HostKey != hostKey {
+		for i := range others {
+			if o := &others[i]; o.Name != wi.Name && o.Status.HostKey == hostKey {
+				return o.Name
+			}
+		}
 		return ""
 	}
 	return firstPreceding(wi, others, func(o *winnodev1.WindowsInstance) bool { return o.Status.HostKey == hostKey })

@@ -133,7 +133,11 @@ func TestHostKeyAndHostOwner(t *testing.T) {
 	ready := *builder.Instance("ready").Created(t0.Add(time.Hour)).Node("win-a", "uid-1").PinnedHostKey(key).Build()
 	newcomer := *builder.Instance("newcomer").Created(t0).Host("win-a.example.com", "Administrator").PinnedHostKey(key).Build()
 	stranger := *builder.Instance("stranger").Created(t0).PinnedHostKey("ssh-ed25519 other").Build()
-	all := []winnodev1.WindowsInstance{ready, newcomer, stranger}
+	// A clone's instance, created in the same second as pinner's and first
+	// by name, presents the key pinner pinned before it: pinner keeps it.
+	pinner := *builder.Instance("key-owner").Created(t0.Add(2 * time.Hour)).PinnedHostKey("ssh-ed25519 pinned").Build()
+	clone := *builder.Instance("key-clone").Created(t0.Add(2 * time.Hour)).Build()
+	all := []winnodev1.WindowsInstance{ready, newcomer, stranger, pinner, clone}
 	for _, c := range []struct {
 		inst winnodev1.WindowsInstance
 		key  string
@@ -143,6 +147,8 @@ func TestHostKeyAndHostOwner(t *testing.T) {
 		{ready, key, ""},
 		{stranger, "ssh-ed25519 other", ""},
 		{newcomer, "", ""},
+		{clone, "ssh-ed25519 pinned", "key-owner"},
+		{pinner, "ssh-ed25519 pinned", ""},
 	} {
 		if got := HostKeyOwner(&c.inst, c.key, all); got != c.want {
 			t.Errorf("HostKeyOwner(%s) = %q, want %q", c.inst.Name, got, c.want)
