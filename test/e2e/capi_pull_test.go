@@ -123,24 +123,9 @@ func (w *world) pullImage(t *testing.T, name string) string {
 // with no bootstrap token left; it returns the Nodes' names, sorted.
 func (w *world) waitPullNodes(t *testing.T, md *clusterv1.MachineDeployment, wlKube kubernetes.Interface, n int) []string {
 	t.Helper()
-	var names []string
-	testkit.Eventually(t, 8*time.Minute, fmt.Sprintf("MachineDeployment %s: %d Pull Machines, each a Ready node of the workload cluster", md.Name, n), func() (bool, string) {
-		machines := w.capiMachinesOf(t, md)
-		if len(machines) != n {
-			return false, fmt.Sprintf("%d Machines", len(machines))
-		}
-		names = names[:0]
-		for i := range machines {
-			name, why := w.pullNodeOf(t, &machines[i], wlKube)
-			if name == "" {
-				return false, machines[i].Name + ": " + why
-			}
-			names = append(names, name)
-		}
-		return true, ""
+	return w.waitDeploymentNodes(t, md, n, 8*time.Minute, "Pull Machines", func(m *clusterv1.Machine) (string, string) {
+		return w.pullNodeOf(t, m, wlKube)
 	})
-	slices.Sort(names)
-	return names
 }
 
 // pullNodeOf is the workload cluster's Node of Pull Machine m once it is

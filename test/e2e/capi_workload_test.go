@@ -121,15 +121,25 @@ func (w *world) nodeNames(t *testing.T, kube kubernetes.Interface) []string {
 // with the Machine's providerID, and returns those Nodes' names, sorted.
 func (w *world) waitWorkloadNodes(t *testing.T, md *clusterv1.MachineDeployment, wlKube kubernetes.Interface, n int) []string {
 	t.Helper()
+	return w.waitDeploymentNodes(t, md, n, 5*time.Minute, "Machines", func(m *clusterv1.Machine) (string, string) {
+		return w.workloadNodeOf(t, m, wlKube)
+	})
+}
+
+// waitDeploymentNodes waits until the MachineDeployment has exactly n
+// Machines and nodeOf names the Node of each ("" and why not), and returns
+// those Nodes' names, sorted. what says which Machines (Push or Pull).
+func (w *world) waitDeploymentNodes(t *testing.T, md *clusterv1.MachineDeployment, n int, timeout time.Duration, what string, nodeOf func(*clusterv1.Machine) (string, string)) []string {
+	t.Helper()
 	var names []string
-	testkit.Eventually(t, 5*time.Minute, fmt.Sprintf("MachineDeployment %s: %d Machines, each a Ready node of the workload cluster", md.Name, n), func() (bool, string) {
+	testkit.Eventually(t, timeout, fmt.Sprintf("MachineDeployment %s: %d %s, each a Ready node of the workload cluster", md.Name, n, what), func() (bool, string) {
 		machines := w.capiMachinesOf(t, md)
 		if len(machines) != n {
 			return false, fmt.Sprintf("%d Machines", len(machines))
 		}
 		names = names[:0]
 		for i := range machines {
-			name, why := w.workloadNodeOf(t, &machines[i], wlKube)
+			name, why := nodeOf(&machines[i])
 			if name == "" {
 				return false, machines[i].Name + ": " + why
 			}
