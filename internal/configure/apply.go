@@ -87,8 +87,8 @@ func (c *Configurer) agentWarnings(inst *winnodev1.WindowsInstance, warnings []s
 }
 
 // beginPass starts a pass of Configure or Deconfigure: its warnings are
-// counted afresh.
-func (c *Configurer) beginPass() { c.warnings = warningBudget{} }
+// counted afresh, and the cluster facts read once (clusterfacts.go).
+func (c *Configurer) beginPass() { c.warnings, c.pass = warningBudget{}, &passState{} }
 
 // endPass sums up in one event the agent's warnings this pass did not
 // record one by one.
@@ -97,5 +97,5 @@ func (c *Configurer) endPass(inst *winnodev1.WindowsInstance) {
 		c.event(inst, corev1.EventTypeWarning, ReasonAgentWarning, "the agent on %s reported %d more warnings; only the first %d of this attempt are recorded as events",
 			inst.Spec.Address, n, maxWarningEvents)
 	}
-	c.warnings = warningBudget{}
+	c.warnings, c.pass = warningBudget{}, nil
 }

@@ -27,7 +27,29 @@ const EventReasonClusterFacts = "ClusterFacts"
 //     and the Infrastructure and Network configs (internal/openshift).
 //
 // It also returns a sentence saying where they came from (for an event).
+// Within a pass (Configure, Deconfigure) they are read once: the
+// pre-flight request and the credentials both need them.
 func (c *Configurer) clusterFacts(ctx context.Context) (*bootstrap.ClusterInfo, plan.ClusterFacts, string, error) {
+	if c.pass != nil && c.pass.facts != nil {
+		f := c.pass.facts
+		return f.info, f.cluster, f.where, nil
+	}
+	ci, facts, where, err := c.readClusterFacts(ctx)
+	if err == nil && c.pass != nil {
+		c.pass.facts = &passFacts{info: ci, cluster: facts, where: where}
+	}
+	return ci, facts, where, err
+}
+
+// passFacts are the cluster facts clusterFacts read in this pass.
+type passFacts struct {
+	info    *bootstrap.ClusterInfo
+	cluster plan.ClusterFacts
+	where   string
+}
+
+// readClusterFacts reads what clusterFacts returns.
+func (c *Configurer) readClusterFacts(ctx context.Context) (*bootstrap.ClusterInfo, plan.ClusterFacts, string, error) {
 	p, why, err := c.platform()
 	if err != nil {
 		return nil, plan.ClusterFacts{}, "", err

@@ -240,6 +240,14 @@ type Configurer struct {
 	// warnings counts the agent's warnings recorded as events in this pass
 	// (apply.go: at most maxWarningEvents).
 	warnings warningBudget
+	// pass holds what one pass (Configure, Deconfigure) read once for all
+	// its steps; nil outside a pass.
+	pass *passState
+}
+
+// passState is what a pass keeps between its steps.
+type passState struct {
+	facts *passFacts // clusterfacts.go
 }
 
 // Result says when to call again; the zero Result means "done until
