@@ -107,6 +107,15 @@ func TestOpenShiftBYOH(t *testing.T) {
 		after := w.waitPlanChanged(t, pr, name, before)
 		checkKubeletDNS(t, h, "10.96.0.11")
 		t.Logf("MachineConfig %s: plan %s -> %s", mc, before, after)
+		// Deleted here, not only at cleanup, and waited for: the plan going
+		// back to the older rendered worker is a change the next subtest
+		// would otherwise take for its own.
+		if err := ocp.DeleteRenderedWorker(context.Background(), mc); err != nil {
+			t.Fatal(err)
+		}
+		if back := w.waitPlanChanged(t, pr, name, after); back != before {
+			t.Errorf("MachineConfig %s deleted: plan %s, want the plan of the older rendered worker %s", mc, back, before)
+		}
 	})
 
 	t.Run("new kubelet CA", func(t *testing.T) {
