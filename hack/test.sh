@@ -8,9 +8,11 @@
 #   3. the Windows payload built from source (cached after the first build);
 #   4. go test with the race detector (unit, fuzz seeds, integration against
 #      the real control plane, manifests against the API server, the
-#      payload's checks), then end to end with simulated Windows hosts
-#      without it; and the tests of the hack/ modules that have some;
-#   5. the Wine tier: the Windows-only code run under Wine;
+#      payload's checks);
+#   5. at once (step 5's comment says why): end to end with simulated
+#      Windows hosts, without the race detector, as a few test processes
+#      (hack/test-e2e.sh); the tests of the hack/ modules that have some;
+#      the Wine tier (the Windows-only code run under Wine);
 #   6. no test control-plane process left behind.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -59,19 +61,57 @@ step "go test -race (unit, fuzz seeds, integration)"
 # controllers, the simulator, the agent and the CLI start their goroutines
 # in their own packages' integration tests, against the real control plane.
 CGO_ENABLED=1 go test -race -count=1 -p 2 -timeout 25m $(go list ./... | grep -v '/test/e2e$')
-step "go test (end to end)"
-# Without the race detector: measured on 2 cores it costs the end-to-end
-# tests 4.4 times their CPU (TestNoopCheckIsOneExecAndNoWrite and
+step "end to end, the hack/ modules' tests and the Wine tier, at once"
+# These three run at the same time, each with its output kept in a file and
+# printed whole once it ends (in this order), so that the run waits for the
+# slowest of them rather than for their sum: the end-to-end tests spend most
+# of their time waiting on simulated hosts and on the operator's intervals
+# (one process of them used about half of one core), and hack/test-e2e.sh
+# already runs them as a few processes at once (why, and how the tests are
+# split: its header and test/e2e/README.md). Each still fails the run.
+#
+# The end-to-end tests run without the race detector: measured on 2 cores
+# it costs them 4.4 times their CPU (TestNoopCheckIsOneExecAndNoWrite and
 # TestKeyRotation: 17 s of CPU without it, 67 s with it), which would take
 # make test past 30 minutes; the code they run is raced in its packages.
-go test -count=1 -timeout 25m ./test/e2e
-# The separate modules under hack/ that have tests (hack/modules.sh).
-for mod in $(bash hack/modules.sh --tests); do
-	go -C "$mod" test -count=1 ./...
+hack_module_tests() {
+	# The separate modules under hack/ that have tests (hack/modules.sh).
+	# run_bg runs this where set -e does not apply: each failure is counted.
+	local mod rc=0
+	for mod in $(bash hack/modules.sh --tests); do
+		go -C "$mod" test -count=1 ./... || rc=1
+	done
+	return "$rc"
+}
+logs=$(mktemp -d "${TMPDIR:-/tmp}/winnode-test-logs-XXXXXX")
+trap 'rm -rf "$WINNODE_SIMPAYLOAD_CACHE" "$logs"' EXIT
+declare -A tier_pid
+run_bg() { # name, command...: runs the command in the background, its output to $logs/name
+	local name=$1
+	shift
+	(
+		start=$SECONDS rc=0
+		("$@") || rc=$?
+		echo "$name: exit status $rc after $((SECONDS - start))s"
+		exit "$rc"
+	) >"$logs/$name" 2>&1 </dev/null &
+	tier_pid[$name]=$!
+}
+run_bg e2e bash hack/test-e2e.sh
+run_bg hack-modules hack_module_tests
+run_bg wine bash hack/wine/test.sh
+failed_tiers=()
+for name in e2e hack-modules wine; do
+	rc=0
+	wait "${tier_pid[$name]}" || rc=$?
+	printf -- '--- %s:\n' "$name"
+	cat "$logs/$name"
+	[ "$rc" -eq 0 ] || failed_tiers+=("$name")
 done
-
-step "Wine tier"
-bash hack/wine/test.sh
+if [ ${#failed_tiers[@]} -gt 0 ]; then
+	echo "make test: failed: ${failed_tiers[*]}"
+	exit 1
+fi
 
 step "no control-plane process left behind"
 left=""
