@@ -31,7 +31,7 @@ durations=test/e2e/durations.txt
 select=${1:-.*}
 default_seconds=15
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/winnode-e2e-XXXXXX")
+work=$(mktemp -d "${TMPDIR:-/tmp}/winnode-e2e-groups-XXXXXX")
 pids=()
 # On an early exit (an interrupt), the test processes still running are
 # asked to stop (testenv.Main then stops their control planes).
@@ -46,7 +46,12 @@ trap cleanup EXIT
 
 go test -c -o "$work/e2e.test" ./test/e2e
 # The test binary runs where go test would run it: in the package's folder.
-(cd test/e2e && "$work/e2e.test" -test.list "$select") | grep -E '^(Test|Fuzz|Example)' >"$work/tests" || true
+if ! (cd test/e2e && "$work/e2e.test" -test.list "$select") >"$work/list" 2>&1; then
+	echo "test-e2e: listing the end-to-end tests failed:"
+	cat "$work/list"
+	exit 1
+fi
+grep -E '^(Test|Fuzz|Example)' "$work/list" >"$work/tests" || true
 if [ ! -s "$work/tests" ]; then
 	echo "test-e2e: the end-to-end test binary lists no test"
 	exit 1
