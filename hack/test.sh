@@ -69,6 +69,13 @@ step "end to end, the hack/ modules' tests and the Wine tier, at once"
 # (one process of them used about half of one core), and hack/test-e2e.sh
 # already runs them as a few processes at once (why, and how the tests are
 # split: its header and test/e2e/README.md). Each still fails the run.
+# Measured with /usr/bin/time on the shared 2-core machine: one e2e process
+# took 1071 s for 645 CPU-s, the Wine tier 92 s for 27 CPU-s; this step
+# took 919 s for 798 CPU-s under a load twice as high. The steps before it
+# stay one after the other: in a quiet run (1627 s, 1596 CPU-s) everything
+# but the end-to-end tests used about 1.35 cores on average, mostly the race
+# tier (go test -p 2); what running end to end beside it would gain or
+# cost in flakes under load is not measured yet.
 #
 # The end-to-end tests run without the race detector: measured on 2 cores
 # it costs them 4.4 times their CPU (TestNoopCheckIsOneExecAndNoWrite and
