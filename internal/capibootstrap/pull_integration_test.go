@@ -189,8 +189,9 @@ func (w *capiWorld) joinConfigOf(t *testing.T, name string) *joinconfig.Config {
 // with it: its config holds finalizer TokenFinalizer from before the token
 // exists, and when the Machine goes (its config with it, by owner
 // reference, as Cluster API's Machine controller deletes it) the token's
-// Secret is deleted from the workload cluster, with an event, and the
-// config is gone. A config whose Cluster is gone already cannot reach the
+// Secret is deleted from the workload cluster, with an event, and so is
+// the Node its host registered without Cluster API linking it; the config
+// is gone. A config whose Cluster is gone already cannot reach the
 // token: it is left to expire, with a Warning event, and the config is not
 // held.
 func TestPullModeTokenGoesWithTheMachine(t *testing.T) {
@@ -224,9 +225,16 @@ func TestPullModeTokenGoesWithTheMachine(t *testing.T) {
 	w.cluster(t, "early", false)
 	w.machineWithConfig(t, "early", "pull-early", bootstrapv1.WinnodeConfigSpec{Mode: bootstrapv1.ModePull})
 	tok := tokenOf("pull-early")
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: w.joinConfigOf(t, "pull-early").NodeName}}
+	if _, err := kube.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	deleteMachine("pull-early")
 	if _, err := kube.CoreV1().Secrets("kube-system").Get(ctx, "bootstrap-token-"+tok.ID, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the deleted Machine's bootstrap token Secret: %v; want it deleted", err)
+	}
+	if _, err := kube.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the unlinked Node %s of the deleted Machine: %v; want it deleted", node.Name, err)
 	}
 	testkit.Eventually(t, time.Minute, "a "+EventReasonTokenDeleted+" event", func() (bool, string) {
 		return len(w.events(t, "pull-early", EventReasonTokenDeleted)) > 0, "none yet"

@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -14,6 +16,7 @@ import (
 	bootstrapv1 "github.com/winnode/winnode/api/bootstrap/v1alpha1"
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/bootstrap"
+	"github.com/winnode/winnode/internal/plan"
 	"github.com/winnode/winnode/internal/workload"
 )
 
@@ -26,8 +29,11 @@ import (
 // gone, so the credential goes with the Machine.
 const TokenFinalizer = "bootstrap.winnode.io/bootstrap-token"
 
-// EventReasonTokenDeleted is the event of a deleted config's token.
-const EventReasonTokenDeleted = "BootstrapTokenDeleted"
+// Events of a deleted config: its token, and its unlinked Node.
+const (
+	EventReasonTokenDeleted        = "BootstrapTokenDeleted"
+	EventReasonUnlinkedNodeDeleted = "UnlinkedNodeDeleted"
+)
 
 // holdToken adds TokenFinalizer to cfg (and *orig) before its token
 // exists, patching the metadata only: cfg's status changes of this
@@ -48,8 +54,10 @@ func (r *Reconciler) holdToken(ctx context.Context, cfg *bootstrapv1.WinnodeConf
 }
 
 // release runs when cfg is being deleted: its bootstrap token, if the
-// status names one, is deleted from the workload cluster, then
-// TokenFinalizer is removed. Where the workload cluster cannot be used any
+// status names one, is deleted from the workload cluster, and so is the
+// Node of its computer name if its Machine never had a nodeRef (a host
+// that registered and was deleted before Cluster API linked it: Cluster
+// API deletes only the Nodes it linked), then TokenFinalizer is removed. Where the workload cluster cannot be used any
 // more (its Cluster or kubeconfig gone, its API server unreachable), the
 // token is left to expire within its TTL, with a Warning event: nothing
 // else can delete it, and holding the Machine's deletion would not help.
@@ -69,6 +77,9 @@ func (r *Reconciler) release(ctx context.Context, cfg *bootstrapv1.WinnodeConfig
 			if err := bootstrap.RevokeInstanceToken(ctx, wc.Kube, tokenOwner(cfg), tok.ID); err != nil {
 				return fmt.Errorf("WinnodeConfig %s/%s is being deleted, in the workload cluster of Cluster %s: %w", cfg.Namespace, cfg.Name, wc.Ref, err)
 			}
+			if err := r.deleteUnlinkedNode(ctx, cfg, wc); err != nil {
+				return err
+			}
 			r.event(cfg, false, EventReasonTokenDeleted, ActionDelete, fmt.Sprintf(
 				"bootstrap token %s deleted from the workload cluster of Cluster %s: the WinnodeConfig is being deleted", tok.ID, wc.Ref))
 		}
@@ -78,6 +89,28 @@ func (r *Reconciler) release(ctx context.Context, cfg *bootstrapv1.WinnodeConfig
 	if err := r.Client.Patch(ctx, cfg, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("removing finalizer %s from WinnodeConfig %s/%s: %w", TokenFinalizer, cfg.Namespace, cfg.Name, err)
 	}
+	return nil
+}
+
+// deleteUnlinkedNode deletes the Node named after cfg's computer name in
+// the workload cluster, where its host registered it before its Machine
+// was deleted and got no nodeRef (NodeJoined not True): the name is the
+// one winnode gave this config alone, and the Node could only be
+// registered with this config's token (csrapproval.PullMachine).
+func (r *Reconciler) deleteUnlinkedNode(ctx context.Context, cfg *bootstrapv1.WinnodeConfig, wc *workload.Cluster) error {
+	if cfg.Status.ComputerName == "" || meta.IsStatusConditionTrue(cfg.Status.Conditions, bootstrapv1.ConditionNodeJoined) {
+		return nil
+	}
+	name := plan.NodeName(cfg.Status.ComputerName)
+	err := wc.Kube.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("WinnodeConfig %s/%s is being deleted: deleting its unlinked Node %s in the workload cluster of Cluster %s: %w", cfg.Namespace, cfg.Name, name, wc.Ref, err)
+	}
+	r.event(cfg, false, EventReasonUnlinkedNodeDeleted, ActionDelete, fmt.Sprintf(
+		"Node %s deleted from the workload cluster of Cluster %s: its host registered it, and its Machine was deleted before Cluster API linked them", name, wc.Ref))
 	return nil
 }
 
