@@ -106,9 +106,12 @@ func (r *Reconciler) pullData(ctx context.Context, cfg *bootstrapv1.WinnodeConfi
 // issueToken makes a new bootstrap token for cfg in the workload cluster,
 // valid for the provider's TTL: an earlier one that no written data holds
 // is deleted first (its secret half is known nowhere any more). The new
-// one's ID and expiry are written to cfg's status before its Secret is
-// created.
+// one's ID and expiry are written to cfg's status, and TokenFinalizer put
+// on cfg (release.go), before its Secret is created.
 func (r *Reconciler) issueToken(ctx context.Context, cfg *bootstrapv1.WinnodeConfig, orig **bootstrapv1.WinnodeConfig, wc *workload.Cluster) (*bootstrap.Token, error) {
+	if err := r.holdToken(ctx, cfg, orig); err != nil {
+		return nil, err
+	}
 	owner := tokenOwner(cfg)
 	if old := cfg.Status.BootstrapToken; old != nil {
 		if err := bootstrap.RevokeInstanceToken(ctx, wc.Kube, owner, old.ID); err != nil {

@@ -2,6 +2,7 @@ package capibootstrap
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -182,4 +183,75 @@ func (w *capiWorld) joinConfigOf(t *testing.T, name string) *joinconfig.Config {
 		t.Fatal(err)
 	}
 	return cfg
+}
+
+// A Pull Machine deleted before its host joined takes its bootstrap token
+// with it: its config holds finalizer TokenFinalizer from before the token
+// exists, and when the Machine goes (its config with it, by owner
+// reference, as Cluster API's Machine controller deletes it) the token's
+// Secret is deleted from the workload cluster, with an event, and so is
+// the Node its host registered without Cluster API linking it; the config
+// is gone. A config whose Cluster is gone already cannot reach the
+// token: it is left to expire, with a Warning event, and the config is not
+// held.
+func TestPullModeTokenGoesWithTheMachine(t *testing.T) {
+	w := newCAPIWorld(t)
+	w.startOperatorWith(t, Pull{Version: "v0.5.2"})
+	ctx := context.Background()
+	kube, err := kubernetes.NewForConfig(w.env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokenOf := func(name string) *bootstrapv1.BootstrapTokenStatus {
+		cfg := w.waitFor(t, name, "Ready", readyIs(metav1.ConditionTrue, bootstrapv1.ReasonDataSecretAvailable))
+		if cfg.Status.BootstrapToken == nil || !slices.Contains(cfg.Finalizers, TokenFinalizer) {
+			t.Fatalf("config %s: token %+v, finalizers %v; want a token and %s", name, cfg.Status.BootstrapToken, cfg.Finalizers, TokenFinalizer)
+		}
+		if _, err := kube.CoreV1().Secrets("kube-system").Get(ctx, "bootstrap-token-"+cfg.Status.BootstrapToken.ID, metav1.GetOptions{}); err != nil {
+			t.Fatalf("config %s's token Secret: %v", name, err)
+		}
+		return cfg.Status.BootstrapToken
+	}
+	deleteMachine := func(name string) {
+		if err := w.client.Delete(ctx, &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: w.namespace, Name: name}}); err != nil {
+			t.Fatal(err)
+		}
+		testkit.Eventually(t, time.Minute, "config "+name+" gone with its Machine", func() (bool, string) {
+			err := w.client.Get(ctx, client.ObjectKey{Namespace: w.namespace, Name: name}, &bootstrapv1.WinnodeConfig{})
+			return apierrors.IsNotFound(err), fmt.Sprintf("%v", err)
+		})
+	}
+
+	w.cluster(t, "early", false)
+	w.machineWithConfig(t, "early", "pull-early", bootstrapv1.WinnodeConfigSpec{Mode: bootstrapv1.ModePull})
+	tok := tokenOf("pull-early")
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: w.joinConfigOf(t, "pull-early").NodeName}}
+	if _, err := kube.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deleteMachine("pull-early")
+	if _, err := kube.CoreV1().Secrets("kube-system").Get(ctx, "bootstrap-token-"+tok.ID, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the deleted Machine's bootstrap token Secret: %v; want it deleted", err)
+	}
+	if _, err := kube.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the unlinked Node %s of the deleted Machine: %v; want it deleted", node.Name, err)
+	}
+	testkit.Eventually(t, time.Minute, "a "+EventReasonTokenDeleted+" event", func() (bool, string) {
+		return len(w.events(t, "pull-early", EventReasonTokenDeleted)) > 0, "none yet"
+	})
+
+	w.cluster(t, "orphan", false)
+	w.machineWithConfig(t, "orphan", "pull-orphan", bootstrapv1.WinnodeConfigSpec{Mode: bootstrapv1.ModePull})
+	tok = tokenOf("pull-orphan")
+	if err := w.client.Delete(ctx, &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: w.namespace, Name: "orphan"}}); err != nil {
+		t.Fatal(err)
+	}
+	deleteMachine("pull-orphan")
+	if _, err := kube.CoreV1().Secrets("kube-system").Get(ctx, "bootstrap-token-"+tok.ID, metav1.GetOptions{}); err != nil {
+		t.Errorf("the token of a Machine whose Cluster is gone: %v; want it left to expire", err)
+	}
+	testkit.Eventually(t, time.Minute, "an event saying the token is left to expire", func() (bool, string) {
+		notes := w.events(t, "pull-orphan", EventReasonTokenDeleted)
+		return len(notes) > 0 && strings.Contains(notes[0], "left to expire"), fmt.Sprintf("events %q", notes)
+	})
 }

@@ -60,7 +60,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if !cfg.DeletionTimestamp.IsZero() {
-		return reconcile.Result{}, nil // its Secret goes with it (owner reference)
+		// Its Secret goes with it (owner reference); its bootstrap token
+		// is deleted here (release.go).
+		return reconcile.Result{}, r.release(ctx, &cfg)
 	}
 	orig := cfg.DeepCopy()
 	res, err := r.reconcile(ctx, &cfg, &orig)

@@ -23,7 +23,8 @@ import (
 // What the bootstrap provider needs (config/rbac/cluster_role.yaml grants
 // it, with the reasons). Secrets: create only, in any namespace, since
 // Machines live in any namespace; never read or changed (secret.go).
-// +kubebuilder:rbac:groups=bootstrap.winnode.io,resources=winnodeconfigs,verbs=get;list;watch
+// WinnodeConfigs: patch, to add and remove TokenFinalizer (release.go).
+// +kubebuilder:rbac:groups=bootstrap.winnode.io,resources=winnodeconfigs,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=bootstrap.winnode.io,resources=winnodeconfigs/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=bootstrap.winnode.io,resources=winnodeconfigs/finalizers,verbs=update
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=machines,verbs=get

@@ -19,6 +19,7 @@ import (
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/capibootstrap"
 	"github.com/winnode/winnode/internal/machinesource"
+	"github.com/winnode/winnode/internal/plan"
 	"github.com/winnode/winnode/internal/workload"
 )
 
@@ -102,6 +103,9 @@ type machineKind struct {
 	why     string
 	cluster winnodev1.ClusterRef
 	waiting bool
+	// nodeName is the node name of the computer name the Machine's
+	// WinnodeConfig gave its host.
+	nodeName string
 }
 
 // Get reads a Machine from the manager's cache, and its config's mode and
@@ -125,6 +129,9 @@ func (k *machineKind) Get(ctx context.Context, key types.NamespacedName) (client
 		return &m, nil
 	}
 	k.cluster = winnodev1.ClusterRef{Namespace: m.Namespace, Name: m.Spec.ClusterName}
+	if cfg.Status.ComputerName != "" {
+		k.nodeName = plan.NodeName(cfg.Status.ComputerName)
+	}
 	if _, err := k.Workloads.Get(ctx, k.cluster); err != nil {
 		var we *workload.Error
 		if !errors.As(err, &we) {
@@ -145,7 +152,7 @@ func (k *machineKind) Provisioned(obj client.Object) (machinesource.Machine, str
 	if k.why != "" {
 		return machinesource.Machine{}, k.why
 	}
-	m.Cluster = k.cluster
+	m.Cluster, m.NodeName = k.cluster, k.nodeName
 	return m, ""
 }
 

@@ -109,6 +109,11 @@ type Options struct {
 	// Network is the pod network mode of Windows nodes (--network: auto,
 	// flannel, ovn-hybrid, external; "" is auto).
 	Network string
+	// PullJoinTimeout is how long a Cluster API Pull-mode Machine may go
+	// without a nodeRef after its bootstrap data is written before its
+	// WinnodeConfig says NodeJoinTimedOut (0:
+	// capibootstrap.DefaultJoinTimeout; the tests shorten it).
+	PullJoinTimeout time.Duration
 	// Platform is --platform (auto, openshift, kubernetes; "" is auto):
 	// where cluster facts come from. NewManager resolves auto once, from the API
 	// server's discovery, and logs which and why.
@@ -267,7 +272,7 @@ func optionalParts(opts Options, plat platform.Platform, workloads *workload.Clu
 	// The workload clusters' part comes first: the parts that act in a
 	// Machine's workload cluster use it once it is set up.
 	return append(parts, workload.Part(workloads, capibootstrap.Required, capibootstrap.TurnOn),
-		capibootstrap.Part(opts.Namespace, workloads, capibootstrap.Pull{Version: opts.Version, Network: opts.Network}), capisource.Part(workloads))
+		capibootstrap.Part(opts.Namespace, workloads, capibootstrap.Pull{Version: opts.Version, Network: opts.Network, JoinTimeout: opts.PullJoinTimeout}), capisource.Part(workloads))
 }
 
 // setupControllers registers the controllers other than the instance

@@ -55,6 +55,11 @@ type Machine struct {
 	// Cluster is the Cluster API Cluster whose workload cluster its host
 	// joins (zero: the operator's own cluster, as for OpenShift's Machines).
 	Cluster winnodev1.ClusterRef
+	// NodeName is the node name winnode itself assigned the host (the
+	// computer name its Cluster API bootstrap data gave it, lower-cased):
+	// its instance's spec.nodeName ("": the host's reported hostname, as
+	// for OpenShift's Machines).
+	NodeName string
 }
 
 // source is the SourceRef of Machine m.
@@ -155,7 +160,7 @@ func (s *Instances) desired(m Machine) winnodev1.WindowsInstanceSpec {
 	if user == "" {
 		user = DefaultUsername
 	}
-	return winnodev1.WindowsInstanceSpec{Address: m.Address, Username: user, Port: 22, ProviderID: m.ProviderID, Source: m.source(), Cluster: m.Cluster}
+	return winnodev1.WindowsInstanceSpec{Address: m.Address, Username: user, Port: 22, ProviderID: m.ProviderID, Source: m.source(), Cluster: m.Cluster, NodeName: m.NodeName}
 }
 
 // clusterName names the cluster an instance joins, for messages.

@@ -33,16 +33,30 @@ import (
 // `winnode-agent join` makes each host a node of the workload cluster by
 // itself, with the bootstrap token the operator issued there. The operator
 // never reaches a host:
-//   - 0 → 2 → 3 → 1 Machines: each a Ready Node of the workload cluster, named
+//   - the Cluster's kubeconfig Secret is missing at first: a Machine's
+//     config names the Secret, no data or credential is made anywhere;
+//     once the Secret is added, the Machine joins;
+//   - 0 → 1 → 2 → 3 → 1 Machines: each a Ready Node of the workload cluster, named
 //     after its WinnodeConfig's computer name, with the Machine's
 //     providerID and Cluster API's nodeRef (set by Cluster API's own
 //     Machine controller); the config says NodeJoined, and its bootstrap
 //     token is deleted from the workload cluster; the removed Machines'
 //     Nodes are deleted there (by Cluster API);
-//   - the management cluster's Node list is unchanged, and no
-//     WindowsInstance exists for a Pull Machine;
+//   - a Machine deleted mid-join (data and token written, no nodeRef yet)
+//     is replaced; it is gone with its config, and its token and any Node
+//     its host registered are gone from the workload cluster;
+//   - no WindowsInstance exists for a Pull Machine;
 //   - each host's SSH server saw no connection and refuses the operator's
 //     key (the data authorizes none).
+//
+// Beside it, on the same control planes (startPullCases):
+//   - two namespaces, two Clusters: a self-hosted Cluster's Machine is a
+//     Node of the management cluster only, the others' of the workload
+//     cluster only; the management cluster's Node list is the one before
+//     and the self-hosted Node;
+//   - an image with a tampered payload file: its host's join refuses it,
+//     naming the file in the host's log; the config says NodeJoinTimedOut,
+//     pointing at that log; no Node joins.
 func TestClusterAPIPullMode(t *testing.T) {
 	w := getWorldOf(t, kindCAPI)
 	ctx := context.Background()
@@ -52,54 +66,73 @@ func TestClusterAPIPullMode(t *testing.T) {
 
 	// The image's agent is a development build: an operator of its exact
 	// version supports it (joinconfig.SupportedAgents).
-	w.startOperator(t, operatorOptions{version: "dev"})
-	cluster, err := w.env.CreateCAPIWorkloadCluster(ctx, "workload-pull", wl)
+	w.startOperator(t, operatorOptions{version: "dev", pullJoinTimeout: pullJoinTimeout})
+	// The Cluster's kubeconfig Secret comes late, as a control plane
+	// provider writes it once the control plane is up.
+	admin, objs, err := testenv.CAPIWorkloadClusterObjects("workload-pull", wl)
 	if err != nil {
 		t.Fatal(err)
 	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testenv.CAPINamespace}}
+	if err := w.client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		if err := w.client.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cases := w.startPullCases(t, "workload-pull", img)
 	w.createWinnodeConfigTemplateOf(t, testenv.CAPINamespace, "workload-pull-workers", "wp", bootstrapv1.ModePull)
-	md := w.createMachineDeploymentFrom(t, testenv.CAPINamespace, cluster.Name, "workload-pull-md-0", "workload-pull-workers", img)
+	md := w.createMachineDeploymentFrom(t, testenv.CAPINamespace, "workload-pull", "workload-pull-md-0", "workload-pull-workers", img)
+	w.scaleMachineDeployment(t, md, 1)
+	w.checkPullLateWaits(t, md, admin, wlKube)
 
 	w.scaleMachineDeployment(t, md, 2)
 	nodes := w.waitPullNodes(t, md, wlKube, 2)
-	if got := w.nodeNames(t, w.kube); !slices.Equal(got, mgmtBefore) {
-		t.Errorf("the management cluster's Nodes changed: %v, were %v", got, mgmtBefore)
-	}
 	for _, name := range nodes {
 		if _, err := w.kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			t.Errorf("Node %s exists in the management cluster: %v", name, err)
 		}
 	}
-	tokens, err := wlKube.CoreV1().Secrets("kube-system").List(ctx, metav1.ListOptions{LabelSelector: winnodev1.LabelInstance})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range tokens.Items {
-		if strings.HasPrefix(s.Labels[winnodev1.LabelInstance], testenv.CAPINamespace+".") {
-			t.Errorf("bootstrap token Secret %s of a joined Pull Machine is still in the workload cluster", s.Name)
-		}
-	}
+	var before []string
 	for _, m := range w.capiMachinesOf(t, md) {
-		err := w.client.Get(ctx, client.ObjectKey{Name: capisource.InstanceName(m.Namespace, m.Name)}, &winnodev1.WindowsInstance{})
+		owner := winnodev1.LabelValue(m.Namespace + "." + m.Spec.Bootstrap.ConfigRef.Name)
+		tokens, err := wlKube.CoreV1().Secrets("kube-system").List(ctx, metav1.ListOptions{LabelSelector: winnodev1.LabelInstance + "=" + owner})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(tokens.Items) != 0 {
+			t.Errorf("joined Pull Machine %s: %d bootstrap token Secrets still in the workload cluster", m.Name, len(tokens.Items))
+		}
+		err = w.client.Get(ctx, client.ObjectKey{Name: capisource.InstanceName(m.Namespace, m.Name)}, &winnodev1.WindowsInstance{})
 		if !apierrors.IsNotFound(err) {
 			t.Errorf("Pull Machine %s has a WindowsInstance: %v", m.Name, err)
 		}
 		w.checkPullHostRefusesSSH(t, m.Name)
+		before = append(before, m.Name)
 	}
 
 	// 2 → 3 → 1, as the issue's scale test: a third host joins the same
-	// way; Cluster API drains and deletes the Nodes of the Machines it
-	// removes, in the workload cluster.
+	// way (the first third is deleted mid-join and replaced); Cluster API
+	// drains and deletes the Nodes of the Machines it removes, in the
+	// workload cluster.
 	w.scaleMachineDeployment(t, md, 3)
+	doomed := w.deletePullMachineMidJoin(t, md, before)
 	w.waitPullNodes(t, md, wlKube, 3)
+	w.checkPullMidJoinGone(t, doomed, wlKube)
 	w.scaleMachineDeployment(t, md, 1)
 	left := w.waitPullNodes(t, md, wlKube, 1)
+
+	inSelf := w.waitPullNodes(t, cases.self, w.kube, 1)
+	w.checkPullTamperedRefused(t, cases, wlKube)
 	testkit.Eventually(t, 3*time.Minute, "the scaled-down Machines' Nodes gone from the workload cluster", func() (bool, string) {
 		got := w.nodeNames(t, wlKube)
 		return slices.Equal(got, left), fmt.Sprintf("Nodes %v, want %v", got, left)
 	})
-	if got := w.nodeNames(t, w.kube); !slices.Equal(got, mgmtBefore) {
-		t.Errorf("the management cluster's Nodes changed: %v, were %v", got, mgmtBefore)
+	wantMgmt := slices.Sorted(slices.Values(append(slices.Clone(mgmtBefore), inSelf...)))
+	if got := w.nodeNames(t, w.kube); !slices.Equal(got, wantMgmt) {
+		t.Errorf("the management cluster's Nodes: %v, want %v (those before and the self-hosted Cluster's)", got, wantMgmt)
 	}
 }
 

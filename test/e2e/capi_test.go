@@ -216,6 +216,9 @@ func (w *world) capiMachineNode(t *testing.T, m *clusterv1.Machine, prefix strin
 		return "", err.Error()
 	}
 	name := cfg.Status.ComputerName
+	if inst.Spec.NodeName != plan.NodeName(name) {
+		t.Errorf("instance %s: spec.nodeName %q; want the computer name winnode assigned, %q", inst.Name, inst.Spec.NodeName, plan.NodeName(name))
+	}
 	if node.Name != plan.NodeName(name) || len(name) > 15 {
 		t.Errorf("Machine %s: Node %s, computer name %q (want at most 15 characters, and the Node named after it)", m.Name, node.Name, name)
 	}

@@ -19,6 +19,7 @@ import (
 	bootstrapv1 "github.com/winnode/winnode/api/bootstrap/v1alpha1"
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/capisource"
+	"github.com/winnode/winnode/internal/plan"
 	"github.com/winnode/winnode/internal/testenv"
 	"github.com/winnode/winnode/internal/testkit"
 	"github.com/winnode/winnode/internal/testkit/builder"
@@ -167,6 +168,13 @@ func (w *world) workloadNodeOf(t *testing.T, m *clusterv1.Machine, wlKube kubern
 	}
 	if inst.Status.Phase != winnodev1.PhaseReady || inst.Status.NodeName != m.Status.NodeRef.Name {
 		return "", fmt.Sprintf("instance %s, Node %q", inst.Status.Phase, inst.Status.NodeName)
+	}
+	cfg := &bootstrapv1.WinnodeConfig{}
+	if err := w.client.Get(context.Background(), client.ObjectKey{Namespace: m.Namespace, Name: m.Spec.Bootstrap.ConfigRef.Name}, cfg); err != nil {
+		return "", err.Error()
+	}
+	if want := plan.NodeName(cfg.Status.ComputerName); inst.Spec.NodeName != want || want == "" {
+		t.Errorf("instance %s: spec.nodeName %q; want the computer name winnode assigned, %q", inst.Name, inst.Spec.NodeName, want)
 	}
 	node, err := wlKube.CoreV1().Nodes().Get(context.Background(), inst.Status.NodeName, metav1.GetOptions{})
 	if err != nil {

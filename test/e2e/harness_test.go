@@ -432,6 +432,9 @@ type operatorOptions struct {
 	proxy plan.ProxyFacts
 	// trustedCA is --trusted-ca-configmap.
 	trustedCA string
+	// pullJoinTimeout is how long a Pull Machine may go without a nodeRef
+	// before NodeJoinTimedOut (0: capibootstrap's 30 minutes).
+	pullJoinTimeout time.Duration
 }
 
 // startOperator runs the operator until the test ends or op.stop.
@@ -463,6 +466,7 @@ func (w *world) startOperator(t testing.TB, o operatorOptions) *operator {
 		Resolve:            o.resolve,
 		Proxy:              o.proxy,
 		TrustedCAConfigMap: o.trustedCA,
+		PullJoinTimeout:    o.pullJoinTimeout,
 		// The simulated hosts have loopback addresses (127.0.0.10 and up).
 		Addresses: inventory.AddressPolicy{Allowed: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}},
 		TuneInstance: func(c *configure.Configurer) {
