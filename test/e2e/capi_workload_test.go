@@ -30,15 +30,20 @@ import (
 // winnode run, and a workload cluster, a second real control plane (etcd,
 // kube-apiserver, kube-controller-manager, kube-scheduler) reached only
 // through the Cluster's <cluster>-kubeconfig Secret. Push mode:
-//   - 0 → 2 Machines: each host becomes a Ready Node of the workload
+//   - 0 → 2 → 3 Machines: each host becomes a Ready Node of the workload
 //     cluster, with Cluster API's nodeRef (which Cluster API sets by
 //     looking in the workload cluster) and the Machine's providerID; its
 //     WindowsInstance names the Cluster (spec.cluster);
 //   - the management cluster gets no Windows Node: its Node list is the
-//     same before and after;
+//     same before, at each step and after;
 //   - in the workload cluster, winnode has its namespace and ServiceAccount;
-//   - 2 → 1: the scaled-down Machine's Node is deleted from the workload
-//     cluster, its Machine and instance gone.
+//   - Machines of a second MachineDeployment whose infrastructure reports
+//     addresses the address policy refuses (unspecified, link-local, the
+//     workload cluster's Service range) are refused by name, as a
+//     windows-instances entry would be, and their hosts see no SSH
+//     connection (checkMisreportedMachines);
+//   - 3 → 1: the scaled-down Machines' Nodes are deleted from the workload
+//     cluster, their Machines and instances gone.
 func TestClusterAPIWorkloadCluster(t *testing.T) {
 	w := getWorldOf(t, kindCAPI)
 	ctx := context.Background()
@@ -53,19 +58,16 @@ func TestClusterAPIWorkloadCluster(t *testing.T) {
 	w.createWinnodeConfigTemplate(t, "workload-a-workers", "wa")
 	md := w.createMachineDeployment(t, cluster.Name, "workload-a-md-0", "workload-a-workers")
 
+	bad := w.createMisreportedMachines(t, cluster.Name, "workload-a-misreported", "workload-a-workers")
+
 	w.scaleMachineDeployment(t, md, 2)
-	nodes := w.waitWorkloadNodes(t, md, wlKube, 2)
-	for _, name := range nodes {
-		if _, err := w.kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-			t.Errorf("Node %s exists in the management cluster: %v", name, err)
-		}
-	}
-	if got := w.nodeNames(t, w.kube); !slices.Equal(got, mgmtBefore) {
-		t.Errorf("the management cluster's Nodes changed: %v, were %v", got, mgmtBefore)
-	}
+	w.checkWorkloadNodes(t, md, wlKube, 2, mgmtBefore)
 	if _, err := wlKube.CoreV1().ServiceAccounts(Namespace).Get(ctx, workload.ServiceAccount, metav1.GetOptions{}); err != nil {
 		t.Errorf("winnode's ServiceAccount in the workload cluster: %v", err)
 	}
+	w.checkMisreportedMachines(t, bad)
+	w.scaleMachineDeployment(t, md, 3)
+	w.checkWorkloadNodes(t, md, wlKube, 3, mgmtBefore)
 
 	before := w.capiMachinesOf(t, md)
 	w.scaleMachineDeployment(t, md, 1)
@@ -79,6 +81,22 @@ func TestClusterAPIWorkloadCluster(t *testing.T) {
 		got := w.nodeNames(t, wlKube)
 		return slices.Equal(got, left), fmt.Sprintf("Nodes %v, want %v", got, left)
 	})
+	if got := w.nodeNames(t, w.kube); !slices.Equal(got, mgmtBefore) {
+		t.Errorf("the management cluster's Nodes changed: %v, were %v", got, mgmtBefore)
+	}
+}
+
+// checkWorkloadNodes waits until the MachineDeployment has n Machines,
+// each a Ready node of the workload cluster (waitWorkloadNodes), and checks
+// that none of them is a Node of the management cluster, whose Node list
+// is still mgmtBefore.
+func (w *world) checkWorkloadNodes(t *testing.T, md *clusterv1.MachineDeployment, wlKube kubernetes.Interface, n int, mgmtBefore []string) {
+	t.Helper()
+	for _, name := range w.waitWorkloadNodes(t, md, wlKube, n) {
+		if _, err := w.kube.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("Node %s exists in the management cluster: %v", name, err)
+		}
+	}
 	if got := w.nodeNames(t, w.kube); !slices.Equal(got, mgmtBefore) {
 		t.Errorf("the management cluster's Nodes changed: %v, were %v", got, mgmtBefore)
 	}

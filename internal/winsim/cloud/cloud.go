@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/winnode/winnode/hack/tools/winsimcloud"
@@ -53,6 +54,10 @@ type Cloud struct {
 	mu        sync.Mutex
 	instances map[string]*entry
 	images    map[string]string // name → folder
+	// misreport holds, per instance name prefix, the addresses the next
+	// instances of that prefix report instead of their hosts' own
+	// (MisreportAddresses).
+	misreport map[string][]string
 }
 
 type entry struct {
@@ -65,7 +70,33 @@ func New(opts Options) *Cloud {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &Cloud{opts: opts, log: opts.Logger.With("simulated", "cloud"), instances: map[string]*entry{}, images: map[string]string{}}
+	return &Cloud{opts: opts, log: opts.Logger.With("simulated", "cloud"), instances: map[string]*entry{}, images: map[string]string{}, misreport: map[string][]string{}}
+}
+
+// MisreportAddresses makes the next len(addresses) instances created whose
+// name starts with prefix report, in turn, one of addresses as theirs
+// instead of their host's own: a provider that puts a wrong address into a
+// Machine's status.addresses, as a real one can (a misconfigured network,
+// a metadata service answering for another interface). Each host still
+// runs at its own address, where nobody is told to look for it.
+func (c *Cloud) MisreportAddresses(prefix string, addresses ...string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.misreport[prefix] = append(c.misreport[prefix], addresses...)
+}
+
+// reportedAddress is the address instance name reports: the next
+// misreported one of a prefix of name (MisreportAddresses), else its
+// host's own, ip. c.mu is held.
+func (c *Cloud) reportedAddress(name, ip string) string {
+	for prefix, addrs := range c.misreport {
+		if strings.HasPrefix(name, prefix) && len(addrs) > 0 {
+			c.misreport[prefix] = addrs[1:]
+			c.log.Warn("simulated cloud: reporting an address that is not the host's", "instance", name, "reported", addrs[0], "host", ip)
+			return addrs[0]
+		}
+	}
+	return ip
 }
 
 // AddImage makes the image folder dir (what `winnodectl image` writes:
@@ -113,7 +144,7 @@ func (c *Cloud) Create(name, image string, userData []byte) (Instance, error) {
 		return Instance{}, fmt.Errorf("instance %s: booting its host: %w", name, err)
 	}
 	id := newID()
-	inst := Instance{Name: name, ID: id, ProviderID: ProviderIDPrefix + id, Address: h.IP(), Hostname: h.Hostname(), State: winsimcloud.StateRunning}
+	inst := Instance{Name: name, ID: id, ProviderID: ProviderIDPrefix + id, Address: c.reportedAddress(name, h.IP()), Hostname: h.Hostname(), State: winsimcloud.StateRunning}
 	c.instances[name] = &entry{inst: inst, host: h}
 	c.log.Info("simulated cloud: instance running", "instance", name, "image", image, "id", id, "address", inst.Address, "hostname", inst.Hostname)
 	return inst, nil

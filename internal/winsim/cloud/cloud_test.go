@@ -284,3 +284,26 @@ func TestUserDataGivesClonesTheirOwnHostKeys(t *testing.T) {
 		}
 	}
 }
+
+// A provider can report a wrong address (MisreportAddresses): the next
+// instances of a name prefix report the addresses given, in turn, also on
+// a repeated create; then, and for other names, each reports its host's
+// own address.
+func TestMisreportedAddresses(t *testing.T) {
+	c, _ := newCloud(t)
+	c.MisreportAddresses("bad-", "0.0.0.0", "169.254.169.254")
+	want := map[string]string{"good": "", "bad-1": "0.0.0.0", "bad-2": "169.254.169.254", "bad-3": ""}
+	for _, name := range []string{"good", "bad-1", "bad-2", "bad-3", "bad-1"} {
+		inst, err := c.Create(name, "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := want[name]
+		if w == "" {
+			w = c.Host(name).IP()
+		}
+		if got, _ := c.Get(name); inst.Address != w || got.Address != w {
+			t.Errorf("instance %s reports %q (Get: %q), want %q", name, inst.Address, got.Address, w)
+		}
+	}
+}
