@@ -56,7 +56,6 @@ func (w *world) createMisreportedMachines(t *testing.T, cluster, name, bootstrap
 // nodeRef.
 func (w *world) checkMisreportedMachines(t *testing.T, md *clusterv1.MachineDeployment) {
 	t.Helper()
-	ctx := context.Background()
 	var seen []string
 	testkit.Eventually(t, 5*time.Minute, "each misreported Machine's instance refused by the address policy", func() (bool, string) {
 		machines := w.capiMachinesOf(t, md)
@@ -65,23 +64,11 @@ func (w *world) checkMisreportedMachines(t *testing.T, md *clusterv1.MachineDepl
 		}
 		seen = seen[:0]
 		for _, m := range machines {
-			name := capisource.InstanceName(m.Namespace, m.Name)
-			inst := &winnodev1.WindowsInstance{}
-			if err := w.client.Get(ctx, client.ObjectKey{Name: name}, inst); err != nil {
-				return false, fmt.Sprintf("Machine %s: %v", m.Name, err)
+			address, why := w.addressRefused(t, capisource.InstanceName(m.Namespace, m.Name))
+			if address == "" {
+				return false, fmt.Sprintf("Machine %s: %s", m.Name, why)
 			}
-			c := meta.FindStatusCondition(inst.Status.Conditions, winnodev1.ConditionReachable)
-			if c == nil || c.Reason != winnodev1.ReasonAddressNotAllowed {
-				return false, fmt.Sprintf("instance %s: conditions %+v", name, inst.Status.Conditions)
-			}
-			if why := refusal(inst.Spec.Address); c.Status != metav1.ConditionFalse || why == "" ||
-				!strings.Contains(c.Message, name) || !strings.Contains(c.Message, inst.Spec.Address+" is") || !strings.Contains(c.Message, why) {
-				t.Errorf("instance %s at %s: condition %s %s %q; want False, naming the instance, the address and %q", name, inst.Spec.Address, c.Status, c.Reason, c.Message, why)
-			}
-			if len(w.eventMessages(t, metav1.NamespaceDefault, name, winnodev1.ReasonAddressNotAllowed)) == 0 {
-				return false, fmt.Sprintf("instance %s: no %s event yet", name, winnodev1.ReasonAddressNotAllowed)
-			}
-			seen = append(seen, inst.Spec.Address)
+			seen = append(seen, address)
 		}
 		return true, ""
 	})
@@ -93,17 +80,48 @@ func (w *world) checkMisreportedMachines(t *testing.T, md *clusterv1.MachineDepl
 		t.Errorf("the Machines' instances have addresses %v, want %v", seen, want)
 	}
 	for _, m := range w.capiMachinesOf(t, md) {
-		h := capiCloud.c.Host(m.Name)
-		if h == nil {
-			t.Errorf("Machine %s: no simulated host", m.Name)
-			continue
-		}
-		if c := h.Counters(); c.Connections != 0 || c.Execs != 0 {
-			t.Errorf("Machine %s's host (at %s, reported elsewhere) saw %d SSH connections and %d programs run", m.Name, h.IP(), c.Connections, c.Execs)
-		}
+		checkHostUntouched(t, capiCloud, m.Name)
 		if m.Status.NodeRef.IsDefined() {
 			t.Errorf("Machine %s has nodeRef %s", m.Name, m.Status.NodeRef.Name)
 		}
+	}
+}
+
+// addressRefused is the address of instance name once the address policy
+// has refused it (Reachable=False with reason AddressNotAllowed, and a
+// Warning event), else "" and why not. The condition must name the
+// instance and the address and say why it is refused.
+func (w *world) addressRefused(t *testing.T, name string) (string, string) {
+	t.Helper()
+	inst := &winnodev1.WindowsInstance{}
+	if err := w.client.Get(context.Background(), client.ObjectKey{Name: name}, inst); err != nil {
+		return "", err.Error()
+	}
+	c := meta.FindStatusCondition(inst.Status.Conditions, winnodev1.ConditionReachable)
+	if c == nil || c.Reason != winnodev1.ReasonAddressNotAllowed {
+		return "", fmt.Sprintf("instance %s: conditions %+v", name, inst.Status.Conditions)
+	}
+	if why := refusal(inst.Spec.Address); c.Status != metav1.ConditionFalse || why == "" ||
+		!strings.Contains(c.Message, name) || !strings.Contains(c.Message, inst.Spec.Address+" is") || !strings.Contains(c.Message, why) {
+		t.Errorf("instance %s at %s: condition %s %s %q; want False, naming the instance, the address and %q", name, inst.Spec.Address, c.Status, c.Reason, c.Message, why)
+	}
+	if len(w.eventMessages(t, metav1.NamespaceDefault, name, winnodev1.ReasonAddressNotAllowed)) == 0 {
+		return "", fmt.Sprintf("instance %s: no %s event yet", name, winnodev1.ReasonAddressNotAllowed)
+	}
+	return inst.Spec.Address, ""
+}
+
+// checkHostUntouched checks that the simulated host of Machine name saw
+// no SSH connection and ran no program over SSH.
+func checkHostUntouched(t *testing.T, sc *simCloud, name string) {
+	t.Helper()
+	h := sc.c.Host(name)
+	if h == nil {
+		t.Errorf("Machine %s: no simulated host", name)
+		return
+	}
+	if c := h.Counters(); c.Connections != 0 || c.Execs != 0 {
+		t.Errorf("Machine %s's host (at %s, reported elsewhere) saw %d SSH connections and %d programs run", name, h.IP(), c.Connections, c.Execs)
 	}
 }
 

@@ -43,6 +43,9 @@ const machineSetLabel = "machine.openshift.io/cluster-api-machineset"
 //     powers it off (winnode's pre-terminate hook), its Node deleted;
 //   - a Machine without the Windows label, and one labelled
 //     winnode.io/ignore, are left alone;
+//   - a Windows Machine whose infrastructure reports 0.0.0.0 as its
+//     address is refused by the address policy, by name, as a
+//     windows-instances entry would be: its host sees no SSH connection;
 //   - no bootstrap-token Secret is created anywhere.
 func TestOpenShiftMachineSet(t *testing.T) {
 	w := getWorldOf(t, kindOpenShift)
@@ -66,10 +69,13 @@ func TestOpenShiftMachineSet(t *testing.T) {
 	w.createMachine(t, "e2e-taken", map[string]string{machineapi.LabelOSID: "Windows"})
 	linux := w.createMachine(t, "e2e-linux", map[string]string{})
 	ignored := w.createMachine(t, "e2e-ignored", map[string]string{machineapi.LabelOSID: "Windows", machineapi.LabelIgnore: "true"})
+	misreported := w.createMisreportedMachine(t, "e2e-misreported", "0.0.0.0")
 
 	ms := w.createMachineSet(t, "e2e-windows")
 	w.scaleMachineSet(t, ms, 2)
 	w.waitMachineNodes(t, ms, 2)
+
+	w.checkMisreportedMachine(t, misreported, "0.0.0.0")
 
 	w.scaleMachineSet(t, ms, 3)
 	doomed := w.deleteMachineWhileConfiguring(t, ms)
@@ -157,6 +163,37 @@ func (w *world) createMachine(t *testing.T, name string, labels map[string]strin
 	}
 	t.Cleanup(func() { w.deleteMachineAndWait(t, name) })
 	return m
+}
+
+// createMisreportedMachine creates a lone Windows Machine (createMachine)
+// whose simulated infrastructure reports address as its InternalIP, while
+// its host runs at its own address.
+func (w *world) createMisreportedMachine(t *testing.T, name, address string) string {
+	t.Helper()
+	mapiCloud.c.MisreportAddresses(name, address)
+	return w.createMachine(t, name, map[string]string{machineapi.LabelOSID: "Windows"}).Name
+}
+
+// checkMisreportedMachine waits until the address policy refuses the
+// instance of Machine name (createMisreportedMachine) at address, then
+// checks that its host saw no SSH connection and it has no nodeRef.
+func (w *world) checkMisreportedMachine(t *testing.T, name, address string) {
+	t.Helper()
+	testkit.Eventually(t, 5*time.Minute, "Machine "+name+"'s instance refused by the address policy", func() (bool, string) {
+		got, why := w.addressRefused(t, name)
+		if got != "" && got != address {
+			t.Fatalf("Machine %s's instance has address %s, want %s", name, got, address)
+		}
+		return got != "", why
+	})
+	checkHostUntouched(t, mapiCloud, name)
+	m := &machinev1.Machine{}
+	if err := w.client.Get(context.Background(), client.ObjectKey{Namespace: machineapi.Namespace, Name: name}, m); err != nil {
+		t.Fatal(err)
+	}
+	if m.Status.NodeRef != nil {
+		t.Errorf("Machine %s has nodeRef %s", name, m.Status.NodeRef.Name)
+	}
 }
 
 // createMachineSet creates a Windows MachineSet of no replicas, scaled to
