@@ -126,8 +126,12 @@ func checkHostUntouched(t *testing.T, sc *simCloud, name string) {
 }
 
 // refusal is what the address policy's refusal says of address
-// (refusedMachineAddresses), "" for another address.
+// (refusedMachineAddresses, or ::, the IPv6 unspecified address), "" for
+// another address.
 func refusal(address string) string {
+	if address == "::" {
+		return "unspecified address"
+	}
 	for _, a := range refusedMachineAddresses {
 		if a.address == address {
 			return a.why

@@ -43,9 +43,10 @@ const machineSetLabel = "machine.openshift.io/cluster-api-machineset"
 //     powers it off (winnode's pre-terminate hook), its Node deleted;
 //   - a Machine without the Windows label, and one labelled
 //     winnode.io/ignore, are left alone;
-//   - a Windows Machine whose infrastructure reports 0.0.0.0 as its
-//     address is refused by the address policy, by name, as a
-//     windows-instances entry would be: its host sees no SSH connection;
+//   - Windows Machines whose infrastructure reports 0.0.0.0 or :: (the
+//     unspecified addresses) as their address are refused by the address
+//     policy, by name, as a windows-instances entry would be: their hosts
+//     see no SSH connection;
 //   - no bootstrap-token Secret is created anywhere.
 func TestOpenShiftMachineSet(t *testing.T) {
 	w := getWorldOf(t, kindOpenShift)
@@ -70,12 +71,14 @@ func TestOpenShiftMachineSet(t *testing.T) {
 	linux := w.createMachine(t, "e2e-linux", map[string]string{})
 	ignored := w.createMachine(t, "e2e-ignored", map[string]string{machineapi.LabelOSID: "Windows", machineapi.LabelIgnore: "true"})
 	misreported := w.createMisreportedMachine(t, "e2e-misreported", "0.0.0.0")
+	misreportedV6 := w.createMisreportedMachine(t, "e2e-unspecified-v6", "::")
 
 	ms := w.createMachineSet(t, "e2e-windows")
 	w.scaleMachineSet(t, ms, 2)
 	w.waitMachineNodes(t, ms, 2)
 
 	w.checkMisreportedMachine(t, misreported, "0.0.0.0")
+	w.checkMisreportedMachine(t, misreportedV6, "::")
 
 	w.scaleMachineSet(t, ms, 3)
 	doomed := w.deleteMachineWhileConfiguring(t, ms)
