@@ -432,6 +432,8 @@ type operatorOptions struct {
 	proxy plan.ProxyFacts
 	// trustedCA is --trusted-ca-configmap.
 	trustedCA string
+	// skipPreflight is --skip-preflight: checks skipped for every instance.
+	skipPreflight []string
 }
 
 // startOperator runs the operator until the test ends or op.stop.
@@ -463,6 +465,7 @@ func (w *world) startOperator(t testing.TB, o operatorOptions) *operator {
 		Resolve:            o.resolve,
 		Proxy:              o.proxy,
 		TrustedCAConfigMap: o.trustedCA,
+		SkipPreflight:      o.skipPreflight,
 		// The simulated hosts have loopback addresses (127.0.0.10 and up).
 		Addresses: inventory.AddressPolicy{Allowed: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}},
 		TuneInstance: func(c *configure.Configurer) {

@@ -185,7 +185,10 @@ func (w *world) skipPreflight(t *testing.T, name, checks string) {
 
 // TestPreflightStopsAnUpgrade: the checks run again before an upgrade; a
 // Ready host whose system drive filled up is not moved to the new version
-// (Preflight False, Disk, nothing applied) until space is freed.
+// (Preflight False, Disk, nothing applied) until space is freed. The new
+// operator skips the dns check for every instance (--skip-preflight): the
+// check is left out of status.preflight and the condition's message says
+// so, at the stop and once Ready.
 func TestPreflightStopsAnUpgrade(t *testing.T) {
 	w := getWorld(t)
 	h := w.newHost(t)
@@ -196,17 +199,31 @@ func TestPreflightStopsAnUpgrade(t *testing.T) {
 
 	h.SetFreeDiskGiB(10)
 	const newVersion = "v0.0.2-e2e"
-	w.startOperator(t, operatorOptions{version: newVersion})
-	w.waitPreflightCondition(t, "pf-upgrade", preflight.Disk)
-	if inst := w.get(t, "pf-upgrade"); inst.Status.Version != operatorVersion {
+	w.startOperator(t, operatorOptions{version: newVersion, skipPreflight: []string{preflight.DNS}})
+	inst := w.waitPreflightCondition(t, "pf-upgrade", preflight.Disk)
+	if inst.Status.Version != operatorVersion {
 		t.Errorf("status.version %s: the upgrade went on past a failed pre-flight check", inst.Status.Version)
 	}
+	checkSkippedByOperator(t, inst, preflight.DNS)
 	h.SetFreeDiskGiB(100)
 	testkit.Eventually(t, 2*time.Minute, "the host to be upgraded once space is freed", func() (bool, string) {
-		inst := w.get(t, "pf-upgrade")
+		inst = w.get(t, "pf-upgrade")
 		return inst.Status.Phase == winnodev1.PhaseReady && inst.Status.Version == newVersion,
 			fmt.Sprintf("phase %s version %s lastError %q", inst.Status.Phase, inst.Status.Version, inst.Status.LastError)
 	})
+	checkSkippedByOperator(t, inst, preflight.DNS)
+}
+
+// checkSkippedByOperator: a check the operator's --skip-preflight names has
+// no result in status.preflight, and condition Preflight names it skipped.
+func checkSkippedByOperator(t *testing.T, inst *winnodev1.WindowsInstance, check string) {
+	t.Helper()
+	if slices.ContainsFunc(inst.Status.Preflight, func(r winnodev1.PreflightResult) bool { return r.Check == check }) {
+		t.Errorf("status.preflight has a result of check %s, which --skip-preflight skips: %+v", check, inst.Status.Preflight)
+	}
+	if cond := meta.FindStatusCondition(inst.Status.Conditions, winnodev1.ConditionPreflight); cond == nil || !strings.Contains(cond.Message, "skipped: "+check) {
+		t.Errorf("condition Preflight does not record the check --skip-preflight skipped (%s): %+v", check, cond)
+	}
 }
 
 // waitPreflightCondition waits until condition Preflight is False naming
