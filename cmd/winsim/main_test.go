@@ -120,7 +120,11 @@ func TestWinsimStandalone(t *testing.T) {
 	state := filepath.Join(dir, "state")
 	// --foreign-containerd: hosts with a containerd of their own (a stock
 	// host has none), whose process shows the hosts run and stop.
-	w := start(t, bin, "--hosts", "2", "--authorized-key", keyFile, "--state", state, "--windows-build", "2022", "--foreign-containerd")
+	// --defender: what the defender pre-flight check reports of new hosts
+	// (issue 28). (--containers-feature=false would stop their containerd,
+	// as Windows does without the feature: TestPreflightOnBrokenHost in
+	// internal/agent covers the option.)
+	w := start(t, bin, "--hosts", "2", "--authorized-key", keyFile, "--state", state, "--windows-build", "2022", "--foreign-containerd", "--defender")
 
 	// Log in to the first host with the key, pinned to the printed fingerprint.
 	signer := key.Signer
@@ -155,6 +159,9 @@ func TestWinsimStandalone(t *testing.T) {
 		info, _ := simscm.Dial(sock).Host(context.Background())
 		if info.Build != "10.0.20348" {
 			t.Errorf("host %d build %s, want 10.0.20348 (2022)", i+1, info.Build)
+		}
+		if d, err := simscm.Dial(sock).Defender(context.Background()); err != nil || !d.Running {
+			t.Errorf("host %d with --defender: Defender %+v, %v; want running", i+1, d, err)
 		}
 		pids = append(pids, svc.Status.PID)
 	}
