@@ -26,7 +26,7 @@ import (
 
 // BenchmarkFleet is the operator at fleet scale: winnode-operator, run as
 // its own process as in a cluster (leader election on, its defaults
-// otherwise), given WINNODE_BENCH_FLEET_INSTANCES WindowsInstances (1000)
+// otherwise), given WINNODE_BENCH_FLEET_INSTANCES WindowsInstances (10000)
 // of which WINNODE_BENCH_FLEET_READY (100) are simulated hosts that become
 // Ready and the rest addresses where nothing listens (loopback addresses
 // whose SSH port refuses connections, as a host that is down does). Once
@@ -38,7 +38,7 @@ import (
 // the API server's audit log), with the leader election Lease's renewals
 // apart.
 func BenchmarkFleet(b *testing.B) {
-	total := benchEnv(b, "WINNODE_BENCH_FLEET_INSTANCES", 1000)
+	total := benchEnv(b, "WINNODE_BENCH_FLEET_INSTANCES", 10000)
 	ready := min(benchEnv(b, "WINNODE_BENCH_FLEET_READY", 100), total)
 	window := time.Duration(benchEnv(b, "WINNODE_BENCH_STEADY_SECONDS", 120)) * time.Second
 	w := getWorld(b)
