@@ -43,7 +43,8 @@ func BenchmarkPullMode(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	w.createWinnodeConfigTemplateOf(b, testenv.CAPINamespace, "bench-pull-workers", "bp", bootstrapv1.ModePull)
+	// The computer name prefix TestClusterAPIPullMode's checks expect (pullNodeOf).
+	w.createWinnodeConfigTemplateOf(b, testenv.CAPINamespace, "bench-pull-workers", "wp", bootstrapv1.ModePull)
 	md := w.createMachineDeploymentFrom(b, testenv.CAPINamespace, cluster.Name, "bench-pull-md-0", "bench-pull-workers", img)
 	for i := 0; i < b.N; i++ {
 		var times []float64
