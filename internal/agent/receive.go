@@ -172,7 +172,12 @@ func (fr *frame) copy(r io.Reader) (bad, err error) {
 	}
 	want := fr.h.Size - fr.h.Offset
 	src := &readTracker{r: r}
-	n, err := io.CopyN(io.MultiWriter(append([]io.Writer{fr.part}, sinks...)...), src, want)
+	// Large writes: fewer writes to the .part and hand-overs to the decoder
+	// than io.Copy's 32 KiB.
+	n, err := io.CopyBuffer(io.MultiWriter(append([]io.Writer{fr.part}, sinks...)...), io.LimitReader(src, want), make([]byte, copyBuffer))
+	if err == nil && n < want {
+		err = io.EOF
+	}
 	switch {
 	case err != nil && src.err == nil && fr.decoded.failure() != nil:
 		return fr.decoded.failure(), nil
@@ -214,6 +219,9 @@ func (a *Agent) dropBlob(fr *frame, why error) string {
 	}
 	return fmt.Sprintf("blob %s as received: %v; deleted, send it again", fr.h.Name, why)
 }
+
+// copyBuffer is the size of receive's reads from the stream.
+const copyBuffer = 1 << 20
 
 // readTracker remembers the error of the reader it wraps, to tell a stream
 // that ended from a decoder that gave up.
