@@ -183,3 +183,17 @@ func TestHybridClusterCIDRFlagIsChecked(t *testing.T) {
 		t.Errorf("valid ovn-hybrid flags: %v", err)
 	}
 }
+
+// TestSkipPreflightFlagIsChecked: --skip-preflight names checks; a name that
+// is no check's stops the operator before it starts, naming the flag, the
+// name and the checks (an instance's annotation gets an event instead:
+// TestPreflight in test/e2e).
+func TestSkipPreflightFlagIsChecked(t *testing.T) {
+	err := run(context.Background(), []string{"--skip-preflight", "dns,klock", "--version"}, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "--skip-preflight") || !strings.Contains(err.Error(), "klock") || !strings.Contains(err.Error(), "clock") {
+		t.Fatalf("run with --skip-preflight dns,klock = %v; want an error naming the flag, klock and the checks", err)
+	}
+	if err := run(context.Background(), []string{"--skip-preflight", "clock, dns", "--version"}, io.Discard); err != nil {
+		t.Errorf("--skip-preflight clock, dns: %v", err)
+	}
+}

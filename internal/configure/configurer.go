@@ -132,6 +132,7 @@ type Configurer struct {
 	// Instances lists the WindowsInstances this one is compared with for
 	// conflicts of node name, host key and address (internal/identity):
 	// those of the same cluster. Nil: there are no others (winnodectl add).
+	// What it returns may be shared with a cache: read only.
 	Instances func(ctx context.Context) ([]winnodev1.WindowsInstance, error)
 	// Resolve resolves DNS names for the address conflict check (a name
 	// and an IP of one host are one host). Nil: names are compared as

@@ -307,7 +307,7 @@ func setupControllers(mgr ctrl.Manager, kube kubernetes.Interface, opts Options,
 		return fmt.Errorf("setting up the RuntimeClass controller: %w", err)
 	}
 	if err := (&exporter.Reconciler{
-		Client: mgr.GetClient(), Namespace: opts.Namespace, CA: &metricstls.Store{Kube: kube, Namespace: opts.Namespace},
+		Client: mgr.GetClient(), Namespace: opts.Namespace, CA: &metricstls.Store{Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Namespace: opts.Namespace},
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the windows-exporter controller: %w", err)
 	}
@@ -368,6 +368,6 @@ func setupInstances(mgr ctrl.Manager, kube kubernetes.Interface, opts Options, p
 		Proxy:                   opts.Proxy,
 		Tune:                    opts.TuneInstance,
 		Workloads:               workloads,
-		Metrics:                 &metricstls.Store{Kube: kube, Namespace: opts.Namespace},
+		Metrics:                 &metricstls.Store{Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Namespace: opts.Namespace},
 	}).SetupWithManager(mgr)
 }

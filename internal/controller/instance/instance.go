@@ -377,8 +377,11 @@ func (r *Reconciler) configurer(ctx context.Context, inst *winnodev1.WindowsInst
 		Configured: r.Configured,
 		Log:        log,
 		Instances: func(ctx context.Context) ([]winnodev1.WindowsInstance, error) {
+			// Read only (the conflict checks of internal/identity): not
+			// copied. Every connect lists every instance, so a copy cost
+			// each retry of an unreachable host the whole fleet's objects.
 			var all winnodev1.WindowsInstanceList
-			if err := r.Client.List(ctx, &all); err != nil {
+			if err := r.Client.List(ctx, &all, client.UnsafeDisableDeepCopy); err != nil {
 				return nil, err
 			}
 			return all.Items, nil
