@@ -372,6 +372,10 @@ func (r *Reconciler) configurer(ctx context.Context, inst *winnodev1.WindowsInst
 		Persist: func(ctx context.Context, inst *winnodev1.WindowsInstance) error {
 			return r.Client.Status().Update(ctx, inst)
 		},
+		Reload: func(ctx context.Context, inst *winnodev1.WindowsInstance) (*winnodev1.WindowsInstance, error) {
+			stored := &winnodev1.WindowsInstance{}
+			return stored, r.Reader.Get(ctx, client.ObjectKeyFromObject(inst), stored)
+		},
 		Event: func(inst *winnodev1.WindowsInstance, eventType, reason, message string) {
 			r.Recorder.Eventf(inst, nil, eventType, reason, eventAction(inst), "%s", message)
 		},
