@@ -218,7 +218,8 @@ Try, in another terminal:
   # The Machines' Windows nodes are in the workload cluster, %[11]s.
   kubectl --kubeconfig %[3]s get nodes -o wide
   kubectl get nodes -l kubernetes.io/os=windows
-  # More Windows nodes, or fewer: for a removed Machine, %[8]s.
+  # More Windows nodes, or fewer; for a removed Machine,
+  # %[8]s.
   kubectl -n %[4]s scale machinedeployment %[9]s --replicas %[10]d
 `, d.kubeconfig, demoCluster, d.workloadKubeconfig, testenv.CAPINamespace, workloadKubeconfigSecret,
 		self, status, removed, demoMachineDeployment, d.o.machines+1, here)
