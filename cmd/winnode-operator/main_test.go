@@ -183,3 +183,31 @@ func TestHybridClusterCIDRFlagIsChecked(t *testing.T) {
 		t.Errorf("valid ovn-hybrid flags: %v", err)
 	}
 }
+
+// TestSkipPreflightFlagIsChecked: --skip-preflight names checks; a name that
+// is no check's stops the operator before it starts, naming the flag, the
+// name and the checks (an instance's annotation gets an event instead:
+// TestPreflight in test/e2e).
+func TestSkipPreflightFlagIsChecked(t *testing.T) {
+	err := run(context.Background(), []string{"--skip-preflight", "dns,klock", "--version"}, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "--skip-preflight") || !strings.Contains(err.Error(), "klock") || !strings.Contains(err.Error(), "clock") {
+		t.Fatalf("run with --skip-preflight dns,klock = %v; want an error naming the flag, klock and the checks", err)
+	}
+	if err := run(context.Background(), []string{"--skip-preflight", "clock, dns", "--version"}, io.Discard); err != nil {
+		t.Errorf("--skip-preflight clock, dns: %v", err)
+	}
+}
+
+// TestMaxConcurrentConfigurationsIsACap: unset, the flag caps nothing (the
+// machine's bound decides, internal/controller/instance concurrency.go);
+// a negative value is refused, naming the flag.
+func TestMaxConcurrentConfigurationsIsACap(t *testing.T) {
+	if err := run(context.Background(), []string{"--max-concurrent-configurations", "-1", "--version"}, io.Discard); err == nil || !strings.Contains(err.Error(), "--max-concurrent-configurations") {
+		t.Errorf("--max-concurrent-configurations -1: %v; want an error naming the flag", err)
+	}
+	for _, v := range []string{"0", "4"} {
+		if err := run(context.Background(), []string{"--max-concurrent-configurations", v, "--version"}, io.Discard); err != nil {
+			t.Errorf("--max-concurrent-configurations %s: %v", v, err)
+		}
+	}
+}

@@ -120,7 +120,11 @@ func TestWinsimStandalone(t *testing.T) {
 	state := filepath.Join(dir, "state")
 	// --foreign-containerd: hosts with a containerd of their own (a stock
 	// host has none), whose process shows the hosts run and stop.
-	w := start(t, bin, "--hosts", "2", "--authorized-key", keyFile, "--state", state, "--windows-build", "2022", "--foreign-containerd")
+	// --defender: what the defender pre-flight check reports of new hosts
+	// (issue 28). (--containers-feature=false would stop their containerd,
+	// as Windows does without the feature: TestPreflightOnBrokenHost in
+	// internal/agent covers the option.)
+	w := start(t, bin, "--hosts", "2", "--authorized-key", keyFile, "--state", state, "--windows-build", "2022", "--foreign-containerd", "--defender")
 
 	// Log in to the first host with the key, pinned to the printed fingerprint.
 	signer := key.Signer
@@ -156,6 +160,9 @@ func TestWinsimStandalone(t *testing.T) {
 		if info.Build != "10.0.20348" {
 			t.Errorf("host %d build %s, want 10.0.20348 (2022)", i+1, info.Build)
 		}
+		if d, err := simscm.Dial(sock).Defender(context.Background()); err != nil || !d.Running {
+			t.Errorf("host %d with --defender: Defender %+v, %v; want running", i+1, d, err)
+		}
 		pids = append(pids, svc.Status.PID)
 	}
 	w.stop(t)
@@ -165,11 +172,21 @@ func TestWinsimStandalone(t *testing.T) {
 		}
 	}
 
-	// The state folder keeps the hosts.
-	again := start(t, bin, "--hosts", "2", "--authorized-key", keyFile, "--state", state)
+	// The state folder keeps the hosts; the pre-flight checks' conditions
+	// (issue 28) given on the command line apply to saved hosts too.
+	again := start(t, bin, "--hosts", "2", "--authorized-key", keyFile, "--state", state,
+		"--windows-build", "2022.643", "--free-disk-gib", "12", "--clock-offset", "-10m", "--pending-reboot", "--no-api-route", "--dhcp")
 	for i := range w.lines {
 		if strings.Join(again.lines[i], " ") != strings.Join(w.lines[i], " ") {
 			t.Errorf("host %d after a restart: %v, before %v", i+1, again.lines[i], w.lines[i])
+		}
+		sock := filepath.Join(state, fmt.Sprintf("host-%d", i+1), "scm.sock")
+		info, err := simscm.Dial(sock).Host(context.Background())
+		if err != nil {
+			t.Fatalf("host %d: %v", i+1, err)
+		}
+		if info.UBR != 643 || info.FreeDiskBytes != 12<<30 || info.ClockOffset != -10*time.Minute || !info.UpdateRebootPending || !info.NoAPIRoute || len(info.DHCPv4) == 0 {
+			t.Errorf("host %d with the pre-flight flags reports %+v, want UBR 643, 12 GiB free, clock -10m, a restart pending, no API route, a DHCP address", i+1, info)
 		}
 	}
 	again.stop(t)

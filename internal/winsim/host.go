@@ -419,6 +419,11 @@ func (h *Host) Start() error {
 	if err := h.boot(); err != nil {
 		return err
 	}
+	if h.opts.PendingReboot {
+		// The host comes up with an update installed that waits for a
+		// restart: the boot above finished whatever waited before.
+		h.SetPendingReboot(true)
+	}
 	h.log.Info("simulated Windows host started", "address", h.Addr(), "build", h.id.Build, "hostKey", h.Fingerprint())
 	h.startUserDataProgram()
 	return nil

@@ -422,7 +422,8 @@ type operatorOptions struct {
 	// --slow-transfer-grace (0: the defaults).
 	minTransferRate   int
 	slowTransferGrace time.Duration
-	// maxConcurrent is --max-concurrent (0: 10).
+	// maxConcurrent is --max-concurrent-configurations (0: 10, the tests'
+	// cap; -1: none, the machine's bound, as the operator's default).
 	maxConcurrent int
 	// resolve resolves host names for the address conflict check (nil:
 	// the system's resolver).
@@ -435,6 +436,8 @@ type operatorOptions struct {
 	// pullJoinTimeout is how long a Pull Machine may go without a nodeRef
 	// before NodeJoinTimedOut (0: capibootstrap's 30 minutes).
 	pullJoinTimeout time.Duration
+	// skipPreflight is --skip-preflight: checks skipped for every instance.
+	skipPreflight []string
 }
 
 // startOperator runs the operator until the test ends or op.stop.
@@ -467,6 +470,7 @@ func (w *world) startOperator(t testing.TB, o operatorOptions) *operator {
 		Proxy:              o.proxy,
 		TrustedCAConfigMap: o.trustedCA,
 		PullJoinTimeout:    o.pullJoinTimeout,
+		SkipPreflight:      o.skipPreflight,
 		// The simulated hosts have loopback addresses (127.0.0.10 and up).
 		Addresses: inventory.AddressPolicy{Allowed: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}},
 		TuneInstance: func(c *configure.Configurer) {

@@ -3,6 +3,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -185,7 +187,13 @@ func (w *world) skipPreflight(t *testing.T, name, checks string) {
 
 // TestPreflightStopsAnUpgrade: the checks run again before an upgrade; a
 // Ready host whose system drive filled up is not moved to the new version
-// (Preflight False, Disk, nothing applied) until space is freed.
+// (Preflight False, Disk, nothing applied) until space is freed. Its agent
+// meanwhile answers info with 10,000 warnings (issue 25, a host replying
+// nonsense): each pass makes at most 20 AgentWarning events and one that
+// sums up the rest, and the stop, the upgrade and the Node go on as
+// before. The new operator skips the dns check for every instance (--skip-preflight): the
+// check is left out of status.preflight and the condition's message says
+// so, at the stop and once Ready.
 func TestPreflightStopsAnUpgrade(t *testing.T) {
 	w := getWorld(t)
 	h := w.newHost(t)
@@ -195,18 +203,85 @@ func TestPreflightStopsAnUpgrade(t *testing.T) {
 	op.stop()
 
 	h.SetFreeDiskGiB(10)
+	answerWithWarnings(t, h, 10_000)
 	const newVersion = "v0.0.2-e2e"
-	w.startOperator(t, operatorOptions{version: newVersion})
-	w.waitPreflightCondition(t, "pf-upgrade", preflight.Disk)
-	if inst := w.get(t, "pf-upgrade"); inst.Status.Version != operatorVersion {
+	w.startOperator(t, operatorOptions{version: newVersion, skipPreflight: []string{preflight.DNS}})
+	inst := w.waitPreflightCondition(t, "pf-upgrade", preflight.Disk)
+	if inst.Status.Version != operatorVersion {
 		t.Errorf("status.version %s: the upgrade went on past a failed pre-flight check", inst.Status.Version)
 	}
+	checkSkippedByOperator(t, inst, preflight.DNS)
+	w.checkWarningsBounded(t, "pf-upgrade", 10_000)
 	h.SetFreeDiskGiB(100)
 	testkit.Eventually(t, 2*time.Minute, "the host to be upgraded once space is freed", func() (bool, string) {
-		inst := w.get(t, "pf-upgrade")
+		inst = w.get(t, "pf-upgrade")
 		return inst.Status.Phase == winnodev1.PhaseReady && inst.Status.Version == newVersion,
 			fmt.Sprintf("phase %s version %s lastError %q", inst.Status.Phase, inst.Status.Version, inst.Status.LastError)
 	})
+	checkSkippedByOperator(t, inst, preflight.DNS)
+}
+
+// answerWithWarnings makes the host's agent answer `info` with n warnings
+// besides its own answer: the agent (a Linux build standing for
+// winnode-agent.exe on a simulated host) moves aside, and a script in its
+// place runs it and adds the warnings, as a host whose administrator put
+// another program there could. Its other commands run the agent as they
+// are. Until a sync puts the payload's agent back.
+func answerWithWarnings(t *testing.T, h *winsim.Host, n int) {
+	t.Helper()
+	agent, err := h.Path(`C:\k\winnode-agent.exe`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	real := filepath.Join(filepath.Dir(agent), "agent-behind-warnings.exe")
+	if err := os.Rename(agent, real); err != nil {
+		t.Fatal(err)
+	}
+	script := fmt.Sprintf(`#!/bin/sh
+# A host answering nonsense (e2e): info with %[1]d warnings.
+if [ "$1" != info ]; then exec %[2]q "$@"; fi
+out=$(%[2]q "$@") || { rc=$?; printf '%%s' "$out"; exit $rc; }
+printf '{"warnings":['
+i=1
+while [ $i -lt %[1]d ]; do printf '"warning %%d of a host answering nonsense \u001b[2J",' $i; i=$((i+1)); done
+printf '"warning %%d of a host answering nonsense"],' $i
+printf '%%s\n' "${out#*\{}"
+`, n, real)
+	if err := os.WriteFile(agent, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkWarningsBounded: the instance's AgentWarning events are at most 20
+// warnings, the same ones each pass, and one event summing up the rest of
+// the n, without control characters.
+func (w *world) checkWarningsBounded(t *testing.T, name string, n int) {
+	t.Helper()
+	var msgs []string
+	testkit.Eventually(t, time.Minute, "the AgentWarning event summing up the warnings", func() (bool, string) {
+		msgs = w.eventMessages(t, "default", name, configure.ReasonAgentWarning)
+		return slices.ContainsFunc(msgs, func(m string) bool { return strings.Contains(m, fmt.Sprintf("%d more warnings", n-20)) }), fmt.Sprint(len(msgs), " events")
+	})
+	if len(msgs) > 21 {
+		t.Errorf("%d AgentWarning events for %d warnings, want 20 and one summary (the same each pass)", len(msgs), n)
+	}
+	for _, m := range msgs {
+		if strings.ContainsAny(m, "\x1b\r\n") {
+			t.Errorf("AgentWarning event with a control character: %q", m)
+		}
+	}
+}
+
+// checkSkippedByOperator: a check the operator's --skip-preflight names has
+// no result in status.preflight, and condition Preflight names it skipped.
+func checkSkippedByOperator(t *testing.T, inst *winnodev1.WindowsInstance, check string) {
+	t.Helper()
+	if slices.ContainsFunc(inst.Status.Preflight, func(r winnodev1.PreflightResult) bool { return r.Check == check }) {
+		t.Errorf("status.preflight has a result of check %s, which --skip-preflight skips: %+v", check, inst.Status.Preflight)
+	}
+	if cond := meta.FindStatusCondition(inst.Status.Conditions, winnodev1.ConditionPreflight); cond == nil || !strings.Contains(cond.Message, "skipped: "+check) {
+		t.Errorf("condition Preflight does not record the check --skip-preflight skipped (%s): %+v", check, cond)
+	}
 }
 
 // waitPreflightCondition waits until condition Preflight is False naming
