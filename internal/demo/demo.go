@@ -42,6 +42,8 @@ type demoOptions struct {
 	// openshift flavor's MachineSet replicas.
 	flavor   string
 	machines int
+	// capiMode is the capi flavor's --capi-mode: pull or push.
+	capiMode string
 }
 
 // want is how many Ready Windows nodes the demo waits for.
@@ -66,11 +68,19 @@ progress until all are Ready nodes, prints the nodes, the kubeconfig and what
 to try next, and runs until SIGINT (Ctrl-C) or SIGTERM. It then stops
 everything it started.
 
-With --flavor capi, Cluster API's real core controllers run beside the
-control plane, with a simulated infrastructure provider (Winsim* kinds)
-whose hosts run their bootstrap data as cloudbase-init would, and the demo
-creates a Cluster and a MachineDeployment of --machines Windows Machines
-bootstrapped by winnode's WinnodeConfigTemplate in namespace capi-windows.
+With --flavor capi there are two clusters, as Cluster API has them: the
+management cluster runs Cluster API's real core controllers, a simulated
+infrastructure provider (Winsim* kinds) whose hosts run their bootstrap
+data as cloudbase-init would, and the operator; the workload cluster is a
+second control plane, whose kubeconfig is the Cluster's Secret
+capi-windows/windows-cluster-kubeconfig (the demo writes it out and prints
+its path; --kubeconfig-out is the management cluster's). The demo creates,
+in namespace capi-windows, the Cluster and a MachineDeployment of
+--machines Windows Machines bootstrapped by winnode's
+WinnodeConfigTemplate, whose nodes join the workload cluster. With
+--capi-mode pull (the default) the Machines boot from a simulated image of
+what winnodectl image writes and their bootstrap data joins them by
+itself; with --capi-mode push the operator configures them over SSH.
 
 With --flavor openshift the control plane is configured as an OpenShift 4
 cluster is (no bootstrap tokens; OpenShift's CRDs and configuration
@@ -104,11 +114,16 @@ running so that you can look).`,
   # OpenShift: a Windows MachineSet of two Machines, scaled with kubectl
   winnodectl demo --flavor openshift --machines 2
 
-  # Cluster API: a Windows MachineDeployment of two Machines
-  winnodectl demo --flavor capi --machines 2`,
+  # Cluster API: a management and a workload cluster, and a Windows
+  # MachineDeployment of two Machines that join the workload cluster
+  winnodectl demo --flavor capi --machines 2
+  winnodectl demo --flavor capi --capi-mode push`,
 		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.checkFlavor(cmd.Flags().Changed("hosts"), cmd.Flags().Changed("machines")); err != nil {
+				return err
+			}
+			if err := o.checkCAPIMode(cmd.Flags().Changed("capi-mode")); err != nil {
 				return err
 			}
 			builds, err := parseBuilds(o.windowsBuild)
@@ -132,6 +147,7 @@ running so that you can look).`,
 	f.BoolVar(&o.bootstrapTokenAuth, "bootstrap-token-auth", true, "start kube-apiserver with bootstrap-token authentication; false starts it as OpenShift's runs, and the hosts join with ServiceAccount tokens")
 	f.StringVar(&o.flavor, "flavor", flavorPlain, "plain (a kubeadm-style cluster, hosts listed in windows-instances), openshift (an OpenShift-configured cluster with the Machine API and a Windows MachineSet) or capi (Cluster API with a Windows MachineDeployment)")
 	f.IntVar(&o.machines, "machines", 2, "with --flavor openshift or capi: replicas of the Windows MachineSet or MachineDeployment")
+	f.StringVar(&o.capiMode, "capi-mode", capiModePull, "with --flavor capi: how the Machines become nodes of the workload cluster: pull (their bootstrap data joins them; the operator never reaches them) or push (the operator configures them over SSH)")
 	return cmd
 }
 
@@ -160,6 +176,17 @@ func (o *demoOptions) checkFlavor(hostsSet, machinesSet bool) error {
 	return nil
 }
 
+// checkCAPIMode checks --capi-mode, which only the capi flavor has.
+func (o *demoOptions) checkCAPIMode(set bool) error {
+	if set && o.flavor != flavorCAPI {
+		return cli.UsageErrorf("--capi-mode is for --flavor capi")
+	}
+	if o.capiMode != capiModePull && o.capiMode != capiModePush {
+		return cli.UsageErrorf("--capi-mode %q: give pull or push", o.capiMode)
+	}
+	return nil
+}
+
 // demo is one run of `winnodectl demo`: what it started, to stop it all.
 type demo struct {
 	s     cli.Streams
@@ -178,9 +205,15 @@ type demo struct {
 	operatorLog *os.File
 	env         *testenv.Env
 	kubeconfig  string
-	fleet       *winsim.Fleet
-	client      client.Client
-	operator    *runningOperator
+	payloadDir  string
+	// The capi flavor's workload cluster (capi.go): its control plane, a
+	// client, and its kubeconfig as the Cluster's Secret holds it.
+	workload           *testenv.Env
+	workloadClient     client.Client
+	workloadKubeconfig string
+	fleet              *winsim.Fleet
+	client             client.Client
+	operator           *runningOperator
 	// The openshift flavor's simulated cloud (openshift.go), and a client
 	// that knows the Machine API's types.
 	cloud      *cloud.Cloud
@@ -260,6 +293,9 @@ func (d *demo) stop() error {
 	}
 	if d.env != nil {
 		errs = append(errs, d.env.Stop())
+	}
+	if d.workload != nil {
+		errs = append(errs, d.workload.Stop())
 	}
 	if d.logFile != nil {
 		errs = append(errs, d.logFile.Close())

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -27,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/cli"
 	"github.com/winnode/winnode/internal/cli/view"
 	"github.com/winnode/winnode/internal/fixture"
@@ -489,6 +491,9 @@ func TestDemoFlavorFlags(t *testing.T) {
 		{"--flavor", "rancher"},
 		{"--flavor", "openshift", "--machines", "0"},
 		{"--flavor", "openshift", "--machines", "21"},
+		{"--capi-mode", "push"},
+		{"--flavor", "openshift", "--capi-mode", "pull"},
+		{"--flavor", "capi", "--capi-mode", "ssh"},
 	} {
 		r := run(t, "", append([]string{"demo"}, args...)...)
 		if r.code != cli.ExitUsage || r.out != "" {
@@ -497,29 +502,134 @@ func TestDemoFlavorFlags(t *testing.T) {
 	}
 }
 
-// TestDemoCAPIFlavor runs `winnodectl demo --flavor capi --machines 1
-// --exit-when-ready` in process: the MachineDeployment's Machine becomes a
-// Ready node through Cluster API's real controllers and winnode's
-// bootstrap provider, and the "try" lines say how to scale it.
+// TestDemoCAPIFlavor runs `winnodectl demo --flavor capi --machines 1` in
+// process (Pull mode, the default) until its "Try" lines, then checks
+// what they say: the Machine's Windows node is a Ready node of the workload
+// cluster, through the kubeconfig path the demo printed, which is the
+// Cluster's <cluster>-kubeconfig Secret; the management cluster
+// (--kubeconfig-out) has no Windows node and no WindowsInstance; winnodectl
+// status there lists the Pull Machine Ready on that node. Then it stops the
+// demo as Ctrl-C does.
 func TestDemoCAPIFlavor(t *testing.T) {
 	if testing.Short() {
-		t.Skip("starts a control plane of its own with Cluster API")
+		t.Skip("starts two control planes of its own with Cluster API")
 	}
-	r := run(t, "", "demo", "--flavor", "capi", "--machines", "1", "--exit-when-ready", "--ready-timeout", "5m", "--workdir", t.TempDir())
-	if r.code != 0 {
-		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.out, r.err)
-	}
+	work := t.TempDir()
+	mgmtKubeconfig := filepath.Join(work, "mgmt.kubeconfig")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errOut fixture.SyncBuffer
+	done := make(chan int, 1)
+	go func() {
+		s := cli.Streams{In: strings.NewReader(""), Out: &out, Err: &errOut}
+		done <- cli.Execute(ctx, []string{"demo", "--flavor", "capi", "--machines", "1", "--ready-timeout", "6m",
+			"--workdir", filepath.Join(work, "demo"), "--kubeconfig-out", mgmtKubeconfig}, s, NewCommand(s))
+	}()
+	testkit.Eventually(t, 9*time.Minute, "the demo's \"Try\" lines", func() (bool, string) {
+		select {
+		case code := <-done:
+			t.Fatalf("the demo exited %d before its \"Try\" lines\nstdout:\n%s\nstderr:\n%s", code, out.String(), errOut.String())
+		default:
+		}
+		return strings.Contains(out.String(), "The demo runs until Ctrl-C"), "not yet"
+	})
+	printed := out.String()
 	for _, want := range []string{
-		"of a MachineDeployment, booted by Cluster API's real",
-		"created MachineDeployment capi-windows/windows-workers-md-0 with 1 Windows Machine bootstrapped by WinnodeConfigTemplate windows-workers",
+		"two real Kubernetes control planes",
+		"created MachineDeployment capi-windows/windows-workers-md-0 with 1 Windows Machine bootstrapped by WinnodeConfigTemplate windows-workers (mode Pull)",
 		"The simulated Windows host is a Ready node",
+		"Management cluster (Cluster API, the operator) kubeconfig: " + mgmtKubeconfig,
 		"kubectl -n capi-windows scale machinedeployment windows-workers-md-0 --replicas 2",
-		"Stopped.",
 	} {
-		if !strings.Contains(r.out, want) {
-			t.Errorf("the demo's output lacks %q:\n%s", want, r.out)
+		if !strings.Contains(printed, want) {
+			t.Errorf("the demo's output lacks %q:\n%s", want, printed)
 		}
 	}
+	checkNoStackTrace(t, printed+errOut.String())
+	checkCAPIClusters(t, printed, mgmtKubeconfig)
+
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 || !strings.Contains(out.String(), "Stopped.") {
+			t.Errorf("stopped: exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errOut.String())
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("the demo did not stop within 2 minutes of its cancel\nstdout:\n%s", out.String())
+	}
+}
+
+// checkCAPIClusters checks the capi flavor's two clusters against what the
+// demo printed: the workload cluster's kubeconfig (the path printed, the
+// Cluster's Secret) shows the Machine's Windows node Ready; the management
+// cluster's shows none, and no WindowsInstance (Pull mode); winnodectl
+// status there, as the "Try" lines run it, shows the Machine Ready on the
+// workload cluster's node.
+func checkCAPIClusters(t *testing.T, printed, mgmtKubeconfig string) {
+	t.Helper()
+	_, rest, ok := strings.Cut(printed, "Workload cluster windows-cluster (the Windows nodes) kubeconfig: ")
+	if !ok {
+		t.Fatalf("the demo printed no workload cluster kubeconfig:\n%s", printed)
+	}
+	wlPath, _, _ := strings.Cut(rest, "\n")
+	if !strings.Contains(printed, "kubectl --kubeconfig "+wlPath+" get nodes -o wide") {
+		t.Errorf("no \"Try\" line lists the workload cluster's nodes with %s:\n%s", wlPath, printed)
+	}
+	mgmt := demoClient(t, mgmtKubeconfig)
+	ctx := context.Background()
+	var secret corev1.Secret
+	if err := mgmt.Get(ctx, client.ObjectKey{Namespace: testenv.CAPINamespace, Name: "windows-cluster-kubeconfig"}, &secret); err != nil {
+		t.Fatal(err)
+	}
+	if data, err := os.ReadFile(wlPath); err != nil || !bytes.Equal(data, secret.Data["value"]) {
+		t.Errorf("the workload kubeconfig %s is not the Secret's value (%v)", wlPath, err)
+	}
+	wlNodes := windowsNodeNames(t, demoClient(t, wlPath), true)
+	if len(wlNodes) != 1 {
+		t.Errorf("the workload cluster's Ready Windows nodes: %v, want 1", wlNodes)
+	}
+	if got := windowsNodeNames(t, mgmt, false); len(got) != 0 {
+		t.Errorf("the management cluster has Windows nodes %v; the Machines' join the workload cluster", got)
+	}
+	var insts winnodev1.WindowsInstanceList
+	if err := mgmt.List(ctx, &insts); err != nil || len(insts.Items) != 0 {
+		t.Errorf("WindowsInstances of Pull Machines: %d (%v), want none", len(insts.Items), err)
+	}
+	r := run(t, "", "status", "--kubeconfig", mgmtKubeconfig)
+	if r.code != 0 || len(wlNodes) != 1 || !regexp.MustCompile(`capi-windows/windows-workers-md-0-\S+\s+windows-cluster\s+\S+\s+Ready\s+`+regexp.QuoteMeta(wlNodes[0])).MatchString(r.out) {
+		t.Errorf("winnodectl status: exit %d, want the Pull Machine Ready on node %v:\n%s%s", r.code, wlNodes, r.out, r.err)
+	}
+}
+
+// demoClient is a client through one of the demo's kubeconfigs.
+func demoClient(t *testing.T, kubeconfig string) client.Client {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatalf("kubeconfig %s: %v", kubeconfig, err)
+	}
+	c, err := cli.NewClient(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// windowsNodeNames lists a cluster's Windows nodes (only the Ready ones
+// when ready).
+func windowsNodeNames(t *testing.T, c client.Client, ready bool) []string {
+	t.Helper()
+	var nodes corev1.NodeList
+	if err := c.List(context.Background(), &nodes, client.MatchingLabels{corev1.LabelOSStable: "windows"}); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for i := range nodes.Items {
+		if !ready || view.NodeReady(&nodes.Items[i]) == "Ready" {
+			names = append(names, nodes.Items[i].Name)
+		}
+	}
+	return names
 }
 
 // TestLibraryLogsGoToOperatorLog: from the moment the demo opens its logs,

@@ -8,7 +8,8 @@
 // creates the objects; progress.go shows the hosts' progress, the "try"
 // lines and answers typed commands; openshift.go and capi.go are the
 // openshift and capi flavors (a Machine API or Cluster API with a
-// simulated cloud, and a Windows MachineSet or MachineDeployment);
+// simulated cloud, and a Windows MachineSet or MachineDeployment; the capi
+// flavor's Machines join a second control plane, its workload cluster);
 // demo_operator.go runs the controllers in process; demo_other.go is the
 // command's stand-in where the demo cannot run (not Linux). It lives apart
 // from internal/cli so that the commands an administrator runs against a

@@ -44,7 +44,7 @@ func (d *demo) recordUpload(inst *winnodev1.WindowsInstance, p host.Progress) {
 // snapshot reads every host's state, with the uploads the operator
 // reported.
 func (d *demo) snapshot(ctx context.Context) ([]view.HostState, error) {
-	return view.ReadHostStates(ctx, d.client, func(inst *winnodev1.WindowsInstance) *host.Progress {
+	hosts, err := view.ReadHostStates(ctx, d.client, func(inst *winnodev1.WindowsInstance) *host.Progress {
 		d.mu.Lock()
 		defer d.mu.Unlock()
 		if u, ok := d.uploads[inst.Name]; ok && u.step == inst.Status.Step {
@@ -52,6 +52,10 @@ func (d *demo) snapshot(ctx context.Context) ([]view.HostState, error) {
 		}
 		return nil
 	})
+	if err != nil || d.o.flavor != flavorCAPI {
+		return hosts, err
+	}
+	return d.capiSnapshot(ctx, hosts)
 }
 
 // waitReady shows progress until every listed host is a Ready node, the
@@ -102,9 +106,10 @@ func allReady(hosts []view.HostState, want int) bool {
 }
 
 // windowsNodes lists the Windows nodes (label kubernetes.io/os=windows).
-func (d *demo) windowsNodes(ctx context.Context) ([]view.NodeRow, error) {
+// The capi flavor's Machines are nodes of the workload cluster.
+func (d *demo) windowsNodes(ctx context.Context, c client.Client) ([]view.NodeRow, error) {
 	var nodes corev1.NodeList
-	if err := d.client.List(ctx, &nodes, client.MatchingLabels{corev1.LabelOSStable: "windows"}); err != nil {
+	if err := c.List(ctx, &nodes, client.MatchingLabels{corev1.LabelOSStable: "windows"}); err != nil {
 		return nil, fmt.Errorf("listing Windows nodes: %w", err)
 	}
 	var rows []view.NodeRow
@@ -112,6 +117,15 @@ func (d *demo) windowsNodes(ctx context.Context) ([]view.NodeRow, error) {
 		rows = append(rows, view.NewNodeRow(&nodes.Items[i]))
 	}
 	return rows, nil
+}
+
+// printNodes prints the Windows nodes of the cluster c.
+func (d *demo) printNodes(ctx context.Context, c client.Client) {
+	if rows, err := d.windowsNodes(ctx, c); err != nil {
+		fmt.Fprintf(d.s.Out, "(listing the nodes failed: %v)\n", err)
+	} else {
+		_ = view.WriteNodeTable(d.s.Out, rows, time.Now())
+	}
 }
 
 // printReady prints the nodes and what to try next.
@@ -123,17 +137,40 @@ func (d *demo) printReady(ctx context.Context) {
 	} else {
 		fmt.Fprintf(out, "\nAll %d simulated Windows hosts are Ready nodes, %s after the start.\n\n", d.o.want(), took)
 	}
-	if rows, err := d.windowsNodes(ctx); err != nil {
-		fmt.Fprintf(out, "(listing the nodes failed: %v)\n", err)
-	} else {
-		_ = view.WriteNodeTable(out, rows, time.Now())
-	}
 	first := d.hosts()[0]
 	self, _ := os.Executable()
 	if self == "" || strings.Contains(self, "go-build") {
 		self = "go run ./cmd/winnodectl"
 	}
-	fmt.Fprintf(out, `
+	if d.o.flavor == flavorCAPI {
+		fmt.Fprintf(out, "Workload cluster %s:\n", demoCluster)
+		d.printNodes(ctx, d.workloadClient)
+		if d.fleet != nil {
+			fmt.Fprintln(out, "\nManagement cluster (the listed hosts):")
+			d.printNodes(ctx, d.client)
+		}
+		fmt.Fprint(out, d.capiTryLines(self))
+	} else {
+		d.printNodes(ctx, d.client)
+		d.printTryLines(self, first)
+	}
+	if d.o.exitWhenReady {
+		return
+	}
+	if f, ok := d.s.In.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		fmt.Fprintf(out, `Or type here, then Enter:
+  reboot %s     reboot a simulated host: its node goes NotReady, then Ready again
+  hosts                 the simulated hosts
+  quit                  stop everything (as Ctrl-C does)
+`, first.IP())
+	}
+	fmt.Fprintln(out, "\nThe demo runs until Ctrl-C (SIGINT) or SIGTERM; changes to the hosts show below.")
+}
+
+// printTryLines prints the kubeconfig and the "try" lines of the plain and
+// openshift flavors, whose Windows nodes are in the one cluster.
+func (d *demo) printTryLines(self string, first *winsim.Host) {
+	fmt.Fprintf(d.s.Out, `
 The hosts are SIMULATED (winsim); the control plane and the operator are real.
 Kubeconfig: %[1]s
 
@@ -148,17 +185,6 @@ Try, in another terminal:
 %[4]s
 %[5]s
 `, d.kubeconfig, self, strings.ToLower(first.Hostname()), d.sampleLines(), d.changeLines())
-	if d.o.exitWhenReady {
-		return
-	}
-	if f, ok := d.s.In.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		fmt.Fprintf(out, `Or type here, then Enter:
-  reboot %s     reboot a simulated host: its node goes NotReady, then Ready again
-  hosts                 the simulated hosts
-  quit                  stop everything (as Ctrl-C does)
-`, first.IP())
-	}
-	fmt.Fprintln(out, "\nThe demo runs until Ctrl-C (SIGINT) or SIGTERM; changes to the hosts show below.")
 }
 
 // changeLines are the "try" lines that add and remove nodes.
@@ -168,9 +194,6 @@ func (d *demo) changeLines() string {
 		lines += fmt.Sprintf(`  # Take a host out: its node is drained and deleted, the host cleaned.
   kubectl -n %s patch configmap %s --type json -p '[{"op":"remove","path":"/data/%s"}]'
 `, controller.DefaultNamespace, instancesConfigMap, d.fleet.Hosts[0].IP())
-	}
-	if d.o.flavor == flavorCAPI {
-		lines += capiChangeLines(d.o.machines)
 	}
 	if d.o.flavor == flavorOpenShift {
 		lines += fmt.Sprintf(`  # The Machine API's view: each Machine Running, linked to its Node.
@@ -227,6 +250,16 @@ func (d *demo) printStatus(ctx context.Context) {
 	}
 	fmt.Fprintln(d.s.Out)
 	_ = view.WriteInstanceTable(d.s.Out, rows, time.Now())
+	if d.o.flavor != flavorCAPI {
+		return
+	}
+	pull, err := view.ListPullRows(ctx, d.client)
+	if err != nil {
+		fmt.Fprintf(d.s.Out, "(listing the Pull Machines failed: %v)\n", err)
+		return
+	}
+	fmt.Fprintln(d.s.Out)
+	_ = view.WritePullTable(d.s.Out, pull, time.Now())
 }
 
 // follow prints each host's changes as lines and answers typed commands,

@@ -48,12 +48,18 @@ func (d *demo) setUp(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	d.payloadDir = payloadDir
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
 	hostsDir := filepath.Join(d.workdir, "hosts")
 	if err := d.startControlPlane(ctx, hostsDir, standinBin, logger); err != nil {
 		return err
+	}
+	if d.o.flavor == flavorCAPI {
+		if err := d.startWorkload(ctx); err != nil {
+			return err
+		}
 	}
 	if err := d.startHosts(hostsDir, standinBin, logger); err != nil {
 		return err
@@ -118,13 +124,16 @@ func (d *demo) printBanner() {
 	case flavorOpenShift:
 		what = hostCount(d.o.machines, "SIMULATED Windows Machine") + " of a MachineSet, booted by the OpenShift Machine API's\n    real controllers on a simulated cloud"
 	case flavorCAPI:
-		what = hostCount(d.o.machines, "SIMULATED Windows Machine") + " of a MachineDeployment, booted by Cluster API's real\n    controllers and a simulated infrastructure provider"
+		what = hostCount(d.o.machines, "SIMULATED Windows Machine") + " of a MachineDeployment (" + d.o.capiMode + " mode), booted by Cluster\n    API's real controllers and a simulated infrastructure provider, joining the workload cluster"
 	}
 	if d.o.flavor != flavorPlain && d.o.hosts > 0 {
 		what += ", and " + hostCount(d.o.hosts, "listed host")
 	}
 	cluster := "a real Kubernetes control plane"
-	if d.o.flavor == flavorOpenShift {
+	switch d.o.flavor {
+	case flavorCAPI:
+		cluster = "two real Kubernetes control planes, the management cluster and the workload cluster"
+	case flavorOpenShift:
 		cluster += ", configured as an OpenShift 4 cluster (no OpenShift runs here)"
 	}
 	fmt.Fprintf(d.s.Out, `winnode demo: everything runs on this machine.
@@ -214,7 +223,11 @@ func (d *demo) buildPayload() (payloadDir, standinBin string, err error) {
 	d.say("building the agent, winnode-service, the stand-in kubelet and the CNI host-local plugin for the simulated hosts (Linux builds; the first time Go compiles them for minutes)")
 	var agentBin, serviceBin, hostLocal string
 	err = d.sayWhile("building the simulated hosts' programs", func() error {
-		if agentBin, err = testenv.BuildBinary("cmd/winnode-agent"); err != nil {
+		// The agent carries the demo's version, the operator's: in Cluster
+		// API's Pull mode the agent checks it against the range its
+		// operator supports (joinconfig.SupportedAgents), as a release's
+		// agent and operator of one version agree.
+		if agentBin, err = testenv.BuildVersioned("cmd/winnode-agent", cli.Version); err != nil {
 			return fmt.Errorf("building the agent: %w", err)
 		}
 		if serviceBin, err = testenv.BuildBinary("cmd/winnode-service"); err != nil {
@@ -235,7 +248,7 @@ func (d *demo) buildPayload() (payloadDir, standinBin string, err error) {
 	// Under make test, the run's shared compressed copies (one demo builds
 	// one payload; its tests build several).
 	_, err = simpayload.Build(payloadDir, simpayload.Options{AgentBinary: agentBin, ServiceBinary: serviceBin, StandinBinary: standinBin, HostLocalBinary: hostLocal,
-		Cache: os.Getenv(testenv.PayloadCacheEnv)})
+		AgentVersion: cli.Version, Cache: os.Getenv(testenv.PayloadCacheEnv)})
 	return payloadDir, standinBin, err
 }
 

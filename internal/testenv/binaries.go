@@ -124,9 +124,28 @@ func HostLocal() (string, error) {
 // package of this module ("cmd/winnode-agent"), or "DIR:PACKAGE" for a
 // package of the tools module in DIR (hack/payload/cni).
 func BuildBinary(pkg string) (string, error) {
+	return buildBinary(pkg, "")
+}
+
+// BuildVersioned is BuildBinary of a program of this module stamped with
+// version, as a release build stamps it (-ldflags "-X main.version=..."):
+// the demo's agent carries the demo's operator's version, which that
+// operator checks in Cluster API's Pull mode (joinconfig.SupportedAgents);
+// an unstamped agent is "dev".
+func BuildVersioned(pkg, version string) (string, error) {
+	return buildBinary(pkg, version)
+}
+
+// buildBinary builds pkg, stamped with version unless empty, once per
+// process and version.
+func buildBinary(pkg, version string) (string, error) {
 	binaries.Lock()
 	defer binaries.Unlock()
-	if p, ok := binaries.paths[pkg]; ok {
+	key := pkg
+	if version != "" {
+		key += "@" + version
+	}
+	if p, ok := binaries.paths[key]; ok {
 		return p, nil
 	}
 	root, err := RepoRoot()
@@ -137,17 +156,27 @@ func BuildBinary(pkg string) (string, error) {
 		return "", err
 	}
 	out := filepath.Join(binaries.dir, filepath.Base(pkg))
-	cmd := exec.Command("go", "build", "-o", out, "./"+strings.TrimPrefix(pkg, "./"))
+	args := []string{"build", "-o", out}
+	if version != "" {
+		// A folder per version: the program keeps its name.
+		dir := filepath.Join(binaries.dir, "version-"+strings.ReplaceAll(version, "/", "_"))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return "", err
+		}
+		out = filepath.Join(dir, filepath.Base(pkg))
+		args = []string{"build", "-o", out, "-ldflags", "-X main.version=" + version}
+	}
+	cmd := exec.Command("go", append(args, "./"+strings.TrimPrefix(pkg, "./"))...)
 	cmd.Dir = root
 	if dir, toolPkg, ok := strings.Cut(pkg, ":"); ok {
-		cmd = exec.Command("go", "build", "-o", out, toolPkg)
+		cmd = exec.Command("go", append(args, toolPkg)...)
 		cmd.Dir = filepath.Join(root, dir)
 	}
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if msg, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build %s: %v\n%s", pkg, err, msg)
+		return "", fmt.Errorf("go build %s: %v\n%s", key, err, msg)
 	}
-	binaries.paths[pkg] = out
+	binaries.paths[key] = out
 	return out, nil
 }
 
