@@ -16,6 +16,7 @@ import (
 
 	"github.com/pkg/sftp"
 
+	pblob "github.com/winnode/winnode/internal/blob"
 	"github.com/winnode/winnode/internal/winpath"
 )
 
@@ -222,7 +223,7 @@ func StagedPath(stagingDir, sha256 string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("staging folder: %w", err)
 	}
-	if !isSHA256(sha256) {
+	if !pblob.IsSHA256(sha256) {
 		return "", fmt.Errorf("sha256 %q is not 64 lower-case hex digits", sha256)
 	}
 	return dir.Join(sha256).String(), nil
@@ -314,7 +315,7 @@ func planSync(files []LocalFile, installed map[string]string) (blobs []blob, ski
 // checkFile checks one entry's description (not the local file's content,
 // which is checked while it streams).
 func checkFile(f LocalFile) error {
-	if !isSHA256(f.SHA256) {
+	if !pblob.IsSHA256(f.SHA256) {
 		return fmt.Errorf("sha256 %q is not 64 lower-case hex digits", f.SHA256)
 	}
 	if f.Size < 0 {
@@ -334,25 +335,13 @@ func checkFile(f LocalFile) error {
 		switch {
 		case e.LocalPath == "":
 			return errors.New("the encoded copy has no local path")
-		case !isSHA256(e.SHA256):
+		case !pblob.IsSHA256(e.SHA256):
 			return fmt.Errorf("the encoded copy's sha256 %q is not 64 lower-case hex digits", e.SHA256)
 		case e.Size < 0:
 			return fmt.Errorf("the encoded copy's size %d is negative", e.Size)
 		}
 	}
 	return nil
-}
-
-func isSHA256(s string) bool {
-	if len(s) != 64 {
-		return false
-	}
-	for _, r := range s {
-		if !(r >= '0' && r <= '9' || r >= 'a' && r <= 'f') {
-			return false
-		}
-	}
-	return true
 }
 
 // upload writes one blob to final (through final.part, checked, then
