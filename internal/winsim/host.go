@@ -116,6 +116,10 @@ type Options struct {
 	NoAPIRoute bool
 	// DHCP: the host's address is a DHCP lease.
 	DHCP bool
+	// KubeletPortBlocked: a network firewall outside the host rejects
+	// connections to the kubelet's port (the API server's logs, exec and
+	// proxy requests fail; the host itself sees nothing wrong).
+	KubeletPortBlocked bool
 	// BootDelay is how long a Reboot keeps the host down before SSH and the
 	// auto-start services come back. Default 2s.
 	BootDelay time.Duration
