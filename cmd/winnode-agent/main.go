@@ -107,6 +107,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	removeCmd.Flags().BoolVar(&purgeLogs, "purge-logs", false, "delete the log folders too")
 	root.AddCommand(removeCmd)
 
+	root.AddCommand(receiveCommand(ctx, stdin, withAgent))
 	root.AddCommand(bootstrapCommand(ctx, stdin, withAgent))
 	root.AddCommand(logsCommand(ctx, withAgent))
 	root.AddCommand(joinCommand(ctx, withAgent))
@@ -122,6 +123,27 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return agent.Fail(stdout, plan.Errorf(plan.ErrUsage, "%v (run winnode-agent --help)", err), nil)
 	}
 	return code
+}
+
+// receiveCommand is `winnode-agent receive --staging DIR`: the blobs the
+// operator streams on standard input, staged (Agent.Receive).
+func receiveCommand(ctx context.Context, stdin io.Reader, withAgent func(func(a *agent.Agent) (any, *plan.Result, error))) *cobra.Command {
+	var staging string
+	cmd := &cobra.Command{
+		Use:   "receive --staging DIR",
+		Short: "Stage the blobs streamed on standard input, decoding and hashing them as they arrive, and print what was staged as JSON",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			withAgent(func(a *agent.Agent) (any, *plan.Result, error) {
+				res, err := a.Receive(ctx, staging, stdin)
+				return res, nil, err
+			})
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&staging, "staging", "", `the staging folder (C:\k\staging)`)
+	cmd.MarkFlagRequired("staging")
+	return cmd
 }
 
 // infoCommand is `winnode-agent info`: the host's facts and the installed

@@ -56,7 +56,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	var (
 		namespace      = fs.String("namespace", envOr("WATCH_NAMESPACE", controller.DefaultNamespace), "operator namespace: the windows-instances ConfigMap and the cloud-private-key and windows-user-data Secrets (env WATCH_NAMESPACE)")
 		payloadDir     = fs.String("payload-dir", "/payload", "folder with the Windows payload files and their manifest.json")
-		maxConcurrent  = fs.Int("max-concurrent-configurations", controller.DefaultMaxConcurrent, "hosts configured at once")
+		maxConcurrent  = fs.Int("max-concurrent-configurations", 0, "caps the hosts configured at once (0: no cap; the operator configures as many as its cores and memory allow, 16 per core, and logs how many; deconfigurations are not counted)")
 		maxUnavailable = fs.Int("max-unavailable", controller.DefaultMaxUnavailable, "Ready Windows nodes that upgrades restarting their services (cordon, drain, restart) take out of service at once")
 		metricsAddr    = fs.String("metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 to disable)")
 		probeAddr      = fs.String("health-probe-bind-address", ":8081", "address of /healthz and /readyz")
@@ -86,7 +86,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	joinMode, plat, hybridClusterCIDR, err := checkFlags(*joinCreds, *network, *platformFlag, *hybridCIDR, *maxUnavailable)
+	joinMode, plat, hybridClusterCIDR, err := checkFlags(*joinCreds, *network, *platformFlag, *hybridCIDR, *maxUnavailable, *maxConcurrent)
 	if err != nil {
 		return err
 	}
@@ -146,7 +146,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := addProbes(mgr); err != nil {
 		return err
 	}
-	log.Info("starting", "version", version, "namespace", *namespace, "payloadDir", *payloadDir, "maxConcurrentConfigurations", *maxConcurrent, "joinCredentials", joinMode)
+	log.Info("starting", "version", version, "namespace", *namespace, "payloadDir", *payloadDir, "joinCredentials", joinMode)
 	return mgr.Start(ctx)
 }
 
@@ -200,7 +200,7 @@ func envOr(name, def string) string {
 // checkFlags checks the flags that take one of a few values, and returns
 // the join credentials' mode, the platform and the canonical
 // --hybrid-cluster-cidr.
-func checkFlags(joinCreds, network, platformFlag, hybridCIDR string, maxUnavailable int) (bootstrap.Mode, platform.Platform, string, error) {
+func checkFlags(joinCreds, network, platformFlag, hybridCIDR string, maxUnavailable, maxConcurrent int) (bootstrap.Mode, platform.Platform, string, error) {
 	joinMode, err := bootstrap.ParseMode(joinCreds)
 	if err != nil {
 		return "", "", "", fmt.Errorf("--join-credentials: %w", err)
@@ -218,6 +218,9 @@ func checkFlags(joinCreds, network, platformFlag, hybridCIDR string, maxUnavaila
 	}
 	if maxUnavailable < 1 {
 		return "", "", "", fmt.Errorf("--max-unavailable %d: want 1 or more (upgrades that restart services would never start)", maxUnavailable)
+	}
+	if maxConcurrent < 0 {
+		return "", "", "", fmt.Errorf("--max-concurrent-configurations %d: want 0 (no cap) or more", maxConcurrent)
 	}
 	return joinMode, plat, hybrid, nil
 }

@@ -197,3 +197,17 @@ func TestSkipPreflightFlagIsChecked(t *testing.T) {
 		t.Errorf("--skip-preflight clock, dns: %v", err)
 	}
 }
+
+// TestMaxConcurrentConfigurationsIsACap: unset, the flag caps nothing (the
+// machine's bound decides, internal/controller/instance concurrency.go);
+// a negative value is refused, naming the flag.
+func TestMaxConcurrentConfigurationsIsACap(t *testing.T) {
+	if err := run(context.Background(), []string{"--max-concurrent-configurations", "-1", "--version"}, io.Discard); err == nil || !strings.Contains(err.Error(), "--max-concurrent-configurations") {
+		t.Errorf("--max-concurrent-configurations -1: %v; want an error naming the flag", err)
+	}
+	for _, v := range []string{"0", "4"} {
+		if err := run(context.Background(), []string{"--max-concurrent-configurations", v, "--version"}, io.Discard); err != nil {
+			t.Errorf("--max-concurrent-configurations %s: %v", v, err)
+		}
+	}
+}

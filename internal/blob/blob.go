@@ -1,8 +1,9 @@
 // Package blob encodes payload files for their trip to a host and decodes
 // them there. A payload file is compressed once, when the payload is built
 // (internal/payload, Write), and the compressed copy is what every host is
-// sent; the agent decodes it while staging (internal/agent) and checks the
-// content it gets against the sha256 and size the plan gives.
+// sent, in the blob stream (stream.go) the agent's `receive` reads; the
+// agent decodes it while the bytes arrive (internal/agent, receive.go) and
+// checks the content it gets against the sha256 and size it was given.
 //
 // The encoding is zstd (github.com/klauspost/compress/zstd, the pure-Go
 // implementation the Kubernetes ecosystem already uses, e.g. in containerd

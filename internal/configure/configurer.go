@@ -101,6 +101,9 @@ type Configurer struct {
 	// crash resumes at the step reached. Nil: status is only kept in memory
 	// (winnodectl add).
 	Persist func(ctx context.Context, inst *winnodev1.WindowsInstance) error
+	// Reload reads the instance as it is stored now, for a save that met a
+	// conflict (save.go). Nil: a conflict is returned as it is.
+	Reload func(ctx context.Context, inst *winnodev1.WindowsInstance) (*winnodev1.WindowsInstance, error)
 	// Event reports what happened (eventType is corev1.EventTypeNormal or
 	// Warning). Nil: not reported. Never given secrets.
 	Event func(inst *winnodev1.WindowsInstance, eventType, reason, message string)
@@ -132,6 +135,7 @@ type Configurer struct {
 	// Instances lists the WindowsInstances this one is compared with for
 	// conflicts of node name, host key and address (internal/identity):
 	// those of the same cluster. Nil: there are no others (winnodectl add).
+	// What it returns may be shared with a cache: read only.
 	Instances func(ctx context.Context) ([]winnodev1.WindowsInstance, error)
 	// Resolve resolves DNS names for the address conflict check (a name
 	// and an IP of one host are one host). Nil: names are compared as
@@ -319,7 +323,11 @@ func (c *Configurer) save(ctx context.Context, inst *winnodev1.WindowsInstance) 
 	if c.saved != nil && equality.Semantic.DeepEqual(*c.saved, inst.Status) {
 		return nil
 	}
-	if err := c.Persist(ctx, inst); err != nil {
+	err := c.Persist(ctx, inst)
+	if apierrors.IsConflict(err) {
+		err = c.saveOverApproval(ctx, inst, err)
+	}
+	if err != nil {
 		return fmt.Errorf("saving the status of WindowsInstance %s: %w", inst.Name, err)
 	}
 	c.saved = inst.Status.DeepCopy()

@@ -32,6 +32,9 @@
 //	finish.go       finish       Node Ready: labels, annotations, uncordon, Ready
 //	deconfigure.go  drain, remove, delete-node
 //
+// save.go: a status save that meets the CSR approver's record (a conflict)
+// saves again over it.
+//
 // Every step is idempotent: the status records enough for a crash at any
 // point to resume by calling again.
 package configure

@@ -18,8 +18,8 @@ const ReasonMetricsCertificate = "MetricsCertificateIssued"
 
 // metricsFacts are windows_exporter's TLS files for the host's plan where
 // the configurer serves node metrics (Configurer.Metrics): the serving
-// certificate of the node's name and InternalIP (the kubelet's
-// --hostname-override and --node-ip), kept in the operator's namespace
+// certificate of the instance's node name (status.nodeName, fixed once,
+// which the kubelet registers as) and InternalIP (the kubelet's --node-ip), kept in the operator's namespace
 // and issued again before it expires, and its key, which the plan names
 // by digest and sync uploads. A host whose kubelet picks its own address
 // gets no exporter: its certificate could not name the address scrapers
@@ -28,7 +28,12 @@ func (c *Configurer) metricsFacts(ctx context.Context, inst *winnodev1.WindowsIn
 	if c.Metrics == nil {
 		return nil, nil, nil
 	}
-	node := plan.NodeName(info.Hostname)
+	// The instance's node name, fixed once (nodename.go): not the
+	// hostname the host reports now.
+	node := nodeName(inst)
+	if node == "" {
+		return nil, nil, fmt.Errorf("windows_exporter's serving certificate: WindowsInstance %s has no node name yet", inst.Name)
+	}
 	ip := net.ParseIP(plan.NodeIP(info, inst.Spec.Address))
 	if ip == nil {
 		c.Log.Info("no windows_exporter on this host: the kubelet picks its own address, which its certificate cannot name", "instance", inst.Name)

@@ -76,7 +76,8 @@ func upToDate(info *plan.Info, r *plan.Rendered) bool {
 
 // sync uploads what the host lacks (payload files, compressed where the
 // payload has a compressed copy; generated files, the bootstrap kubeconfig,
-// the plan itself) to its staging folder, by hash.
+// the plan itself) to its staging folder, by hash, through the agent's
+// receive (host.SyncPipelined).
 // It returns the staged path of the plan.
 func (c *Configurer) sync(ctx context.Context, inst *winnodev1.WindowsInstance, cl *host.Client, h *hostState) (string, error) {
 	info, cr, r := h.info, h.creds, h.rendered
@@ -113,13 +114,15 @@ func (c *Configurer) sync(ctx context.Context, inst *winnodev1.WindowsInstance, 
 	if info.InstalledPlan != nil {
 		maps.Copy(installed, info.InstalledPlan.Files)
 	}
+	agent, err := c.agentFile()
+	if err != nil {
+		return "", stepErr(StepSync, winnodev1.ReasonSyncFailed, err)
+	}
 	if h.agentInstalled {
 		// Step info just put the payload's agent in place (Install checks
 		// what it sent against the payload's hash): staging it again would
 		// send it twice.
-		if agent, err := c.agentFile(); err == nil {
-			installed[agent.HostPath] = agent.SHA256
-		}
+		installed[agent.HostPath] = agent.SHA256
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.syncTimeout())
 	defer cancel()
@@ -127,7 +130,9 @@ func (c *Configurer) sync(ctx context.Context, inst *winnodev1.WindowsInstance, 
 	if c.Progress != nil {
 		progress = func(p host.Progress) { c.Progress(inst, p) }
 	}
-	res, err := cl.Sync(ctx, files, installed, r.Plan.Staging(), progress)
+	// The blobs travel on the standard input of the agent that step info
+	// ran (the payload's): it decodes and hashes them as they arrive.
+	res, err := cl.SyncPipelined(ctx, agent.HostPath, files, installed, r.Plan.Staging(), progress)
 	c.countUpload(res.BytesUploaded)
 	if err != nil {
 		SetCondition(inst, winnodev1.ConditionConfigured, metav1.ConditionFalse, reasonOf(err, winnodev1.ReasonSyncFailed), err.Error())

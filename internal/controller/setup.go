@@ -66,9 +66,6 @@ import (
 // DefaultNamespace is the operator namespace when none is given.
 const DefaultNamespace = "winnode-system"
 
-// DefaultMaxConcurrent is the default of --max-concurrent-configurations.
-const DefaultMaxConcurrent = 10
-
 // DefaultMaxUnavailable is the default of --max-unavailable.
 const DefaultMaxUnavailable = configure.DefaultMaxUnavailable
 
@@ -83,7 +80,9 @@ type Options struct {
 	// Payload is PayloadDir's manifest; nil: NewManager loads it (payload.Load,
 	// which checks every file's size and sha256).
 	Payload *payload.Manifest
-	// MaxConcurrent bounds the hosts configured at once (default 10).
+	// MaxConcurrent caps the hosts configured at once
+	// (--max-concurrent-configurations; 0: no cap, the machine's bound:
+	// instance.ConfigurationsAtOnce).
 	MaxConcurrent int
 	// MaxUnavailable bounds the Ready nodes that upgrades restarting their
 	// services take out of service at once (default 1; instance/upgrade.go).
@@ -158,9 +157,6 @@ type Options struct {
 func (o Options) complete() (Options, error) {
 	if o.Namespace == "" {
 		o.Namespace = DefaultNamespace
-	}
-	if o.MaxConcurrent <= 0 {
-		o.MaxConcurrent = DefaultMaxConcurrent
 	}
 	if o.MaxUnavailable <= 0 {
 		o.MaxUnavailable = DefaultMaxUnavailable
@@ -307,7 +303,7 @@ func setupControllers(mgr ctrl.Manager, kube kubernetes.Interface, opts Options,
 		return fmt.Errorf("setting up the RuntimeClass controller: %w", err)
 	}
 	if err := (&exporter.Reconciler{
-		Client: mgr.GetClient(), Namespace: opts.Namespace, CA: &metricstls.Store{Kube: kube, Namespace: opts.Namespace},
+		Client: mgr.GetClient(), Namespace: opts.Namespace, CA: &metricstls.Store{Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Namespace: opts.Namespace},
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the windows-exporter controller: %w", err)
 	}
@@ -368,6 +364,6 @@ func setupInstances(mgr ctrl.Manager, kube kubernetes.Interface, opts Options, p
 		Proxy:                   opts.Proxy,
 		Tune:                    opts.TuneInstance,
 		Workloads:               workloads,
-		Metrics:                 &metricstls.Store{Kube: kube, Namespace: opts.Namespace},
+		Metrics:                 &metricstls.Store{Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Namespace: opts.Namespace},
 	}).SetupWithManager(mgr)
 }

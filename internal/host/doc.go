@@ -10,7 +10,10 @@
 //   - answer.go: RunAgent decodes the agent's one JSON document, or its
 //     machine-readable error;
 //   - sync.go: Sync uploads, by hash, only what the host lacks, to
-//     content-addressed blobs in a staging folder;
+//     content-addressed blobs in a staging folder; SyncPipelined does the
+//     same through the agent's `receive` (stream.go), which decodes and
+//     hashes the blobs while they arrive; resume.go continues blobs cut
+//     off midway;
 //   - files.go: Stat and ReadFile;
 //   - errors.go: the typed errors callers tell apart with errors.As
 //     (*UnreachableError, *AuthError, *HostKeyMismatchError, *AgentError,

@@ -95,7 +95,7 @@ func TestRealAgent(t *testing.T) {
 
 // installAgent installs the agent's Linux build on the simulated host as
 // the operator does, and returns its host path.
-func installAgent(t *testing.T, c *Client) string {
+func installAgent(t testing.TB, c *Client) string {
 	t.Helper()
 	bin := testenv.Binary(t, "cmd/winnode-agent")
 	data, err := os.ReadFile(bin)

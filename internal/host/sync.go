@@ -100,6 +100,24 @@ const progressStep = 1 << 20
 // progress, if not nil, is called from one goroutine at a time during
 // uploads. Contents are never logged.
 func (c *Client) Sync(ctx context.Context, files []LocalFile, installed map[string]string, stagingDir string, progress func(Progress)) (SyncResult, error) {
+	return c.sync(ctx, "", files, installed, stagingDir, progress)
+}
+
+// SyncPipelined is Sync with the blobs streamed to the agent's `receive`
+// command (agent is its host path) on its standard input, in the same SSH
+// connection (stream.go), instead of written over SFTP: the host decodes
+// and hashes each blob while its bytes arrive. What it skips, and how a
+// cut-off transfer resumes, is as Sync's; SFTP only looks at what is
+// staged.
+func (c *Client) SyncPipelined(ctx context.Context, agent string, files []LocalFile, installed map[string]string, stagingDir string, progress func(Progress)) (SyncResult, error) {
+	if err := CheckArgs(agent, "receive", "--staging", stagingDir); err != nil {
+		return SyncResult{}, fmt.Errorf("host %s: sync: %w", c.address, err)
+	}
+	return c.sync(ctx, agent, files, installed, stagingDir, progress)
+}
+
+// sync is Sync (agent "") and SyncPipelined.
+func (c *Client) sync(ctx context.Context, agent string, files []LocalFile, installed map[string]string, stagingDir string, progress func(Progress)) (SyncResult, error) {
 	var res SyncResult
 	staging, err := winpath.Parse(stagingDir)
 	if err != nil {
@@ -162,6 +180,12 @@ func (c *Client) Sync(ctx context.Context, files []LocalFile, installed map[stri
 	p := Progress{FilesTotal: len(todo)}
 	for _, b := range todo {
 		p.BytesTotal += b.Size - b.resume
+	}
+	if agent != "" {
+		if err := c.stream(ctx, agent, staging, todo, &p, &res, progress); err != nil {
+			return fail(err)
+		}
+		return res, nil
 	}
 	for _, b := range todo {
 		if err := ctx.Err(); err != nil {
@@ -344,22 +368,11 @@ func (c *Client) upload(ctx context.Context, client *sftp.Client, final winpath.
 		return fmt.Errorf("upload %s (for %s) to %s: %w", what, strings.Join(b.HostPaths, ", "), final, fmt.Errorf(format, args...))
 	}
 
-	var src io.Reader
-	if b.Source.LocalPath != "" {
-		f, err := os.Open(b.Source.LocalPath)
-		if err != nil {
-			return 0, 0, failf("%w", err)
-		}
-		defer f.Close()
-		if fi, err := f.Stat(); err != nil {
-			return 0, 0, failf("%w", err)
-		} else if fi.Size() != b.Size {
-			return 0, 0, failf("the local file is %d bytes, but %d are expected: it changed since its hash was taken", fi.Size(), b.Size)
-		}
-		src = f
-	} else {
-		src = bytes.NewReader(b.Source.Content)
+	src, closeSrc, err := openSource(b)
+	if err != nil {
+		return 0, 0, failf("%w", err)
 	}
+	defer closeSrc()
 
 	dst, offset, err := openPart(client, part, b)
 	if err != nil {
@@ -412,6 +425,25 @@ func (c *Client) upload(ctx context.Context, client *sftp.Client, final winpath.
 		progress(*p)
 	}
 	return n, offset, nil
+}
+
+// openSource opens the local content of a blob and checks its size.
+func openSource(b blob) (src io.Reader, closeSrc func(), err error) {
+	if b.Source.LocalPath == "" {
+		return bytes.NewReader(b.Source.Content), func() {}, nil
+	}
+	f, err := os.Open(b.Source.LocalPath)
+	if err != nil {
+		return nil, nil, err
+	}
+	if fi, err := f.Stat(); err != nil {
+		f.Close()
+		return nil, nil, err
+	} else if fi.Size() != b.Size {
+		f.Close()
+		return nil, nil, fmt.Errorf("the local file is %d bytes, but %d are expected: it changed since its hash was taken", fi.Size(), b.Size)
+	}
+	return f, func() { f.Close() }, nil
 }
 
 // openPart opens a blob's .part for writing and says where the upload
@@ -516,11 +548,14 @@ func (c *Client) mkdirAll(client *sftp.Client, dir winpath.Path) error {
 func (c *Client) transferError(ctx context.Context, client *sftp.Client, op string, err error) error {
 	c.dropSFTP(client)
 	var slow *SlowTransferError
+	var unreachable *UnreachableError
 	switch {
 	case errors.As(context.Cause(ctx), &slow):
 		return slow
 	case ctx.Err() != nil:
 		return fmt.Errorf("host %s: %s: %w (stopped: %w)", c.address, op, err, context.Cause(ctx))
+	case errors.As(err, &unreachable):
+		return err // the agent's run says so already (SyncPipelined)
 	case c.connectionLost(err):
 		return &UnreachableError{Address: c.address, Err: fmt.Errorf("%s: %w", op, err)}
 	}

@@ -136,7 +136,32 @@ const (
 	// the agent put the previous ones back, and the service runs again
 	// with them. Service names it.
 	ErrRolledBack ErrorCode = "RolledBack"
+	// ErrTransfer: `receive` did not stage a blob: the stream was cut off
+	// (the blob's .part is kept, and the next transfer continues it), or
+	// a blob's bytes are not what its header says (File names the file;
+	// the blob was deleted, and the next transfer sends it whole).
+	ErrTransfer ErrorCode = "Transfer"
 )
+
+// ReceiveResult is the agent's answer to a successful receive: the blobs
+// it staged, in the order of the stream.
+type ReceiveResult struct {
+	SchemaVersion string         `json:"schemaVersion"`
+	Command       string         `json:"command"`
+	Blobs         []ReceivedBlob `json:"blobs"`
+}
+
+// ReceivedBlob is one blob receive staged.
+type ReceivedBlob struct {
+	// File is the host path the blob is for; Name, the sha256 of its
+	// bytes.
+	File string `json:"file"`
+	Name string `json:"name"`
+	// Bytes counts what arrived in this run; ResumedFrom, the bytes of an
+	// earlier transfer's .part that were kept.
+	Bytes       int64 `json:"bytes"`
+	ResumedFrom int64 `json:"resumedFrom,omitempty"`
+}
 
 // Error is a failure the agent reports; it is also a Go error.
 type Error struct {

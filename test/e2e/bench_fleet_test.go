@@ -27,7 +27,7 @@ import (
 
 // BenchmarkFleet is the operator at fleet scale: winnode-operator, run as
 // its own process as in a cluster (leader election on, its defaults
-// otherwise), given WINNODE_BENCH_FLEET_INSTANCES WindowsInstances (1000)
+// otherwise), given WINNODE_BENCH_FLEET_INSTANCES WindowsInstances (10000)
 // of which WINNODE_BENCH_FLEET_READY (100) are simulated hosts that become
 // Ready and the rest addresses where nothing listens (loopback addresses
 // whose SSH port refuses connections, as a host that is down does). Once
@@ -39,14 +39,14 @@ import (
 // the API server's audit log), with the leader election Lease's renewals
 // apart.
 func BenchmarkFleet(b *testing.B) {
-	total := benchEnv(b, "WINNODE_BENCH_FLEET_INSTANCES", 1000)
+	total := benchEnv(b, "WINNODE_BENCH_FLEET_INSTANCES", 10000)
 	ready := min(benchEnv(b, "WINNODE_BENCH_FLEET_READY", 100), total)
 	window := time.Duration(benchEnv(b, "WINNODE_BENCH_STEADY_SECONDS", 120)) * time.Second
 	w := getWorld(b)
 	for i := 0; i < b.N; i++ {
 		op := w.startOperatorProcess(b)
 		names := w.fleetInstances(b, total, ready)
-		w.waitSettled(b, names, ready, time.Duration(total)*3*time.Second+10*time.Minute)
+		w.waitSettled(b, op, names, ready, time.Duration(total)*3*time.Second+10*time.Minute)
 
 		// Every unreachable instance's retries reach the backoff's cap
 		// (2 minutes, reached after 8 failures) before the window.
@@ -241,10 +241,17 @@ func (w *world) fleetInstances(b *testing.B, total, ready int) []string {
 const refusedPort = 1
 
 // waitSettled waits until the first ready instances are Ready and the rest
-// Failed.
-func (w *world) waitSettled(b *testing.B, names []string, ready int, timeout time.Duration) {
+// Failed. An operator that exits meanwhile (on a machine too loaded for
+// the API server to answer its Lease renewals in time, it loses the
+// leadership and exits, as in a cluster) ends the benchmark at once.
+func (w *world) waitSettled(b *testing.B, op *operatorProcess, names []string, ready int, timeout time.Duration) {
 	b.Helper()
 	testkit.Eventually(b, timeout, "every instance to be Ready or Failed", func() (bool, string) {
+		select {
+		case <-op.done:
+			b.Fatalf("winnode-operator exited before the fleet settled (its log's last lines follow)")
+		default:
+		}
 		var list winnodev1.WindowsInstanceList
 		if err := w.client.List(context.Background(), &list); err != nil {
 			return false, err.Error()

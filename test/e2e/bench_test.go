@@ -69,7 +69,9 @@ func figure(b *testing.B, name string, value float64, unit string) {
 // each link: the bytes sent to a host, the time from a WindowsInstance's
 // creation to Ready for one host and for many configured together (bounded
 // by the operator's default concurrency), each beside its floor (the same
-// bytes pushed to the same hosts by a bare SFTP client) and the SSH
+// bytes pushed to the same hosts by a bare SFTP client), and beside the
+// floor that adds to it a bare kubelet's join (bench_joinfloor_test.go),
+// and the SSH
 // sessions a configuration opens. On the first link it then measures a
 // no-op check of every Ready host (bytes, SSH execs and sessions, API
 // writes) and a rolling upgrade of them all. It is not part of `make test`
@@ -102,13 +104,15 @@ func (w *world) benchLink(b *testing.B, p *benchPayload, mbit, many int) (time.D
 	label := fmt.Sprintf("l%d", mbit)
 	oneHosts := w.benchHosts(b, 1, mbit)
 	floor1 := pushFloor(b, w, p, oneHosts)
-	one, oneNames, c1 := w.configureAll(b, p, oneHosts, label+"-one")
+	join1 := joinFloor(b, w, 1)
+	one, oneNames, c1, _ := w.configureAll(b, p, oneHosts, label+"-one")
 	// Out of the way: the checks and the upgrade below are of the many.
 	w.forget(oneNames[0])
 	_ = oneHosts[0].Close()
 	hosts := w.benchHosts(b, many, mbit)
 	floorN := pushFloor(b, w, p, hosts)
-	all, names, cN := w.configureAll(b, p, hosts, label+"-many")
+	joinN := joinFloor(b, w, many)
+	all, names, cN, trN := w.configureAll(b, p, hosts, label+"-many")
 
 	var wire int64
 	for _, c := range cN {
@@ -126,6 +130,10 @@ func (w *world) benchLink(b *testing.B, p *benchPayload, mbit, many int) (time.D
 	figure(b, fmt.Sprintf("floor_%d_hosts", many), floorN.Seconds(), "s")
 	figure(b, fmt.Sprintf("ratio_%d_hosts_to_floor", many), all.Seconds()/floorN.Seconds(), "x")
 	figure(b, fmt.Sprintf("ratio_%d_hosts_to_1_host", many), all.Seconds()/one.Seconds(), "x")
+	joinFloorFigures(b, many, one, all, floor1, floorN, join1, joinN)
+	figure(b, "applies_per_first_configuration", trN.steps.applies(names), "")
+	trN.steps.report(b, names, trN.ready)
+	cpuTraceFigures(b, p, many, all, trN.cpuSelf, trN.cpuChildren, perHost)
 	return one, hosts, names
 }
 
@@ -142,34 +150,43 @@ func (w *world) benchHosts(b *testing.B, n, mbit int) []*winsim.Host {
 }
 
 // configureAll creates an instance for every host at once and waits until
-// all are Ready; it returns the time that took, the instances, and each
-// host's SSH counters from the creation to its Ready.
-func (w *world) configureAll(b *testing.B, p *benchPayload, hosts []*winsim.Host, label string) (time.Duration, []string, []winsim.Counters) {
+// all are Ready; it returns the time that took, the instances, each
+// host's SSH counters from the creation to its Ready, and the run's trace.
+func (w *world) configureAll(b *testing.B, p *benchPayload, hosts []*winsim.Host, label string) (time.Duration, []string, []winsim.Counters, *runTrace) {
 	names := make([]string, len(hosts))
 	for i := range hosts {
 		names[i] = fmt.Sprintf("bench-%s-%d", label, i)
 	}
-	start := time.Now()
-	var trace func(*operator, *winnodev1.WindowsInstance, string)
-	if os.Getenv("WINNODE_BENCH_TRACE") != "" {
-		trace = func(_ *operator, inst *winnodev1.WindowsInstance, step string) {
-			fmt.Printf("trace %s %s %.2fs\n", inst.Name, step, time.Since(start).Seconds())
-		}
-	}
-	op := w.startOperator(b, operatorOptions{payloadDir: p.dir, payload: p.m, afterStep: trace})
+	tr := &runTrace{steps: newStepTrace(), ready: map[string]time.Duration{}}
+	op := w.startOperator(b, operatorOptions{payloadDir: p.dir, payload: p.m, afterStep: tr.steps.afterStep, maxConcurrent: -1})
 	defer op.stop()
 	op.waitStarted(b)
 	before := hostCounters(hosts)
-	start = time.Now()
+	self, children := cpuTimes()
+	tr.steps.begin()
+	start := time.Now()
 	for i, h := range hosts {
 		w.instanceFor(b, names[i], h)
+		tr.steps.createdNow(names[i])
 	}
 	counts := make([]winsim.Counters, len(hosts))
 	for i, name := range names {
 		w.waitReady(b, name, 30*time.Minute)
 		counts[i] = hosts[i].Counters().Sub(before[i])
+		tr.ready[name] = time.Since(start)
 	}
-	return time.Since(start), names, counts
+	elapsed := time.Since(start)
+	s, c := cpuTimes()
+	tr.cpuSelf, tr.cpuChildren = s-self, c-children
+	return elapsed, names, counts, tr
+}
+
+// runTrace is what configureAll saw of a run: each instance's steps, when
+// it was seen Ready, and the CPU the run used.
+type runTrace struct {
+	steps                *stepTrace
+	ready                map[string]time.Duration
+	cpuSelf, cpuChildren time.Duration
 }
 
 // benchNoop has a new operator check every Ready host once: what it moves
@@ -218,7 +235,7 @@ func (w *world) benchRollingUpgrade(b *testing.B, p *benchPayload, hosts []*wins
 	}
 	before := hostCounters(hosts)
 	start := time.Now()
-	op := w.startOperator(b, operatorOptions{payloadDir: up.dir, payload: up.m, maxUnavailable: maxUnavailable})
+	op := w.startOperator(b, operatorOptions{payloadDir: up.dir, payload: up.m, maxUnavailable: maxUnavailable, maxConcurrent: -1})
 	for i, name := range names {
 		testkit.Eventually(b, 30*time.Minute, name+" to run the new kubelet", func() (bool, string) {
 			inst := w.get(b, name)

@@ -139,7 +139,7 @@ func TestClusterAPIPullMode(t *testing.T) {
 // pullImage writes a simulated Windows image of the world's payload, as
 // `winnodectl image` writes it, and makes the capi world's cloud boot it
 // as name; it returns the name.
-func (w *world) pullImage(t *testing.T, name string) string {
+func (w *world) pullImage(t testing.TB, name string) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "image")
 	if _, err := image.Write(w.payloadDir, dir); err != nil {
@@ -154,7 +154,7 @@ func (w *world) pullImage(t *testing.T, name string) string {
 // Node of the workload cluster named after its WinnodeConfig's computer
 // name, with the Machine's providerID, and its WinnodeConfig NodeJoined
 // with no bootstrap token left; it returns the Nodes' names, sorted.
-func (w *world) waitPullNodes(t *testing.T, md *clusterv1.MachineDeployment, wlKube kubernetes.Interface, n int) []string {
+func (w *world) waitPullNodes(t testing.TB, md *clusterv1.MachineDeployment, wlKube kubernetes.Interface, n int) []string {
 	t.Helper()
 	return w.waitDeploymentNodes(t, md, n, 8*time.Minute, "Pull Machines", func(m *clusterv1.Machine) (string, string) {
 		return w.pullNodeOf(t, m, wlKube)
@@ -163,7 +163,7 @@ func (w *world) waitPullNodes(t *testing.T, md *clusterv1.MachineDeployment, wlK
 
 // pullNodeOf is the workload cluster's Node of Pull Machine m once it is
 // joined ("" and why not).
-func (w *world) pullNodeOf(t *testing.T, m *clusterv1.Machine, wlKube kubernetes.Interface) (string, string) {
+func (w *world) pullNodeOf(t testing.TB, m *clusterv1.Machine, wlKube kubernetes.Interface) (string, string) {
 	t.Helper()
 	ctx := context.Background()
 	cfg := &bootstrapv1.WinnodeConfig{}

@@ -99,7 +99,7 @@ func (w *world) createWinnodeConfigTemplateIn(t *testing.T, ns, name, prefix str
 }
 
 // createWinnodeConfigTemplateOf is createWinnodeConfigTemplateIn of mode.
-func (w *world) createWinnodeConfigTemplateOf(t *testing.T, ns, name, prefix string, mode bootstrapv1.Mode) {
+func (w *world) createWinnodeConfigTemplateOf(t testing.TB, ns, name, prefix string, mode bootstrapv1.Mode) {
 	t.Helper()
 	tmpl := &bootstrapv1.WinnodeConfigTemplate{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
 	tmpl.Spec.Template.Spec.ComputerNamePrefix = prefix
@@ -126,7 +126,7 @@ func (w *world) createMachineDeploymentIn(t *testing.T, ns, cluster, name, boots
 // createMachineDeploymentFrom is createMachineDeploymentIn whose Machines
 // boot from the simulated cloud's image ("": the stock Windows Server
 // image, which carries no winnode).
-func (w *world) createMachineDeploymentFrom(t *testing.T, ns, cluster, name, bootstrap, image string) *clusterv1.MachineDeployment {
+func (w *world) createMachineDeploymentFrom(t testing.TB, ns, cluster, name, bootstrap, image string) *clusterv1.MachineDeployment {
 	t.Helper()
 	md, infra := testenv.WinsimMachineDeployment(cluster, name, 0, testenv.WinnodeConfigTemplateBootstrap(bootstrap))
 	if image != "" {
@@ -152,7 +152,7 @@ func (w *world) createMachineDeploymentFrom(t *testing.T, ns, cluster, name, boo
 
 // scaleMachineDeployment sets the MachineDeployment's replicas, as
 // `kubectl scale` does.
-func (w *world) scaleMachineDeployment(t *testing.T, md *clusterv1.MachineDeployment, n int32) {
+func (w *world) scaleMachineDeployment(t testing.TB, md *clusterv1.MachineDeployment, n int32) {
 	t.Helper()
 	patch := client.RawPatch("application/merge-patch+json", fmt.Appendf(nil, `{"spec":{"replicas":%d}}`, n))
 	if err := w.client.Patch(context.Background(), md, patch); err != nil {
@@ -161,7 +161,7 @@ func (w *world) scaleMachineDeployment(t *testing.T, md *clusterv1.MachineDeploy
 }
 
 // capiMachinesOf lists the MachineDeployment's Machines.
-func (w *world) capiMachinesOf(t *testing.T, md *clusterv1.MachineDeployment) []clusterv1.Machine {
+func (w *world) capiMachinesOf(t testing.TB, md *clusterv1.MachineDeployment) []clusterv1.Machine {
 	t.Helper()
 	var list clusterv1.MachineList
 	if err := w.client.List(context.Background(), &list, client.InNamespace(md.Namespace), client.MatchingLabels{clusterv1.MachineDeploymentNameLabel: md.Name}); err != nil {

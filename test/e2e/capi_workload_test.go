@@ -87,7 +87,7 @@ func TestClusterAPIWorkloadCluster(t *testing.T) {
 // startWorkloadControlPlane starts a second control plane (etcd,
 // kube-apiserver, kube-controller-manager, kube-scheduler) for a workload
 // cluster, stopped when the test ends.
-func startWorkloadControlPlane(t *testing.T) (*testenv.Env, kubernetes.Interface) {
+func startWorkloadControlPlane(t testing.TB) (*testenv.Env, kubernetes.Interface) {
 	t.Helper()
 	wl, err := testenv.Start(context.Background(), testenv.Options{})
 	if err != nil {
@@ -102,7 +102,7 @@ func startWorkloadControlPlane(t *testing.T) (*testenv.Env, kubernetes.Interface
 }
 
 // nodeNames lists the names of a cluster's Nodes, sorted.
-func (w *world) nodeNames(t *testing.T, kube kubernetes.Interface) []string {
+func (w *world) nodeNames(t testing.TB, kube kubernetes.Interface) []string {
 	t.Helper()
 	list, err := kube.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
 	if err != nil {
@@ -130,7 +130,7 @@ func (w *world) waitWorkloadNodes(t *testing.T, md *clusterv1.MachineDeployment,
 // waitDeploymentNodes waits until the MachineDeployment has exactly n
 // Machines and nodeOf names the Node of each ("" and why not), and returns
 // those Nodes' names, sorted. what says which Machines (Push or Pull).
-func (w *world) waitDeploymentNodes(t *testing.T, md *clusterv1.MachineDeployment, n int, timeout time.Duration, what string, nodeOf func(*clusterv1.Machine) (string, string)) []string {
+func (w *world) waitDeploymentNodes(t testing.TB, md *clusterv1.MachineDeployment, n int, timeout time.Duration, what string, nodeOf func(*clusterv1.Machine) (string, string)) []string {
 	t.Helper()
 	var names []string
 	testkit.Eventually(t, timeout, fmt.Sprintf("MachineDeployment %s: %d %s, each a Ready node of the workload cluster", md.Name, n, what), func() (bool, string) {

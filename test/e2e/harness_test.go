@@ -422,7 +422,8 @@ type operatorOptions struct {
 	// --slow-transfer-grace (0: the defaults).
 	minTransferRate   int
 	slowTransferGrace time.Duration
-	// maxConcurrent is --max-concurrent (0: 10).
+	// maxConcurrent is --max-concurrent-configurations (0: 10, the tests'
+	// cap; -1: none, the machine's bound, as the operator's default).
 	maxConcurrent int
 	// resolve resolves host names for the address conflict check (nil:
 	// the system's resolver).

@@ -11,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -106,10 +105,6 @@ func TestEndpointSlicesFollowTheWindowsNodes(t *testing.T) {
 	w := controllertest.NewWorld(t)
 	ctx := context.Background()
 	op := w.OperatorConfig(t)
-	kube, err := kubernetes.NewForConfig(op)
-	if err != nil {
-		t.Fatal(err)
-	}
 	p := w.Namespace // node names of this test only
 	windowsNode(t, w, p+"-a", "10.77.0.1", true)
 	windowsNode(t, w, p+"-b", "10.77.0.2", false)
@@ -119,7 +114,7 @@ func TestEndpointSlicesFollowTheWindowsNodes(t *testing.T) {
 	instance(t, w, p+"-ib", p+"-b")
 	instance(t, w, p+"-ic", p+"-c")
 	w.StartManagerAs(t, op, func(mgr ctrl.Manager) error {
-		return (&Reconciler{Client: mgr.GetClient(), Namespace: w.Namespace, CA: &metricstls.Store{Kube: kube, Namespace: w.Namespace}}).SetupWithManager(mgr)
+		return (&Reconciler{Client: mgr.GetClient(), Namespace: w.Namespace, CA: &metricstls.Store{Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Namespace: w.Namespace}}).SetupWithManager(mgr)
 	})
 
 	want := func(what string, expect map[string]string) {

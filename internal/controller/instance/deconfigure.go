@@ -27,14 +27,17 @@ import (
 // own: however many hosts are being configured — slow ones included — a
 // deleted instance is drained, its host cleaned, its Node deleted and its
 // finalizer removed (and a Machine's termination released) without waiting
-// for a free configuration worker.
+// for a free configuration worker. --max-concurrent-configurations does
+// not count them: they are as many as the machine allows configurations
+// (concurrency.go), whatever that cap.
 
 // deconfigurer is the deconfiguration controller's reconciler.
 type deconfigurer struct{ *Reconciler }
 
 // setupDeconfigure registers the deconfiguration controller: instances
-// being deleted, as many at once as configurations.
+// being deleted, as many at once as the machine allows configurations.
 func (r *Reconciler) setupDeconfigure(mgr ctrl.Manager) error {
+	workers, _ := ConfigurationsAtOnce(r.machine(), 0)
 	deleting := predicate.NewPredicateFuncs(func(o client.Object) bool { return !o.GetDeletionTimestamp().IsZero() })
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("windowsinstance-deconfigure").
@@ -46,7 +49,7 @@ func (r *Reconciler) setupDeconfigure(mgr ctrl.Manager) error {
 			},
 		})).
 		WithOptions(controller.Options{
-			MaxConcurrentReconciles: r.workers(),
+			MaxConcurrentReconciles: workers,
 			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](time.Second, retryMax(r.RetryMax)),
 		}).
 		Complete(deconfigurer{r})

@@ -72,9 +72,13 @@ type Reconciler struct {
 	Payload    *payload.Manifest
 	Version    string
 
-	// MaxConcurrentReconciles bounds the hosts configured at once
-	// (--max-concurrent-configurations; default 10).
+	// MaxConcurrentReconciles caps the hosts configured at once
+	// (--max-concurrent-configurations; 0: no cap): the number is the
+	// machine's (ConfigurationsAtOnce, concurrency.go).
 	MaxConcurrentReconciles int
+	// Machine is the operator's cores and memory, which bound the
+	// configurations at once (zero: ThisMachine).
+	Machine Machine
 	// MaxUnavailable bounds the Ready nodes that upgrades restarting their
 	// services take out of service at once (--max-unavailable; default 1).
 	MaxUnavailable int
@@ -156,7 +160,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.Reader = mgr.GetAPIReader()
 	}
 	r.rollout = &configure.Rollout{Reader: r.Reader, MaxUnavailable: r.MaxUnavailable}
-	workers := r.workers()
+	workers, why := r.workers()
+	mgr.GetLogger().WithName("windowsinstance").Info("hosts configured at once", "configurations", workers, "why", why)
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("windowsinstance").
 		For(&winnodev1.WindowsInstance{}, builder.WithPredicates(instanceChanged{})).
@@ -190,13 +195,18 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return r.setupDeconfigure(mgr)
 }
 
-// workers is how many instances each controller (configurations,
-// deconfigurations) works on at once.
-func (r *Reconciler) workers() int {
-	if r.MaxConcurrentReconciles <= 0 {
-		return 10
+// workers is how many instances are configured at once, and why
+// (concurrency.go).
+func (r *Reconciler) workers() (int, string) {
+	return ConfigurationsAtOnce(r.machine(), r.MaxConcurrentReconciles)
+}
+
+// machine is r.Machine, or the operator's own.
+func (r *Reconciler) machine() Machine {
+	if r.Machine.CPUs == 0 {
+		return ThisMachine()
 	}
-	return r.MaxConcurrentReconciles
+	return r.Machine
 }
 
 // watchOpenShift rechecks every instance when the cluster facts OpenShift
@@ -362,6 +372,10 @@ func (r *Reconciler) configurer(ctx context.Context, inst *winnodev1.WindowsInst
 		Persist: func(ctx context.Context, inst *winnodev1.WindowsInstance) error {
 			return r.Client.Status().Update(ctx, inst)
 		},
+		Reload: func(ctx context.Context, inst *winnodev1.WindowsInstance) (*winnodev1.WindowsInstance, error) {
+			stored := &winnodev1.WindowsInstance{}
+			return stored, r.Reader.Get(ctx, client.ObjectKeyFromObject(inst), stored)
+		},
 		Event: func(inst *winnodev1.WindowsInstance, eventType, reason, message string) {
 			r.Recorder.Eventf(inst, nil, eventType, reason, eventAction(inst), "%s", message)
 		},
@@ -377,8 +391,11 @@ func (r *Reconciler) configurer(ctx context.Context, inst *winnodev1.WindowsInst
 		Configured: r.Configured,
 		Log:        log,
 		Instances: func(ctx context.Context) ([]winnodev1.WindowsInstance, error) {
+			// Read only (the conflict checks of internal/identity): not
+			// copied. Every connect lists every instance, so a copy cost
+			// each retry of an unreachable host the whole fleet's objects.
 			var all winnodev1.WindowsInstanceList
-			if err := r.Client.List(ctx, &all); err != nil {
+			if err := r.Client.List(ctx, &all, client.UnsafeDisableDeepCopy); err != nil {
 				return nil, err
 			}
 			return all.Items, nil
