@@ -279,3 +279,40 @@ func TestNodeCannotGiveItselfDNSAddresses(t *testing.T) {
 		t.Errorf("NodeDNSPolicyEnforced with the shipped policy applied = %t, %v; want true", on, err)
 	}
 }
+
+// TestOperatorNodeProxyOnlyHealthz applies the policy
+// winnode-operator-node-proxy and asks the API server's node proxy as the
+// operator's ServiceAccount (in group system:masters, so that RBAC lets
+// every request through to admission): a kubelet path other than /healthz
+// (exec, logs, the kubelet's pods) is refused by the policy, /healthz is
+// not (it then fails on the Node, which does not exist), and another user
+// is not held by the policy.
+func TestOperatorNodeProxyOnlyHealthz(t *testing.T) {
+	env := testenv.Get(t)
+	admin := newClient(t, env.Config)
+	applyObjects(t, admin, build(t, "default"), "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")
+	const policy, node = "winnode-operator-node-proxy", "winnode-proxy-policy-node"
+	proxy := func(cfg *rest.Config, path string) func(context.Context) error {
+		kube := kubernetes.NewForConfigOrDie(cfg)
+		return func(ctx context.Context) error {
+			return kube.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", node, "proxy", path).Do(ctx).Error()
+		}
+	}
+	op := rest.CopyConfig(env.Config)
+	op.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + namespace + ":" + serviceAccount,
+		Groups: []string{"system:masters", "system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"}}
+	waitPolicy(t, policy, proxy(op, "pods"))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, path := range []string{"exec/default/p/c", "logs/", "containerLogs/default/p/c", "configz", "healthz/../pods", "healthzx"} {
+		if err := proxy(op, path)(ctx); !deniedBy(err, policy) {
+			t.Errorf("the operator through the node proxy to %s: %v; want the policy's refusal", path, err)
+		}
+	}
+	if err := proxy(op, "healthz")(ctx); deniedBy(err, policy) || !apierrors.IsNotFound(err) {
+		t.Errorf("the operator through the node proxy to healthz: %v; want the missing Node's not found", err)
+	}
+	if err := proxy(env.Config, "pods")(ctx); deniedBy(err, policy) || !apierrors.IsNotFound(err) {
+		t.Errorf("an administrator through the node proxy to pods: %v; want the missing Node's not found", err)
+	}
+}

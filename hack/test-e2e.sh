@@ -24,9 +24,39 @@
 # once. Every listed test is in exactly one group (the script checks it).
 # Each group's output is kept in its own file and printed whole when all
 # have ended, one group after the other; the script fails if any group did.
-# Needs bash 5.1 or later (wait -n -p).
+#
+# Each group runs in a network namespace of its own (unshare; in a user
+# namespace too when not root: no privilege on the machine, no change to
+# it), where a local route makes every address of WINSIM_NETWORK (default
+# 10.200.0.0/16) bindable and reachable on lo (Linux's AnyIP), and winsim
+# gives the simulated hosts addresses from it (internal/winsim/network.go).
+# Why: the real kube-apiserver refuses loopback addresses (127.0.0.N, the
+# simulated hosts' addresses in a plain go test run) for its node proxy and
+# in EndpointSlices; the tests of the operator's pre-flight kubelet check and
+# of the exporters' EndpointSlices need both.
+# Needs bash 5.1 or later (wait -n -p), unshare (util-linux) and ip
+# (iproute2, installed with apt-get when missing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+network=${WINSIM_NETWORK:-10.200.0.0/16}
+if ! command -v unshare >/dev/null 2>&1; then
+	echo "test-e2e: unshare is missing; install util-linux (apt-get install -y util-linux)" >&2
+	exit 1
+fi
+bash hack/install-iproute2.sh
+# netns runs a command in a new network namespace with lo up and the local
+# route for $network.
+netns=(unshare --net)
+if [ "$(id -u)" != 0 ]; then
+	netns=(unshare --user --map-root-user --net)
+fi
+netns+=(sh -c 'ip link set lo up && ip route add local "$0" dev lo && exec "$@"' "$network")
+if ! err=$("${netns[@]}" true 2>&1); then
+	echo "test-e2e: cannot make a network namespace for the simulated hosts' network $network: $err" >&2
+	echo "test-e2e: unprivileged user namespaces may be off (sysctl kernel.unprivileged_userns_clone=1, or AppArmor's kernel.apparmor_restrict_unprivileged_userns=0), or run as root" >&2
+	exit 1
+fi
 
 groups=${WINNODE_E2E_GROUPS:-3}
 durations=test/e2e/durations.txt
@@ -94,7 +124,7 @@ while read -r estimate names; do
 	n=$((n + 1))
 	regex="^($(tr ' ' '|' <<<"$names"))\$"
 	echo "test-e2e: group $n (about ${estimate}s alone): $names"
-	(cd test/e2e && exec "$work/e2e.test" -test.timeout 25m -test.run "$regex") </dev/null >"$work/out.$n" 2>&1 &
+	(cd test/e2e && WINSIM_NETWORK=$network exec "${netns[@]}" "$work/e2e.test" -test.timeout 25m -test.run "$regex") </dev/null >"$work/out.$n" 2>&1 &
 	pids+=($!)
 	group_of[$!]=$n
 	start_of[$n]=$SECONDS

@@ -5,6 +5,7 @@
 //	winsim --hosts N --authorized-key FILE.pub --state DIR [--windows-build 2019|2022[.UBR]] [--hostname NAME]
 //	       [--foreign-containerd] [--containers-feature=false] [--defender]
 //	       [--free-disk-gib N] [--clock-offset DURATION] [--pending-reboot] [--no-api-route] [--dhcp]
+//	       [--kubelet-port-blocked]
 //
 // prints one line per host, `<hostname> <ip>:<port> <SHA256:fingerprint>`,
 // then runs until interrupted and stops everything it started. The state
@@ -19,7 +20,9 @@
 // patch level (the update build revision), --free-disk-gib the free space
 // on C:, --clock-offset moves the host's clock (-10m: ten minutes behind),
 // --pending-reboot leaves a restart pending, --no-api-route cuts the route
-// to the API server, --dhcp makes the address a DHCP lease.
+// to the API server, --dhcp makes the address a DHCP lease; after the
+// configuration, --kubelet-port-blocked puts a network firewall before the
+// kubelet's port (the kubelet-port check).
 package main
 
 import (
@@ -84,6 +87,7 @@ func main() {
 	f.BoolVar(&extra.PendingReboot, "pending-reboot", false, "leave a restart pending (an update installed) until the host restarts")
 	f.BoolVar(&extra.NoAPIRoute, "no-api-route", false, "the hosts cannot reach the API server (connections out time out)")
 	f.BoolVar(&extra.DHCP, "dhcp", false, "the hosts' addresses are DHCP leases")
+	f.BoolVar(&extra.KubeletPortBlocked, "kubelet-port-blocked", false, "a network firewall outside the hosts rejects connections to the kubelet's port (the API server cannot reach it)")
 	_ = cmd.MarkFlagRequired("authorized-key")
 	_ = cmd.MarkFlagRequired("state")
 	if err := cmd.Execute(); err != nil {

@@ -219,6 +219,7 @@ func (c *Configurer) alreadyApplied(ctx context.Context, inst *winnodev1.Windows
 	if err := c.markNode(ctx, inst, h.node); err != nil {
 		return Result{}, stepErr(StepFinish, winnodev1.ReasonNodeNotReady, err)
 	}
+	soon := c.checkKubeletPort(ctx, inst, h.node)
 	c.ready(inst, h.node)
 	if err := c.save(ctx, inst); err != nil {
 		return Result{}, err
@@ -226,7 +227,7 @@ func (c *Configurer) alreadyApplied(ctx context.Context, inst *winnodev1.Windows
 	if c.AfterStep != nil {
 		c.AfterStep(inst, StepChecked)
 	}
-	return Result{RequeueAfter: c.resyncPeriod()}, nil
+	return Result{RequeueAfter: c.recheckAfter(soon)}, nil
 }
 
 // makeRoom moves a Ready instance to Upgrading (waiting for its turn in the

@@ -42,12 +42,23 @@ func (c *Configurer) finish(ctx context.Context, inst *winnodev1.WindowsInstance
 	if err := c.revokeTokens(ctx, inst); err != nil {
 		return Result{}, stepErr(StepFinish, winnodev1.ReasonCredentialsFailed, err)
 	}
+	soon := c.checkKubeletPort(ctx, inst, node)
 	c.ready(inst, node)
 	if started := inst.Status.ConfigurationStarted; started != nil && c.Configured != nil {
 		c.Configured(time.Since(started.Time))
 	}
 	c.event(inst, corev1.EventTypeNormal, winnodev1.ReasonNodeReady, "Node %s is Ready with winnode %s", node.Name, c.Version)
-	return Result{RequeueAfter: c.resyncPeriod()}, c.save(ctx, inst)
+	return Result{RequeueAfter: c.recheckAfter(soon)}, c.save(ctx, inst)
+}
+
+// recheckAfter is when a Ready instance is checked again: at the periodic
+// check, or soon while its kubelet-port check waits for the kubelet's
+// serving certificate (kubeletport.go).
+func (c *Configurer) recheckAfter(soon bool) time.Duration {
+	if soon {
+		return c.pollInterval()
+	}
+	return c.resyncPeriod()
 }
 
 // ready records a configured, Ready host.

@@ -58,7 +58,22 @@ func (c *Configurer) preflightRequest(ctx context.Context, inst *winnodev1.Windo
 // Preflight).
 func (c *Configurer) recordPreflight(ctx context.Context, inst *winnodev1.WindowsInstance, info *plan.Info) {
 	results := append(c.hostPreflight(inst, info), c.operatorPreflight(ctx, inst, info)...)
-	kept, skipped := preflight.Skip(preflight.Sort(results), c.skippedChecks(inst))
+	// The kubelet-port result stays until its check runs again, after
+	// the configuration (kubeletport.go).
+	for _, r := range inst.Status.Preflight {
+		if r.Check == preflight.KubeletPort {
+			results = append(results, plan.PreflightResult{Check: r.Check, Result: plan.PreflightOutcome(r.Result), Message: r.Message})
+		}
+	}
+	c.setPreflight(inst, results, c.skippedChecks(inst))
+}
+
+// setPreflight records results, less the skipped checks, as
+// status.preflight and condition Preflight: False with the first failure,
+// else True with the warnings named. The message names every skipped
+// check.
+func (c *Configurer) setPreflight(inst *winnodev1.WindowsInstance, results []plan.PreflightResult, skip []string) {
+	kept, _ := preflight.Skip(preflight.Sort(results), skip)
 	inst.Status.Preflight = inst.Status.Preflight[:0]
 	for _, r := range kept {
 		inst.Status.Preflight = append(inst.Status.Preflight, winnodev1.PreflightResult{
@@ -69,8 +84,8 @@ func (c *Configurer) recordPreflight(ctx context.Context, inst *winnodev1.Window
 		inst.Status.Preflight = nil
 	}
 	skippedNote := ""
-	if len(skipped) > 0 {
-		skippedNote = fmt.Sprintf(" (skipped: %s)", strings.Join(skipped, ", "))
+	if skipped := preflight.Sort(namesOnly(skip)); len(skipped) > 0 {
+		skippedNote = fmt.Sprintf(" (skipped: %s)", strings.Join(checkNames(skipped), ", "))
 	}
 	if f, failed := preflight.FirstFailure(kept); failed {
 		SetCondition(inst, winnodev1.ConditionPreflight, metav1.ConditionFalse, preflight.Reason(f.Check),
@@ -89,6 +104,26 @@ func (c *Configurer) recordPreflight(ctx context.Context, inst *winnodev1.Window
 		return
 	}
 	SetCondition(inst, winnodev1.ConditionPreflight, metav1.ConditionTrue, winnodev1.ReasonPreflightPassed, "pre-flight checks passed"+skippedNote)
+}
+
+// namesOnly turns skipped check names into results, for preflight.Sort to
+// order them (once each) as the checks are reported.
+func namesOnly(names []string) []plan.PreflightResult {
+	var out []plan.PreflightResult
+	for _, n := range names {
+		if !slices.ContainsFunc(out, func(r plan.PreflightResult) bool { return r.Check == n }) {
+			out = append(out, plan.PreflightResult{Check: n})
+		}
+	}
+	return out
+}
+
+func checkNames(results []plan.PreflightResult) []string {
+	out := make([]string, len(results))
+	for i, r := range results {
+		out[i] = r.Check
+	}
+	return out
 }
 
 // hostPreflight is what the agent reported, as preflight.FromHost keeps
@@ -121,16 +156,23 @@ func preflightGate(inst *winnodev1.WindowsInstance) error {
 // skippedChecks are the operator's --skip-preflight and the instance's
 // annotation; an unknown name in the annotation is a Warning event.
 func (c *Configurer) skippedChecks(inst *winnodev1.WindowsInstance) []string {
-	skip := slices.Clone(c.SkipPreflight)
-	if list, ok := inst.Annotations[winnodev1.AnnotationSkipPreflight]; ok {
-		names, unknown := preflight.ParseSkip(list)
-		skip = append(skip, names...)
-		if len(unknown) > 0 {
-			c.event(inst, corev1.EventTypeWarning, EventReasonPreflightSkipUnknown, "annotation %s names %s, which is no pre-flight check (the checks: %s); it is ignored",
-				winnodev1.AnnotationSkipPreflight, strings.Join(unknown, ", "), strings.Join(preflight.Names, ", "))
-		}
+	skip, unknown := c.skipList(inst)
+	if len(unknown) > 0 {
+		c.event(inst, corev1.EventTypeWarning, EventReasonPreflightSkipUnknown, "annotation %s names %s, which is no pre-flight check (the checks: %s); it is ignored",
+			winnodev1.AnnotationSkipPreflight, strings.Join(unknown, ", "), strings.Join(preflight.Names, ", "))
 	}
 	return skip
+}
+
+// skipList is skippedChecks without the event: the known names, and apart
+// the annotation's unknown ones.
+func (c *Configurer) skipList(inst *winnodev1.WindowsInstance) (skip, unknown []string) {
+	skip = slices.Clone(c.SkipPreflight)
+	if list, ok := inst.Annotations[winnodev1.AnnotationSkipPreflight]; ok {
+		names, bad := preflight.ParseSkip(list)
+		skip, unknown = append(skip, names...), bad
+	}
+	return skip, unknown
 }
 
 // operatorPreflight runs the checks the operator decides: the host's clock

@@ -26,10 +26,13 @@ const (
 	ContainerRuntime  = "container-runtime"
 	Defender          = "defender"
 	Addressing        = "addressing"
+	// KubeletPort runs after the configuration, from the operator
+	// through the API server (kubeletport.go); it never blocks.
+	KubeletPort = "kubelet-port"
 )
 
 // Names are the checks in the order they are reported.
-var Names = []string{WindowsBuild, ContainersFeature, Disk, Clock, NodeName, DNS, APIServer, ContainerRuntime, Defender, Addressing}
+var Names = []string{WindowsBuild, ContainersFeature, Disk, Clock, NodeName, DNS, APIServer, ContainerRuntime, Defender, Addressing, KubeletPort}
 
 // Known says whether name is a check's name.
 func Known(name string) bool {

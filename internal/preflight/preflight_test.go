@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	"github.com/winnode/winnode/internal/plan"
 )
 
@@ -199,5 +202,23 @@ func TestFromHost(t *testing.T) {
 	kept, dropped := FromHost(in)
 	if len(kept) != 2 || kept[0].Check != Disk || kept[0].Result != plan.PreflightFail || kept[1].Check != Defender || dropped != 4 {
 		t.Errorf("FromHost = %+v, %d dropped", kept, dropped)
+	}
+}
+
+func TestCheckKubeletPort(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		err  error
+		want plan.PreflightOutcome
+		text string
+	}{
+		{"reached", nil, plan.PreflightPass, "reached the kubelet of node win-a on port 10250"},
+		{"reset", errors.New("error trying to reach service: read tcp: connection reset by peer"), plan.PreflightWarn, "open TCP 10250"},
+		{"forbidden", apierrors.NewForbidden(schema.GroupResource{Resource: "nodes/proxy"}, "win-a", errors.New("RBAC")), plan.PreflightWarn, "could not"},
+	} {
+		r := CheckKubeletPort("win-a", 10250, c.err)
+		if r.Check != KubeletPort || r.Result != c.want || !strings.Contains(r.Message, c.text) {
+			t.Errorf("%s: %+v, want %s with %q", c.name, r, c.want, c.text)
+		}
 	}
 }

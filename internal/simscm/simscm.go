@@ -116,6 +116,9 @@ type HostInfo struct {
 	// UpdateRebootPending: a restart is pending that winnode did not ask
 	// for (an update installed), until the host restarts.
 	UpdateRebootPending bool `json:"updateRebootPending,omitempty"`
+	// KubeletPortBlocked: a network firewall outside the host rejects
+	// connections to the kubelet's port (winsim Options).
+	KubeletPortBlocked bool `json:"kubeletPortBlocked,omitempty"`
 }
 
 // Errors the API returns, matched with errors.Is. Their text follows the

@@ -3,8 +3,9 @@
 // can be built and tested with no Windows in sight. Everything here is a
 // simulation and says so in its logs.
 //
-// A Host has its own loopback address (127.0.0.N) and SSH port, a persistent
-// host key, public-key authentication against
+// A Host has its own address (loopback 127.0.0.N, or one of
+// $WINSIM_NETWORK: network.go) and SSH port, a persistent host key,
+// public-key authentication against
 // C:\ProgramData\ssh\administrators_authorized_keys in its own filesystem,
 // a filesystem rooted in a Linux folder (C:\ maps onto it, names are
 // case-insensitive), exec of programs found in that filesystem (Linux builds
@@ -23,6 +24,7 @@ import (
 	"log/slog"
 	"math/big"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -67,8 +69,8 @@ type Options struct {
 	// Builds, for StartFleet only, gives the hosts their builds in turn:
 	// host i runs Builds[i mod len(Builds)], overriding Build.
 	Builds []string
-	// IP is the host's loopback IPv4 address. Default: the next free one
-	// from 127.0.0.10 upward (free: used by no other host of this process,
+	// IP is the host's IPv4 address, in Network() (loopback by default).
+	// Default: the next free one from the network's 10th (127.0.0.10) upward (free: used by no other host of this process,
 	// nor by simulated hosts of other processes on this machine).
 	IP string
 	// Port is the SSH port. 0: the saved port, else 22 when it can be bound,
@@ -114,6 +116,10 @@ type Options struct {
 	NoAPIRoute bool
 	// DHCP: the host's address is a DHCP lease.
 	DHCP bool
+	// KubeletPortBlocked: a network firewall outside the host rejects
+	// connections to the kubelet's port (the API server's logs, exec and
+	// proxy requests fail; the host itself sees nothing wrong).
+	KubeletPortBlocked bool
 	// BootDelay is how long a Reboot keeps the host down before SSH and the
 	// auto-start services come back. Default 2s.
 	BootDelay time.Duration
@@ -314,13 +320,19 @@ func (h *Host) loadIdentity() error {
 	if o.IP != "" {
 		id.IP = o.IP
 	}
+	network, err := Network()
+	if err != nil {
+		return fmt.Errorf("simulated host %s: %w", id.Hostname, err)
+	}
 	if id.IP == "" {
-		id.IP = allocateIP()
+		if id.IP = allocateIP(network); id.IP == "" {
+			return fmt.Errorf("simulated host %s: no free address left in %s (%s)", id.Hostname, network, EnvNetwork)
+		}
 	} else {
 		reserveIP(id.IP)
 	}
-	if ip := net.ParseIP(id.IP); ip == nil || ip.To4() == nil || !ip.IsLoopback() {
-		return fmt.Errorf("simulated host %s: address %q is not a loopback IPv4 address (127.0.0.N)", id.Hostname, id.IP)
+	if ip, err := netip.ParseAddr(id.IP); err != nil || !ip.Is4() || !network.Contains(ip) {
+		return fmt.Errorf("simulated host %s: address %q is not an IPv4 address of the simulated hosts' network %s (loopback unless %s is set)", id.Hostname, id.IP, network, EnvNetwork)
 	}
 	if o.Port != 0 {
 		id.Port = o.Port
@@ -361,10 +373,11 @@ var ipAlloc struct {
 	taken map[string]bool
 }
 
-// allocateIP hands out 127.0.0.10, .11, ...: each address once within this
-// process, and none that another process's simulated hosts use
-// (claimAddress).
-func allocateIP() string {
+// allocateIP hands out the network's 10th, 11th, ... address (127.0.0.10,
+// .11, ... by default), none ending in .0 or .255: each address once
+// within this process, and none that another process's simulated hosts use
+// (claimAddress). It returns "" when the network has no free address left.
+func allocateIP(network netip.Prefix) string {
 	ipAlloc.Lock()
 	defer ipAlloc.Unlock()
 	if ipAlloc.taken == nil {
@@ -374,10 +387,14 @@ func allocateIP() string {
 	for {
 		n := ipAlloc.next
 		ipAlloc.next++
-		if n%256 == 0 || n%256 == 255 {
+		a, ok := nthAddress(network, n)
+		if !ok {
+			return ""
+		}
+		if last := a.As4()[3]; last == 0 || last == 255 {
 			continue
 		}
-		ip := fmt.Sprintf("127.0.%d.%d", n/256, n%256)
+		ip := a.String()
 		if !ipAlloc.taken[ip] {
 			ipAlloc.taken[ip] = true
 			if claimAddress(ip) {
@@ -532,14 +549,14 @@ func (h *Host) Close() error {
 	return nil
 }
 
-// Addr is the SSH address, "127.0.0.N:port".
+// Addr is the SSH address, "IP:port".
 func (h *Host) Addr() string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return net.JoinHostPort(h.id.IP, strconv.Itoa(h.id.Port))
 }
 
-// IP is the host's loopback IPv4 address.
+// IP is the host's IPv4 address (in Network()).
 func (h *Host) IP() string { return h.id.IP }
 
 // Port is the SSH port (known after Start).

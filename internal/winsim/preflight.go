@@ -30,6 +30,11 @@ type system struct {
 	NoAPIRoute    bool          `json:"noAPIRoute,omitempty"`
 	DHCP          bool          `json:"dhcp,omitempty"`
 	PendingReboot bool          `json:"pendingReboot,omitempty"`
+	// KubeletPortBlocked: a network firewall outside the host (a security
+	// group, a network security group, a firewall appliance) rejects
+	// connections to the kubelet's port; winnode's rule on the host is
+	// open. The stand-in kubelet resets them (kubeletapi.go).
+	KubeletPortBlocked bool `json:"kubeletPortBlocked,omitempty"`
 }
 
 // applySystemOptions sets a host's system from its Options: defaults on a
@@ -53,6 +58,7 @@ func (s *settings) applySystemOptions(o Options, build string) {
 	s.System.NoAPIRoute = s.System.NoAPIRoute || o.NoAPIRoute
 	s.System.DHCP = s.System.DHCP || o.DHCP
 	s.System.PendingReboot = s.System.PendingReboot || o.PendingReboot
+	s.System.KubeletPortBlocked = s.System.KubeletPortBlocked || o.KubeletPortBlocked
 }
 
 // systemNow is the system as the host API reports it.
@@ -69,6 +75,7 @@ func withSystem(hi simscm.HostInfo, sys system) simscm.HostInfo {
 	hi.ClockOffset = sys.ClockOffset
 	hi.NoAPIRoute = sys.NoAPIRoute
 	hi.UpdateRebootPending = sys.PendingReboot
+	hi.KubeletPortBlocked = sys.KubeletPortBlocked
 	if sys.DHCP {
 		hi.DHCPv4 = append([]string(nil), hi.IPv4...)
 	}
@@ -105,6 +112,12 @@ func (h *Host) SetNoAPIRoute(cut bool) {
 // SetDHCP says whether the host's address is a DHCP lease.
 func (h *Host) SetDHCP(dhcp bool) {
 	h.setSystem("dhcp", dhcp, func(s *system) { s.DHCP = dhcp })
+}
+
+// SetKubeletPortBlocked puts (true) or takes away a network firewall
+// outside the host that rejects connections to the kubelet's port.
+func (h *Host) SetKubeletPortBlocked(blocked bool) {
+	h.setSystem("kubeletPortBlocked", blocked, func(s *system) { s.KubeletPortBlocked = blocked })
 }
 
 // SetUBR installs (or uninstalls) updates: the update build revision.

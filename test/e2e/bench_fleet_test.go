@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -112,7 +113,7 @@ func (w *world) startOperatorProcess(b *testing.B) *operatorProcess {
 		b.Fatal(err)
 	}
 	cmd := exec.Command(bin, "--kubeconfig="+kubeconfig, "--namespace="+Namespace, "--payload-dir="+w.payloadDir,
-		"--allow-addresses=127.0.0.0/8", "--metrics-bind-address=127.0.0.1:"+strconv.Itoa(port),
+		"--allow-addresses="+prefixList(allowedAddresses()), "--metrics-bind-address=127.0.0.1:"+strconv.Itoa(port),
 		"--health-probe-bind-address=0")
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	// Ended with the benchmark's process even if that is killed.
@@ -281,4 +282,13 @@ func freeLoopbackPort(b *testing.B) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+// prefixList is prefixes as a flag takes them: comma-separated.
+func prefixList(prefixes []netip.Prefix) string {
+	s := make([]string, len(prefixes))
+	for i, p := range prefixes {
+		s[i] = p.String()
+	}
+	return strings.Join(s, ",")
 }

@@ -471,8 +471,10 @@ func (w *world) startOperator(t testing.TB, o operatorOptions) *operator {
 		TrustedCAConfigMap: o.trustedCA,
 		PullJoinTimeout:    o.pullJoinTimeout,
 		SkipPreflight:      o.skipPreflight,
-		// The simulated hosts have loopback addresses (127.0.0.10 and up).
-		Addresses: inventory.AddressPolicy{Allowed: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}},
+		// The simulated hosts' network (loopback, or $WINSIM_NETWORK under
+		// hack/test-e2e.sh) and loopback, where some tests place
+		// instances no host answers.
+		Addresses: inventory.AddressPolicy{Allowed: allowedAddresses()},
 		TuneInstance: func(c *configure.Configurer) {
 			c.PollInterval = 500 * time.Millisecond
 			c.UpgradeRecheck = 500 * time.Millisecond
@@ -744,4 +746,18 @@ func hostFileExists(t testing.TB, h *winsim.Host, path string) bool {
 		t.Fatal(err)
 	}
 	return err == nil
+}
+
+// allowedAddresses is the operator's --allow-addresses in these tests:
+// loopback and the simulated hosts' network (winsim.Network).
+func allowedAddresses() []netip.Prefix {
+	loopback := netip.MustParsePrefix("127.0.0.0/8")
+	network, err := winsim.Network()
+	if err != nil {
+		panic(err) // also refused by winsim when a host starts
+	}
+	if network == loopback {
+		return []netip.Prefix{loopback}
+	}
+	return []netip.Prefix{loopback, network}
 }

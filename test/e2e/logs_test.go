@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,6 +23,7 @@ import (
 	"github.com/winnode/winnode/internal/logrotate"
 	"github.com/winnode/winnode/internal/plan"
 	"github.com/winnode/winnode/internal/testkit"
+	"github.com/winnode/winnode/internal/winsim"
 )
 
 // winnodectl runs winnodectl against the world's cluster, with the
@@ -38,9 +40,10 @@ func (w *world) winnodectl(args ...string) (code int, stdout, stderr string) {
 // of the service deletes the copies older than --log-file-age (a copy
 // planted with a 2020 time) and keeps the newer ones. csi-proxy logs to
 // its own folder. winnodectl logs reads a log with --tail applied, and
-// names a log that is not there. It reads over SSH: the test world's API
-// server refuses to proxy to a node at a loopback address (its node proxy
-// allows no loopback or link-local address), as simulated hosts have.
+// names a log that is not there. It reads through the API server's node
+// proxy, or over SSH when that fails (a plain go test run: the node proxy
+// refuses a node at a loopback address); TestLogsThroughTheKubelet checks
+// which.
 func TestServiceLogsRotate(t *testing.T) {
 	w := getWorld(t)
 	h := w.newHost(t)
@@ -90,20 +93,22 @@ func TestServiceLogsRotate(t *testing.T) {
 		}
 	}
 
-	checkLogsCommand(t, w, current)
+	checkLogsCommand(t, w, h, current)
 }
 
-// checkLogsCommand reads the host's logs with winnodectl logs (over SSH,
-// the stderr says). At 600 bytes the current file holds few lines: --tail
-// 1 prints its last one.
-func checkLogsCommand(t *testing.T, w *world, current string) {
+// checkLogsCommand reads the host's logs with winnodectl logs: through the
+// kubelet, or over SSH (the stderr says) when the node proxy refuses the
+// host's loopback address (a plain go test run). At 600 bytes the current
+// file holds few lines: --tail 1 prints its last one.
+func checkLogsCommand(t *testing.T, w *world, h *winsim.Host, current string) {
 	t.Helper()
 	code, out, errOut := w.winnodectl("logs", "rotating", "kubelet", "--tail", "1")
 	file, err := os.ReadFile(current)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if code != 0 || strings.Count(out, "\n") != 1 || !strings.Contains(string(file), out) || !strings.Contains(errOut, "over SSH") {
+	overSSH := strings.Contains(errOut, "over SSH")
+	if code != 0 || strings.Count(out, "\n") != 1 || !strings.Contains(string(file), out) || (netip.MustParseAddr(h.IP()).IsLoopback() && !overSSH) {
 		t.Errorf("winnodectl logs --tail 1: exit %d, stdout:\n%s\nstderr: %s\nthe file:\n%s", code, out, errOut, file)
 	}
 	code, out, errOut = w.winnodectl("logs", "rotating", "csi-proxy")
@@ -125,9 +130,10 @@ func checkLogsCommand(t *testing.T, w *world, current string) {
 // against the cluster CA; its kubelet client certificate authorized by
 // the kubelet's SubjectAccessReview): `kubectl logs` of a pod on the
 // Windows node works. The node's logs at /logs/ are read with the API
-// server's own client certificate, since its node proxy refuses a node at
-// a loopback address (as the simulated hosts are): a file, the listing, a
-// missing file (404), and no certificate (401).
+// server's own client certificate: a file, the listing, a missing file
+// (404), and no certificate (401); and through the API server's node proxy
+// (kubectl get --raw, winnodectl logs) when the host's address is routable
+// (hack/test-e2e.sh), which the node proxy refuses for a loopback one.
 func TestLogsThroughTheKubelet(t *testing.T) {
 	w := getWorld(t)
 	h := w.newHost(t)
@@ -176,6 +182,34 @@ func TestLogsThroughTheKubelet(t *testing.T) {
 		if res.StatusCode != tc.code || !strings.Contains(string(body), tc.want) {
 			t.Errorf("GET %s: %d %.300s; want %d with %q", tc.path, res.StatusCode, body, tc.code, tc.want)
 		}
+	}
+	w.checkNodeProxyLogs(t, nodeName, netip.MustParseAddr(h.IP()).IsLoopback())
+}
+
+// checkNodeProxyLogs: through the API server's node proxy (as kubectl get
+// --raw and winnodectl logs read it) the node's kubelet log is served, and
+// winnodectl logs reads it so, without falling back to SSH. On a loopback
+// address (a plain go test run; hack/test-e2e.sh gives the hosts routable
+// ones) the API server refuses the node proxy, and winnodectl logs says it
+// falls back to SSH.
+func (w *world) checkNodeProxyLogs(t *testing.T, nodeName string, loopback bool) {
+	t.Helper()
+	body, err := w.kube.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", nodeName, "proxy", "logs", "kubelet", "kubelet.log").Do(context.Background()).Raw()
+	code, out, errOut := w.winnodectl("logs", "kubelet-logs", "kubelet", "--tail", "1")
+	if code != 0 || strings.TrimSpace(out) == "" {
+		t.Errorf("winnodectl logs kubelet-logs: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	if loopback {
+		if err == nil || !strings.Contains(err.Error()+string(body), "address not allowed") || !strings.Contains(errOut, "reading it over SSH") {
+			t.Errorf("node proxy to a loopback address: %v %.300s; winnodectl logs stderr %q; want the API server's refusal and the SSH fallback", err, body, errOut)
+		}
+		return
+	}
+	if err != nil || !strings.Contains(string(body), "kubelet (simulated by winsim)") {
+		t.Errorf("the kubelet's log through the API server's node proxy: %v %.300s", err, body)
+	}
+	if strings.Contains(errOut, "over SSH") {
+		t.Errorf("winnodectl logs fell back to SSH with the node proxy working: %s", errOut)
 	}
 }
 

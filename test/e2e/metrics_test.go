@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"strings"
 	"testing"
@@ -30,11 +31,11 @@ import (
 // certificate verified against the CA the operator publishes in the
 // ConfigMap windows-exporter-ca for the node's address; a client that does
 // not trust that CA is refused. The Service windows-exporter exists
-// without a selector, with its EndpointSlice; the simulated hosts'
-// InternalIPs are loopback addresses (127.0.0.N), which the API server
-// refuses in an EndpointSlice, so the slice lists no simulated node (the
-// controller's own test, internal/controller/exporter, lists nodes of
-// routable addresses against the same API server).
+// without a selector, with its EndpointSlice listing the node at its
+// InternalIP when that is routable (hack/test-e2e.sh gives the simulated
+// hosts addresses of $WINSIM_NETWORK); a loopback InternalIP (127.0.0.N,
+// a plain go test run), which the API server refuses in an EndpointSlice,
+// is left out.
 func TestNodeMetricsOverTLS(t *testing.T) {
 	w := getWorld(t)
 	h := w.newHost(t)
@@ -101,17 +102,24 @@ func TestNodeMetricsOverTLS(t *testing.T) {
 	if err != nil || svc.Spec.Selector != nil {
 		t.Fatalf("Service %s: %v, selector %v", exporter.ServiceName, err, svc.Spec.Selector)
 	}
+	// Listed at the node's address when that is routable (hack/test-e2e.sh's
+	// network); a loopback address is left out.
+	routable := !netip.MustParseAddr(ip).IsLoopback()
 	testkit.Eventually(t, time.Minute, "the EndpointSlice of "+exporter.ServiceName, func() (bool, string) {
 		s, err := w.kube.DiscoveryV1().EndpointSlices(Namespace).Get(ctx, exporter.ServiceName+"-0", metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
+		listed := false
 		for _, e := range s.Endpoints {
 			if e.NodeName != nil && *e.NodeName == node.Name {
-				return false, "lists the node at its loopback address " + strings.Join(e.Addresses, ",")
+				if !routable || len(e.Addresses) != 1 || e.Addresses[0] != ip {
+					return false, fmt.Sprintf("lists the node (InternalIP %s) at %s", ip, strings.Join(e.Addresses, ","))
+				}
+				listed = true
 			}
 		}
-		return s.AddressType == discoveryv1.AddressTypeIPv4, fmt.Sprintf("slice %+v", s.Endpoints)
+		return s.AddressType == discoveryv1.AddressTypeIPv4 && listed == routable, fmt.Sprintf("slice %+v", s.Endpoints)
 	})
 }
 

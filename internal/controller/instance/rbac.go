@@ -9,6 +9,10 @@ package instance
 // +kubebuilder:rbac:groups=winnode.io,resources=windowsinstances/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=winnode.io,resources=windowsinstances/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch;delete
+// The kubelet-port pre-flight check asks the API server for each
+// configured node's kubelet /healthz through the node proxy
+// (configure/kubeletport.go).
+// +kubebuilder:rbac:groups="",resources=nodes/proxy,verbs=get
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list
 // +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
 // +kubebuilder:rbac:groups=apps,resources=daemonsets,verbs=get

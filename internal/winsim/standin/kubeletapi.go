@@ -84,11 +84,55 @@ func (k *kubelet) serveAPI(ctx context.Context) (int32, error) {
 			GetCertificate: s.certificate,
 		},
 	}
-	go func() { _ = srv.ServeTLS(ln, "", "") }()
+	go func() { _ = srv.ServeTLS(&firewalled{Listener: ln, k: k}, "", "") }()
 	context.AfterFunc(ctx, func() { _ = srv.Close() })
 	port := ln.Addr().(*net.TCPAddr).Port
 	k.log.Infof("serving the kubelet API on %s (simulated: /healthz, /logs/, /containerLogs/)", ln.Addr())
 	return int32(port), nil
+}
+
+// firewalled is the kubelet's listener behind the host's network: while
+// the simulated host has a network firewall outside it that rejects the
+// kubelet's port (winsim Options.KubeletPortBlocked, asked of the host on
+// each connection so a test can put and lift it), each connection is reset
+// at once. A firewall that rejects (iptables' REJECT --reject-with
+// tcp-reset, a firewall appliance's "reset" action) answers the API
+// server's connection with a TCP reset and the kubelet never sees it; the
+// simulation can only reset after the loopback handshake, so the API
+// server reads "connection reset by peer" where it would read "connection
+// refused". The kubelet itself serves on, as the real one does.
+type firewalled struct {
+	net.Listener
+	k *kubelet
+}
+
+func (f *firewalled) Accept() (net.Conn, error) {
+	for {
+		conn, err := f.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		if !f.blocked() {
+			return conn, nil
+		}
+		if tcp, ok := conn.(*net.TCPConn); ok {
+			_ = tcp.SetLinger(0) // close with a reset, not a FIN
+		}
+		f.k.log.Infof("simulated network firewall: connection from %s to the kubelet's port rejected (reset)", conn.RemoteAddr())
+		_ = conn.Close()
+	}
+}
+
+// blocked asks the simulated host whether its network blocks the kubelet's
+// port; a host that does not answer blocks nothing.
+func (f *firewalled) blocked() bool {
+	if f.k.scm == nil {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	hi, err := f.k.scm.Host(ctx)
+	return err == nil && hi.KubeletPortBlocked
 }
 
 // loadClientCA reads authentication.x509.clientCAFile; without one no
