@@ -119,23 +119,7 @@ running so that you can look).`,
   winnodectl demo --flavor capi --machines 2
   winnodectl demo --flavor capi --capi-mode push`,
 		Args: cli.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.checkFlavor(cmd.Flags().Changed("hosts"), cmd.Flags().Changed("machines")); err != nil {
-				return err
-			}
-			if err := o.checkCAPIMode(cmd.Flags().Changed("capi-mode")); err != nil {
-				return err
-			}
-			builds, err := parseBuilds(o.windowsBuild)
-			if err != nil {
-				return err
-			}
-			o.builds = builds
-			if err := checkKubeconfigOut(o.kubeconfigOut); err != nil {
-				return err
-			}
-			return runDemo(cmd.Context(), s, o)
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return o.checkAndRun(cmd, s) },
 	}
 	f := cmd.Flags()
 	f.IntVar(&o.hosts, "hosts", 3, "number of simulated Windows hosts")
@@ -149,6 +133,25 @@ running so that you can look).`,
 	f.IntVar(&o.machines, "machines", 2, "with --flavor openshift or capi: replicas of the Windows MachineSet or MachineDeployment")
 	f.StringVar(&o.capiMode, "capi-mode", capiModePull, "with --flavor capi: how the Machines become nodes of the workload cluster: pull (their bootstrap data joins them; the operator never reaches them) or push (the operator configures them over SSH)")
 	return cmd
+}
+
+// checkAndRun checks the flags, then runs the demo.
+func (o *demoOptions) checkAndRun(cmd *cobra.Command, s cli.Streams) error {
+	if err := o.checkFlavor(cmd.Flags().Changed("hosts"), cmd.Flags().Changed("machines")); err != nil {
+		return err
+	}
+	if err := o.checkCAPIMode(cmd.Flags().Changed("capi-mode")); err != nil {
+		return err
+	}
+	builds, err := parseBuilds(o.windowsBuild)
+	if err != nil {
+		return err
+	}
+	o.builds = builds
+	if err := checkKubeconfigOut(o.kubeconfigOut); err != nil {
+		return err
+	}
+	return runDemo(cmd.Context(), s, *o)
 }
 
 // checkFlavor checks the flags that depend on --flavor, and gives the
