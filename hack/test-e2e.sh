@@ -44,7 +44,7 @@ if ! command -v unshare >/dev/null 2>&1; then
 	echo "test-e2e: unshare is missing; install util-linux (apt-get install -y util-linux)" >&2
 	exit 1
 fi
-bash hack/install-iproute2.sh
+sh hack/install-apt-package.sh iproute2 ip
 # netns runs a command in a new network namespace with lo up and the local
 # route for $network.
 netns=(unshare --net)
