@@ -15,6 +15,7 @@ import (
 
 	pblob "github.com/winnode/winnode/internal/blob"
 	"github.com/winnode/winnode/internal/plan"
+	"github.com/winnode/winnode/internal/testkit"
 )
 
 // stagedNames lists the staging folder of a simulated host.
@@ -141,19 +142,20 @@ func TestPipelinedSyncResumes(t *testing.T) {
 // seconds.
 func retryWhileBusy(t *testing.T, sync func() (SyncResult, error)) SyncResult {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		res, err := sync()
+	var res SyncResult
+	testkit.Eventually(t, 30*time.Second, "the dropped connection's agent to release its lock", func() (bool, string) {
+		var err error
+		res, err = sync()
 		var ae *AgentError
-		if errors.As(err, &ae) && ae.Err.Code == plan.ErrBusy && time.Now().Before(deadline) {
-			time.Sleep(50 * time.Millisecond) // polling the lock, not waiting out a race
-			continue
+		if errors.As(err, &ae) && ae.Err.Code == plan.ErrBusy {
+			return false, err.Error()
 		}
 		if err != nil {
 			t.Fatalf("retried sync: %v", err)
 		}
-		return res
-	}
+		return true, ""
+	})
+	return res
 }
 
 // TestPipelinedSyncRefusesGarbledBlobs: a .part whose kept bytes are wrong
