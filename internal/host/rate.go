@@ -62,11 +62,13 @@ func (c *Client) watchRate(ctx context.Context) (context.Context, *rateWatch, fu
 	ctx, cancel := context.WithCancelCause(ctx)
 	done := make(chan struct{})
 	stop := func(err error) {
+		// The cause first: the transfer that the closed connection fails
+		// must find it (transferError), or it reports a lost connection.
+		cancel(err)
 		// The link is clogged with what this transfer queued: nothing else
 		// (not even closing the SFTP session) gets through it, so the
 		// connection itself goes. The caller connects again later.
 		_ = c.ssh.Close()
-		cancel(err)
 	}
 	go w.run(ctx, c.address, stop, done)
 	return ctx, w, func() { close(done); cancel(nil) }
