@@ -25,23 +25,26 @@ tool_sources_hash() {
 	)
 }
 
-# build_tool_program MODDIR PKG NAME CACHE OUT AGAINST: the program NAME,
-# package PKG of the Go module in MODDIR, built into CACHE (unless it is
-# there already) and copied into OUT when OUT's copy differs from the
-# cache's (the sources may have changed since it was copied). AGAINST says
-# what it is built against, for the log. The lock on CACHE (file descriptor
-# 9) is held until the calling script exits, so that what the script adds to
-# CACHE afterwards is made once too.
+# build_tool_program MODDIR PKG NAME CACHE OUT AGAINST [GO-BUILD-FLAG...]:
+# the program NAME, package PKG of the Go module in MODDIR, built (with the
+# given go build flags, if any) into CACHE (unless it is there already) and
+# copied into OUT when OUT's copy differs from the cache's (the sources may
+# have changed since it was copied). AGAINST says what it is built against,
+# for the log. The lock on CACHE (file descriptor 9) is held until the
+# calling script exits, so that what the script adds to CACHE afterwards is
+# made once too. The sourcing script may set first_build to say how long
+# the first build takes.
 build_tool_program() {
 	local mod=$1 pkg=$2 name=$3 cache=$4 out=$5 against=$6 start
+	shift 6
 	mkdir -p "$out" "$cache"
 	# One build at a time: test packages started side by side may all ask.
 	exec 9>"$cache/.lock"
 	flock 9
 	if [ ! -x "$cache/$name" ]; then
-		say "$name: building $pkg against $against from source, once (on 2 cores 11 to 14 minutes the first time, about a minute when only its own sources changed)"
+		say "$name: building $pkg against $against from source, once (on 2 cores ${first_build:-11 to 14 minutes the first time, about a minute when only its own sources changed})"
 		start=$SECONDS
-		with_progress "$name" tool_go_build "$mod" "$cache/$name.tmp" "$pkg"
+		with_progress "$name" tool_go_build "$mod" "$cache/$name.tmp" "$pkg" "$@"
 		mv "$cache/$name.tmp" "$cache/$name"
 		say "$name: built in $((SECONDS - start))s"
 	fi
@@ -52,9 +55,11 @@ build_tool_program() {
 	fi
 }
 
-# tool_go_build MODDIR OUTPUT PKG
+# tool_go_build MODDIR OUTPUT PKG [GO-BUILD-FLAG...]
 tool_go_build() {
-	(cd "$1" && CGO_ENABLED=0 go build -o "$2" "$3")
+	local mod=$1 output=$2 pkg=$3
+	shift 3
+	(cd "$mod" && CGO_ENABLED=0 go build "$@" -o "$output" "$pkg")
 }
 
 # replaced_folders GOMOD: the folders that the replace directives of GOMOD
