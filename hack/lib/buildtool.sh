@@ -1,7 +1,7 @@
 # Sourced by the scripts that build a test-world program from a Go module of
 # its own under hack/tools (hack/tools/build-machine-api.sh,
-# hack/tools/build-capi-world.sh), so that both key, build, cache and copy
-# their program the same way. The sourcing script defines say (its log line
+# hack/tools/build-capi-world.sh, hack/tools/build-prometheus.sh), so that
+# all key, build, cache and copy their program the same way. The sourcing script defines say (its log line
 # on stderr).
 
 # shellcheck source=progress.sh

@@ -1,6 +1,7 @@
 # Sourced by the scripts that build programs from source the first time
 # (hack/tools/build-control-plane.sh, hack/lib/buildtool.sh for
-# build-machine-api.sh and build-capi-world.sh, hack/payload/build.sh):
+# build-machine-api.sh, build-capi-world.sh and build-prometheus.sh,
+# hack/payload/build.sh):
 # `go build` prints nothing for many minutes while it compiles Kubernetes,
 # the longest wait a newcomer has, so these scripts say every
 # WINNODE_PROGRESS_SECONDS (default 30) that it still runs and for how
