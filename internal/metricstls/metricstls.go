@@ -79,6 +79,19 @@ func ParseCA(certPEM, keyPEM []byte) (*CA, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tls.crt: %w", err)
 	}
+	cert := certs[0]
+	signer, err := keyOf(cert, keyPEM)
+	if err != nil {
+		return nil, err
+	}
+	if !cert.IsCA || cert.KeyUsage&x509.KeyUsageCertSign == 0 {
+		return nil, errors.New("tls.crt: not a CA certificate")
+	}
+	return &CA{Cert: cert, CertPEM: encodeCert(cert.Raw), key: signer}, nil
+}
+
+// keyOf parses keyPEM (tls.key) and checks that it is cert's key.
+func keyOf(cert *x509.Certificate, keyPEM []byte) (crypto.Signer, error) {
 	key, err := keyutil.ParsePrivateKeyPEM(keyPEM)
 	if err != nil {
 		return nil, fmt.Errorf("tls.key: %w", err)
@@ -87,14 +100,10 @@ func ParseCA(certPEM, keyPEM []byte) (*CA, error) {
 	if !ok {
 		return nil, errors.New("tls.key: not a signing key")
 	}
-	cert := certs[0]
-	if !cert.IsCA || cert.KeyUsage&x509.KeyUsageCertSign == 0 {
-		return nil, errors.New("tls.crt: not a CA certificate")
-	}
 	if pub, ok := cert.PublicKey.(interface{ Equal(crypto.PublicKey) bool }); !ok || !pub.Equal(signer.Public()) {
 		return nil, errors.New("tls.key is not the key of tls.crt")
 	}
-	return &CA{Cert: cert, CertPEM: encodeCert(cert.Raw), key: signer}, nil
+	return signer, nil
 }
 
 // Issue makes a serving certificate for node at ip, valid from now for

@@ -37,7 +37,6 @@ import (
 	"github.com/winnode/winnode/internal/controller/report"
 	"github.com/winnode/winnode/internal/inventory"
 	"github.com/winnode/winnode/internal/logrotate"
-	"github.com/winnode/winnode/internal/metricstls"
 	"github.com/winnode/winnode/internal/openshift"
 	"github.com/winnode/winnode/internal/payload"
 	"github.com/winnode/winnode/internal/plan"
@@ -141,9 +140,9 @@ type Reconciler struct {
 	// Workloads, when set, is how an instance with spec.cluster (a Cluster
 	// API Machine's) joins that Cluster's workload cluster: workload.go.
 	Workloads Workloads
-	// Metrics, when set, keeps windows_exporter's CA and certificates: each
+	// Metrics, when set, gives windows_exporter its certificates: each
 	// host of this cluster runs windows_exporter (configure.Configurer).
-	Metrics *metricstls.Store
+	Metrics configure.MetricsCertificates
 
 	rollout *configure.Rollout
 	// passes are the configuration passes running now, which a deletion
