@@ -27,11 +27,13 @@ import (
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/cli/view"
 	"github.com/winnode/winnode/internal/fixture"
+	"github.com/winnode/winnode/internal/logrotate"
 	"github.com/winnode/winnode/internal/metricstls"
 	"github.com/winnode/winnode/internal/plan"
 	"github.com/winnode/winnode/internal/testenv"
 	"github.com/winnode/winnode/internal/testkit"
 	"github.com/winnode/winnode/internal/testkit/builder"
+	"github.com/winnode/winnode/internal/wincmd"
 	"github.com/winnode/winnode/internal/winsim"
 	"github.com/winnode/winnode/internal/winsim/simpayload"
 )
@@ -120,6 +122,15 @@ func TestAddThenRemove(t *testing.T) {
 		}
 	}
 	checkAddedNodeMetrics(t, kube, h, nodeName)
+	// Logged under C:\var\log\<service>, rotated at add's limits (here
+	// the defaults), as on the operator's hosts.
+	for _, svc := range []string{plan.WindowsExporterService, plan.CSIProxyService} {
+		cfg, err := h.Services().Get(svc)
+		rotation := wincmd.Join("--log-file-size", logrotate.FormatSize(logrotate.Defaults.Size), "--log-file-age", logrotate.Defaults.Age.String())
+		if err != nil || !strings.Contains(cfg.Config.BinaryPathName, rotation) || !strings.Contains(cfg.Config.BinaryPathName, wincmd.Quote(plan.LogFile(svc))) {
+			t.Errorf("service %s (%v) does not log to %s rotated at add's limits: %s", svc, err, plan.LogFile(svc), cfg.Config.BinaryPathName)
+		}
+	}
 
 	// status lists the node of winnodectl add.
 	r = run(t, "", "status", "--kubeconfig", kc)
