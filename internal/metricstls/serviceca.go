@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -46,33 +47,56 @@ func ServiceServerName(service, namespace string) string {
 // ServiceCA gives every node the service CA's certificate of the Service
 // windows-exporter (OpenShift), read from ServiceCASecretName in
 // Namespace through Client (the operator's cache).
+// Use it by pointer: it keeps the last pair it read.
 type ServiceCA struct {
 	Client    client.Reader
 	Namespace string
 	// Service is the Service the certificate is for (windows-exporter).
 	Service string
+
+	mu sync.Mutex
+	// lastCert and lastKey are the last good pair read: given while the
+	// Secret is missing or being rewritten.
+	lastCert, lastKey []byte
 }
 
 // Serving returns the certificate and key the service-ca controller wrote,
 // for any node (node and ip are not in it: scrapers verify the Service's
 // name). why is always "": the service-ca controller issues and renews it,
-// winnode only copies it. A missing Secret, or one that does not hold a
-// certificate for the Service with its key, is an error naming it.
+// winnode only copies it. While the Secret is missing or does not hold a
+// certificate for the Service with its key (deleted, being written again),
+// the last good pair this process read is given, so that a Ready node's
+// check does not fail for it; with none, that is an error naming the
+// Secret.
 func (s *ServiceCA) Serving(ctx context.Context, _ string, _ net.IP, _ time.Time) (certPEM, keyPEM []byte, why string, err error) {
+	certPEM, keyPEM, err = s.read(ctx)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case err == nil:
+		s.lastCert, s.lastKey = certPEM, keyPEM
+	case s.lastCert != nil:
+		return s.lastCert, s.lastKey, "", nil
+	}
+	return certPEM, keyPEM, "", err
+}
+
+// read reads and checks the Secret the service-ca controller writes.
+func (s *ServiceCA) read(ctx context.Context) (certPEM, keyPEM []byte, err error) {
 	sec := &corev1.Secret{}
 	err = s.Client.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: ServiceCASecretName}, sec, noCopy)
 	if apierrors.IsNotFound(err) {
-		return nil, nil, "", fmt.Errorf("OpenShift's service CA has not written Secret %s/%s yet for Service %s (annotation %s): is the service-ca operator running? (oc get clusteroperator service-ca)",
+		return nil, nil, fmt.Errorf("OpenShift's service CA has not written Secret %s/%s yet for Service %s (annotation %s): is the service-ca operator running? (oc get clusteroperator service-ca)",
 			s.Namespace, ServiceCASecretName, s.Service, AnnotationServingCertSecret)
 	}
 	if err != nil {
-		return nil, nil, "", fmt.Errorf("reading Secret %s/%s (OpenShift's service CA): %w", s.Namespace, ServiceCASecretName, err)
+		return nil, nil, fmt.Errorf("reading Secret %s/%s (OpenShift's service CA): %w", s.Namespace, ServiceCASecretName, err)
 	}
 	certPEM, keyPEM = sec.Data[corev1.TLSCertKey], sec.Data[corev1.TLSPrivateKeyKey]
 	if err := CheckServingPair(certPEM, keyPEM, ServiceServerName(s.Service, s.Namespace)); err != nil {
-		return nil, nil, "", fmt.Errorf("Secret %s/%s (OpenShift's service CA): %w (delete it: the service-ca controller writes it again)", s.Namespace, ServiceCASecretName, err)
+		return nil, nil, fmt.Errorf("Secret %s/%s (OpenShift's service CA): %w (delete it: the service-ca controller writes it again)", s.Namespace, ServiceCASecretName, err)
 	}
-	return certPEM, keyPEM, "", nil
+	return certPEM, keyPEM, nil
 }
 
 // CheckServingPair checks that certPEM's first certificate names name and

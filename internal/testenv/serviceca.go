@@ -96,11 +96,18 @@ func startServiceCA(ctx context.Context, cfg *rest.Config, log io.Writer) ([]byt
 	for informer, sync := range map[cache.SharedIndexInformer]func(context.Context, any){
 		factory.Core().V1().Services().Informer():   s.syncService,
 		factory.Core().V1().ConfigMaps().Informer(): s.syncConfigMap,
+		factory.Core().V1().Secrets().Informer():    s.syncSecret,
 	} {
-		if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		handlers := cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(obj any) { sync(ctx, obj) },
 			UpdateFunc: func(_, obj any) { sync(ctx, obj) },
-		}); err != nil {
+		}
+		if informer == factory.Core().V1().Secrets().Informer() {
+			// A serving Secret deleted is written again at once, as the
+			// real controller's watch of Secrets does.
+			handlers.DeleteFunc = func(obj any) { sync(ctx, obj) }
+		}
+		if _, err := informer.AddEventHandler(handlers); err != nil {
 			return nil, err
 		}
 	}
@@ -127,6 +134,18 @@ func (s *serviceCA) syncConfigMap(ctx context.Context, obj any) {
 		return
 	}
 	s.logf("injected the CA bundle into ConfigMap %s/%s", cm.Namespace, cm.Name)
+}
+
+// syncSecret handles the Service a serving Secret was written for.
+func (s *serviceCA) syncSecret(ctx context.Context, obj any) {
+	sec, ok := obj.(*corev1.Secret)
+	if !ok || sec.Annotations[annotationOriginName] == "" {
+		return
+	}
+	svc, err := s.client.CoreV1().Services(sec.Namespace).Get(ctx, sec.Annotations[annotationOriginName], metav1.GetOptions{})
+	if err == nil {
+		s.syncService(ctx, svc)
+	}
 }
 
 // syncService writes the serving Secret an annotated Service names.

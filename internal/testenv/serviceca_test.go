@@ -20,7 +20,8 @@ import (
 // The simulated service-ca controller, against the real API server, does
 // what OpenShift's does where winnode relies on it: an annotated Service
 // gets its Secret (a certificate for its two names, chaining to the CA,
-// the CA after it, owned by the Service), a garbled one is written again,
+// the CA after it, owned by the Service), a garbled or deleted one is
+// written again,
 // a Secret of another Service is left alone with an error on the Service,
 // and an annotated ConfigMap gets the bundle as its only data.
 func TestSimulatedServiceCA(t *testing.T) {
@@ -79,7 +80,11 @@ func TestSimulatedServiceCA(t *testing.T) {
 	if _, err := c.CoreV1().Secrets(ns).Update(ctx, sec, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	servingCert(garbled)
+	sec = servingCert(garbled)
+	if err := c.CoreV1().Secrets(ns).Delete(ctx, sec.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	servingCert(sec.Data[corev1.TLSCertKey])
 
 	other := service("other")
 	testkit.Eventually(t, 30*time.Second, "an error on the Service whose Secret name is taken", func() (bool, string) {
