@@ -1,14 +1,15 @@
 // Package metricstls is the TLS of the Windows nodes' metrics
-// (windows_exporter on port 9182, docs/metrics.md) on Kubernetes: a CA the
-// operator keeps in a Secret of its namespace and publishes in a ConfigMap
-// for scrapers, and a serving certificate per node, naming the node and
-// its InternalIP, renewed before it expires.
+// (windows_exporter on port 9182, docs/metrics.md). On Kubernetes (and for
+// hosts winnodectl adds): a CA winnode keeps in a Secret and publishes in a
+// ConfigMap for scrapers, and a serving certificate per node, naming the
+// node and its InternalIP, renewed before it expires (Store). On OpenShift:
+// the certificate the platform's service CA issues for the Service
+// windows-exporter, the same on every node (ServiceCA, serviceca.go).
 //
 // Own code rather than a library's: client-go's certificate helpers make
 // self-signed pairs only (cert.GenerateSelfSignedCertKey makes its own CA
 // each time); issuing from a kept CA is a few lines of crypto/x509, and
-// cert-manager would be a dependency of the cluster. OpenShift's service
-// CA signs only certificates for Services, not one per node's address.
+// cert-manager would be a dependency of the cluster.
 package metricstls
 
 import (

@@ -3,7 +3,9 @@
 // deprecated) listing the Ready Windows nodes winnode configured, at their
 // InternalIP and windows_exporter's port 9182, so that Prometheus finds
 // them (a ServiceMonitor, config/prometheus). It also makes sure the
-// metrics CA exists and is published for scrapers (internal/metricstls).
+// metrics CA exists and is published for scrapers (internal/metricstls),
+// or, on OpenShift, asks the service CA for the exporter's certificate and
+// its bundle (servicecabundle.go).
 package exporter
 
 import (
