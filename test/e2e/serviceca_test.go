@@ -67,14 +67,18 @@ func (w *world) checkServiceCAServing(t *testing.T, h *winsim.Host, pr *phaseRec
 	}
 	first := served(nil)
 	// A certificate the service CA writes again (here: its Secret deleted,
-	// as an administrator fixing it would) reaches the host at once, and
-	// the node stays Ready meanwhile (the operator gives the last
-	// certificate while the Secret is missing).
+	// as an administrator fixing it would) reaches the host at once, with
+	// a new plan (Ready → Upgrading → Ready, waited for so that the next
+	// subtests see only their own plan changes), and the node never fails
+	// meanwhile (the operator gives the last certificate while the Secret
+	// is missing).
 	phases := len(pr.of(inst))
+	before := planVersion(w.get(t, inst))
 	if err := w.kube.CoreV1().Secrets(Namespace).Delete(ctx, metricstls.ServiceCASecretName, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	served(first)
+	w.waitPlanChanged(t, pr, inst, before)
 	if after := pr.of(inst)[phases:]; slices.Contains(after, winnodev1.PhaseFailed) {
 		t.Errorf("instance %s went through phases %v while the service CA wrote the certificate again", inst, after)
 	}
