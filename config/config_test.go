@@ -32,8 +32,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/winnode/winnode/internal/controller/exporter"
 	"github.com/winnode/winnode/internal/controller/runtimeclass"
 	"github.com/winnode/winnode/internal/inventory"
+	"github.com/winnode/winnode/internal/metricstls"
 	"github.com/winnode/winnode/internal/testenv"
 	"github.com/winnode/winnode/internal/testkit"
 )
@@ -289,6 +291,30 @@ func TestOpenShiftOverlay(t *testing.T) {
 	for k, v := range sel {
 		if svc.GetLabels()[k] != v {
 			t.Errorf("ServiceMonitor selector %v does not match the metrics Service's labels %v", sel, svc.GetLabels())
+		}
+	}
+}
+
+// The ServiceMonitor of windows_exporter verifies what the operator
+// serves: on Kubernetes the CA it publishes (ConfigMap windows-exporter-ca,
+// ca.crt) and each node's own address; on OpenShift (the overlay) the
+// service CA bundle injected into that ConfigMap and the Service's name,
+// which the service CA's certificate carries.
+func TestWindowsExporterServiceMonitors(t *testing.T) {
+	for dir, want := range map[string]map[string]any{
+		"prometheus":           {"key": metricstls.CAKey, "serverName": nil},
+		"prometheus-openshift": {"key": metricstls.ServiceCAKey, "serverName": metricstls.ServiceServerName(exporter.ServiceName, namespace)},
+	} {
+		sm := find(t, build(t, dir), "ServiceMonitor", namespace, exporter.ServiceName)
+		eps, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
+		if len(eps) != 1 {
+			t.Fatalf("config/%s: ServiceMonitor %s has %d endpoints, want 1", dir, exporter.ServiceName, len(eps))
+		}
+		tlsConfig, _, _ := unstructured.NestedMap(eps[0].(map[string]any), "tlsConfig")
+		cm, _, _ := unstructured.NestedString(tlsConfig, "ca", "configMap", "name")
+		key, _, _ := unstructured.NestedString(tlsConfig, "ca", "configMap", "key")
+		if cm != metricstls.CAConfigMapName || key != want["key"] || tlsConfig["serverName"] != want["serverName"] {
+			t.Errorf("config/%s: ServiceMonitor %s's tlsConfig %v, want ConfigMap %s key %v and serverName %v", dir, exporter.ServiceName, tlsConfig, metricstls.CAConfigMapName, want["key"], want["serverName"])
 		}
 	}
 }

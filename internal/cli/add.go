@@ -27,6 +27,7 @@ import (
 	"github.com/winnode/winnode/internal/csrapproval"
 	"github.com/winnode/winnode/internal/inventory"
 	"github.com/winnode/winnode/internal/logrotate"
+	"github.com/winnode/winnode/internal/metricstls"
 	"github.com/winnode/winnode/internal/openshift"
 	"github.com/winnode/winnode/internal/payload"
 	"github.com/winnode/winnode/internal/platform"
@@ -322,6 +323,9 @@ func runAdd(ctx context.Context, s Streams, hf hostFlags, h inventory.Host, payl
 		return err
 	}
 	cfg.PayloadDir, cfg.Payload = payloadDir, manifest
+	if cfg.Metrics, err = metricsStore(sess); err != nil {
+		return err
+	}
 	// Not a status: the pinned host key, kept where nodes cannot write.
 	cfg.Persist = persistPin(sess.kube, inst.Status.NodeName)
 	fmt.Fprintf(s.Out, "%s %s (user %s, port %d) in the cluster at %s, without the operator:\n", verb, address, h.Username, h.Port, sess.apiServer)
@@ -345,6 +349,23 @@ func runAdd(ctx context.Context, s Streams, hf hostFlags, h inventory.Host, payl
 			address, inst.Status.NodeName, joinNamespace, hostKeysConfigMap, hostKeyHelp)
 	}
 	return fmt.Errorf("adding %s: %w; fix the cause and run add again (every step is safe to repeat)", address, err)
+}
+
+// metricsStore keeps windows_exporter's CA and the serving certificates of
+// the nodes winnodectl adds in joinNamespace (kube-system), as the operator
+// keeps its own in winnode-system (docs/metrics.md): Secrets
+// windows-exporter-ca and windows-exporter-tls, the CA published in
+// ConfigMap windows-exporter-ca. With no operator nothing renews a
+// certificate on its own: add and upgrade issue it again when less than a
+// third of its 90 days is left, as the operator's check does. This CA on
+// OpenShift too: nodes added without the operator are not behind the
+// operator's Service windows-exporter, whose name the service CA signs.
+func metricsStore(sess *session) (*metricstls.Store, error) {
+	c, err := NewClient(sess.config)
+	if err != nil {
+		return nil, err
+	}
+	return &metricstls.Store{Client: c, Live: c, Namespace: joinNamespace}, nil
 }
 
 // nodeVersion is the winnode version annotated on a Node, or "".

@@ -2,6 +2,12 @@ package cli
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -9,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/crypto/ssh"
 	corev1 "k8s.io/api/core/v1"
@@ -20,8 +27,13 @@ import (
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/cli/view"
 	"github.com/winnode/winnode/internal/fixture"
+	"github.com/winnode/winnode/internal/logrotate"
+	"github.com/winnode/winnode/internal/metricstls"
+	"github.com/winnode/winnode/internal/plan"
 	"github.com/winnode/winnode/internal/testenv"
+	"github.com/winnode/winnode/internal/testkit"
 	"github.com/winnode/winnode/internal/testkit/builder"
+	"github.com/winnode/winnode/internal/wincmd"
 	"github.com/winnode/winnode/internal/winsim"
 	"github.com/winnode/winnode/internal/winsim/simpayload"
 )
@@ -104,8 +116,20 @@ func TestAddThenRemove(t *testing.T) {
 		t.Errorf("Node %s lacks the taint os=Windows:NoSchedule: %v", nodeName, node.Spec.Taints)
 	}
 	servicesAfterAdd := serviceNames(h)
-	if !slices.Contains(servicesAfterAdd, "kubelet") {
-		t.Errorf("no kubelet service on the host after add: %v", servicesAfterAdd)
+	for _, svc := range []string{"kubelet", plan.WindowsExporterService, plan.CSIProxyService} {
+		if !slices.Contains(servicesAfterAdd, svc) {
+			t.Errorf("no %s service on the host after add: %v", svc, servicesAfterAdd)
+		}
+	}
+	checkAddedNodeMetrics(t, kube, h, nodeName)
+	// Logged under C:\var\log\<service>, rotated at add's limits (here
+	// the defaults), as on the operator's hosts.
+	for _, svc := range []string{plan.WindowsExporterService, plan.CSIProxyService} {
+		cfg, err := h.Services().Get(svc)
+		rotation := wincmd.Join("--log-file-size", logrotate.FormatSize(logrotate.Defaults.Size), "--log-file-age", logrotate.Defaults.Age.String())
+		if err != nil || !strings.Contains(cfg.Config.BinaryPathName, rotation) || !strings.Contains(cfg.Config.BinaryPathName, wincmd.Quote(plan.LogFile(svc))) {
+			t.Errorf("service %s (%v) does not log to %s rotated at add's limits: %s", svc, err, plan.LogFile(svc), cfg.Config.BinaryPathName)
+		}
 	}
 
 	// status lists the node of winnodectl add.
@@ -230,6 +254,10 @@ func TestAddThenRemove(t *testing.T) {
 		if s.Type == corev1.SecretTypeBootstrapToken && s.Labels[winnodev1.LabelInstance] != "" && strings.HasPrefix(s.Labels[winnodev1.LabelInstance], strings.ReplaceAll(h.IP(), ".", "-")) {
 			t.Errorf("bootstrap token %s of the host is left after remove", s.Name)
 		}
+	}
+
+	if sec, err := kube.CoreV1().Secrets(joinNamespace).Get(ctx, metricstls.ServingSecretName, metav1.GetOptions{}); err != nil || sec.Data[nodeName+".crt"] != nil || sec.Data[nodeName+".key"] != nil {
+		t.Errorf("Secret %s/%s after remove (%v): still holds node %s's windows_exporter certificate", joinNamespace, metricstls.ServingSecretName, err, nodeName)
 	}
 
 	// remove again: nothing left to remove, said plainly.
@@ -492,3 +520,47 @@ func TestAddHostKeyPinnedBeforeFirstContact(t *testing.T) {
 // managedContainerd is where the containerd winnode installs runs
 // (winnodectl add's default, --container-runtime managed).
 const managedContainerd = simpayload.ContainerdHostPath
+
+// checkAddedNodeMetrics: the windows_exporter of a node added without the
+// operator serves its metrics over TLS with a certificate for the node's
+// address that verifies against the CA add published in ConfigMap
+// kube-system/windows-exporter-ca, and a client without that CA is refused.
+func checkAddedNodeMetrics(t *testing.T, kube kubernetes.Interface, h *winsim.Host, nodeName string) {
+	t.Helper()
+	cm, err := kube.CoreV1().ConfigMaps(joinNamespace).Get(context.Background(), metricstls.CAConfigMapName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the CA winnodectl add publishes: %v", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM([]byte(cm.Data[metricstls.CAKey])) {
+		t.Fatalf("ConfigMap %s/%s has no CA certificate under %s", joinNamespace, cm.Name, metricstls.CAKey)
+	}
+	url := "https://" + net.JoinHostPort(h.IP(), strconv.Itoa(plan.WindowsExporterPort)) + "/metrics"
+	get := func(pool *x509.CertPool) (string, error) {
+		c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
+		resp, err := c.Get(url)
+		if err != nil {
+			return "", err
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err == nil && resp.StatusCode != http.StatusOK {
+			err = fmt.Errorf("HTTP %d: %s", resp.StatusCode, body)
+		}
+		if err == nil && resp.TLS.PeerCertificates[0].VerifyHostname(h.IP()) != nil {
+			err = fmt.Errorf("the certificate names %v %v, not %s", resp.TLS.PeerCertificates[0].DNSNames, resp.TLS.PeerCertificates[0].IPAddresses, h.IP())
+		}
+		return string(body), err
+	}
+	var body string
+	testkit.Eventually(t, time.Minute, "windows_exporter's metrics at "+url, func() (bool, string) {
+		body, err = get(pool)
+		return err == nil, fmt.Sprint(err)
+	})
+	if !strings.Contains(body, "windows_cs_logical_processors ") {
+		t.Errorf("node %s's metrics lack windows_cs_logical_processors:\n%.500s", nodeName, body)
+	}
+	if _, err := get(x509.NewCertPool()); err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Errorf("a client without the CA: %v, want a certificate error", err)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/cli/view"
 	"github.com/winnode/winnode/internal/configure"
+	"github.com/winnode/winnode/internal/metricstls"
 )
 
 func newRemoveCommand(s Streams) *cobra.Command {
@@ -107,6 +108,9 @@ func runRemove(ctx context.Context, s Streams, hf hostFlags, target string) erro
 		if err := deletePin(ctx, sess.kube, node.Name); err != nil {
 			return err
 		}
+		if err := forgetMetricsCertificate(ctx, sess, node.Name); err != nil {
+			return err
+		}
 		fmt.Fprintf(s.Out, "Node %s is gone and %s is clean (%s in all).\n", node.Name, address, time.Since(steps.start).Round(10*time.Millisecond))
 		return nil
 	case errors.Is(err, context.DeadlineExceeded):
@@ -115,6 +119,19 @@ func runRemove(ctx context.Context, s Streams, hf hostFlags, target string) erro
 		return WithCode(ExitInterrupted, fmt.Errorf("removing %s: interrupted at step %s; running remove again continues", address, orDash(inst.Status.Step)))
 	}
 	return fmt.Errorf("removing %s: %w; fix the cause and run remove again", address, err)
+}
+
+// forgetMetricsCertificate drops the node's windows_exporter certificate
+// that add kept (metricsStore).
+func forgetMetricsCertificate(ctx context.Context, sess *session, node string) error {
+	store, err := metricsStore(sess)
+	if err == nil {
+		err = store.Forget(ctx, node)
+	}
+	if err != nil {
+		return fmt.Errorf("node %s is removed, but its windows_exporter certificate is left in Secret %s/%s: %w", node, joinNamespace, metricstls.ServingSecretName, err)
+	}
+	return nil
 }
 
 // instanceFor names the WindowsInstance whose address or node is target,

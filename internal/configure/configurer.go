@@ -22,7 +22,6 @@ import (
 	"github.com/winnode/winnode/internal/hosttext"
 	"github.com/winnode/winnode/internal/inventory"
 	"github.com/winnode/winnode/internal/logrotate"
-	"github.com/winnode/winnode/internal/metricstls"
 	"github.com/winnode/winnode/internal/payload"
 	"github.com/winnode/winnode/internal/plan"
 	"github.com/winnode/winnode/internal/platform"
@@ -75,10 +74,11 @@ const (
 // host key, node name, bootstrap token ID) for a crash at any point to be
 // resumed by calling again.
 type Configurer struct {
-	// Metrics, when set, keeps windows_exporter's CA and the nodes'
-	// serving certificates (internal/metricstls): each host then runs
-	// windows_exporter on 9182 with TLS (metrics.go). Nil: no exporter.
-	Metrics *metricstls.Store
+	// Metrics, when set, gives each node windows_exporter's serving
+	// certificate (internal/metricstls: the operator's own CA, or
+	// OpenShift's service CA): each host then runs windows_exporter on
+	// 9182 with TLS (metrics.go). Nil: no exporter.
+	Metrics MetricsCertificates
 	// Kube talks to the API server directly (no cache): Nodes, Secrets,
 	// ConfigMaps, Pods, evictions, RBAC.
 	Kube kubernetes.Interface

@@ -16,6 +16,15 @@ import (
 // certificate issued for a node (a first one, or a renewal).
 const ReasonMetricsCertificate = "MetricsCertificateIssued"
 
+// MetricsCertificates gives a node's windows_exporter serving certificate
+// and key: metricstls.Store (a CA winnode keeps, one certificate per node)
+// or metricstls.ServiceCA (OpenShift's service CA, one certificate for the
+// Service windows-exporter). why says why a new one was issued for the
+// node ("": the one it has). The slices returned are read only.
+type MetricsCertificates interface {
+	Serving(ctx context.Context, node string, ip net.IP, now time.Time) (certPEM, keyPEM []byte, why string, err error)
+}
+
 // metricsFacts are windows_exporter's TLS files for the host's plan where
 // the configurer serves node metrics (Configurer.Metrics): the serving
 // certificate of the instance's node name (status.nodeName, fixed once,

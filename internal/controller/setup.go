@@ -240,7 +240,11 @@ func NewManager(cfg *rest.Config, mo ctrl.Options, opts Options) (ctrl.Manager, 
 	if err := setupControllers(mgr, kube, opts, workloads, apiCert); err != nil {
 		return nil, err
 	}
-	if err := setupInstances(mgr, kube, opts, plat, why, workloads, apiCert); err != nil {
+	metrics, err := setupMetrics(mgr, opts, plat)
+	if err != nil {
+		return nil, err
+	}
+	if err := setupInstances(mgr, kube, opts, plat, why, workloads, apiCert, metrics); err != nil {
 		return nil, fmt.Errorf("setting up the instance reconciler: %w", err)
 	}
 	return mgr, registerInstanceCollector(mgr.GetClient())
@@ -302,12 +306,27 @@ func setupControllers(mgr ctrl.Manager, kube kubernetes.Interface, opts Options,
 	if err := (&runtimeclass.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the RuntimeClass controller: %w", err)
 	}
-	if err := (&exporter.Reconciler{
-		Client: mgr.GetClient(), Namespace: opts.Namespace, CA: &metricstls.Store{Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Namespace: opts.Namespace},
-	}).SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("setting up the windows-exporter controller: %w", err)
-	}
 	return nil
+}
+
+// setupMetrics registers the windows-exporter controller and returns what
+// gives each node its exporter's certificate: on OpenShift the service CA
+// (the Service asks the service-ca controller for it), elsewhere the CA
+// the operator keeps (docs/metrics.md).
+func setupMetrics(mgr ctrl.Manager, opts Options, plat platform.Platform) (configure.MetricsCertificates, error) {
+	r := &exporter.Reconciler{Client: mgr.GetClient(), Namespace: opts.Namespace}
+	var certs configure.MetricsCertificates
+	if plat == platform.OpenShift {
+		r.ServiceCA = true
+		certs = &metricstls.ServiceCA{Client: mgr.GetClient(), Namespace: opts.Namespace, Service: exporter.ServiceName}
+	} else {
+		r.CA = &metricstls.Store{Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Namespace: opts.Namespace}
+		certs = r.CA
+	}
+	if err := r.SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up the windows-exporter controller: %w", err)
+	}
+	return certs, nil
 }
 
 // setupInstances registers the instance reconciler, with what it needs
@@ -315,7 +334,7 @@ func setupControllers(mgr ctrl.Manager, kube kubernetes.Interface, opts Options,
 // operator's key loaded afresh at each call from the manager's cache (so a
 // rotated key is used at once), and on OpenShift a reader of its
 // configuration objects.
-func setupInstances(mgr ctrl.Manager, kube kubernetes.Interface, opts Options, plat platform.Platform, why string, workloads *workload.Clusters, apiCert *csrapproval.APIServerCertificate) error {
+func setupInstances(mgr ctrl.Manager, kube kubernetes.Interface, opts Options, plat platform.Platform, why string, workloads *workload.Clusters, apiCert *csrapproval.APIServerCertificate, metrics configure.MetricsCertificates) error {
 	var osReader client.Reader
 	if plat == platform.OpenShift {
 		var err error
@@ -364,6 +383,6 @@ func setupInstances(mgr ctrl.Manager, kube kubernetes.Interface, opts Options, p
 		Proxy:                   opts.Proxy,
 		Tune:                    opts.TuneInstance,
 		Workloads:               workloads,
-		Metrics:                 &metricstls.Store{Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Namespace: opts.Namespace},
+		Metrics:                 metrics,
 	}).SetupWithManager(mgr)
 }

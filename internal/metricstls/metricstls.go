@@ -1,14 +1,15 @@
 // Package metricstls is the TLS of the Windows nodes' metrics
-// (windows_exporter on port 9182, docs/metrics.md) on Kubernetes: a CA the
-// operator keeps in a Secret of its namespace and publishes in a ConfigMap
-// for scrapers, and a serving certificate per node, naming the node and
-// its InternalIP, renewed before it expires.
+// (windows_exporter on port 9182, docs/metrics.md). On Kubernetes (and for
+// hosts winnodectl adds): a CA winnode keeps in a Secret and publishes in a
+// ConfigMap for scrapers, and a serving certificate per node, naming the
+// node and its InternalIP, renewed before it expires (Store). On OpenShift:
+// the certificate the platform's service CA issues for the Service
+// windows-exporter, the same on every node (ServiceCA, serviceca.go).
 //
 // Own code rather than a library's: client-go's certificate helpers make
 // self-signed pairs only (cert.GenerateSelfSignedCertKey makes its own CA
 // each time); issuing from a kept CA is a few lines of crypto/x509, and
-// cert-manager would be a dependency of the cluster. OpenShift's service
-// CA signs only certificates for Services, not one per node's address.
+// cert-manager would be a dependency of the cluster.
 package metricstls
 
 import (
@@ -79,6 +80,19 @@ func ParseCA(certPEM, keyPEM []byte) (*CA, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tls.crt: %w", err)
 	}
+	cert := certs[0]
+	signer, err := keyOf(cert, keyPEM)
+	if err != nil {
+		return nil, err
+	}
+	if !cert.IsCA || cert.KeyUsage&x509.KeyUsageCertSign == 0 {
+		return nil, errors.New("tls.crt: not a CA certificate")
+	}
+	return &CA{Cert: cert, CertPEM: encodeCert(cert.Raw), key: signer}, nil
+}
+
+// keyOf parses keyPEM (tls.key) and checks that it is cert's key.
+func keyOf(cert *x509.Certificate, keyPEM []byte) (crypto.Signer, error) {
 	key, err := keyutil.ParsePrivateKeyPEM(keyPEM)
 	if err != nil {
 		return nil, fmt.Errorf("tls.key: %w", err)
@@ -87,14 +101,10 @@ func ParseCA(certPEM, keyPEM []byte) (*CA, error) {
 	if !ok {
 		return nil, errors.New("tls.key: not a signing key")
 	}
-	cert := certs[0]
-	if !cert.IsCA || cert.KeyUsage&x509.KeyUsageCertSign == 0 {
-		return nil, errors.New("tls.crt: not a CA certificate")
-	}
 	if pub, ok := cert.PublicKey.(interface{ Equal(crypto.PublicKey) bool }); !ok || !pub.Equal(signer.Public()) {
 		return nil, errors.New("tls.key is not the key of tls.crt")
 	}
-	return &CA{Cert: cert, CertPEM: encodeCert(cert.Raw), key: signer}, nil
+	return signer, nil
 }
 
 // Issue makes a serving certificate for node at ip, valid from now for

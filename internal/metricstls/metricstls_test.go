@@ -114,3 +114,40 @@ func FuzzNeedsRenewal(f *testing.F) {
 		}
 	})
 }
+
+// CheckServingPair accepts the service CA's Secret only when its
+// certificate names the Service and its key is that certificate's; each
+// refusal names what is wrong.
+func TestCheckServingPair(t *testing.T) {
+	ca, _, err := NewCA()
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := ServiceServerName("windows-exporter", "winnode-system")
+	cert, key, err := ca.Issue(name, net.ParseIP("10.0.0.5"), t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, otherKey, err := ca.Issue(name, net.ParseIP("10.0.0.5"), t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		what      string
+		cert, key []byte
+		name      string
+		want      string
+	}{
+		{"the service's pair, CA appended", append(append([]byte{}, cert...), ca.CertPEM...), key, name, ""},
+		{"another service's name", cert, key, "other.winnode-system.svc", "names [" + name + "], not other.winnode-system.svc"},
+		{"another key", cert, otherKey, name, "tls.key is not the key of tls.crt"},
+		{"a garbled certificate", []byte("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n"), key, name, "tls.crt:"},
+		{"no certificate", nil, key, name, "tls.crt:"},
+		{"a garbled key", cert, []byte("not a key"), name, "tls.key:"},
+	} {
+		err := CheckServingPair(tc.cert, tc.key, tc.name)
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%s: %v, want %q", tc.what, err, tc.want)
+		}
+	}
+}

@@ -81,7 +81,7 @@ func (s *Store) caSecret(ctx context.Context) (*corev1.Secret, error) {
 		return nil, err
 	}
 	sec = &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: CASecretName, Namespace: s.Namespace, Labels: labels()},
+		ObjectMeta: metav1.ObjectMeta{Name: CASecretName, Namespace: s.Namespace, Labels: Labels()},
 		Type:       corev1.SecretTypeTLS,
 		Data:       map[string][]byte{corev1.TLSCertKey: ca.CertPEM, corev1.TLSPrivateKeyKey: keyPEM},
 	}
@@ -101,7 +101,7 @@ func (s *Store) publish(ctx context.Context, ca *CA) error {
 		switch {
 		case apierrors.IsNotFound(err):
 			cm = &corev1.ConfigMap{
-				ObjectMeta: metav1.ObjectMeta{Name: CAConfigMapName, Namespace: s.Namespace, Labels: labels()},
+				ObjectMeta: metav1.ObjectMeta{Name: CAConfigMapName, Namespace: s.Namespace, Labels: Labels()},
 				Data:       map[string]string{CAKey: string(ca.CertPEM)},
 			}
 			return asConflict(s.Client.Create(ctx, cm), "configmaps", CAConfigMapName)
@@ -162,22 +162,33 @@ func (s *Store) Serving(ctx context.Context, node string, ip net.IP, now time.Ti
 
 // Prune drops the certificates of nodes not in keep (nodes removed).
 func (s *Store) Prune(ctx context.Context, keep map[string]bool) error {
+	return s.drop(ctx, func(node string) bool { return !keep[node] })
+}
+
+// Forget drops node's certificate (winnodectl remove: a node added without
+// the operator, whose certificates no operator prunes).
+func (s *Store) Forget(ctx context.Context, node string) error {
+	return s.drop(ctx, func(n string) bool { return n == node })
+}
+
+// drop deletes the certificates and keys of the nodes gone says.
+func (s *Store) drop(ctx context.Context, gone func(node string) bool) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, s.attempts(func(r client.Reader, opts ...client.GetOption) error {
 		sec, found, err := s.servingSecret(ctx, r, opts...)
 		if err != nil || !found {
 			return err
 		}
-		var gone []string
+		var keys []string
 		for k := range sec.Data {
-			if !keep[strings.TrimSuffix(strings.TrimSuffix(k, ".crt"), ".key")] {
-				gone = append(gone, k)
+			if gone(strings.TrimSuffix(strings.TrimSuffix(k, ".crt"), ".key")) {
+				keys = append(keys, k)
 			}
 		}
-		if len(gone) == 0 {
+		if len(keys) == 0 {
 			return nil
 		}
 		sec = sec.DeepCopy()
-		for _, k := range gone {
+		for _, k := range keys {
 			delete(sec.Data, k)
 		}
 		return s.saveServing(ctx, sec, true)
@@ -208,7 +219,7 @@ func (s *Store) servingSecret(ctx context.Context, r client.Reader, opts ...clie
 	err := r.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: ServingSecretName}, sec, opts...)
 	if apierrors.IsNotFound(err) {
 		return &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Name: ServingSecretName, Namespace: s.Namespace, Labels: labels()},
+			ObjectMeta: metav1.ObjectMeta{Name: ServingSecretName, Namespace: s.Namespace, Labels: Labels()},
 			Type:       corev1.SecretTypeOpaque,
 			Data:       map[string][]byte{},
 		}, false, nil
@@ -240,7 +251,7 @@ func asConflict(err error, resource, name string) error {
 	return err
 }
 
-// labels mark winnode's metrics objects.
-func labels() map[string]string {
+// Labels mark winnode's metrics objects.
+func Labels() map[string]string {
 	return map[string]string{"app.kubernetes.io/part-of": "winnode", "app.kubernetes.io/component": "windows-exporter"}
 }

@@ -50,6 +50,9 @@ type OpenShift struct {
 	// ClusterDNS is the cluster DNS address of the seeded rendered worker
 	// config's kubelet configuration.
 	ClusterDNS string
+	// ServiceCA is the certificate (PEM) of the service CA that the
+	// simulated service-ca controller signs with (serviceca.go).
+	ServiceCA []byte
 
 	client    client.Client
 	bootstrap []byte // the kubeconfig with the node-bootstrapper token
@@ -246,4 +249,29 @@ func (o *OpenShift) nodeBootstrapperKubeconfig(ctx context.Context, ca []byte) (
 func renderedName(config []byte) string {
 	sum := sha256.Sum256(config)
 	return "rendered-worker-" + hex.EncodeToString(sum[:])[:32]
+}
+
+// startOpenShift seeds the openshift flavor's objects and starts its
+// simulated service-ca controller.
+func (e *Env) startOpenShift(ctx context.Context) error {
+	if err := e.seedOpenShift(ctx); err != nil {
+		return fmt.Errorf("seeding the openshift flavor: %w", err)
+	}
+	if err := e.startOpenShiftServiceCA(); err != nil {
+		return fmt.Errorf("starting the openshift flavor's service CA: %w", err)
+	}
+	return nil
+}
+
+// startOpenShiftServiceCA runs the simulated service-ca controller
+// (serviceca.go) until Stop, logging to service-ca.log in the Env's folder.
+func (e *Env) startOpenShiftServiceCA() error {
+	log, err := os.Create(filepath.Join(e.Dir, "service-ca.log"))
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	e.stopControllers = func() { cancel(); _ = log.Close() }
+	e.OpenShift.ServiceCA, err = startServiceCA(ctx, e.Config, log)
+	return err
 }

@@ -104,6 +104,9 @@ type Env struct {
 	pki    *pki
 	procs  []*process
 	binDir string // where the control plane's programs are
+	// stopControllers ends the simulated controllers that run in this
+	// process (the openshift flavor's service CA).
+	stopControllers context.CancelFunc
 	// auditLog is the API server's audit log of writes (audit.go).
 	auditLog string
 }
@@ -211,8 +214,8 @@ func start(ctx context.Context, opts Options) (_ *Env, err error) {
 		return nil, err
 	}
 	if opts.OpenShift {
-		if err := e.seedOpenShift(ctx); err != nil {
-			return nil, fmt.Errorf("seeding the openshift flavor: %w", err)
+		if err := e.startOpenShift(ctx); err != nil {
+			return nil, err
 		}
 	}
 	if opts.MachineAPICloudURL != "" {
@@ -345,6 +348,9 @@ func (e *Env) Logs(lines int) string {
 // Stop stops every process in reverse order of start and removes the folder
 // (kept when WINNODE_KEEP_TESTENV is set, for a post-mortem).
 func (e *Env) Stop() error {
+	if e.stopControllers != nil {
+		e.stopControllers()
+	}
 	for i := len(e.procs) - 1; i >= 0; i-- {
 		e.procs[i].stop(10 * time.Second)
 	}

@@ -50,6 +50,8 @@ import (
 //   - a newer rendered worker MachineConfig changes the plan, which reaches
 //     the host through the ordinary upgrade (Ready → Upgrading → Ready);
 //   - so does a new kubelet CA in the ControllerConfig;
+//   - its windows_exporter serves the certificate OpenShift's service CA
+//     issued for the Service windows-exporter (checkServiceCAServing);
 //   - no bootstrap-token Secret is created anywhere, at any time.
 func TestOpenShiftBYOH(t *testing.T) {
 	w := getWorldOf(t, kindOpenShift)
@@ -91,6 +93,7 @@ func TestOpenShiftBYOH(t *testing.T) {
 		t.Errorf("%s is not the ControllerConfig's kubelet CA", plan.KubeletCAPath)
 	}
 	checkKubeletDNS(t, h, ocp.ClusterDNS)
+	t.Run("exporter certificate from the service CA", func(t *testing.T) { w.checkServiceCAServing(t, h, pr, name) })
 	facts := w.eventMessages(t, metav1.NamespaceDefault, name, configure.EventReasonClusterFacts)
 	if len(facts) == 0 || !strings.Contains(facts[0], "platform openshift (the API group config.openshift.io is served") || !strings.Contains(facts[0], "MachineConfig "+ocp.RenderedWorker) {
 		t.Errorf("ClusterFacts events %q do not say platform openshift, why, and MachineConfig %s", facts, ocp.RenderedWorker)

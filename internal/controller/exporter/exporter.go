@@ -3,7 +3,9 @@
 // deprecated) listing the Ready Windows nodes winnode configured, at their
 // InternalIP and windows_exporter's port 9182, so that Prometheus finds
 // them (a ServiceMonitor, config/prometheus). It also makes sure the
-// metrics CA exists and is published for scrapers (internal/metricstls).
+// metrics CA exists and is published for scrapers (internal/metricstls),
+// or, on OpenShift, asks the service CA for the exporter's certificate and
+// its bundle (servicecabundle.go).
 package exporter
 
 import (
@@ -50,6 +52,11 @@ type Reconciler struct {
 	// CA, when set, makes and publishes the metrics CA at each pass (a
 	// scraper's configuration can then mount it before any node exists).
 	CA *metricstls.Store
+	// ServiceCA (OpenShift) asks the platform's service CA for the
+	// exporter's certificate instead: the Service names the Secret the
+	// service-ca controller writes, and the ConfigMap windows-exporter-ca
+	// asks for the CA bundle (servicecabundle.go).
+	ServiceCA bool
 }
 
 // key is the one request this controller handles.
@@ -60,6 +67,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	log := ctrl.LoggerFrom(ctx)
 	if r.CA != nil {
 		if _, err := r.CA.CA(ctx); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	if r.ServiceCA {
+		if err := r.askCABundle(ctx); err != nil {
 			return reconcile.Result{}, err
 		}
 	}
@@ -113,10 +125,15 @@ func (r *Reconciler) windowsNodes(ctx context.Context) ([]*corev1.Node, map[stri
 }
 
 // desiredService is the Service without a selector: headless (scrapers
-// reach each node, not a virtual IP), one port, 9182.
+// reach each node, not a virtual IP), one port, 9182; with ServiceCA, it
+// names the Secret the service-ca controller writes for it.
 func (r *Reconciler) desiredService() *corev1.Service {
+	var annotations map[string]string
+	if r.ServiceCA {
+		annotations = map[string]string{metricstls.AnnotationServingCertSecret: metricstls.ServiceCASecretName}
+	}
 	return &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: ServiceName, Namespace: r.Namespace, Labels: map[string]string{
+		ObjectMeta: metav1.ObjectMeta{Name: ServiceName, Namespace: r.Namespace, Annotations: annotations, Labels: map[string]string{
 			"app.kubernetes.io/name": LabelName, "app.kubernetes.io/part-of": "winnode", "app.kubernetes.io/managed-by": "winnode",
 		}},
 		Spec: corev1.ServiceSpec{
@@ -144,19 +161,11 @@ func (r *Reconciler) service(ctx context.Context) (*corev1.Service, error) {
 	if got.Spec.Selector != nil {
 		return nil, fmt.Errorf("the Service %s/%s has a selector: it is not winnode's (delete it for winnode to make its own)", r.Namespace, ServiceName)
 	}
-	labelsOK := true
-	for k, v := range want.Labels {
-		labelsOK = labelsOK && got.Labels[k] == v
-	}
-	if labelsOK && equality.Semantic.DeepEqual(got.Spec.Ports, want.Spec.Ports) {
+	if hasAll(got.Labels, want.Labels) && hasAll(got.Annotations, want.Annotations) && equality.Semantic.DeepEqual(got.Spec.Ports, want.Spec.Ports) {
 		return got, nil
 	}
-	if got.Labels == nil {
-		got.Labels = map[string]string{}
-	}
-	for k, v := range want.Labels {
-		got.Labels[k] = v
-	}
+	got.Labels = putAll(got.Labels, want.Labels)
+	got.Annotations = putAll(got.Annotations, want.Annotations)
 	got.Spec.Ports = want.Spec.Ports
 	if err := r.Client.Update(ctx, got); err != nil {
 		return nil, fmt.Errorf("restoring Service %s/%s: %w", r.Namespace, ServiceName, err)

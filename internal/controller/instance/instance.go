@@ -141,9 +141,9 @@ type Reconciler struct {
 	// Workloads, when set, is how an instance with spec.cluster (a Cluster
 	// API Machine's) joins that Cluster's workload cluster: workload.go.
 	Workloads Workloads
-	// Metrics, when set, keeps windows_exporter's CA and certificates: each
+	// Metrics, when set, gives windows_exporter its certificates: each
 	// host of this cluster runs windows_exporter (configure.Configurer).
-	Metrics *metricstls.Store
+	Metrics configure.MetricsCertificates
 
 	rollout *configure.Rollout
 	// passes are the configuration passes running now, which a deletion
@@ -184,6 +184,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Platform == platform.OpenShift {
 		b = r.watchOpenShift(b)
 		b = r.watchRuntimeOpenShift(b)
+		b = r.watchServiceCACertificate(b)
 	} else if r.Namespace != "" {
 		b = r.watchRuntimeKubernetes(b)
 	}
@@ -228,6 +229,17 @@ func (r *Reconciler) watchOpenShift(b *builder.Builder) *builder.Builder {
 	return b.Watches(meta("ControllerConfig"), handler.EnqueueRequestsFromMapFunc(r.allInstances),
 		builder.OnlyMetadata, builder.WithPredicates(predicate.GenerationChangedPredicate{},
 			named(func(n string) bool { return n == openshift.ControllerConfigName })))
+}
+
+// watchServiceCACertificate rechecks every instance when the service CA
+// writes windows_exporter's certificate (OpenShift, metricstls.ServiceCA):
+// its first one, which configurations wait for, or a new one after the
+// service CA rotated, which then reaches every host at once.
+func (r *Reconciler) watchServiceCACertificate(b *builder.Builder) *builder.Builder {
+	return b.Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.allInstances),
+		builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+			return o.GetNamespace() == r.Namespace && o.GetName() == metricstls.ServiceCASecretName
+		})))
 }
 
 // allInstances enqueues every WindowsInstance (the key changed).

@@ -1,0 +1,88 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net"
+	"slices"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
+	"github.com/winnode/winnode/internal/controller/exporter"
+	"github.com/winnode/winnode/internal/metricstls"
+	"github.com/winnode/winnode/internal/plan"
+	"github.com/winnode/winnode/internal/testkit"
+	"github.com/winnode/winnode/internal/winsim"
+)
+
+// checkServiceCAServing (openshift flavor): the node's windows_exporter
+// serves the service CA's certificate of the Service windows-exporter,
+// which the Service asked the (simulated) service-ca controller for: it
+// names windows-exporter.winnode-system.svc and chains to the service CA,
+// whose bundle the controller injected into ConfigMap windows-exporter-ca
+// under service-ca.crt; a certificate written again reaches the host; no
+// CA of the operator's own is made.
+func (w *world) checkServiceCAServing(t *testing.T, h *winsim.Host, pr *phaseRecorder, inst string) {
+	t.Helper()
+	ctx := context.Background()
+	svc, err := w.kube.CoreV1().Services(Namespace).Get(ctx, exporter.ServiceName, metav1.GetOptions{})
+	if err != nil || svc.Annotations[metricstls.AnnotationServingCertSecret] != metricstls.ServiceCASecretName {
+		t.Fatalf("Service %s (%v) does not ask the service CA for Secret %s: annotations %v", exporter.ServiceName, err, metricstls.ServiceCASecretName, svc.Annotations)
+	}
+	var bundle []byte
+	testkit.Eventually(t, time.Minute, "the service CA bundle in ConfigMap "+metricstls.CAConfigMapName, func() (bool, string) {
+		cm, err := w.kube.CoreV1().ConfigMaps(Namespace).Get(ctx, metricstls.CAConfigMapName, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		bundle = []byte(cm.Data[metricstls.ServiceCAKey])
+		return len(bundle) > 0, fmt.Sprintf("annotations %v, data keys %v", cm.Annotations, len(cm.Data))
+	})
+	if !bytes.Equal(bundle, w.env.OpenShift.ServiceCA) {
+		t.Errorf("ConfigMap %s holds a bundle that is not the service CA's certificate", metricstls.CAConfigMapName)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(bundle)
+	name := metricstls.ServiceServerName(exporter.ServiceName, Namespace)
+	address := net.JoinHostPort(h.IP(), fmt.Sprint(plan.WindowsExporterPort))
+	// served waits for a certificate for name, other than not, served.
+	served := func(not *x509.Certificate) *x509.Certificate {
+		var leaf *x509.Certificate
+		testkit.Eventually(t, time.Minute, "windows_exporter at "+address+" serving a new service CA certificate for "+name, func() (bool, string) {
+			conn, err := tls.Dial("tcp", address, &tls.Config{RootCAs: pool, ServerName: name, MinVersion: tls.VersionTLS12})
+			if err != nil {
+				return false, err.Error()
+			}
+			defer conn.Close()
+			leaf = conn.ConnectionState().PeerCertificates[0]
+			return slices.Contains(leaf.DNSNames, name) && (not == nil || !leaf.Equal(not)), fmt.Sprintf("the certificate names %v, serial %v", leaf.DNSNames, leaf.SerialNumber)
+		})
+		return leaf
+	}
+	first := served(nil)
+	// A certificate the service CA writes again (here: its Secret deleted,
+	// as an administrator fixing it would) reaches the host at once, with
+	// a new plan (Ready → Upgrading → Ready, waited for so that the next
+	// subtests see only their own plan changes), and the node never fails
+	// meanwhile (the operator gives the last certificate while the Secret
+	// is missing).
+	phases := len(pr.of(inst))
+	before := planVersion(w.get(t, inst))
+	if err := w.kube.CoreV1().Secrets(Namespace).Delete(ctx, metricstls.ServiceCASecretName, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	served(first)
+	w.waitPlanChanged(t, pr, inst, before)
+	if after := pr.of(inst)[phases:]; slices.Contains(after, winnodev1.PhaseFailed) {
+		t.Errorf("instance %s went through phases %v while the service CA wrote the certificate again", inst, after)
+	}
+	if _, err := w.kube.CoreV1().Secrets(Namespace).Get(ctx, metricstls.CASecretName, metav1.GetOptions{}); err == nil {
+		t.Errorf("the operator made its own CA (Secret %s) on OpenShift", metricstls.CASecretName)
+	}
+}
