@@ -67,7 +67,7 @@ func (a *Agent) Join(ctx context.Context, o JoinOptions) (*JoinDocument, error) 
 		r.readConfig,  // join_config.go
 		r.preflight,   // preflight.go
 		r.checkImage,  // join_image.go
-		r.applyPlan,  // join_plan.go
+		r.applyPlan,   // join_plan.go
 		r.waitForNode, // join_node.go
 	}
 	for _, step := range steps {
