@@ -21,6 +21,9 @@ type PodNetworkOptions struct {
 	// PollInterval is how often the Node is read while it has no subnet
 	// (default 500ms).
 	PollInterval time.Duration
+	// WaitOnly waits for the subnet and writes nothing: flanneld's
+	// service, whose flanneld exits without the node's credentials.
+	WaitOnly bool
 }
 
 // PodNetworkDocument is what `winnode-agent pod-network` prints: the node,
@@ -44,6 +47,11 @@ type PodNetworkDocument struct {
 // on an overlay cannot start without its source VIP, and the node stays
 // NotReady without its CNI configuration, which the operator reports.
 //
+// With o.WaitOnly it only waits: flanneld's service runs it so, since
+// flanneld, started before the kubelet has joined, exits for want of the
+// node's credentials and Windows starts it again only after its recovery
+// delay (2 s, then 5, then 10).
+//
 // It takes no lock: it writes only these files, which apply never writes,
 // and apply waits for nothing it does.
 func (a *Agent) PodNetwork(ctx context.Context, o PodNetworkOptions) (*PodNetworkDocument, error) {
@@ -66,6 +74,9 @@ func (a *Agent) PodNetwork(ctx context.Context, o PodNetworkOptions) (*PodNetwor
 		return nil, plan.Errorf(plan.ErrPlanInvalid, "the pod subnet of Node %s: %v", settings.NodeName, err)
 	}
 	doc := &PodNetworkDocument{SchemaVersion: plan.SchemaVersion, NodeName: settings.NodeName, PodCIDR: subnet, Files: []plan.FileResult{}}
+	if o.WaitOnly {
+		return doc, nil
+	}
 	for _, f := range files {
 		action, err := a.writeIfChanged(f)
 		if err != nil {

@@ -65,6 +65,11 @@ func TestFlannelServices(t *testing.T) {
 	if flanneld.Environment["NODE_NAME"] != "win-abc123" || !slices.Contains(flanneld.Uses, `C:\k\flanneld.exe`) {
 		t.Errorf("flanneld: environment %v, uses %v", flanneld.Environment, flanneld.Uses)
 	}
+	// flanneld starts once the node has joined and has its subnet: it
+	// exits without the node's credentials.
+	if i := slices.Index(flanneld.Args, "--before"); i < 0 || flanneld.Args[i+1] != `C:\k\winnode-agent.exe` || !slices.Contains(flanneld.Args, "--"+PodNetworkWaitOnly) || len(flanneld.Writes) != 0 {
+		t.Errorf("flanneld does not wait for the node's subnet before it starts: %v (writes %v)", flanneld.Args, flanneld.Writes)
+	}
 	proxy := findService(t, r.Plan, KubeProxyService)
 	checkOverlayProxy(t, r, "10.244.3.0/24", "vxlan0", "10.244.3.2", "10.244.0.0/16")
 	if !slices.Contains(proxy.Dependencies, FlanneldService) || !slices.Contains(flanneld.Dependencies, KubeletService) {

@@ -26,8 +26,11 @@ const (
 	// PodNetworkPath is the pod network's settings (PodNetwork, JSON).
 	PodNetworkPath = `C:\k\pod-network.json`
 	// PodNetworkCommand is the agent's command that completes them with
-	// the node's subnet (cmd/winnode-agent).
-	PodNetworkCommand = "pod-network"
+	// the node's subnet (cmd/winnode-agent); with PodNetworkWaitOnly it
+	// only waits for the subnet (before flanneld, which exits while the
+	// kubelet has not joined: render.go).
+	PodNetworkCommand  = "pod-network"
+	PodNetworkWaitOnly = "wait-only"
 )
 
 // PodNetwork is what the host needs, besides its Node's pod subnet, to

@@ -476,7 +476,7 @@ func (in RenderInput) flanneldService() Service {
 	if nodeIP := chooseNodeIP(in.Host.Info, in.Host.Address); nodeIP != "" {
 		args = append(args, "--iface="+nodeIP) // the interface that carries VXLAN traffic
 	}
-	return in.wrap(Service{
+	s := in.wrap(Service{
 		Name:        FlanneldService,
 		DisplayName: "flannel overlay network (flanneld)",
 		Uses:        []string{FlannelNetConfPath},
@@ -486,6 +486,13 @@ func (in RenderInput) flanneldService() Service {
 		StartType:    StartAuto,
 		Recovery:     serviceRecovery,
 	}, flanneld.HostPath, args...)
+	// flanneld exits while the kubelet has not written the node's
+	// kubeconfig, and Windows starts it again only after its recovery
+	// delay: it starts once the Node has its subnet instead, which
+	// pod-network waits for (writing nothing).
+	agent, _ := in.Payload.Lookup(PayloadAgent)
+	s.Args = withBefore(s.Args, agent.HostPath, PodNetworkCommand, "--config="+PodNetworkPath, "--"+PodNetworkWaitOnly)
+	return s
 }
 
 // seal names the plan's content in its version (the operator version and
