@@ -52,8 +52,9 @@ type PodNetworkDocument struct {
 // node's credentials and Windows starts it again only after its recovery
 // delay (2 s, then 5, then 10).
 //
-// It takes no lock: it writes only these files, which apply never writes,
-// and apply waits for nothing it does.
+// It takes no lock: it writes only these files, which apply never writes
+// (it deletes them only once the service that writes them is stopped or
+// gone), and apply waits for nothing it does.
 func (a *Agent) PodNetwork(ctx context.Context, o PodNetworkOptions) (*PodNetworkDocument, error) {
 	if o.ConfigFile == "" {
 		o.ConfigFile = plan.PodNetworkPath
