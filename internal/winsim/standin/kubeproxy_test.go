@@ -27,6 +27,10 @@ func TestKubeProxyValidation(t *testing.T) {
 		{"", "", "", "neither --kubeconfig nor --master"},
 		{"", kc + ".missing", "", "reading kubeconfig"},
 		{writeTemp(t, "bad.yaml", "apiVersion: v1\nkind: Pod\n"), kc, "", "KubeProxyConfiguration"},
+		// Started before its configuration is written (pod-network
+		// writes it once the Node has its subnet): kube-proxy's Complete
+		// fails to open it.
+		{cfg + ".not-yet", kc, "", "failed complete: open"},
 	} {
 		_, err := validateKubeProxy(tc.config, proxySettings{kubeconfig: tc.kubeconfig, mode: tc.mode})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
