@@ -25,7 +25,7 @@ import (
 	"github.com/winnode/winnode/internal/svcwrap"
 )
 
-const usage = `winnode-service --name NAME [--log-file FILE [--log-file-size SIZE] [--log-file-age AGE]] [--dry-run] -- PROGRAM [ARGS...]
+const usage = `winnode-service --name NAME [--log-file FILE [--log-file-size SIZE] [--log-file-age AGE]] [--before PROGRAM [--before-arg ARG]...] [--dry-run] -- PROGRAM [ARGS...]
 
 Run PROGRAM as the Windows service NAME: this process answers Windows'
 service manager and runs PROGRAM as its child, its output appended to FILE.
@@ -36,6 +36,9 @@ service manager and runs PROGRAM as its child, its output appended to FILE.
                         100M (100,000,000) or 100Mi; 0 never (default 100M)
   --log-file-age AGE    delete rotated copies of FILE older than this, such as
                         168h; 0 keeps them (default 168h)
+  --before PROGRAM      run PROGRAM to its end before PROGRAM after --, at each
+                        start of the service; when it fails, the service fails
+  --before-arg ARG      an argument of --before's PROGRAM (repeated, in order)
   --dry-run             check the command line and print it as JSON; run nothing
 
 Exit status: the program's, when it ends on its own; 0 when the service was

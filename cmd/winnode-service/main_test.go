@@ -45,6 +45,8 @@ func TestBadCommandLines(t *testing.T) {
 		{[]string{"--dry-run", "--name", "kubelet", "--log-file", `C:\l\k.log`, "--log-file-size", "125m", "--", `C:\k\kubelet.exe`}, "did you mean 125M?"},
 		{[]string{"--dry-run", "--name", "kubelet", "--log-file", `C:\l\k.log`, "--log-file-age", "-1h", "--", `C:\k\kubelet.exe`}, "non-negative"},
 		{[]string{"--dry-run", "--name", "kubelet", "--log-file-size", "1M", "--", `C:\k\kubelet.exe`}, "need --log-file"},
+		{[]string{"--dry-run", "--name", "kube-proxy", "--before", `winnode-agent.exe`, "--", `C:\k\kube-proxy.exe`}, "--before"},
+		{[]string{"--dry-run", "--name", "kube-proxy", "--before-arg", "pod-network", "--", `C:\k\kube-proxy.exe`}, "--before-arg needs --before"},
 	} {
 		var stdout, stderr bytes.Buffer
 		if code := run(context.Background(), tc.args, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), tc.want) {

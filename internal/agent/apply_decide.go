@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"os"
 	"strings"
 
 	"github.com/winnode/winnode/internal/plan"
@@ -17,8 +18,9 @@ type serviceDecision struct {
 
 // decideServices compares each plan service with the service as Windows
 // has it: missing → created; configured otherwise → updated; either that
-// or one of its files (binary, uses) changing → stopped, to be started
-// again once its files are in place.
+// or one of its files (binary, uses) changing, or one of the files it
+// writes when it starts missing → stopped, to be started again once its
+// files are in place.
 func (r *applyRun) decideServices(ctx context.Context) error {
 	r.order, _ = plan.StartOrder(r.plan.Services) // acyclic: checked by Decode
 	r.decisions = map[string]serviceDecision{}
@@ -52,6 +54,15 @@ func (r *applyRun) decide(ctx context.Context, s *plan.Service) (serviceDecision
 	for _, f := range s.Files() {
 		if r.changed[lower(f)] {
 			d.why = strings.TrimPrefix(d.why+"; "+f+" changed", "; ")
+		}
+	}
+	// What the service writes when it starts is missing (deleted by
+	// hand): a start writes it again.
+	for _, f := range s.Writes {
+		if local, err := r.a.localPath(f); err == nil {
+			if _, err := os.Stat(local); errors.Is(err, os.ErrNotExist) {
+				d.why = strings.TrimPrefix(d.why+"; "+f+", which it writes when it starts, is missing", "; ")
+			}
 		}
 	}
 	return d, nil

@@ -24,9 +24,7 @@ type JoinOptions struct {
 }
 
 // JoinDocument is what `winnode-agent join` prints: the node it joined, the
-// pod subnet it got, and each apply's result (the first plan, then, once
-// the Node had its subnet, the plan with what depends on it). It holds no
-// secret.
+// pod subnet it got, and the apply's result. It holds no secret.
 type JoinDocument struct {
 	SchemaVersion string         `json:"schemaVersion"`
 	NodeName      string         `json:"nodeName"`
@@ -51,10 +49,11 @@ type JoinDocument struct {
 //  3. join_image.go: check every payload file the image carries against
 //     the image's manifest;
 //  4. join_plan.go: render the plan here, with the renderer the operator
-//     uses (plan.Render), stage the files it generates, and apply it;
+//     uses (plan.Render), stage the files it generates, and apply it once:
+//     kube-proxy's service writes what depends on the pod subnet when it
+//     starts (pod-network, podnetwork.go), as in Push mode;
 //  5. join_node.go: wait, with the node's own credentials, for the Node
-//     and, in flannel mode, its pod subnet; then render and apply again,
-//     which adds the CNI configuration and kube-proxy.
+//     and, in flannel mode, its pod subnet.
 //
 // Running it again with the same config changes nothing that is in place.
 func (a *Agent) Join(ctx context.Context, o JoinOptions) (*JoinDocument, error) {
@@ -68,9 +67,8 @@ func (a *Agent) Join(ctx context.Context, o JoinOptions) (*JoinDocument, error) 
 		r.readConfig,  // join_config.go
 		r.preflight,   // preflight.go
 		r.checkImage,  // join_image.go
-		r.applyFirst,  // join_plan.go
+		r.applyPlan,   // join_plan.go
 		r.waitForNode, // join_node.go
-		r.applySubnet, // join_plan.go
 	}
 	for _, step := range steps {
 		if err := step(ctx); err != nil {
@@ -108,7 +106,7 @@ type joinRun struct {
 	cfg      *joinconfig.Config // readConfig
 	facts    HostFacts          // readConfig: the host's name and addresses
 	manifest *payload.Manifest  // checkImage
-	// bootstrapKubeconfig is the kubelet's bootstrap kubeconfig (applyFirst):
+	// bootstrapKubeconfig is the kubelet's bootstrap kubeconfig (applyPlan):
 	// it holds the token, so it is never logged.
 	bootstrapKubeconfig []byte
 	podCIDR             string // waitForNode: the Node's pod subnet

@@ -11,10 +11,11 @@ import (
 	"github.com/winnode/winnode/internal/winpath"
 )
 
-// applyFirst renders the host's plan, before the Node has a pod subnet,
-// and applies it: the kubelet (which joins with the bootstrap token),
-// and in flannel mode flanneld, which waits for the Node's subnet.
-func (r *joinRun) applyFirst(ctx context.Context) error {
+// applyPlan renders the host's plan and applies it: the kubelet (which
+// joins with the bootstrap token), and in flannel mode flanneld, which
+// waits for the Node's subnet, and kube-proxy, whose service writes what
+// depends on the subnet before kube-proxy starts.
+func (r *joinRun) applyPlan(ctx context.Context) error {
 	if err := r.refuseForeignContainerd(ctx); err != nil {
 		return err
 	}
@@ -23,7 +24,7 @@ func (r *joinRun) applyFirst(ctx context.Context) error {
 		return plan.AsError(err, plan.ErrJoinConfig)
 	}
 	r.bootstrapKubeconfig = kc
-	return r.renderAndApply(ctx, "")
+	return r.renderAndApply(ctx)
 }
 
 // refuseForeignContainerd stops the join on a host that runs a containerd
@@ -45,23 +46,11 @@ func (r *joinRun) refuseForeignContainerd(ctx context.Context) error {
 			"build the image without it (containerd.exe --unregister-service)", cfg.BinaryPathName)}
 }
 
-// applySubnet renders and applies the plan again once the Node has its pod
-// subnet (flannel mode): the CNI configuration on that subnet and
-// kube-proxy join the plan, as the operator's second round does in Push
-// mode (internal/configure, join.go). Other modes have nothing that
-// depends on the subnet.
-func (r *joinRun) applySubnet(ctx context.Context) error {
-	if r.podCIDR == "" {
-		return nil
-	}
-	return r.renderAndApply(ctx, r.podCIDR)
-}
-
-// renderAndApply renders the plan with the pod subnet podCIDR ("" for
-// none yet), stages the files it generates and applies it.
-func (r *joinRun) renderAndApply(ctx context.Context, podCIDR string) error {
+// renderAndApply renders the plan, stages the files it generates and
+// applies it.
+func (r *joinRun) renderAndApply(ctx context.Context) error {
 	log := r.log("plan")
-	rendered, err := plan.Render(r.renderInput(podCIDR))
+	rendered, err := plan.Render(r.renderInput())
 	if err != nil {
 		return plan.AsError(err, plan.ErrPlanInvalid)
 	}
@@ -72,7 +61,7 @@ func (r *joinRun) renderAndApply(ctx context.Context, podCIDR string) error {
 	if err := r.a.stage(rendered.Plan.Staging(), files); err != nil {
 		return err
 	}
-	log.Info("applying the plan", "plan", rendered.Plan.Version, "podCIDR", podCIDR, "services", len(rendered.Plan.Services))
+	log.Info("applying the plan", "plan", rendered.Plan.Version, "services", len(rendered.Plan.Services))
 	res, err := r.a.Apply(ctx, rendered.Plan)
 	r.doc.Results = append(r.doc.Results, res)
 	if err != nil {
@@ -89,7 +78,7 @@ func (r *joinRun) renderAndApply(ctx context.Context, podCIDR string) error {
 // network of the join config, this host's facts, the image's payload, a
 // managed containerd and the operator's version (the plan's version names
 // it, as in Push mode).
-func (r *joinRun) renderInput(podCIDR string) plan.RenderInput {
+func (r *joinRun) renderInput() plan.RenderInput {
 	c := r.cfg.Cluster
 	f := r.facts
 	return plan.RenderInput{
@@ -98,7 +87,7 @@ func (r *joinRun) renderInput(podCIDR string) plan.RenderInput {
 		Host: plan.HostFacts{Info: &plan.Info{SchemaVersion: plan.SchemaVersion, Hostname: f.Hostname, FQDN: f.FQDN, IPv4: f.IPv4,
 			DefaultIPv4: f.DefaultIPv4, OS: plan.OSInfo{ProductName: f.ProductName, Build: f.Build}, AgentVersion: r.a.Version}},
 		Payload: r.manifest,
-		Network: r.cfg.Network.Facts(podCIDR),
+		Network: r.cfg.Network.Facts(""),
 		// winnode's own containerd, from the image: the payload the image
 		// carries has containerd.exe and its shim, so a stock Windows
 		// Server image needs no container runtime of its own (a host runs

@@ -227,8 +227,8 @@ func testJoinRefusesForeignContainerd(t *testing.T, payloadDir string) {
 // of a real control plane, and no SSH key gets in. The agent in the image checks the image, renders and
 // applies the plan, the kubelet joins with the bootstrap token (its CSR
 // approved with winnode's decision, as the operator does), and once the
-// Node has its pod subnet, the same run adds the CNI configuration and
-// kube-proxy.
+// Node has its pod subnet, kube-proxy's service writes the CNI
+// configuration and starts kube-proxy, with no second apply.
 func testJoinOnSimulatedHost(t *testing.T, payloadDir string) {
 	img := pullImage(t, payloadDir)
 	env := testenv.Get(t)
@@ -269,9 +269,25 @@ func testJoinOnSimulatedHost(t *testing.T, payloadDir string) {
 	if err != nil || n.Spec.PodCIDR == "" || !hasTaint(n, "os", "Windows") {
 		t.Fatalf("Node %s: %v, %+v", node, err, n)
 	}
+	// The Node turns Ready once kube-proxy's service wrote the CNI
+	// configuration for its subnet (pod-network), which join does not
+	// wait for.
+	testkit.Eventually(t, 2*time.Minute, "Node "+node+" to be Ready", func() (bool, string) {
+		n, err := kube.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return nodeReady(n), "not Ready"
+	})
 	for _, svc := range []string{plan.KubeletService, plan.FlanneldService, plan.KubeProxyService} {
 		if s, err := h.SCM().Get(ctx, svc); err != nil || s.Status.State != simscm.Running {
-			t.Errorf("service %s: %+v, %v; want Running", svc, s, err)
+			log, _ := h.Path(plan.LogFile(svc))
+			text, _ := os.ReadFile(log)
+			t.Errorf("service %s: %+v, %v; want Running. Its log:\n%s", svc, s, err, text)
+		} else if s.Status.Failures > 0 && svc == plan.KubeProxyService {
+			log, _ := h.Path(plan.LogFile(svc))
+			text, _ := os.ReadFile(log)
+			t.Errorf("service %s failed %d times before it ran: its log:\n%s", svc, s.Status.Failures, text)
 		}
 	}
 	conf, _ := h.Path(plan.CNIConfPath)
@@ -287,13 +303,6 @@ func testJoinOnSimulatedHost(t *testing.T, payloadDir string) {
 	if local, _ := h.Path(`C:\run\cluster-api\bootstrap-success.complete`); !fileExists(local) {
 		t.Error("no Cluster API sentinel after a join")
 	}
-	testkit.Eventually(t, 2*time.Minute, "Node "+node+" to be Ready", func() (bool, string) {
-		n, err := kube.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
-		if err != nil {
-			return false, err.Error()
-		}
-		return nodeReady(n), "not Ready"
-	})
 	refusesSSH(t, h)
 }
 

@@ -143,25 +143,26 @@ func (a *Agent) removeFilesAndFolders(plans []*plan.Plan, purgeLogs bool, res *p
 	return nil
 }
 
-// removePlanFiles deletes the files of one plan not deleted already (done,
-// by lower-case path), except the running agent.
+// removePlanFiles deletes the files of one plan, and those its services
+// wrote (planPaths), not deleted already (done, by lower-case path), except
+// the running agent.
 func (a *Agent) removePlanFiles(p *plan.Plan, done map[string]bool, res *plan.Result) error {
-	for _, f := range p.Files {
-		if done[lower(f.Path)] {
+	for _, path := range planPaths(p) {
+		if done[lower(path)] {
 			continue
 		}
-		done[lower(f.Path)] = true
-		if !a.inWinnodeFolders(f.Path, a.roots(), res) {
+		done[lower(path)] = true
+		if !a.inWinnodeFolders(path, a.roots(), res) {
 			continue
 		}
-		if local, err := a.localPath(f.Path); err == nil && isSelf(local) {
-			a.Log.Info("keeping the running agent; delete it once it has exited", "file", f.Path)
+		if local, err := a.localPath(path); err == nil && isSelf(local) {
+			a.Log.Info("keeping the running agent; delete it once it has exited", "file", path)
 			continue
 		}
-		if err := a.removeFile(f.Path); err != nil {
+		if err := a.removeFile(path); err != nil {
 			return err
 		}
-		res.Files = append(res.Files, plan.FileResult{Path: f.Path, Action: plan.FileRemoved})
+		res.Files = append(res.Files, plan.FileResult{Path: path, Action: plan.FileRemoved})
 	}
 	return nil
 }

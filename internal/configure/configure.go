@@ -180,8 +180,8 @@ func (c *Configurer) learn(ctx context.Context, inst *winnodev1.WindowsInstance,
 	}
 	if wasReady {
 		// A service down on a host that was Ready is news; during a
-		// configuration, kube-proxy and flanneld restart until the
-		// kubelet has joined, as planned.
+		// configuration, flanneld restarts until the kubelet has joined,
+		// as planned.
 		c.reportServices(inst, info)
 	}
 	node, err := c.getNode(ctx, inst)

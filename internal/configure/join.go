@@ -35,11 +35,12 @@ func (c *Configurer) join(ctx context.Context, inst *winnodev1.WindowsInstance) 
 		return Result{RequeueAfter: c.pollInterval()}, c.save(ctx, inst)
 	}
 	if subnetArrived(inst, node) {
-		// The Node got its pod subnet: render the plan again with the
-		// node's CNI configuration and kube-proxy (configure.go runs the
-		// host steps again from step plan).
-		c.Log.Info("node subnet assigned; configuring the pod network", "instance", inst.Name, "subnet", nodeSubnet(inst.Status.Network, node))
-		return Result{RequeueAfter: time.Millisecond}, c.step(ctx, inst, StepPlan)
+		// The Node got its pod subnet. Nothing to do on the host: its
+		// kube-proxy service writes what depends on the subnet when it
+		// starts (internal/plan, podnetwork.go). Recorded, and saved with
+		// the next step.
+		inst.Status.PodCIDR = nodeSubnet(inst.Status.Network, node)
+		c.Log.Info("node subnet assigned", "instance", inst.Name, "subnet", inst.Status.PodCIDR)
 	}
 	if !NodeReady(node) && !node.Spec.Unschedulable {
 		if err := c.cordon(ctx, node.Name, true); err != nil {

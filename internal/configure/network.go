@@ -189,27 +189,18 @@ func (c *Configurer) recordNetwork(inst *winnodev1.WindowsInstance, n plan.Netwo
 
 // nodeSubnet is the pod subnet the Node has in the host's network mode
 // (flannel: spec.podCIDR; ovn-hybrid: the hybrid overlay's annotation);
-// "" in other modes or while it has none.
+// "" in other modes or while it has none. In the form status.podCIDR
+// records it, so that an annotation written as 10.132.2.7/24 is not "new"
+// on every look.
 func nodeSubnet(mode string, node *corev1.Node) string {
-	var s string
-	switch {
-	case node == nil:
-	case mode == plan.NetworkFlannel:
-		s = node.Spec.PodCIDR
-	case mode == plan.NetworkOVNHybrid:
-		s = node.Annotations[plan.HybridOverlaySubnetAnnotation]
+	if node == nil {
+		return ""
 	}
-	// In the form status.podCIDR records it, so that an annotation written
-	// as 10.132.2.7/24 is not "new" on every look.
-	if p, err := netip.ParsePrefix(s); err == nil {
-		return p.Masked().String()
-	}
-	return s
+	return plan.NodeSubnet(mode, node.Spec.PodCIDR, node.Annotations)
 }
 
-// subnetArrived says whether the Node has a pod subnet that the host's
-// network configuration does not have yet: the plan must be rendered again
-// (join.go).
+// subnetArrived says whether the Node has a pod subnet that
+// status.podCIDR does not record yet (join.go).
 func subnetArrived(inst *winnodev1.WindowsInstance, node *corev1.Node) bool {
 	s := nodeSubnet(inst.Status.Network, node)
 	return s != "" && s != inst.Status.PodCIDR

@@ -286,6 +286,12 @@ func (p *Plan) validateService(fp *field.Path, s *Service, files, known map[stri
 	if s.ReadyPipe != "" && !pipeName.MatchString(s.ReadyPipe) {
 		*errs = append(*errs, field.Invalid(fp.Child("readyPipe"), s.ReadyPipe, `must be a local named pipe, \\.\pipe\NAME`))
 	}
+	for j := range s.Writes {
+		s.Writes[j] = canonicalPath(fp.Child("writes").Index(j), s.Writes[j], errs)
+		if files[strings.ToLower(s.Writes[j])] {
+			*errs = append(*errs, field.Invalid(fp.Child("writes").Index(j), s.Writes[j], "is a plan file: the plan writes it, not the service"))
+		}
+	}
 	own := map[string]bool{}
 	for _, f := range s.Files() {
 		own[strings.ToLower(f)] = true

@@ -32,7 +32,7 @@ func TestHybridOverlayGolden(t *testing.T) {
 		t.Fatalf("Render: %v", err)
 	}
 	for golden, got := range map[string][]byte{
-		"cni-ovn-hybrid.golden.conf":    findGenerated(t, r, CNIConfPath),
+		"cni-ovn-hybrid.golden.conf":    subnetFile(t, r, "10.132.2.0/24", CNIConfPath),
 		"render-ovn-hybrid.golden.json": r.JSON,
 	} {
 		testkit.Golden(t, golden, got)
@@ -59,11 +59,11 @@ func TestHybridOverlayServices(t *testing.T) {
 		t.Errorf("hybrid-overlay-node: %s %v, want %v", ho.Binary, ho.Args, wantArgs)
 	}
 	proxy := findService(t, r.Plan, KubeProxyService)
-	checkOverlayProxy(t, r, "OVNKubernetesHybridOverlayNetwork", "10.132.2.2", "10.132.0.0/14")
+	checkOverlayProxy(t, r, "10.132.2.0/24", "OVNKubernetesHybridOverlayNetwork", "10.132.2.2", "10.132.0.0/14")
 	if !slices.Equal(ho.Dependencies, []string{KubeletService}) || !slices.Equal(proxy.Dependencies, []string{KubeletService, HybridOverlayService}) {
 		t.Errorf("start order: hybrid-overlay-node after %v, kube-proxy after %v", ho.Dependencies, proxy.Dependencies)
 	}
-	conf := string(findGenerated(t, r, CNIConfPath))
+	conf := string(subnetFile(t, r, "10.132.2.0/24", CNIConfPath))
 	for _, want := range []string{`"name": "OVNKubernetesHybridOverlayNetwork"`, `"subnet": "10.132.2.0/24"`, `"rangeStart": "10.132.2.3"`, `"10.132.0.0/14"`, `"DestinationPrefix": "172.30.0.0/16"`} {
 		if !strings.Contains(conf, want) {
 			t.Errorf("the CNI configuration lacks %s:\n%s", want, conf)
@@ -81,24 +81,11 @@ func TestHybridOverlayServices(t *testing.T) {
 	}
 }
 
-// Until the hybrid overlay controller gave the Node its subnet, the plan
-// runs hybrid-overlay-node (which waits for it) but has no CNI
-// configuration and no kube-proxy.
-func TestHybridOverlayBeforeTheSubnet(t *testing.T) {
-	in := hybridInput()
-	in.Network.PodCIDR = ""
-	r, err := Render(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, g := range r.Generated {
-		if g.HostPath == CNIConfPath || g.HostPath == FlannelNetConfPath {
-			t.Errorf("generated %s without the node's subnet", g.HostPath)
-		}
-	}
-	if names := serviceNames(r.Plan); !slices.Equal(names, []string{KubeletService, HybridOverlayService, CSIProxyService}) {
-		t.Errorf("services %v, want the kubelet, hybrid-overlay-node and the CSI proxy", names)
-	}
+// The ovn-hybrid plan is the same before the hybrid overlay controller
+// gave the Node its subnet and after: hybrid-overlay-node and kube-proxy's
+// service wait for it on the host.
+func TestHybridOverlayPlanWithoutTheSubnet(t *testing.T) {
+	checkPlanWithoutSubnet(t, hybridInput())
 }
 
 func TestHybridOverlayFactsRefused(t *testing.T) {

@@ -16,16 +16,16 @@ import (
 // network, the settings Kubernetes' "Networking on Windows" guide gives an
 // overlay node: the HNS network kube-proxy programs, the source VIP Service
 // traffic leaves pods from (an address of the node's subnet that IPAM never
-// hands out), DSR off, and the cluster's pod range.
-func (in RenderInput) kubeProxyConfig() ([]byte, error) {
+// hands out), DSR off, and the cluster's pod range. The host writes it
+// when kube-proxy starts (podnetwork.go), with the node's subnet.
+func kubeProxyConfig(nodeName string, n NetworkFacts) ([]byte, error) {
 	c := kubeproxyv1alpha1.KubeProxyConfiguration{
 		TypeMeta:         metav1.TypeMeta{APIVersion: kubeproxyv1alpha1.SchemeGroupVersion.String(), Kind: "KubeProxyConfiguration"},
-		HostnameOverride: NodeName(in.Host.Info.Hostname),
+		HostnameOverride: nodeName,
 		Mode:             "kernelspace",
 	}
 	c.ClientConnection.Kubeconfig = KubeconfigPath
 	c.Logging.Verbosity = 2
-	n := in.Network
 	overlay := n.Mode == NetworkFlannel || n.Mode == NetworkOVNHybrid
 	if overlay {
 		subnet, err := netip.ParsePrefix(n.PodCIDR)

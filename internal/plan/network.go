@@ -43,29 +43,31 @@ const (
 // NetworkFacts are what the renderer needs to know about the pod network.
 type NetworkFacts struct {
 	// Mode is NetworkFlannel, NetworkOVNHybrid or NetworkExternal.
-	Mode string
+	Mode string `json:"mode"`
 	// ClusterCIDR is the cluster's pod network; ServiceCIDR its Services'
 	// range (both for the CNI configuration's NAT exceptions and routes,
 	// and kube-proxy's --cluster-cidr).
-	ClusterCIDR string
-	ServiceCIDR string
+	ClusterCIDR string `json:"clusterCIDR,omitempty"`
+	ServiceCIDR string `json:"serviceCIDR,omitempty"`
 	// PodCIDR is this node's pod subnet (flannel: the Node's spec.podCIDR;
 	// ovn-hybrid: its annotation k8s.ovn.org/hybrid-overlay-node-subnet).
-	// Empty until the Node has one: the plan then has no CNI configuration
-	// and no kube-proxy, and the node stays NotReady until it is rendered
-	// again with the subnet.
-	PodCIDR string
+	// Never in the plan (podnetwork.go): the host reads it from its Node
+	// when kube-proxy starts. The operator sets it to check it and to
+	// record it in status.podCIDR.
+	PodCIDR string `json:"podCIDR,omitempty"`
 	// NetworkName is the HNS network the overlay program creates and the
 	// pods attach to (flannel: the backend's, vxlan0 by default;
 	// ovn-hybrid: HybridOverlayNetwork).
-	NetworkName string
+	NetworkName string `json:"networkName,omitempty"`
 	// Flannel's VXLAN backend, as the cluster's net-conf.json says: its
 	// VXLAN identifier and UDP port.
-	VNI  int
-	Port int
+	VNI  int `json:"vni,omitempty"`
+	Port int `json:"port,omitempty"`
 }
 
-// networkFiles are the generated files of the pod network.
+// networkFiles are the generated files of the pod network: flanneld's
+// net-conf.json, and the settings kube-proxy's service completes with the
+// node's subnet (podnetwork.go).
 func (in RenderInput) networkFiles() ([]GeneratedFile, error) {
 	n := in.Network
 	var files []GeneratedFile
@@ -81,14 +83,11 @@ func (in RenderInput) networkFiles() ([]GeneratedFile, error) {
 	default:
 		return nil, nil
 	}
-	if n.PodCIDR != "" {
-		conf, err := winOverlayConf(n, in.Cluster)
-		if err != nil {
-			return nil, err
-		}
-		files = append(files, GeneratedFile{HostPath: CNIConfPath, Content: conf})
+	podNetwork, err := in.podNetwork()
+	if err != nil {
+		return nil, err
 	}
-	return files, nil
+	return append(files, GeneratedFile{HostPath: PodNetworkPath, Content: podNetwork}), nil
 }
 
 // flannelNetConf is flanneld's net-conf.json: the cluster's network and

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"bytes"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -19,16 +20,37 @@ func TestNetworkConfigGolden(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Render: %v", err)
 	}
-	for path, golden := range map[string]string{
-		CNIConfPath:        "cni-win-overlay.golden.conf",
-		FlannelNetConfPath: "flannel-net-conf.golden.json",
+	for golden, got := range map[string][]byte{
+		"cni-win-overlay.golden.conf":  subnetFile(t, r, "10.244.3.0/24", CNIConfPath),
+		"flannel-net-conf.golden.json": findGenerated(t, r, FlannelNetConfPath),
+		"pod-network.golden.json":      findGenerated(t, r, PodNetworkPath),
 	} {
-		got := findGenerated(t, r, path)
 		testkit.Golden(t, golden, got)
 		if !json.Valid(got) {
-			t.Errorf("%s is not JSON", path)
+			t.Errorf("%s is not JSON", golden)
 		}
 	}
+}
+
+// subnetFile is one of the files the host writes from the plan's pod
+// network settings once its Node has the subnet (PodNetwork.Files).
+func subnetFile(t *testing.T, r *Rendered, subnet, path string) []byte {
+	t.Helper()
+	p, err := ParsePodNetwork(findGenerated(t, r, PodNetworkPath))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := p.Files(subnet)
+	if err != nil {
+		t.Fatalf("the pod network files for %s: %v", subnet, err)
+	}
+	for _, f := range files {
+		if f.HostPath == path {
+			return f.Content
+		}
+	}
+	t.Fatalf("no file %s among the pod network's", path)
+	return nil
 }
 
 func TestFlannelServices(t *testing.T) {
@@ -43,34 +65,110 @@ func TestFlannelServices(t *testing.T) {
 	if flanneld.Environment["NODE_NAME"] != "win-abc123" || !slices.Contains(flanneld.Uses, `C:\k\flanneld.exe`) {
 		t.Errorf("flanneld: environment %v, uses %v", flanneld.Environment, flanneld.Uses)
 	}
+	// flanneld starts once the node has joined and has its subnet: it
+	// exits without the node's credentials.
+	if i := slices.Index(flanneld.Args, "--before"); i < 0 || flanneld.Args[i+1] != `C:\k\winnode-agent.exe` || !slices.Contains(flanneld.Args, "--"+PodNetworkWaitOnly) || len(flanneld.Writes) != 0 {
+		t.Errorf("flanneld does not wait for the node's subnet before it starts: %v (writes %v)", flanneld.Args, flanneld.Writes)
+	}
 	proxy := findService(t, r.Plan, KubeProxyService)
-	checkOverlayProxy(t, r, "vxlan0", "10.244.3.2", "10.244.0.0/16")
+	checkOverlayProxy(t, r, "10.244.3.0/24", "vxlan0", "10.244.3.2", "10.244.0.0/16")
 	if !slices.Contains(proxy.Dependencies, FlanneldService) || !slices.Contains(flanneld.Dependencies, KubeletService) {
 		t.Errorf("start order: kube-proxy after %v, flanneld after %v", proxy.Dependencies, flanneld.Dependencies)
 	}
-	conf := string(findGenerated(t, r, CNIConfPath))
+	conf := string(subnetFile(t, r, "10.244.3.0/24", CNIConfPath))
 	if !strings.Contains(conf, `"rangeStart": "10.244.3.3"`) || !strings.Contains(conf, `"subnet": "10.244.3.0/24"`) {
 		t.Errorf("the CNI configuration's IPAM does not keep .1 and .2 (gateway, source VIP) out of the pods' range:\n%s", conf)
 	}
 }
 
-// Before the Node has its subnet, the plan has flanneld but no CNI
-// configuration and no kube-proxy: the node cannot be Ready yet.
-func TestFlannelBeforeThePodCIDR(t *testing.T) {
-	in := renderInput()
-	in.Network.PodCIDR = ""
-	r, err := Render(in)
+// The plan is the same before the Node has its subnet and after: what
+// depends on it is written on the host, by kube-proxy's service, never by
+// the plan, so a first configuration applies once.
+func TestFlannelPlanWithoutThePodCIDR(t *testing.T) {
+	checkPlanWithoutSubnet(t, renderInput())
+}
+
+// checkPlanWithoutSubnet: in's plan, rendered without the node's subnet,
+// is the plan rendered with it; it generates no file of SubnetFiles, and
+// kube-proxy's service writes them.
+func checkPlanWithoutSubnet(t *testing.T, in RenderInput) {
+	t.Helper()
+	with, err := Render(in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, g := range r.Generated {
-		if g.HostPath == CNIConfPath {
-			t.Error("a CNI configuration without the node's subnet")
+	in.Network.PodCIDR = ""
+	without, err := Render(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(with.JSON, without.JSON) {
+		t.Errorf("the plan differs once the Node has its subnet: %s, %s", without.Plan.Version, with.Plan.Version)
+	}
+	for _, g := range without.Generated {
+		if slices.Contains(SubnetFiles, g.HostPath) {
+			t.Errorf("the plan generates %s, which depends on the node's subnet", g.HostPath)
 		}
 	}
-	if hasService(r.Plan, KubeProxyService) || !hasService(r.Plan, FlanneldService) {
-		t.Errorf("services %v, want flanneld and no kube-proxy", serviceNames(r.Plan))
+	if proxy := findService(t, without.Plan, KubeProxyService); !slices.Equal(proxy.Writes, SubnetFiles) {
+		t.Errorf("kube-proxy writes %v, want %v", proxy.Writes, SubnetFiles)
 	}
+}
+
+// The host refuses to write the pod network's files for a subnet the
+// network cannot use, naming the node.
+func TestPodNetworkFilesRefused(t *testing.T) {
+	for name, tc := range map[string]struct {
+		in     RenderInput
+		subnet string
+		want   string
+	}{
+		"none":                       {renderInput(), "", "no pod subnet"},
+		"IPv6":                       {renderInput(), "fd00::/64", "not an IPv4 subnet"},
+		"tiny":                       {renderInput(), "10.244.3.0/30", "not an IPv4 subnet"},
+		"outside the hybrid network": {hybridInput(), "10.244.2.0/24", "not inside the hybrid cluster CIDR"},
+	} {
+		r, err := Render(tc.in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := ParsePodNetwork(findGenerated(t, r, PodNetworkPath))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.Files(tc.subnet); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error with %q", name, err, tc.want)
+		}
+	}
+}
+
+func TestParsePodNetworkRefuses(t *testing.T) {
+	for name, tc := range map[string]struct{ data, want string }{
+		"not JSON":     {`{`, "is not winnode's pod network settings"},
+		"unknown key":  {`{"nodeName":"n","network":{"mode":"flannel"},"subnet":"x"}`, "unknown field"},
+		"no node":      {`{"network":{"mode":"flannel"}}`, "names no node"},
+		"external":     {`{"nodeName":"n","network":{"mode":"external"}}`, "no pod subnet to wait for"},
+		"a pod subnet": {`{"nodeName":"n","network":{"mode":"flannel","podCIDR":"10.244.1.0/24"}}`, "it comes from the Node"},
+	} {
+		if _, err := ParsePodNetwork([]byte(tc.data)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error with %q", name, err, tc.want)
+		}
+	}
+}
+
+// FuzzParsePodNetwork: settings the parser accepts never make Files panic.
+func FuzzParsePodNetwork(f *testing.F) {
+	f.Add([]byte(`{"nodeName":"n","network":{"mode":"flannel","clusterCIDR":"10.244.0.0/16","serviceCIDR":"10.96.0.0/12","networkName":"vxlan0","vni":4096,"port":4789}}`), "10.244.1.0/24")
+	f.Add([]byte(`{"nodeName":"n","network":{"mode":"ovn-hybrid","clusterCIDR":"10.132.0.0/14","serviceCIDR":"172.30.0.0/16","networkName":"OVNKubernetesHybridOverlayNetwork"}}`), "10.132.2.0/24")
+	f.Fuzz(func(t *testing.T, data []byte, subnet string) {
+		p, err := ParsePodNetwork(data)
+		if err != nil {
+			return
+		}
+		if files, err := p.Files(subnet); err == nil && len(files) != len(SubnetFiles) {
+			t.Errorf("%d files, want %d", len(files), len(SubnetFiles))
+		}
+	})
 }
 
 func TestExternalNetworkRunsNoNetworkProgram(t *testing.T) {
@@ -142,15 +240,17 @@ func serviceNames(p *Plan) []string {
 // checkOverlayProxy: kube-proxy runs through winnode-service with only
 // --config, and its KubeProxyConfiguration (read strictly, so no field is
 // misspelt) has the overlay's settings.
-func checkOverlayProxy(t *testing.T, r *Rendered, network, sourceVIP, clusterCIDR string) {
+func checkOverlayProxy(t *testing.T, r *Rendered, subnet, network, sourceVIP, clusterCIDR string) {
 	t.Helper()
 	proxy := findService(t, r.Plan, KubeProxyService)
-	want := []string{"--name", "kube-proxy", "--log-file", KubeProxyLogFile, "--log-file-size", "100M", "--log-file-age", "168h0m0s", "--", `C:\k\kube-proxy.exe`, "--config=" + KubeProxyConfigPath}
-	if proxy.Binary != `C:\k\winnode-service.exe` || !slices.Equal(proxy.Args, want) || !slices.Contains(proxy.Uses, KubeProxyConfigPath) {
+	want := []string{"--name", "kube-proxy", "--log-file", KubeProxyLogFile, "--log-file-size", "100M", "--log-file-age", "168h0m0s",
+		"--before", `C:\k\winnode-agent.exe`, "--before-arg", PodNetworkCommand, "--before-arg", "--config=" + PodNetworkPath,
+		"--", `C:\k\kube-proxy.exe`, "--config=" + KubeProxyConfigPath}
+	if proxy.Binary != `C:\k\winnode-service.exe` || !slices.Equal(proxy.Args, want) || !slices.Contains(proxy.Uses, PodNetworkPath) {
 		t.Errorf("kube-proxy: %s %v (uses %v), want winnode-service.exe with %v", proxy.Binary, proxy.Args, proxy.Uses, want)
 	}
 	var c kubeproxyv1alpha1.KubeProxyConfiguration
-	if err := yaml.UnmarshalStrict(findGenerated(t, r, KubeProxyConfigPath), &c); err != nil {
+	if err := yaml.UnmarshalStrict(subnetFile(t, r, subnet, KubeProxyConfigPath), &c); err != nil {
 		t.Fatalf("%s: %v", KubeProxyConfigPath, err)
 	}
 	if c.Kind != "KubeProxyConfiguration" || c.APIVersion != "kubeproxy.config.k8s.io/v1alpha1" || c.Mode != "kernelspace" ||

@@ -181,6 +181,11 @@ type Service struct {
 	// back as they were when the service fails to start after they
 	// changed: the agent keeps the previous files until the new ones run.
 	Rollback []string `json:"rollback,omitempty"`
+	// Writes are files the service writes itself each time it starts,
+	// which are not plan files (kube-proxy's: SubnetFiles, podnetwork.go).
+	// apply restarts a running service when one of them is missing, and
+	// remove deletes them with the service.
+	Writes []string `json:"writes,omitempty"`
 }
 
 // Recovery is a service's failure actions.

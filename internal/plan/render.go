@@ -281,13 +281,6 @@ func (in RenderInput) generatedFiles() ([]GeneratedFile, error) {
 	if len(in.Cluster.KubeletCAData) > 0 {
 		files = append(files, GeneratedFile{HostPath: KubeletCAPath, Content: in.Cluster.KubeletCAData})
 	}
-	if in.runsKubeProxy() {
-		proxyYAML, err := in.kubeProxyConfig()
-		if err != nil {
-			return nil, err
-		}
-		files = append(files, GeneratedFile{HostPath: KubeProxyConfigPath, Content: proxyYAML})
-	}
 	return append(files, network...), nil
 }
 
@@ -314,17 +307,11 @@ func (in RenderInput) directories() []Directory {
 	return dirs
 }
 
-// runsKubeProxy: winnode runs kube-proxy unless the cluster's own Windows
-// DaemonSets do (external), and, on an overlay, only once the node's subnet
-// (and so its source VIP) is known.
+// runsKubeProxy: winnode runs kube-proxy on the overlays it sets up
+// (flannel, ovn-hybrid), not where the cluster's own Windows DaemonSets do
+// (external).
 func (in RenderInput) runsKubeProxy() bool {
-	switch in.Network.Mode {
-	case NetworkExternal:
-		return false
-	case NetworkFlannel, NetworkOVNHybrid:
-		return in.Network.PodCIDR != ""
-	}
-	return true
+	return in.Network.Mode == NetworkFlannel || in.Network.Mode == NetworkOVNHybrid
 }
 
 // files are the plan's files: the payload's, the generated ones and the
@@ -434,9 +421,13 @@ func (in RenderInput) kubeletService() Service {
 // kubeProxyService runs kube-proxy, through winnode-service.exe
 // (wrapped.go), with its KubeProxyConfiguration (kubeproxyconfig.go), after
 // the kubelet (whose kubeconfig it reads) and the program that creates the
-// overlay network (flanneld or hybrid-overlay-node).
+// overlay network (flanneld or hybrid-overlay-node). Before kube-proxy, at
+// each start, winnode-service runs `winnode-agent.exe pod-network`, which
+// waits for the Node's pod subnet and writes the files that depend on it
+// (podnetwork.go): the CNI configuration and kube-proxy's own.
 func (in RenderInput) kubeProxyService() Service {
 	proxy, _ := in.Payload.Lookup(PayloadKubeProxy)
+	agent, _ := in.Payload.Lookup(PayloadAgent)
 	deps := []string{KubeletService}
 	switch in.Network.Mode {
 	case NetworkFlannel:
@@ -444,12 +435,16 @@ func (in RenderInput) kubeProxyService() Service {
 	case NetworkOVNHybrid:
 		deps = append(deps, HybridOverlayService)
 	}
-	return in.wrap(Service{
+	s := in.wrap(Service{
 		Name:        KubeProxyService,
 		DisplayName: "Kubernetes kube-proxy",
-		Uses:        []string{KubeProxyConfigPath},
+		// A change of the settings restarts it, and so writes the files
+		// again. The agent is not among its uses: a new agent restarts
+		// nothing (internal/svcwrap).
+		Uses:   []string{PodNetworkPath},
+		Writes: slices.Clone(SubnetFiles),
 		// kube-proxy reads the kubeconfig the kubelet writes after its
-		// TLS bootstrap: until then it exits and Windows restarts it.
+		// TLS bootstrap, which pod-network waits for.
 		Dependencies: deps,
 		StartType:    StartAuto,
 		Recovery:     serviceRecovery,
@@ -457,6 +452,8 @@ func (in RenderInput) kubeProxyService() Service {
 		// Only --config: kube-proxy ignores most flags given with it
 		// (cmd/kube-proxy/app/options.go, Complete).
 	}, proxy.HostPath, "--config="+KubeProxyConfigPath)
+	s.Args = withBefore(s.Args, agent.HostPath, PodNetworkCommand, "--config="+PodNetworkPath)
+	return s
 }
 
 // flanneldService runs flanneld with the node's credentials (the kubeconfig
@@ -479,7 +476,7 @@ func (in RenderInput) flanneldService() Service {
 	if nodeIP := chooseNodeIP(in.Host.Info, in.Host.Address); nodeIP != "" {
 		args = append(args, "--iface="+nodeIP) // the interface that carries VXLAN traffic
 	}
-	return in.wrap(Service{
+	s := in.wrap(Service{
 		Name:        FlanneldService,
 		DisplayName: "flannel overlay network (flanneld)",
 		Uses:        []string{FlannelNetConfPath},
@@ -489,6 +486,13 @@ func (in RenderInput) flanneldService() Service {
 		StartType:    StartAuto,
 		Recovery:     serviceRecovery,
 	}, flanneld.HostPath, args...)
+	// flanneld exits while the kubelet has not written the node's
+	// kubeconfig, and Windows starts it again only after its recovery
+	// delay: it starts once the Node has its subnet instead, which
+	// pod-network waits for (writing nothing).
+	agent, _ := in.Payload.Lookup(PayloadAgent)
+	s.Args = withBefore(s.Args, agent.HostPath, PodNetworkCommand, "--config="+PodNetworkPath, "--"+PodNetworkWaitOnly)
+	return s
 }
 
 // seal names the plan's content in its version (the operator version and

@@ -102,7 +102,7 @@ func TestRenderGolden(t *testing.T) {
 	if p.Version != r.Plan.Version {
 		t.Errorf("decoded version %q, rendered %q", p.Version, r.Plan.Version)
 	}
-	testkit.Golden(t, "kube-proxy.golden.yaml", findGenerated(t, r, KubeProxyConfigPath))
+	testkit.Golden(t, "kube-proxy.golden.yaml", subnetFile(t, r, "10.244.3.0/24", KubeProxyConfigPath))
 	kubeletYAML := string(findGenerated(t, r, KubeletConfigPath))
 	for _, want := range []string{"cgroupsPerQOS: false", "enforceNodeAllocatable: []", "10.96.0.10", `clientCAFile: C:\k\ca.crt`, "key: os"} {
 		if !strings.Contains(kubeletYAML, want) {
@@ -159,7 +159,6 @@ func TestRenderVersionFollowsContent(t *testing.T) {
 		},
 		"kubelet CA":     func(in *RenderInput) { in.Cluster.KubeletCAData = []byte(testCA) },
 		"cloud provider": func(in *RenderInput) { in.Cluster.CloudProvider = "external" },
-		"node subnet":    func(in *RenderInput) { in.Network.PodCIDR = "10.244.4.0/24" },
 		"network mode":   func(in *RenderInput) { in.Network = NetworkFacts{Mode: NetworkExternal} },
 	}
 	for name, change := range changes {
@@ -177,6 +176,8 @@ func TestRenderVersionFollowsContent(t *testing.T) {
 	same := renderInput()
 	same.Host.Info.FQDN = "other.example.com"
 	same.Host.Info.InstalledPlan = &InstalledPlan{Version: "old", Complete: true}
+	// The host reads the node's subnet itself (podnetwork.go).
+	same.Network.PodCIDR = "10.244.4.0/24"
 	r, err := Render(same)
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/winnode/winnode/internal/logrotate"
@@ -124,6 +125,18 @@ func ServiceArgs(name, logFile string, limits logrotate.Limits, program string, 
 		"--log-file-size", logrotate.FormatSize(limits.Size),
 		"--log-file-age", limits.Age.String(),
 		"--", program}, args...)
+}
+
+// withBefore adds to winnode-service.exe's arguments args a program to
+// run, with its arguments, before the service's own (--before,
+// --before-arg).
+func withBefore(args []string, program string, programArgs ...string) []string {
+	i := slices.Index(args, "--")
+	before := []string{"--before", program}
+	for _, a := range programArgs {
+		before = append(before, "--before-arg", a)
+	}
+	return slices.Concat(args[:i], before, args[i:])
 }
 
 // wrap makes s a service of winnode-service.exe running program with

@@ -28,6 +28,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -46,6 +47,12 @@ type Command struct {
 	LogAge  string   `json:"logFileAge,omitempty"`
 	Program string   `json:"program"` // the program (Windows path)
 	Args    []string `json:"args"`    // its arguments
+	// Before is a program and its arguments that run to their end before
+	// the program starts, each time the service starts (--before,
+	// --before-arg): kube-proxy's service writes there what depends on its
+	// node's pod subnet (internal/plan, podnetwork.go). When it fails, the
+	// service fails, and its recovery actions start it again.
+	Before []string `json:"before,omitempty"`
 
 	limits logrotate.Limits
 }
@@ -63,6 +70,11 @@ func (c *Command) Check() error {
 	}
 	if _, err := winpath.Parse(c.Program); err != nil {
 		return fmt.Errorf("service %s: program: %w", c.Name, err)
+	}
+	if len(c.Before) > 0 {
+		if _, err := winpath.Parse(c.Before[0]); err != nil {
+			return fmt.Errorf("service %s: --before: %w", c.Name, err)
+		}
 	}
 	c.limits = logrotate.Defaults
 	if c.LogFile == "" {
@@ -89,8 +101,8 @@ func (c *Command) Check() error {
 }
 
 // Parse reads winnode-service's command line (without the program's own
-// name): --name, --log-file, --log-file-size, --log-file-age, --dry-run,
-// then the program and its arguments, after "--" or from the first
+// name): --name, --log-file, --log-file-size, --log-file-age, --before,
+// --before-arg, --dry-run, then the program and its arguments, after "--" or from the first
 // argument that is not a flag on. It is the one parser of these command
 // lines: winnode-service itself, and the agent's info, which finds a
 // service's log file in its command line.
@@ -102,9 +114,18 @@ func Parse(args []string) (c Command, dryRun bool, err error) {
 	fs.StringVar(&c.LogFile, "log-file", "", "append the program's output to this file")
 	fs.StringVar(&c.LogSize, "log-file-size", "", "rotate the log file at this size (a quantity: 100M, 50Mi; 0: never)")
 	fs.StringVar(&c.LogAge, "log-file-age", "", "delete rotated log files older than this (168h; 0: never)")
+	var before string
+	var beforeArgs []string
+	fs.StringVar(&before, "before", "", "a program to run to its end before the program, at each start")
+	fs.StringArrayVar(&beforeArgs, "before-arg", nil, "an argument of --before's program (repeated, in order)")
 	fs.BoolVar(&dryRun, "dry-run", false, "check the command line and print it as JSON; run nothing")
 	if err := fs.Parse(args); err != nil {
 		return c, false, err
+	}
+	if before != "" {
+		c.Before = append([]string{before}, beforeArgs...)
+	} else if len(beforeArgs) > 0 {
+		return c, false, errors.New("--before-arg needs --before")
 	}
 	if rest := fs.Args(); len(rest) > 0 {
 		c.Program, c.Args = rest[0], rest[1:]
@@ -144,6 +165,48 @@ func (c Command) command(resolve func(string) (string, error)) (*exec.Cmd, io.Wr
 	return cmd, log, nil
 }
 
+// serve runs before (Command.Before; nil: none) to its end, then
+// supervises the program. A service stopped meanwhile ends with 0; a
+// before that fails fails the service, whose recovery actions start it
+// again.
+func serve(ctx context.Context, before, cmd *exec.Cmd, log io.Writer) (int, error) {
+	if before != nil {
+		note(log, "running %s before %s", strings.Join(before.Args, " "), cmd.Args[0])
+		err := before.Run()
+		switch {
+		case ctx.Err() != nil:
+			note(log, "stopped %s (the service was stopped)", before.Args[0])
+			return 0, nil
+		case err != nil:
+			note(log, "%s failed (%v): %s is not started", before.Args[0], err, cmd.Args[0])
+			return 1, fmt.Errorf("%s: %w", before.Args[0], err)
+		}
+	}
+	return supervise(ctx, cmd, log)
+}
+
+// beforeCommand is Before's process, its output in the service's log; nil
+// when there is none. ctx ends it (the service's stop).
+func (c Command) beforeCommand(ctx context.Context, resolve func(string) (string, error), log io.Writer) (*exec.Cmd, error) {
+	if len(c.Before) == 0 {
+		return nil, nil
+	}
+	program, err := resolve(c.Before[0])
+	if err != nil {
+		return nil, fmt.Errorf("service %s: --before %s: %w", c.Name, c.Before[0], err)
+	}
+	cmd := exec.CommandContext(ctx, program, c.Before[1:]...)
+	cmd.Args[0] = c.Before[0]
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.WaitDelay = 5 * time.Second
+	return cmd, nil
+}
+
+// note writes one of the wrapper's own lines in the service's log.
+func note(log io.Writer, format string, args ...any) {
+	fmt.Fprintf(log, "%s winnode-service: %s\n", time.Now().UTC().Format(time.RFC3339), fmt.Sprintf(format, args...))
+}
+
 // supervise starts cmd and waits for it, killing it when ctx ends, and
 // notes both in the log. It returns the program's exit code (0 when it was
 // stopped through ctx). Killing, not asking: Windows has no signal a
@@ -151,9 +214,7 @@ func (c Command) command(resolve func(string) (string, error)) (*exec.Cmd, io.Wr
 // its service's stop (csi-proxy.exe's own service mode may: its server
 // loop has no way to be stopped) would keep its files and named pipes.
 func supervise(ctx context.Context, cmd *exec.Cmd, log io.Writer) (int, error) {
-	note := func(format string, args ...any) {
-		fmt.Fprintf(log, "%s winnode-service: %s\n", time.Now().UTC().Format(time.RFC3339), fmt.Sprintf(format, args...))
-	}
+	note := func(format string, args ...any) { note(log, format, args...) }
 	if err := cmd.Start(); err != nil {
 		note("starting %s: %v", cmd.Args[0], err)
 		return 1, fmt.Errorf("starting %s: %w", cmd.Args[0], err)

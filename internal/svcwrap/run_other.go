@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 
 	"github.com/winnode/winnode/internal/simscm"
 	"github.com/winnode/winnode/internal/winpath"
@@ -27,13 +28,23 @@ func (c Command) Run(ctx context.Context) int {
 		return 1
 	}
 	defer log.Close()
+	before, err := c.beforeCommand(ctx, func(p string) (string, error) { return winpath.ResolveString(root, p) }, log)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	// Windows runs any file with a program extension; Linux needs the
 	// execute bit, which SFTP uploads do not carry (as winsim's own
 	// process start does it).
-	if fi, err := os.Stat(cmd.Path); err == nil && fi.Mode().Perm()&0o100 == 0 {
-		_ = os.Chmod(cmd.Path, fi.Mode().Perm()|0o755)
+	for _, p := range []*exec.Cmd{before, cmd} {
+		if p == nil {
+			continue
+		}
+		if fi, err := os.Stat(p.Path); err == nil && fi.Mode().Perm()&0o100 == 0 {
+			_ = os.Chmod(p.Path, fi.Mode().Perm()|0o755)
+		}
+		p.Env = os.Environ()
 	}
-	cmd.Env = os.Environ()
 	// The agent is the process the service control manager started: it
 	// answers it before starting the program, as the Windows build does
 	// through svc.Run. A process the SCM did not start as a service (a run
@@ -43,7 +54,7 @@ func (c Command) Run(ctx context.Context) int {
 		fmt.Fprintf(os.Stderr, "winnode-service %s: answering the service control manager: %v\n", c.Name, err)
 		return 1
 	}
-	code, err := supervise(ctx, cmd, log)
+	code, err := serve(ctx, before, cmd, log)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "winnode-service %s: %v\n", c.Name, err)
 	}

@@ -20,15 +20,24 @@ func (c Command) Run(ctx context.Context) int {
 		return 1
 	}
 	defer log.Close()
+	// The program before the service's own, ended by the service's stop:
+	// its process is made where the stop's context is known.
+	serveCtx := func(ctx context.Context) (int, error) {
+		before, err := c.beforeCommand(ctx, func(p string) (string, error) { return p, nil }, log)
+		if err != nil {
+			return 1, err
+		}
+		return serve(ctx, before, cmd, log)
+	}
 	isService, err := svc.IsWindowsService()
 	if err != nil || !isService {
-		code, err := supervise(ctx, cmd, log)
+		code, err := serveCtx(ctx)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "winnode-service %s: %v\n", c.Name, err)
 		}
 		return code
 	}
-	h := &serviceHandler{run: func(ctx context.Context) (int, error) { return supervise(ctx, cmd, log) }}
+	h := &serviceHandler{run: serveCtx}
 	if err := svc.Run(c.Name, h); err != nil {
 		fmt.Fprintf(log, "winnode-service %s: %v\n", c.Name, err)
 		return 1

@@ -127,7 +127,10 @@ func (s *stepTrace) report(b *testing.B, names []string, ready map[string]time.D
 			key := st.step
 			for j := range i {
 				if steps[j].step == st.step {
-					key = st.step + "_again" // the second round
+					// A step seen again: the looks at the Node
+					// (join, finish) while it is not Ready, or a
+					// pass that started over.
+					key = st.step + "_again"
 				}
 			}
 			if !slices.Contains(order, key) {

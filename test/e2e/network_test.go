@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,6 +26,7 @@ import (
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/config"
+	"github.com/winnode/winnode/internal/configure"
 	"github.com/winnode/winnode/internal/plan"
 	"github.com/winnode/winnode/internal/simhns"
 	"github.com/winnode/winnode/internal/simscm"
@@ -85,11 +87,15 @@ func TestFlannelNetwork(t *testing.T) {
 	w := getWorld(t)
 	h := w.newHost(t)
 	sawNotReady := w.watchNetworkNotReady(t, h)
-	w.startOperator(t, operatorOptions{})
+	countApplies, applies := appliesOf("flannel-net")
+	w.startOperator(t, operatorOptions{crash: countApplies})
 	w.instanceFor(t, "flannel-net", h)
 	inst := w.waitReady(t, "flannel-net", 3*time.Minute)
 	if !sawNotReady() {
 		t.Error("the node was never NotReady for want of a pod network: was it Ready before winnode set up the network?")
+	}
+	if n := applies(); n != 1 {
+		t.Errorf("the first configuration applied a plan %d times, want once: the host writes what depends on the pod subnet itself", n)
 	}
 	node, err := w.kube.CoreV1().Nodes().Get(context.Background(), inst.Status.NodeName, metav1.GetOptions{})
 	if err != nil {
@@ -119,6 +125,19 @@ func TestFlannelNetwork(t *testing.T) {
 			return err == nil && statErr == nil && nodeReadyStatus(n) == corev1.ConditionTrue, fmt.Sprint(err, statErr)
 		})
 	})
+}
+
+// appliesOf counts the apply steps the operator runs for instance name: a
+// Crash hook that never stops it, and the count so far.
+func appliesOf(name string) (func(*operator, *winnodev1.WindowsInstance, string) error, func() int) {
+	var n atomic.Int32
+	hook := func(_ *operator, inst *winnodev1.WindowsInstance, step string) error {
+		if inst.Name == name && step == configure.StepApply {
+			n.Add(1)
+		}
+		return nil
+	}
+	return hook, func() int { return int(n.Load()) }
 }
 
 func nodeReadyStatus(n *corev1.Node) corev1.ConditionStatus {
@@ -331,11 +350,15 @@ func TestOVNHybridNetwork(t *testing.T) {
 	}
 	h := w.newHost(t)
 	sawNotReady := w.watchNetworkNotReady(t, h)
-	w.startOperator(t, operatorOptions{network: plan.NetworkOVNHybrid, hybridClusterCIDR: hybridCIDR, payloadDir: dir, payload: manifest})
+	countApplies, applies := appliesOf("ovn-hybrid-net")
+	w.startOperator(t, operatorOptions{network: plan.NetworkOVNHybrid, hybridClusterCIDR: hybridCIDR, payloadDir: dir, payload: manifest, crash: countApplies})
 	w.instanceFor(t, "ovn-hybrid-net", h)
 	inst := w.waitReady(t, "ovn-hybrid-net", 3*time.Minute)
 	if !sawNotReady() {
 		t.Error("the node was never NotReady for want of a pod network: was it Ready before winnode set up the network?")
+	}
+	if n := applies(); n != 1 {
+		t.Errorf("the first configuration applied a plan %d times, want once: the host writes what depends on the hybrid subnet itself", n)
 	}
 	node, err := w.kube.CoreV1().Nodes().Get(context.Background(), inst.Status.NodeName, metav1.GetOptions{})
 	if err != nil {

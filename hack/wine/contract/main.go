@@ -10,8 +10,9 @@
 // ovn-hybrid, external), each platform (Kubernetes; OpenShift with its
 // kubelet CA and external cloud provider), each Windows Server build
 // winnode knows (internal/controller WindowsReleases), BYOH and Machines
-// (a provider ID), with and without the node's pod subnet; and the
-// bootstrap path on each worker Ignition fixture of internal/ignition.
+// (a provider ID); the files kube-proxy's service writes on the host once
+// the Node has its pod subnet (plan.PodNetwork.Files); and the bootstrap
+// path on each worker Ignition fixture of internal/ignition.
 //
 // OUT-DIR receives, each written once however many cases share it:
 //
@@ -102,6 +103,13 @@ func write(m *payload.Manifest, out, ignitionFixtures string) error {
 		for _, g := range r.Generated {
 			w.config(c.name, g.HostPath, g.Content)
 		}
+		written, err := subnetFiles(r, c.in.Network.PodCIDR)
+		if err != nil {
+			return fmt.Errorf("case %s: %w", c.name, err)
+		}
+		for _, g := range written {
+			w.config(c.name, g.HostPath, g.Content)
+		}
 		if c.negative {
 			if err := w.negative(r.Plan); err != nil {
 				return err
@@ -149,11 +157,9 @@ func renderCases(m *payload.Manifest) []renderCase {
 		for _, platform := range []string{"kubernetes", "openshift"} {
 			for _, release := range slices.Sorted(mapsKeys(windowsBuilds)) {
 				for _, source := range []string{"byoh", "machine"} {
-					for _, subnet := range []bool{true, false} {
-						in := renderInput(m, mode, platform, windowsBuilds[release], source, subnet)
-						name := fmt.Sprintf("%s/%s/%s/%s/subnet=%t", mode, platform, release, source, subnet)
-						cases = append(cases, renderCase{name: name, in: in, negative: len(cases) == 0})
-					}
+					in := renderInput(m, mode, platform, windowsBuilds[release], source)
+					name := fmt.Sprintf("%s/%s/%s/%s", mode, platform, release, source)
+					cases = append(cases, renderCase{name: name, in: in, negative: len(cases) == 0})
 				}
 			}
 		}
@@ -171,8 +177,27 @@ func mapsKeys(m map[string]string) func(func(string) bool) {
 	}
 }
 
-// renderInput is one combination of the renderer's inputs.
-func renderInput(m *payload.Manifest, mode, platform, build, source string, subnet bool) plan.RenderInput {
+// subnetFiles are the files kube-proxy's service writes on the host from
+// the plan's pod network settings once the Node has subnet (none in the
+// external mode).
+func subnetFiles(r *plan.Rendered, subnet string) ([]plan.GeneratedFile, error) {
+	for _, g := range r.Generated {
+		if g.HostPath != plan.PodNetworkPath {
+			continue
+		}
+		p, err := plan.ParsePodNetwork(g.Content)
+		if err != nil {
+			return nil, err
+		}
+		return p.Files(subnet)
+	}
+	return nil, nil
+}
+
+// renderInput is one combination of the renderer's inputs; in the overlay
+// modes, the node's pod subnet is the one subnetFiles completes the pod
+// network's files with (the plan never depends on it).
+func renderInput(m *payload.Manifest, mode, platform, build, source string) plan.RenderInput {
 	in := plan.RenderInput{
 		Cluster: plan.ClusterFacts{
 			Server: "https://10.0.0.1:6443", CAData: []byte("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"),
@@ -222,9 +247,6 @@ func renderInput(m *payload.Manifest, mode, platform, build, source string, subn
 			PodCIDR: "10.132.2.0/24", NetworkName: plan.HybridOverlayNetwork}
 	default:
 		in.Network = plan.NetworkFacts{Mode: mode}
-	}
-	if !subnet {
-		in.Network.PodCIDR = ""
 	}
 	return in
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/spf13/pflag"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -89,9 +90,13 @@ func runKubeProxy(ctx context.Context, args []string) int {
 		log.Errorf("%v", err)
 		return 1
 	}
-	if err := checkProxyNetwork(set.networkName, set.sourceVIP); err != nil {
+	if err := checkProxyNetwork(ctx, log, set.networkName, set.sourceVIP); err != nil {
 		log.Errorf("%v", err)
 		return 1
+	}
+	if ctx.Err() != nil {
+		log.Infof("stop signal received, kube-proxy exiting")
+		return 0
 	}
 	log.Infof("running in %s mode on node %q (simulated: no HNS policies are programmed)", orDefault(set.mode, "kernelspace"), set.hostnameOverride)
 	<-ctx.Done()
@@ -168,9 +173,11 @@ func loadKubeProxyConfig(config string) (*kubeproxyv1alpha1.KubeProxyConfigurati
 }
 
 // checkProxyNetwork is the kernelspace proxier's start on Windows
-// (pkg/proxy/winkernel): the HNS network named by --network-name must
-// exist, and on an Overlay network --source-vip must be given.
-func checkProxyNetwork(networkName, sourceVIP string) error {
+// (pkg/proxy/winkernel, NewProxier): it waits for the HNS network named by
+// --network-name, logging "Unable to find HNS Network specified" every
+// second until it exists (getNetworkInfo), and on an Overlay network
+// --source-vip must be given. It returns nil when ctx ends first.
+func checkProxyNetwork(ctx context.Context, log *logger, networkName, sourceVIP string) error {
 	if networkName == "" {
 		return nil // the proxier then uses KUBE_NETWORK or the first L2Bridge/Overlay network; not simulated
 	}
@@ -179,8 +186,14 @@ func checkProxyNetwork(networkName, sourceVIP string) error {
 		return err
 	}
 	n, err := hns.Network(networkName)
-	if err != nil {
-		return fmt.Errorf("unable to find HNS Network specified by %s. Please check network name and CNI deployment: %v", networkName, err)
+	for err != nil {
+		log.Errorf("Unable to find HNS Network specified, please check network name and CNI deployment: %v hnsNetworkName=%q", err, networkName)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(time.Second):
+		}
+		n, err = hns.Network(networkName)
 	}
 	if n.Type == simhns.TypeOverlay && sourceVIP == "" {
 		return errors.New("source-vip flag not set: required on an Overlay network")

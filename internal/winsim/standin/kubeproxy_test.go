@@ -1,9 +1,14 @@
 package standin
 
 import (
+	"context"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/winnode/winnode/internal/simhns"
+	"github.com/winnode/winnode/internal/simscm"
 )
 
 func TestKubeProxyValidation(t *testing.T) {
@@ -22,6 +27,10 @@ func TestKubeProxyValidation(t *testing.T) {
 		{"", "", "", "neither --kubeconfig nor --master"},
 		{"", kc + ".missing", "", "reading kubeconfig"},
 		{writeTemp(t, "bad.yaml", "apiVersion: v1\nkind: Pod\n"), kc, "", "KubeProxyConfiguration"},
+		// Started before its configuration is written (pod-network
+		// writes it once the Node has its subnet): kube-proxy's Complete
+		// fails to open it.
+		{cfg + ".not-yet", kc, "", "failed complete: open"},
 	} {
 		_, err := validateKubeProxy(tc.config, proxySettings{kubeconfig: tc.kubeconfig, mode: tc.mode})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -45,4 +54,38 @@ func FuzzKubeProxyConfig(f *testing.F) {
 			t.Fatalf("accepted a file that is not a KubeProxyConfiguration: %q", body)
 		}
 	})
+}
+
+// signalWriter says on ch that something was written.
+type signalWriter struct{ ch chan struct{} }
+
+func (w signalWriter) Write(p []byte) (int, error) {
+	select {
+	case w.ch <- struct{}{}:
+	default:
+	}
+	return len(p), nil
+}
+
+// Real kube-proxy started before its HNS network exists waits for it
+// (winkernel's getNetworkInfo retries every second), then checks the
+// source VIP an Overlay network needs: so does the stand-in.
+func TestKubeProxyWaitsForItsNetwork(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "C")
+	t.Setenv(simscm.EnvRoot, root)
+	said := make(chan struct{}, 1)
+	log := &logger{program: "kube-proxy", out: signalWriter{said}}
+	done := make(chan error, 1)
+	go func() { done <- checkProxyNetwork(context.Background(), log, "vxlan0", "10.244.1.2") }()
+	<-said // it logged that the network is missing, and waits
+	if _, err := simhns.Open(root).CreateNetwork(simhns.Network{Name: "vxlan0", Type: simhns.TypeOverlay, VNI: 4096, Port: 4789,
+		Subnets: []simhns.Subnet{{AddressPrefix: "10.244.1.0/24", GatewayAddress: "10.244.1.1"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Errorf("once the network exists: %v", err)
+	}
+	if err := checkProxyNetwork(context.Background(), log, "vxlan0", ""); err == nil || !strings.Contains(err.Error(), "source-vip flag not set") {
+		t.Errorf("an Overlay network without a source VIP: %v", err)
+	}
 }
