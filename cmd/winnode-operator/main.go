@@ -88,11 +88,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	joinMode, plat, hybridClusterCIDR, err := checkFlags(*joinCreds, *network, *platformFlag, *hybridCIDR, *maxUnavailable, *maxConcurrent)
+	joinMode, plat, hybridClusterCIDR, err := checkFlags(*joinCreds, *network, *platformFlag, *hybridCIDR, *maxUnavailable, *maxConcurrent, *pullJoin)
 	if err != nil {
-		return err
-	}
-	if err := checkPullJoinTimeout(*pullJoin); err != nil {
 		return err
 	}
 	logs, runtimeMode, skipped, err := hostFlags(*logFileSize, *logFileAge, *runtimeFlag, *skipPreflight, *minFreeDisk)
@@ -203,10 +200,11 @@ func envOr(name, def string) string {
 	return def
 }
 
-// checkFlags checks the flags that take one of a few values, and returns
-// the join credentials' mode, the platform and the canonical
-// --hybrid-cluster-cidr.
-func checkFlags(joinCreds, network, platformFlag, hybridCIDR string, maxUnavailable, maxConcurrent int) (bootstrap.Mode, platform.Platform, string, error) {
+// checkFlags checks the flags that take one of a few values or a bound
+// (--max-unavailable, --max-concurrent-configurations,
+// --pull-join-timeout), and returns the join credentials' mode, the
+// platform and the canonical --hybrid-cluster-cidr.
+func checkFlags(joinCreds, network, platformFlag, hybridCIDR string, maxUnavailable, maxConcurrent int, pullJoin time.Duration) (bootstrap.Mode, platform.Platform, string, error) {
 	joinMode, err := bootstrap.ParseMode(joinCreds)
 	if err != nil {
 		return "", "", "", fmt.Errorf("--join-credentials: %w", err)
@@ -227,6 +225,9 @@ func checkFlags(joinCreds, network, platformFlag, hybridCIDR string, maxUnavaila
 	}
 	if maxConcurrent < 0 {
 		return "", "", "", fmt.Errorf("--max-concurrent-configurations %d: want 0 (no cap) or more", maxConcurrent)
+	}
+	if err := checkPullJoinTimeout(pullJoin); err != nil {
+		return "", "", "", err
 	}
 	return joinMode, plat, hybrid, nil
 }
