@@ -22,6 +22,7 @@ import (
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/bootstrap"
+	"github.com/winnode/winnode/internal/capibootstrap"
 	"github.com/winnode/winnode/internal/configure"
 	"github.com/winnode/winnode/internal/controller"
 	"github.com/winnode/winnode/internal/csrapproval"
@@ -80,13 +81,14 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		skipPreflight  = fs.String("skip-preflight", "", "pre-flight checks to skip for every instance, comma-separated (e.g. clock,dns; docs/troubleshooting.md lists them); an instance's annotation winnode.io/skip-preflight adds its own")
 		minFreeDisk    = fs.Int("min-free-disk-gib", plan.DefaultMinFreeGiB, "free space (GiB) the pre-flight disk check asks of each host's system drive")
 		joinCreds      = fs.String("join-credentials", string(bootstrap.ModeAuto), "the kubelets' join credentials: auto (a bootstrap token when the API server accepts one, else a token of a ServiceAccount in the operator namespace), bootstrap-token or service-account")
+		pullJoin       = fs.Duration("pull-join-timeout", capibootstrap.DefaultJoinTimeout, pullJoinTimeoutHelp)
 	)
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	joinMode, plat, hybridClusterCIDR, err := checkFlags(*joinCreds, *network, *platformFlag, *hybridCIDR, *maxUnavailable, *maxConcurrent)
+	joinMode, plat, hybridClusterCIDR, err := checkFlags(*joinCreds, *network, *platformFlag, *hybridCIDR, *maxUnavailable, *maxConcurrent, *pullJoin)
 	if err != nil {
 		return err
 	}
@@ -136,6 +138,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		TrustedCAConfigMap: *trustedCA,
 		SkipPreflight:      skipped,
 		MinFreeDiskGiB:     *minFreeDisk,
+		PullJoinTimeout:    *pullJoin,
 		// On Kubernetes, the cluster's proxy is the operator's own
 		// environment (OLM sets it from the cluster's proxy).
 		Proxy: configure.ProxyFromEnvironment(os.Getenv),
@@ -197,10 +200,11 @@ func envOr(name, def string) string {
 	return def
 }
 
-// checkFlags checks the flags that take one of a few values, and returns
-// the join credentials' mode, the platform and the canonical
-// --hybrid-cluster-cidr.
-func checkFlags(joinCreds, network, platformFlag, hybridCIDR string, maxUnavailable, maxConcurrent int) (bootstrap.Mode, platform.Platform, string, error) {
+// checkFlags checks the flags that take one of a few values or a bound
+// (--max-unavailable, --max-concurrent-configurations,
+// --pull-join-timeout), and returns the join credentials' mode, the
+// platform and the canonical --hybrid-cluster-cidr.
+func checkFlags(joinCreds, network, platformFlag, hybridCIDR string, maxUnavailable, maxConcurrent int, pullJoin time.Duration) (bootstrap.Mode, platform.Platform, string, error) {
 	joinMode, err := bootstrap.ParseMode(joinCreds)
 	if err != nil {
 		return "", "", "", fmt.Errorf("--join-credentials: %w", err)
@@ -222,7 +226,26 @@ func checkFlags(joinCreds, network, platformFlag, hybridCIDR string, maxUnavaila
 	if maxConcurrent < 0 {
 		return "", "", "", fmt.Errorf("--max-concurrent-configurations %d: want 0 (no cap) or more", maxConcurrent)
 	}
+	if err := checkPullJoinTimeout(pullJoin); err != nil {
+		return "", "", "", err
+	}
 	return joinMode, plat, hybrid, nil
+}
+
+// pullJoinTimeoutHelp is --pull-join-timeout's help.
+const pullJoinTimeoutHelp = "how long a Cluster API Pull-mode Machine may go without a nodeRef after its bootstrap data is written before its WinnodeConfig says NodeJoinTimedOut, pointing at the host's logs (a host that joins later is still taken; at least 1m)"
+
+// minPullJoinTimeout is the shortest --pull-join-timeout: a Windows host
+// cannot boot, run its bootstrap data and join faster, so a shorter one
+// would only report every Machine as timed out.
+const minPullJoinTimeout = time.Minute
+
+// checkPullJoinTimeout checks --pull-join-timeout.
+func checkPullJoinTimeout(d time.Duration) error {
+	if d < minPullJoinTimeout {
+		return fmt.Errorf("--pull-join-timeout %s: want %s or more (a Windows host boots, runs its bootstrap data and joins in minutes; the default is %s)", d, minPullJoinTimeout, capibootstrap.DefaultJoinTimeout)
+	}
+	return nil
 }
 
 // hostFlags checks the flags of what hosts are given and checked:

@@ -184,6 +184,24 @@ func TestHybridClusterCIDRFlagIsChecked(t *testing.T) {
 	}
 }
 
+// TestPullJoinTimeoutFlagIsChecked: --pull-join-timeout takes a duration
+// of a minute or more; a shorter one, zero, a negative one or no duration
+// stops the operator before it starts, naming the flag. Unset, it is the
+// default, which passes its own check.
+func TestPullJoinTimeoutFlagIsChecked(t *testing.T) {
+	for _, bad := range []string{"30s", "0", "-5m", "soon"} {
+		err := run(context.Background(), []string{"--pull-join-timeout", bad, "--version"}, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), "pull-join-timeout") {
+			t.Errorf("--pull-join-timeout %s: %v; want an error naming the flag", bad, err)
+		}
+	}
+	for _, args := range [][]string{{"--pull-join-timeout", "1m"}, {"--pull-join-timeout", "2h"}, nil} {
+		if err := run(context.Background(), append(args, "--version"), io.Discard); err != nil {
+			t.Errorf("%v: %v", args, err)
+		}
+	}
+}
+
 // TestSkipPreflightFlagIsChecked: --skip-preflight names checks; a name that
 // is no check's stops the operator before it starts, naming the flag, the
 // name and the checks (an instance's annotation gets an event instead:

@@ -59,7 +59,7 @@ func (p *PullMachines) Instances(ctx context.Context, cluster winnodev1.ClusterR
 // pullMachine is what the approver knows of Machine m in Pull mode.
 func pullMachine(cfg *bootstrapv1.WinnodeConfig, m *clusterv1.Machine, cluster winnodev1.ClusterRef) csrapproval.PullMachine {
 	pm := csrapproval.PullMachine{
-		Config: cfg.Namespace + "/" + cfg.Name, Cluster: cluster, NodeName: plan.NodeName(cfg.Status.ComputerName),
+		Config: cfg.Namespace + "/" + cfg.Name, Machine: m.Name, Cluster: cluster, NodeName: plan.NodeName(cfg.Status.ComputerName),
 		Created: cfg.CreationTimestamp, Deleting: !m.DeletionTimestamp.IsZero(), Joined: m.Status.NodeRef.IsDefined(),
 	}
 	if cfg.Status.BootstrapToken != nil {

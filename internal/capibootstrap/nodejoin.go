@@ -46,7 +46,9 @@ const CloudbaseInitLog = `C:\Program Files\Cloudbase Solutions\Cloudbase-Init\lo
 // spec.providerID with the Machine's; a Pull host's kubelet does not know
 // its provider ID (it is the infrastructure's, known after the data was
 // written), so the operator sets it on the Node named after the Machine,
-// as a cloud controller manager does, where the Node has none.
+// as a cloud controller manager does, where the Node has none. A Machine
+// reporting an address another host of its cluster keeps is told so
+// (conflict.go) instead.
 func (r *Reconciler) followJoin(ctx context.Context, cfg *bootstrapv1.WinnodeConfig, machine *clusterv1.Machine, wc *workload.Cluster) (reconcile.Result, error) {
 	if machine.Status.NodeRef.IsDefined() {
 		if tok := cfg.Status.BootstrapToken; tok != nil {
@@ -59,10 +61,19 @@ func (r *Reconciler) followJoin(ctx context.Context, cfg *bootstrapv1.WinnodeCon
 			"Machine %s has nodeRef Node %s in the workload cluster of Cluster %s; its bootstrap token is deleted", machine.Name, machine.Status.NodeRef.Name, wc.Ref))
 		return reconcile.Result{}, nil
 	}
+	conflict, err := r.checkAddressConflict(ctx, cfg, machine, wc)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	// The token lives on through a conflict: once it is resolved, the
+	// host's pending CSRs are approved.
+	r.refreshToken(ctx, cfg, wc)
+	if conflict {
+		return reconcile.Result{RequeueAfter: joinPoll}, nil
+	}
 	if err := r.setProviderID(ctx, cfg, machine, wc); err != nil {
 		return reconcile.Result{}, err
 	}
-	r.refreshToken(ctx, cfg, wc)
 	return reconcile.Result{RequeueAfter: r.waitForNode(cfg, machine)}, nil
 }
 

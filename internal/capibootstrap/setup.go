@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	bootstrapv1 "github.com/winnode/winnode/api/bootstrap/v1alpha1"
+	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/controller/optional"
 	"github.com/winnode/winnode/internal/sshkey"
 )
@@ -55,7 +56,7 @@ func Part(namespace string, workloads Workloads, pull Pull) optional.Part {
 		Name:        "Cluster API bootstrap provider",
 		Requires:    Required,
 		TurnOn:      TurnOn,
-		AddToScheme: []func(*runtime.Scheme) error{clusterv1.AddToScheme, bootstrapv1.AddToScheme},
+		AddToScheme: []func(*runtime.Scheme) error{clusterv1.AddToScheme, bootstrapv1.AddToScheme, winnodev1.AddToScheme},
 		Cache: map[client.Object]cache.ByObject{
 			&bootstrapv1.WinnodeConfig{}: {Namespaces: map[string]cache.Config{cache.AllNamespaces: {}}},
 			&clusterv1.Cluster{}:         {Namespaces: map[string]cache.Config{cache.AllNamespaces: {}}},

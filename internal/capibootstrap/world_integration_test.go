@@ -32,6 +32,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	bootstrapv1 "github.com/winnode/winnode/api/bootstrap/v1alpha1"
+	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/controller/optional"
 	"github.com/winnode/winnode/internal/fixture"
 	"github.com/winnode/winnode/internal/sshkey"
@@ -49,6 +50,7 @@ var testScheme = func() *runtime.Scheme {
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
 	utilruntime.Must(clusterv1.AddToScheme(s))
 	utilruntime.Must(bootstrapv1.AddToScheme(s))
+	utilruntime.Must(winnodev1.AddToScheme(s))
 	return s
 }()
 

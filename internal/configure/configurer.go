@@ -82,6 +82,13 @@ type Configurer struct {
 	// Kube talks to the API server directly (no cache): Nodes, Secrets,
 	// ConfigMaps, Pods, evictions, RBAC.
 	Kube kubernetes.Interface
+	// CSRs reads the CertificateSigningRequests of the cluster the host
+	// joins from a cache that the CSR approver's watch keeps filled (the
+	// manager's, or the workload cluster's): the kubelet-port check of a
+	// Ready host then lists no CSR from the API server. Nil: the check
+	// lists the kubelet-serving CSRs from the API server (winnodectl,
+	// which runs no cache).
+	CSRs client.Reader
 	// Signer is the operator's SSH private key (Secret cloud-private-key).
 	Signer ssh.Signer
 	// PayloadDir holds the payload files; Payload is its manifest

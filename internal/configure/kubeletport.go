@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/plan"
@@ -82,15 +83,22 @@ func withoutKubeletPort(inst *winnodev1.WindowsInstance) []plan.PreflightResult 
 // servingCSRWait ago, neither signed nor denied). A list that fails counts
 // as issued: the probe then says what it finds.
 func (c *Configurer) servingCertificate(ctx context.Context, node string) (issued, pending bool) {
-	list, err := c.Kube.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{
-		FieldSelector: fields.OneTermEqualSelector("spec.signerName", certificatesv1.KubeletServingSignerName).String(),
-	})
+	csrs, err := c.servingCSRs(ctx)
 	if err != nil {
 		c.Log.Info("the kubelet's serving CSRs do not list; checking its port anyway", "node", node, "error", err.Error())
 		return true, false
 	}
-	for _, csr := range list.Items {
-		if csr.Spec.Username != "system:node:"+node {
+	return servingState(csrs, node, time.Now())
+}
+
+// servingState is servingCertificate's decision on the CSRs listed, at
+// now: a kubelet-serving CSR of the node with a certificate is issued; one
+// made less than servingCSRWait before now, neither denied nor failed, is
+// pending.
+func servingState(csrs []certificatesv1.CertificateSigningRequest, node string, now time.Time) (issued, pending bool) {
+	for i := range csrs {
+		csr := &csrs[i]
+		if csr.Spec.SignerName != certificatesv1.KubeletServingSignerName || csr.Spec.Username != "system:node:"+node {
 			continue
 		}
 		if len(csr.Status.Certificate) > 0 {
@@ -99,11 +107,29 @@ func (c *Configurer) servingCertificate(ctx context.Context, node string) (issue
 		denied := slices.ContainsFunc(csr.Status.Conditions, func(c certificatesv1.CertificateSigningRequestCondition) bool {
 			return c.Type == certificatesv1.CertificateDenied || c.Type == certificatesv1.CertificateFailed
 		})
-		if !denied && time.Since(csr.CreationTimestamp.Time) < servingCSRWait {
+		if !denied && now.Sub(csr.CreationTimestamp.Time) < servingCSRWait {
 			pending = true
 		}
 	}
 	return false, pending
+}
+
+// servingCSRs lists the CSRs the check looks at: every CSR of c.CSRs (the
+// cache the CSR approver's watch fills, read in place: servingCertificate
+// only reads them), else the kubelet-serving ones from the API server.
+func (c *Configurer) servingCSRs(ctx context.Context) ([]certificatesv1.CertificateSigningRequest, error) {
+	if c.CSRs != nil {
+		var list certificatesv1.CertificateSigningRequestList
+		err := c.CSRs.List(ctx, &list, client.UnsafeDisableDeepCopy)
+		return list.Items, err
+	}
+	list, err := c.Kube.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("spec.signerName", certificatesv1.KubeletServingSignerName).String(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return list.Items, nil
 }
 
 // kubeletHealthz asks the API server for the kubelet's /healthz.

@@ -83,6 +83,10 @@ func leave(instance, format string, args ...any) Decision {
 //   - usages within {digital signature, key encipherment, server auth},
 //     including server auth.
 //
+// A Pull Machine's client and serving certificates are not approved
+// while another host of its cluster keeps an address its Machine reports
+// (PullAddressConflict).
+//
 // Every approval's key is RSA >= 2048 bits, ECDSA P-256/P-384 or Ed25519
 // (checkKey). Anything else is left alone (never denied: it may be another
 // approver's).
@@ -117,6 +121,9 @@ func decideClient(csr *certificatesv1.CertificateSigningRequest, instances []win
 	nodeName := wi.Status.NodeName
 	if nodeName == "" {
 		return leave(wi.Name, "WindowsInstance %s has no expected node name yet", wi.Name)
+	}
+	if msg := PullAddressConflict(wi, instances); msg != "" {
+		return leave(wi.Name, "%s", msg)
 	}
 	req, err := parseCSR(csr.Spec.Request)
 	if err != nil {
@@ -168,6 +175,9 @@ func decideServing(csr *certificatesv1.CertificateSigningRequest, instances []wi
 	}
 	if !wi.DeletionTimestamp.IsZero() {
 		return leave(wi.Name, "WindowsInstance %s is being deleted", wi.Name)
+	}
+	if msg := PullAddressConflict(wi, instances); msg != "" {
+		return leave(wi.Name, "%s", msg)
 	}
 	req, d := nodeRequest(csr, wi)
 	if req == nil {

@@ -71,7 +71,7 @@ func TestDecide(t *testing.T) {
 	// Cluster API Machines in Pull mode (PullMachine.Instance): no
 	// WindowsInstance, their facts from the Machine and its WinnodeConfig.
 	pull := func(cfg, node, token string, f func(*PullMachine)) winnodev1.WindowsInstance {
-		m := PullMachine{Config: "capi/" + cfg, NodeName: node, BootstrapTokenID: token, Created: metav1.NewTime(now.Add(-time.Minute)),
+		m := PullMachine{Config: "capi/" + cfg, Machine: "m-" + cfg, NodeName: node, BootstrapTokenID: token, Created: metav1.NewTime(now.Add(-time.Minute)),
 			Addresses: []string{"10.0.0.20", "172.16.0.9"}}
 		if f != nil {
 			f(&m)
@@ -80,9 +80,14 @@ func TestDecide(t *testing.T) {
 	}
 	instances = append(instances,
 		pull("pull-1", "WIN-PULL1", "pull01", nil),
-		pull("pull-del", "win-pulldel", "pulldl", func(m *PullMachine) { m.Deleting = true }),
-		pull("pull-joined", "win-pulljn", "pulljn", func(m *PullMachine) { m.Joined = true }),
-		pull("pull-clone", "win-host1", "pullcl", func(m *PullMachine) { m.NameAssigned = &later }))
+		pull("pull-del", "win-pulldel", "pulldl", func(m *PullMachine) { m.Deleting, m.Addresses = true, []string{"10.0.0.21"} }),
+		pull("pull-joined", "win-pulljn", "pulljn", func(m *PullMachine) { m.Joined, m.Addresses = true, []string{"10.0.0.22"} }),
+		pull("pull-clone", "win-host1", "pullcl", func(m *PullMachine) { m.NameAssigned, m.Addresses = &later, []string{"10.0.0.23"} }),
+		// Newer Machines reporting an address another host keeps: pull-1's
+		// ExternalIP (in another spelling), wi-1's spec.address.
+		pull("pull-dup", "win-pulldup", "pulldp", func(m *PullMachine) { m.Created, m.Addresses = now, []string{"10.0.0.24", "::ffff:172.16.0.9"} }),
+		pull("pull-onwi", "win-pullwi", "pullwi", func(m *PullMachine) { m.Created, m.Addresses = now, []string{"10.0.0.5"} }),
+		pull("pull-noaddr", "win-pullna", "pullna", func(m *PullMachine) { m.Addresses = nil }))
 	saUser := "system:serviceaccount:winnode-system:winnode-join-wi-sa"
 	saGroups := []string{"system:serviceaccounts", "system:serviceaccounts:winnode-system", "system:authenticated"}
 
@@ -196,6 +201,15 @@ func TestDecide(t *testing.T) {
 		client("pull: an instance holds its node name", func(c *tc) {
 			c.user, c.want = "system:bootstrap:pullcl", "claimed by WindowsInstance wi-1"
 		}),
+		client("pull: another Pull Machine keeps its address", func(c *tc) {
+			c.user, c.tmpl.CN, c.want = "system:bootstrap:pulldp", "system:node:win-pulldup", "address 172.16.0.9 of Machine capi/m-pull-dup (Pull mode) is also reported by Machine capi/m-pull-1 (Pull mode), which keeps it"
+		}),
+		client("pull: a WindowsInstance keeps its address", func(c *tc) {
+			c.user, c.tmpl.CN, c.want = "system:bootstrap:pullwi", "system:node:win-pullwi", "address 10.0.0.5 of Machine capi/m-pull-onwi (Pull mode) is also reported by WindowsInstance wi-1"
+		}),
+		client("pull: its Machine reports no address yet", func(c *tc) {
+			c.user, c.tmpl.CN, c.want = "system:bootstrap:pullna", "system:node:win-pullna", "Machine capi/m-pull-noaddr (Pull mode) reports no address yet"
+		}),
 		client("pull: renewal of a joined Machine's node", func(c *tc) {
 			c.user, c.groups, c.tmpl.CN, c.approve, c.want = "system:node:win-pulljn", nodeGroups, "system:node:win-pulljn", true, "renewal"
 		}),
@@ -220,6 +234,9 @@ func TestDecide(t *testing.T) {
 		}),
 		serving("pull: serving, another host's address", func(c *tc) {
 			c.user, c.tmpl.CN, c.tmpl.DNS, c.tmpl.IPs, c.want = "system:node:win-pull1", "system:node:win-pull1", nil, []string{"10.0.0.5"}, "IP SAN 10.0.0.5"
+		}),
+		serving("pull: serving, another Pull Machine keeps its address", func(c *tc) {
+			c.user, c.tmpl.CN, c.tmpl.DNS, c.tmpl.IPs, c.want = "system:node:win-pulldup", "system:node:win-pulldup", []string{"win-pulldup"}, []string{"10.0.0.24"}, "is also reported by Machine capi/m-pull-1"
 		}),
 		serving("pull: serving, the Machine is being deleted", func(c *tc) {
 			c.user, c.tmpl.CN, c.tmpl.DNS, c.tmpl.IPs, c.want = "system:node:win-pulldel", "system:node:win-pulldel", []string{"win-pulldel"}, []string{"10.0.0.20"}, "being deleted"

@@ -1,12 +1,15 @@
 package csrapproval
 
 import (
+	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
+	"github.com/winnode/winnode/internal/identity"
 )
 
 // PullMachine is what the operator knows of a Cluster API Machine in Pull
@@ -15,8 +18,9 @@ import (
 // management cluster (the Machine, its WinnodeConfig's status, its
 // infrastructure's addresses), never from the host.
 type PullMachine struct {
-	// Config names the WinnodeConfig, "<namespace>/<name>".
-	Config string
+	// Config names the WinnodeConfig, "<namespace>/<name>"; Machine names
+	// the Machine that owns it (in the same namespace).
+	Config, Machine string
 	// Cluster is the Machine's Cluster API Cluster.
 	Cluster winnodev1.ClusterRef
 	// NodeName is the node name winnode assigned: the WinnodeConfig's
@@ -54,12 +58,16 @@ type PullMachine struct {
 //   - a serving certificate may carry its node name and its Machine's
 //     InternalIP; its other addresses only inside the cluster's node
 //     address CIDRs;
+//   - no certificate is approved while another host of its cluster keeps
+//     an address its Machine reports (PullAddressConflict);
 //   - once the Machine has a nodeRef, it is Ready: the kubelet's renewals
 //     are approved.
 func (m PullMachine) Instance() winnodev1.WindowsInstance {
+	ns, _, _ := strings.Cut(m.Config, "/")
 	wi := winnodev1.WindowsInstance{
 		ObjectMeta: metav1.ObjectMeta{Name: PullInstancePrefix + m.Config, CreationTimestamp: m.Created},
-		Spec:       winnodev1.WindowsInstanceSpec{Cluster: m.Cluster},
+		Spec: winnodev1.WindowsInstanceSpec{Cluster: m.Cluster,
+			Source: winnodev1.SourceRef{Kind: winnodev1.SourceMachine, Namespace: ns, Name: m.Machine}},
 		Status: winnodev1.WindowsInstanceStatus{
 			NodeName: strings.ToLower(m.NodeName), BootstrapTokenID: m.BootstrapTokenID,
 			NodeNameFixedAt: m.NameAssigned, Phase: winnodev1.PhasePending,
@@ -94,3 +102,82 @@ const PullInstancePrefix = "pull:"
 // IsPull reports whether an instance name (a Decision's Instance) is a
 // Pull Machine's.
 func IsPull(instance string) bool { return strings.HasPrefix(instance, PullInstancePrefix) }
+
+// PullAddressConflict says why Pull Machine wi (its PullMachine.Instance
+// form) may not have an address it reports ("" when it may): another
+// Machine
+// of its cluster, in Pull mode or with a WindowsInstance, reporting the
+// same address and preceding it (identity.HostOwner: the stronger claim,
+// then the older) keeps it, and the message names it. Two Machines reporting one address are
+// one host, or a provider's mistake: the newcomer's host must not become
+// a node while it claims another's address, so none of its CSRs is
+// approved (docs/cluster-api.md); nor while its Machine reports no
+// address at all. The Push Machines' check, made before
+// their instance is created, is internal/machinesource's.
+//
+// Only what the management cluster says counts: a Pull Machine's
+// addresses are its infrastructure provider's, a WindowsInstance's its
+// spec.address (never what its host reports).
+func PullAddressConflict(wi *winnodev1.WindowsInstance, instances []winnodev1.WindowsInstance) string {
+	if !IsPull(wi.Name) {
+		return ""
+	}
+	if len(trustedAddresses(wi)) == 0 {
+		// Its certificates wait (the approver decides a Pull Machine's
+		// pending CSRs again): approved now, a newcomer could become a node
+		// before its provider reports another host's address.
+		return hostOf(wi) + " reports no address yet: whether another host keeps it is told once it does"
+	}
+	owner := identity.HostOwner(wi, instances, func(a, b *winnodev1.WindowsInstance) bool { return sharedAddress(a, b) != "" })
+	if owner == "" {
+		return ""
+	}
+	for i := range instances {
+		if o := &instances[i]; o.Name == owner {
+			return fmt.Sprintf("address %s of %s is also reported by %s, which keeps it", sharedAddress(wi, o), hostOf(wi), hostOf(o))
+		}
+	}
+	return ""
+}
+
+// sharedAddress is an address both a and b have ("" when none).
+func sharedAddress(a, b *winnodev1.WindowsInstance) string {
+	theirs := trustedAddresses(b)
+	for _, x := range trustedAddresses(a) {
+		if slices.Contains(theirs, x) {
+			return x
+		}
+	}
+	return ""
+}
+
+// trustedAddresses are the addresses the management cluster gives an
+// instance form, normalized: a Pull Machine's (status.addresses, from its
+// Machine), a WindowsInstance's spec.address.
+func trustedAddresses(wi *winnodev1.WindowsInstance) []string {
+	raw := []string{wi.Spec.Address}
+	if IsPull(wi.Name) {
+		raw = wi.Status.Addresses
+	}
+	var out []string
+	for _, a := range raw {
+		if ip, err := netip.ParseAddr(a); err == nil {
+			out = append(out, ip.Unmap().String())
+		} else if a != "" {
+			out = append(out, strings.ToLower(strings.TrimSuffix(a, ".")))
+		}
+	}
+	return out
+}
+
+// hostOf names the Machine (and instance) an instance form is of.
+func hostOf(wi *winnodev1.WindowsInstance) string {
+	src := wi.Spec.Source
+	switch {
+	case IsPull(wi.Name):
+		return fmt.Sprintf("Machine %s/%s (Pull mode)", src.Namespace, src.Name)
+	case src.Kind == winnodev1.SourceMachine:
+		return fmt.Sprintf("Machine %s/%s (WindowsInstance %s)", src.Namespace, src.Name, wi.Name)
+	}
+	return "WindowsInstance " + wi.Name
+}

@@ -83,8 +83,7 @@ func (d *demo) startWorkload(ctx context.Context) error {
 
 // createMachineDeployment creates the Cluster, whose workload cluster is
 // the second control plane, writes out its kubeconfig Secret, and creates
-// the WinnodeConfigTemplate and the MachineDeployment (of the simulated
-// image, in Pull mode).
+// the demo's Windows workers (createWorkers).
 func (d *demo) createMachineDeployment(ctx context.Context) error {
 	d.say("creating Cluster %s/%s (its workload cluster is the second control plane)", testenv.CAPINamespace, demoCluster)
 	cluster, err := d.env.CreateCAPIWorkloadCluster(ctx, demoCluster, d.workload)
@@ -94,10 +93,25 @@ func (d *demo) createMachineDeployment(ctx context.Context) error {
 	if err := d.writeWorkloadKubeconfig(ctx); err != nil {
 		return err
 	}
-	tmpl := &bootstrapv1.WinnodeConfigTemplate{ObjectMeta: metav1.ObjectMeta{Name: demoConfigTemplate, Namespace: testenv.CAPINamespace}}
+	return d.createWorkers(ctx, cluster.Name, capiWorkers{mode: d.o.capiMode, deployment: demoMachineDeployment, template: demoConfigTemplate, machines: d.o.machines})
+}
+
+// capiWorkers are Windows Machines of the capi flavor: a MachineDeployment
+// of machines Machines, bootstrapped by a WinnodeConfigTemplate in mode
+// (capiModePull or capiModePush).
+type capiWorkers struct {
+	mode, deployment, template string
+	machines                   int
+}
+
+// createWorkers creates w's WinnodeConfigTemplate, its infrastructure
+// template (the simulated image, in Pull mode) and its MachineDeployment in
+// Cluster cluster.
+func (d *demo) createWorkers(ctx context.Context, cluster string, w capiWorkers) error {
+	tmpl := &bootstrapv1.WinnodeConfigTemplate{ObjectMeta: metav1.ObjectMeta{Name: w.template, Namespace: testenv.CAPINamespace}}
 	tmpl.Spec.Template.Spec.Mode = bootstrapv1.ModePush
-	md, infra := testenv.WinsimMachineDeployment(cluster.Name, demoMachineDeployment, int32(d.o.machines), testenv.WinnodeConfigTemplateBootstrap(demoConfigTemplate))
-	if d.o.capiMode == capiModePull {
+	md, infra := testenv.WinsimMachineDeployment(cluster, w.deployment, int32(w.machines), testenv.WinnodeConfigTemplateBootstrap(w.template))
+	if w.mode == capiModePull {
 		tmpl.Spec.Template.Spec.Mode = bootstrapv1.ModePull
 		if err := d.addImage(infra); err != nil {
 			return err
@@ -109,11 +123,11 @@ func (d *demo) createMachineDeployment(ctx context.Context) error {
 		}
 	}
 	how := "the operator configures them over SSH"
-	if d.o.capiMode == capiModePull {
+	if w.mode == capiModePull {
 		how = "their bootstrap data joins them by itself"
 	}
 	d.say("created MachineDeployment %s/%s with %s bootstrapped by WinnodeConfigTemplate %s (mode %s); Cluster API provisions them, %s\n",
-		testenv.CAPINamespace, demoMachineDeployment, hostCount(d.o.machines, "Windows Machine"), demoConfigTemplate, tmpl.Spec.Template.Spec.Mode, how)
+		testenv.CAPINamespace, w.deployment, hostCount(w.machines, "Windows Machine"), w.template, tmpl.Spec.Template.Spec.Mode, how)
 	return nil
 }
 

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -508,8 +509,10 @@ func TestDemoFlavorFlags(t *testing.T) {
 // cluster, through the kubeconfig path the demo printed, which is the
 // Cluster's <cluster>-kubeconfig Secret; the management cluster
 // (--kubeconfig-out) has no Windows node and no WindowsInstance; winnodectl
-// status there lists the Pull Machine Ready on that node. Then it stops the
-// demo as Ctrl-C does.
+// status there lists the Pull Machine Ready on that node. Then, in the same
+// two clusters, the workers that `--capi-mode push` creates
+// (checkCAPIPushWorkers): a second demo run would cost minutes for the
+// same world. Then it stops the demo as Ctrl-C does.
 func TestDemoCAPIFlavor(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts two control planes of its own with Cluster API")
@@ -546,7 +549,8 @@ func TestDemoCAPIFlavor(t *testing.T) {
 		}
 	}
 	checkNoStackTrace(t, printed+errOut.String())
-	checkCAPIClusters(t, printed, mgmtKubeconfig)
+	wlPath := checkCAPIClusters(t, printed, mgmtKubeconfig)
+	checkCAPIPushWorkers(t, mgmtKubeconfig, wlPath)
 
 	cancel()
 	select {
@@ -565,13 +569,13 @@ func TestDemoCAPIFlavor(t *testing.T) {
 // cluster's shows none, and no WindowsInstance (Pull mode); winnodectl
 // status there, as the "Try" lines run it, shows the Machine Ready on the
 // workload cluster's node.
-func checkCAPIClusters(t *testing.T, printed, mgmtKubeconfig string) {
+func checkCAPIClusters(t *testing.T, printed, mgmtKubeconfig string) (wlPath string) {
 	t.Helper()
 	_, rest, ok := strings.Cut(printed, "Workload cluster windows-cluster (the Windows nodes) kubeconfig: ")
 	if !ok {
 		t.Fatalf("the demo printed no workload cluster kubeconfig:\n%s", printed)
 	}
-	wlPath, _, _ := strings.Cut(rest, "\n")
+	wlPath, _, _ = strings.Cut(rest, "\n")
 	if !strings.Contains(printed, "kubectl --kubeconfig "+wlPath+" get nodes -o wide") {
 		t.Errorf("no \"Try\" line lists the workload cluster's nodes with %s:\n%s", wlPath, printed)
 	}
@@ -598,6 +602,76 @@ func checkCAPIClusters(t *testing.T, printed, mgmtKubeconfig string) {
 	r := run(t, "", "status", "--kubeconfig", mgmtKubeconfig)
 	if r.code != 0 || len(wlNodes) != 1 || !regexp.MustCompile(`capi-windows/windows-workers-md-0-\S+\s+windows-cluster\s+\S+\s+Ready\s+`+regexp.QuoteMeta(wlNodes[0])).MatchString(r.out) {
 		t.Errorf("winnodectl status: exit %d, want the Pull Machine Ready on node %v:\n%s%s", r.code, wlNodes, r.out, r.err)
+	}
+	return wlPath
+}
+
+// checkCAPIPushWorkers creates, in the running capi demo's clusters, the
+// workers `--capi-mode push` creates (createWorkers in Push mode: no
+// image; the operator configures the host over SSH), under other names,
+// and waits as the demo waits (its snapshot, allReady) for both Machines,
+// the Pull one and the Push one, to be Ready. The Push Machine's
+// WindowsInstance names a Ready node of the workload cluster, which the
+// management cluster does not have; the management cluster still has no
+// Windows node; winnodectl status lists the instance Ready on that node.
+func checkCAPIPushWorkers(t *testing.T, mgmtKubeconfig, wlPath string) {
+	t.Helper()
+	ctx := context.Background()
+	start := time.Now()
+	defer func() { t.Logf("the Push workers' check took %s", time.Since(start).Round(time.Second)) }()
+	cfg, err := clientcmd.BuildConfigFromFlags("", mgmtKubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &demo{o: demoOptions{flavor: flavorCAPI, capiMode: capiModePush}, client: demoClient(t, mgmtKubeconfig),
+		workloadClient: demoClient(t, wlPath), env: &testenv.Env{Config: cfg}}
+	d.say = func(format string, args ...any) { t.Logf(format, args...) }
+	if d.mapiClient, err = newCAPIClient(d); err != nil {
+		t.Fatal(err)
+	}
+	push := capiWorkers{mode: capiModePush, deployment: "windows-push-md-0", template: "windows-push", machines: 1}
+	if err := d.createWorkers(ctx, demoCluster, push); err != nil {
+		t.Fatal(err)
+	}
+	var hosts []view.HostState
+	testkit.Eventually(t, 6*time.Minute, "the demo's Pull and Push Machines Ready", func() (bool, string) {
+		if hosts, err = d.snapshot(ctx); err != nil {
+			return false, err.Error()
+		}
+		return allReady(hosts, 2), fmt.Sprintf("%+v", hosts)
+	})
+	var insts winnodev1.WindowsInstanceList
+	if err := d.client.List(ctx, &insts); err != nil || len(insts.Items) != 1 {
+		t.Fatalf("WindowsInstances: %d (%v), want the Push Machine's", len(insts.Items), err)
+	}
+	inst := insts.Items[0]
+	wlNodes := windowsNodeNames(t, d.workloadClient, true)
+	if inst.Status.NodeName == "" || !slices.Contains(wlNodes, inst.Status.NodeName) {
+		t.Errorf("the Push Machine's instance %s names node %q; the workload cluster's Ready Windows nodes are %v", inst.Name, inst.Status.NodeName, wlNodes)
+	}
+	if got := windowsNodeNames(t, d.client, false); len(got) != 0 {
+		t.Errorf("the management cluster has Windows nodes %v; the Push Machine joins the workload cluster", got)
+	}
+	r := run(t, "", "status", "--kubeconfig", mgmtKubeconfig)
+	if r.code != 0 || !regexp.MustCompile(regexp.QuoteMeta(inst.Name)+`\s.*\sReady\s.*\s`+regexp.QuoteMeta(inst.Status.NodeName)+`\s`).MatchString(r.out) {
+		t.Errorf("winnodectl status: exit %d, want instance %s Ready:\n%s%s", r.code, inst.Name, r.out, r.err)
+	}
+}
+
+// The capi flavor's "Try" lines say what winnodectl status lists and what
+// happens to a removed Machine, in each mode.
+func TestCAPITryLinesFollowTheMode(t *testing.T) {
+	for mode, want := range map[string][]string{
+		capiModePull: {"each Pull Machine's stage of its join", "Cluster API drains and deletes its Node in the workload cluster"},
+		capiModePush: {"each Machine's WindowsInstance", "its host is cleaned before Cluster API deletes its infrastructure"},
+	} {
+		d := &demo{o: demoOptions{flavor: flavorCAPI, capiMode: mode, machines: 1}}
+		got := d.capiTryLines("winnodectl")
+		for _, w := range want {
+			if !strings.Contains(got, w) {
+				t.Errorf("--capi-mode %s: the \"Try\" lines lack %q:\n%s", mode, w, got)
+			}
+		}
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -138,4 +139,37 @@ func refusal(address string) string {
 		}
 	}
 	return ""
+}
+
+// checkDuplicateAddressMachine creates MachineDeployment name of cluster,
+// of one Machine whose simulated infrastructure reports the address of a
+// configured Machine of md as its own (two Machines reporting the same
+// address): it gets no WindowsInstance but a Warning event InstanceConflict
+// naming the other Machine's instance, and its host sees no SSH
+// connection. The first Machine's instance keeps its host and stays Ready.
+func (w *world) checkDuplicateAddressMachine(t *testing.T, cluster, name, bootstrap string, md *clusterv1.MachineDeployment) {
+	t.Helper()
+	first := w.capiMachinesOf(t, md)[0]
+	firstInst := capisource.InstanceName(first.Namespace, first.Name)
+	capiCloud.c.MisreportAddresses(name+"-", w.get(t, firstInst).Spec.Address)
+	dup := w.createMachineDeployment(t, cluster, name, bootstrap)
+	w.scaleMachineDeployment(t, dup, 1)
+	var machine clusterv1.Machine
+	testkit.Eventually(t, 3*time.Minute, "event InstanceConflict on the Machine reporting another's address", func() (bool, string) {
+		machines := w.capiMachinesOf(t, dup)
+		if len(machines) != 1 {
+			return false, fmt.Sprintf("%d Machines", len(machines))
+		}
+		machine = machines[0]
+		msgs := w.eventMessages(t, machine.Namespace, machine.Name, "InstanceConflict")
+		return slices.ContainsFunc(msgs, func(m string) bool { return strings.Contains(m, firstInst) }), fmt.Sprint(msgs)
+	})
+	err := w.client.Get(context.Background(), client.ObjectKey{Name: capisource.InstanceName(machine.Namespace, machine.Name)}, &winnodev1.WindowsInstance{})
+	if !apierrors.IsNotFound(err) {
+		t.Errorf("Machine %s, reporting the address of %s, has a WindowsInstance: %v", machine.Name, firstInst, err)
+	}
+	checkHostUntouched(t, capiCloud, machine.Name)
+	if kept := w.get(t, firstInst); kept.Status.Phase != winnodev1.PhaseReady {
+		t.Errorf("instance %s, whose address another Machine reports: phase %s, want Ready", firstInst, kept.Status.Phase)
+	}
 }

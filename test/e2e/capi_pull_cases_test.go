@@ -271,3 +271,81 @@ func (w *world) checkPullMidJoinGone(t *testing.T, d midJoin, wlKube kubernetes.
 		return apierrors.IsNotFound(err), fmt.Sprintf("Node %s: %v", d.node, err)
 	})
 }
+
+// startPullDuplicate creates MachineDeployment workload-pull-dup of
+// cluster, of one Pull Machine (image img) whose simulated infrastructure
+// reports the address of Machine owner, joined, as its own (two Machines
+// reporting the same address).
+func (w *world) startPullDuplicate(t *testing.T, cluster, img string, owner *clusterv1.Machine) *clusterv1.MachineDeployment {
+	t.Helper()
+	var addr string
+	for _, a := range owner.Status.Addresses {
+		if a.Type == clusterv1.MachineInternalIP && addr == "" {
+			addr = a.Address
+		}
+	}
+	if addr == "" {
+		t.Fatalf("Machine %s reports no InternalIP: %+v", owner.Name, owner.Status.Addresses)
+	}
+	const name = "workload-pull-dup"
+	capiCloud.c.MisreportAddresses(name+"-", addr)
+	w.createWinnodeConfigTemplateOf(t, testenv.CAPINamespace, name, "wp", bootstrapv1.ModePull)
+	md := w.createMachineDeploymentFrom(t, testenv.CAPINamespace, cluster, name+"-md-0", name, img)
+	w.scaleMachineDeployment(t, md, 1)
+	return md
+}
+
+// checkPullDuplicateRefused checks dup's one Machine, which reports the
+// address of Machine owner: a Warning event InstanceConflict on it naming
+// owner, its config NodeJoined False with reason InstanceConflict; its
+// host's client CSR, once the approver looked at it (event CSRLeftAlone
+// on the config, naming owner), left pending in the workload cluster, and
+// no Node of its name. Owner stays joined. Then dup is scaled to 0.
+func (w *world) checkPullDuplicateRefused(t *testing.T, dup *clusterv1.MachineDeployment, owner string, wlKube kubernetes.Interface) {
+	t.Helper()
+	ctx := context.Background()
+	ownerText := "Machine " + testenv.CAPINamespace + "/" + owner + " (Pull mode), which keeps it"
+	m, cfg := w.configOfOnlyMachine(t, dup, "NodeJoined=False, InstanceConflict", func(cfg *bootstrapv1.WinnodeConfig) string {
+		c := meta.FindStatusCondition(cfg.Status.Conditions, bootstrapv1.ConditionNodeJoined)
+		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != bootstrapv1.ReasonInstanceConflict || !strings.Contains(c.Message, ownerText) {
+			return fmt.Sprintf("conditions %+v", cfg.Status.Conditions)
+		}
+		return ""
+	})
+	if msgs := w.eventMessages(t, m.Namespace, m.Name, capibootstrap.EventReasonInstanceConflict); !slices.ContainsFunc(msgs, func(s string) bool { return strings.Contains(s, ownerText) }) {
+		t.Errorf("Machine %s: InstanceConflict events %q, want one naming %s", m.Name, msgs, owner)
+	}
+	if cfg.Status.BootstrapToken == nil {
+		t.Fatalf("config %s has no bootstrap token", cfg.Name)
+	}
+	requester := "system:bootstrap:" + cfg.Status.BootstrapToken.ID
+	testkit.Eventually(t, 3*time.Minute, "the approver leaving the duplicate's client CSR alone", func() (bool, string) {
+		msgs := w.eventMessages(t, cfg.Namespace, cfg.Name, "CSRLeftAlone")
+		return slices.ContainsFunc(msgs, func(s string) bool { return strings.Contains(s, requester) && strings.Contains(s, ownerText) }), fmt.Sprint(msgs)
+	})
+	csrs, err := wlKube.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine := 0
+	for _, csr := range csrs.Items {
+		if csr.Spec.Username == requester {
+			mine++
+			if len(csr.Status.Conditions) > 0 || len(csr.Status.Certificate) > 0 {
+				t.Errorf("CSR %s of the duplicate's host: %+v, want pending", csr.Name, csr.Status.Conditions)
+			}
+		}
+	}
+	if mine == 0 {
+		t.Errorf("no CSR requested by %s in the workload cluster", requester)
+	}
+	name := plan.NodeName(cfg.Status.ComputerName)
+	if _, err := wlKube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("Node %s of the duplicate's host: %v; want none", name, err)
+	}
+	var o clusterv1.Machine
+	if err := w.client.Get(ctx, client.ObjectKey{Namespace: testenv.CAPINamespace, Name: owner}, &o); err != nil || !o.Status.NodeRef.IsDefined() {
+		t.Errorf("Machine %s, whose address the duplicate reports: %v, nodeRef %q", owner, err, o.Status.NodeRef.Name)
+	}
+	w.scaleMachineDeployment(t, dup, 0)
+}

@@ -54,6 +54,11 @@ import (
 //     Node of the management cluster only, the others' of the workload
 //     cluster only; the management cluster's Node list is the one before
 //     and the self-hosted Node;
+//   - a Machine reporting a joined Machine's address (started once two
+//     are joined, checked before the scale-down): event InstanceConflict
+//     on it naming the other, its config NodeJoined False with reason
+//     InstanceConflict, its host's client CSR left pending in the workload
+//     cluster (event CSRLeftAlone on its config), no Node;
 //   - an image with a tampered payload file: its host's join refuses it,
 //     naming the file in the host's log; the config says NodeJoinTimedOut,
 //     pointing at that log; no Node joins.
@@ -112,6 +117,8 @@ func TestClusterAPIPullMode(t *testing.T) {
 		w.checkPullHostRefusesSSH(t, m.Name)
 		before = append(before, m.Name)
 	}
+	owner := w.capiMachinesOf(t, md)[0]
+	dup := w.startPullDuplicate(t, "workload-pull", img, &owner)
 
 	// 2 → 3 → 1, as the scale test: a third host joins the same
 	// way (the first third is deleted mid-join and replaced); Cluster API
@@ -121,6 +128,7 @@ func TestClusterAPIPullMode(t *testing.T) {
 	doomed := w.deletePullMachineMidJoin(t, md, before)
 	w.waitPullNodes(t, md, wlKube, 3)
 	w.checkPullMidJoinGone(t, doomed, wlKube)
+	w.checkPullDuplicateRefused(t, dup, owner.Name, wlKube)
 	w.scaleMachineDeployment(t, md, 1)
 	left := w.waitPullNodes(t, md, wlKube, 1)
 

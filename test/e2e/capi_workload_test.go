@@ -42,6 +42,13 @@ import (
 //     workload cluster's Service range) are refused by name, as a
 //     windows-instances entry would be, and their hosts see no SSH
 //     connection (checkMisreportedMachines);
+//   - a Machine whose infrastructure reports the address of a Ready
+//     Machine as its own gets no instance but a Warning event
+//     InstanceConflict naming that Machine's instance; its host sees no
+//     SSH connection (checkDuplicateAddressMachine);
+//   - 2 → 3: the new Machine is deleted while its host is being
+//     configured; it is replaced, and gone with its instance, its host
+//     deconfigured before it was powered off;
 //   - 3 → 1: the scaled-down Machines' Nodes are deleted from the workload
 //     cluster, their Machines and instances gone.
 func TestClusterAPIWorkloadCluster(t *testing.T) {
@@ -66,8 +73,11 @@ func TestClusterAPIWorkloadCluster(t *testing.T) {
 		t.Errorf("winnode's ServiceAccount in the workload cluster: %v", err)
 	}
 	w.checkMisreportedMachines(t, bad)
+	w.checkDuplicateAddressMachine(t, cluster.Name, "workload-a-dup", "workload-a-workers", md)
 	w.scaleMachineDeployment(t, md, 3)
+	doomed := w.deleteCAPIMachineWhileConfiguring(t, md)
 	w.checkWorkloadNodes(t, md, wlKube, 3, mgmtBefore)
+	w.checkCAPIMachineGone(t, doomed)
 
 	before := w.capiMachinesOf(t, md)
 	w.scaleMachineDeployment(t, md, 1)
@@ -323,6 +333,13 @@ func TestWorkloadInstanceOfMissingCluster(t *testing.T) {
 // Two namespaces, two Clusters: team-a's workload cluster is a second
 // control plane, team-b's is the management cluster itself (self-hosted).
 // Each Machine's node is in its own Cluster's cluster and in no other.
+// A third Cluster, team-c's in a third namespace, has a kubeconfig Secret
+// that reaches team-a's cluster too (two Clusters, one workload cluster):
+// winnode's access there, installed for each Cluster, is one set of
+// objects (server-side apply of the same objects changes nothing), each
+// Cluster's CSR approver approves its own Machines' CSRs and leaves the
+// other's pending for it, and both Machines are Ready nodes of that
+// cluster, which has those two Nodes and no other.
 func TestClusterAPIClustersInTwoNamespaces(t *testing.T) {
 	w := getWorldOf(t, kindCAPI)
 	ctx := context.Background()
@@ -340,8 +357,15 @@ func TestClusterAPIClustersInTwoNamespaces(t *testing.T) {
 	if _, err := w.env.CreateCAPIClusterOf(ctx, testenv.InNamespace("capi-team-b", testenv.CAPIClusterObjects("team-b")...)); err != nil {
 		t.Fatal(err)
 	}
+	adminC, objsC, err := testenv.CAPIWorkloadClusterObjects("team-c", wl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.env.CreateCAPIClusterOf(ctx, testenv.InNamespace("capi-team-c", append([]client.Object{adminC}, objsC...)...)); err != nil {
+		t.Fatal(err)
+	}
 	var mds []*clusterv1.MachineDeployment
-	for _, team := range []string{"team-a", "team-b"} {
+	for _, team := range []string{"team-a", "team-b", "team-c"} {
 		ns := "capi-" + team
 		w.createWinnodeConfigTemplateIn(t, ns, team+"-workers", "t"+team[len(team)-1:])
 		md := w.createMachineDeploymentIn(t, ns, team, team+"-md-0", team+"-workers")
@@ -350,9 +374,17 @@ func TestClusterAPIClustersInTwoNamespaces(t *testing.T) {
 	}
 	inA := w.waitWorkloadNodes(t, mds[0], wlKube, 1)
 	inB := w.waitWorkloadNodes(t, mds[1], w.kube, 1)
-	for _, name := range inA {
+	inC := w.waitWorkloadNodes(t, mds[2], wlKube, 1)
+	if got, want := w.nodeNames(t, wlKube), slices.Sorted(slices.Values(append(slices.Clone(inA), inC...))); !slices.Equal(got, want) {
+		t.Errorf("the workload cluster of team-a and team-c has Nodes %v, want %v", got, want)
+	}
+	if sas, err := wlKube.CoreV1().ServiceAccounts(Namespace).List(ctx, metav1.ListOptions{}); err != nil ||
+		!slices.ContainsFunc(sas.Items, func(sa corev1.ServiceAccount) bool { return sa.Name == workload.ServiceAccount }) {
+		t.Errorf("winnode's ServiceAccount %s in the shared workload cluster: %v", workload.ServiceAccount, err)
+	}
+	for _, name := range append(slices.Clone(inA), inC...) {
 		if slices.Contains(w.nodeNames(t, w.kube), name) {
-			t.Errorf("team-a's Node %s is in the management cluster", name)
+			t.Errorf("Node %s of the shared workload cluster is in the management cluster", name)
 		}
 	}
 	for _, name := range inB {

@@ -30,7 +30,9 @@ const (
 	// WaitingForNode), and with reason NodeJoinTimedOut once it waited
 	// longer than the operator's join timeout: the message names the
 	// host's logs, where the reason is (the operator never reaches a Pull
-	// host).
+	// host). Reason InstanceConflict: another Machine of the cluster
+	// keeps an address the Machine reports; none of its host's CSRs is
+	// approved while it does.
 	ConditionNodeJoined = "NodeJoined"
 )
 
@@ -73,6 +75,10 @@ const (
 	ReasonWaitingForNode   = "WaitingForNode"
 	ReasonNodeJoinTimedOut = "NodeJoinTimedOut"
 	ReasonNodeJoined       = "NodeJoined"
+	// ReasonInstanceConflict: another Machine of the workload cluster keeps
+	// an address the Machine reports (NodeJoined False), as a Push
+	// Machine's event InstanceConflict says for its instance.
+	ReasonInstanceConflict = "InstanceConflict"
 	// ReasonPaused / ReasonNotPaused: the Paused condition's reasons.
 	ReasonPaused    = "Paused"
 	ReasonNotPaused = "NotPaused"

@@ -9,10 +9,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	bootstrapv1 "github.com/winnode/winnode/api/bootstrap/v1alpha1"
 	"github.com/winnode/winnode/internal/bootstrap"
 	"github.com/winnode/winnode/internal/controller/report"
 	"github.com/winnode/winnode/internal/csrapproval"
@@ -87,10 +89,15 @@ func (r *Approver) leftAlone(ctx context.Context, csr *certificatesv1.Certificat
 	csrDecisions.WithLabelValues(DecisionLeftAlone, reason).Inc()
 	log := ctrl.LoggerFrom(ctx)
 	log.Info("CSR left alone", "csr", csr.Name, "signer", csr.Spec.SignerName, "requester", hosttext.Clean(csr.Spec.Username), "instance", d.Instance, "reason", d.Reason)
-	if reason == ReasonNotWinnode || !r.Cluster.IsZero() {
+	if reason == ReasonNotWinnode {
+		return
+	}
+	if !r.Cluster.IsZero() {
 		// The CSR of a workload cluster lives there, where winnode's
 		// ServiceAccount writes no events: the log line and the metric
-		// say it.
+		// say it, and for a Pull Machine, which has no WindowsInstance to
+		// tell, an event on its WinnodeConfig in the management cluster.
+		r.tellPullConfig(ctx, csr, d)
 		return
 	}
 	of := ""
@@ -163,4 +170,21 @@ func (r *Approver) forget(name string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.told, name)
+}
+
+// tellPullConfig writes event CSRLeftAlone on the WinnodeConfig of the Pull
+// Machine a CSR of a workload cluster was matched with (none for another
+// CSR): the one place in the management cluster that says why its host
+// does not become a node.
+func (r *Approver) tellPullConfig(ctx context.Context, csr *certificatesv1.CertificateSigningRequest, d csrapproval.Decision) {
+	ns, name, ok := strings.Cut(strings.TrimPrefix(d.Instance, csrapproval.PullInstancePrefix), "/")
+	if !csrapproval.IsPull(d.Instance) || !ok {
+		return
+	}
+	cfg := &bootstrapv1.WinnodeConfig{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	note := fmt.Sprintf("winnode did not approve CSR %s of WinnodeConfig %s/%s in the workload cluster of Cluster %s (signer %s, requested by %s): %s. It leaves the CSR pending there, and decides it again while it is",
+		csr.Name, ns, name, r.Cluster, csr.Spec.SignerName, hosttext.Clean(csr.Spec.Username), d.Reason)
+	if err := report.Event(ctx, r.Client, cfg, corev1.EventTypeWarning, EventReasonCSRLeftAlone, report.ActionApprove, note); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "could not report the CSR left alone", "csr", csr.Name, "config", ns+"/"+name)
+	}
 }

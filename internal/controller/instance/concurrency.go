@@ -42,9 +42,23 @@ const (
 	// links (16 × 125 MB/s is 2 GB/s, about what one core encrypts).
 	HostsPerCPU = 16
 	// BytesInFlightPerConfiguration is what a configuration's transfer
-	// keeps in the operator's memory: the SFTP requests in flight
-	// (internal/host, 65 packets of 32 KiB), the SSH channel's window of
-	// 2 MiB, and buffers of the file being read.
+	// may hold in the operator's memory, with room to spare. The payload
+	// travels on the standard input of the agent's `receive`
+	// (host.SyncPipelined): at most the SSH channel's window is sent and
+	// not yet taken by the host, 2 MiB (the window the host's server
+	// grants: OpenSSH's, Windows' included, is 64 packets of 32 KiB, as is
+	// x/crypto/ssh's that winsim runs), held in the connection's socket
+	// buffer, which a container's memory limit counts; the bytes go from
+	// the payload file to the channel through two 32 KiB buffers (io.Copy's
+	// in host.writeFrame, and the SSH session's copy of its stdin). The
+	// stream's 1 MiB reads (copyBuffer in internal/agent/receive.go) are
+	// the agent's, on the host, and drain the window as fast as the host
+	// writes. Beside the stream, the agent's answer is read up to
+	// host.DefaultMaxOutput (1 MiB); the agent's own upload before the
+	// stream goes over SFTP (64 writes of 32 KiB in flight, 2 MiB), not at
+	// the same time. About 3.1 MiB at most; the rest of the 5 MiB is for
+	// the SSH packets being encrypted and the garbage collector's
+	// headroom.
 	BytesInFlightPerConfiguration = 5 << 20
 	// memoryShare is the part of MemoryLimit the transfers may fill: the
 	// rest is the operator's caches (a 10,000-instance fleet's objects)

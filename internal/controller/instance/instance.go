@@ -356,7 +356,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // configurer builds the Configurer for one reconcile, with the current key.
 func (r *Reconciler) configurer(ctx context.Context, inst *winnodev1.WindowsInstance, log logr.Logger) (*configure.Configurer, error) {
 	c := &configure.Configurer{
-		Kube:       r.Kube,
+		Kube: r.Kube,
+		// The CSR approver's watch keeps the manager's cache of CSRs.
+		CSRs:       r.Client,
 		PayloadDir: r.PayloadDir,
 		Payload:    r.Payload,
 		Version:    r.Version,

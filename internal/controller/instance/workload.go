@@ -59,6 +59,8 @@ func (r *Reconciler) inWorkloadCluster(ctx context.Context, inst *winnodev1.Wind
 		return err
 	}
 	c.Kube, c.Detector, c.JoinNamespace = wc.Kube, wc.Detector, wc.Namespace
+	// The CSR approver of that cluster watches its CSRs in wc.Cache.
+	c.CSRs = wc.Client
 	c.ServiceCIDR = wc.Facts.ServiceCIDR()
 	c.Addresses = wc.Facts.AddressPolicy(r.Addresses.Allowed)
 	c.APIServer = wc.Facts.APIServer
