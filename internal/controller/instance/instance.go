@@ -35,6 +35,7 @@ import (
 	"github.com/winnode/winnode/internal/bootstrap"
 	"github.com/winnode/winnode/internal/configure"
 	"github.com/winnode/winnode/internal/controller/report"
+	"github.com/winnode/winnode/internal/identity"
 	"github.com/winnode/winnode/internal/inventory"
 	"github.com/winnode/winnode/internal/logrotate"
 	"github.com/winnode/winnode/internal/metricstls"
@@ -256,11 +257,12 @@ func (r *Reconciler) allInstances(ctx context.Context, _ client.Object) []reconc
 // the operator's own cluster (the instances of workload clusters are woken
 // by their cluster's Nodes: workload.go).
 func (r *Reconciler) instanceOfNode(ctx context.Context, o client.Object) []reconcile.Request {
-	var list winnodev1.WindowsInstanceList
-	if err := r.Client.List(ctx, &list); err != nil {
+	// The instances of that node name (index.go), not the whole fleet.
+	named, err := peers(ctx, r.Client, []string{identity.NodeNameKey(winnodev1.ClusterRef{}, o.GetName())})
+	if err != nil {
 		return nil
 	}
-	for _, i := range list.Items {
+	for _, i := range named {
 		if i.Spec.Cluster.IsZero() && i.Status.NodeName != "" && i.Status.NodeName == o.GetName() {
 			return []reconcile.Request{{NamespacedName: client.ObjectKeyFromObject(&i)}}
 		}
