@@ -226,6 +226,12 @@ func (l *logLines) logger() logr.Logger {
 	}, funcr.Options{Verbosity: 0})
 }
 
+func (l *logLines) count() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.lines)
+}
+
 func (l *logLines) take() []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -277,7 +283,8 @@ func TestUnreachableRetries(t *testing.T) {
 	})
 	// The retry in progress logs its line when it ends.
 	testkit.Eventually(t, 30*time.Second, "one log line for each retry", func() (bool, string) {
-		return len(logs.lines) >= 3, fmt.Sprintf("%d lines", len(logs.lines))
+		n := logs.count()
+		return n >= 3, fmt.Sprintf("%d lines", n)
 	})
 	lines := logs.take()
 	for _, l := range lines {
