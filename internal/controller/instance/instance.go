@@ -177,7 +177,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	// error to controller-runtime, whose rate limiter is then unused.
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("windowsinstance").
-		For(&winnodev1.WindowsInstance{}, builder.WithPredicates(instanceChanged{})).
+		// Not For(): its handler queues the first list last (retry.go).
+		Watches(&winnodev1.WindowsInstance{}, &enqueueByState{}, builder.WithPredicates(instanceChanged{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers})
 	// A Node that stops (or starts again) being Ready gets its instance
 	// checked at once rather than at the next periodic check.

@@ -1,13 +1,21 @@
 package instance
 
 import (
+	"context"
 	"math/rand/v2"
 	"sync"
 	"time"
 
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 )
 
 // When and in which order instances are reconciled again.
@@ -40,6 +48,47 @@ import (
 //     the periodic check of a Ready host) is queued at
 //     handler.LowPriority, with the first list: after events, before
 //     retries.
+
+// The informer's first list is queued at handler.LowPriority by
+// controller-runtime's handler; but in an operator started beside a fleet
+// being created, the hosts of that first list then waited behind every
+// instance created after it (at 3,000 and 10,000 instances, the reachable
+// hosts created first had their first pass last). So the instance
+// controller queues an instance's creation by what it needs
+// (createPriority): a first configuration before anything else, whether
+// the instance came in the first list or later; from the first list, a
+// configured instance's check with the periodic checks, and an instance
+// that had failed with the retries.
+
+// createPriority is the queue priority of an instance's creation event
+// (initialList: the informer's first list, at the operator's start).
+func createPriority(inst *winnodev1.WindowsInstance, initialList bool) int {
+	switch {
+	case inst == nil || inst.Status.Phase == "" || !initialList:
+		return 0
+	case inst.Status.Phase == winnodev1.PhaseFailed:
+		return RetryPriority
+	}
+	return handler.LowPriority
+}
+
+// enqueueByState is the instance controller's handler of WindowsInstance
+// events: controller-runtime's (handler.EnqueueRequestForObject), with a
+// creation queued at createPriority.
+type enqueueByState struct {
+	handler.EnqueueRequestForObject
+}
+
+func (*enqueueByState) Create(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(e.Object)}
+	pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request])
+	if !ok {
+		q.Add(req)
+		return
+	}
+	inst, _ := e.Object.(*winnodev1.WindowsInstance)
+	pq.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(createPriority(inst, e.IsInInitialList))}, req)
+}
 
 // RetryPriority is the queue priority of a failed instance's retry: below
 // handler.LowPriority (the informer's first list) and 0 (events).

@@ -5,6 +5,9 @@ import (
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+
+	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
+	"github.com/winnode/winnode/internal/testkit/builder"
 )
 
 func TestRetryDelay(t *testing.T) {
@@ -72,5 +75,32 @@ func TestRetriesCountPerInstance(t *testing.T) {
 	r.succeeded("a")
 	if d, n := r.failed("a"); n != 1 || d > time.Second {
 		t.Errorf("a's failure after a success: %v after %d failures, want at most 1s after 1", d, n)
+	}
+}
+
+// A first configuration comes first, whether its instance was in the
+// informer's first list or created later; from the first list, a
+// configured instance's check comes with the periodic checks, and an
+// instance that had failed with the retries.
+func TestCreatePriority(t *testing.T) {
+	inPhase := func(p winnodev1.Phase) *winnodev1.WindowsInstance {
+		return builder.Instance("a").Phase(p).Build()
+	}
+	for _, c := range []struct {
+		name        string
+		inst        *winnodev1.WindowsInstance
+		initialList bool
+		want        int
+	}{
+		{"created while the operator runs", inPhase(""), false, 0},
+		{"never tried, in the first list", inPhase(""), true, 0},
+		{"Ready, in the first list", inPhase(winnodev1.PhaseReady), true, handler.LowPriority},
+		{"configuring, in the first list", inPhase(winnodev1.PhaseConfiguring), true, handler.LowPriority},
+		{"Failed, in the first list", inPhase(winnodev1.PhaseFailed), true, RetryPriority},
+		{"Failed, created again while the operator runs", inPhase(winnodev1.PhaseFailed), false, 0},
+	} {
+		if got := createPriority(c.inst, c.initialList); got != c.want {
+			t.Errorf("%s: priority %d, want %d", c.name, got, c.want)
+		}
 	}
 }
