@@ -61,7 +61,6 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		maxUnavailable = fs.Int("max-unavailable", controller.DefaultMaxUnavailable, "Ready Windows nodes that upgrades restarting their services (cordon, drain, restart) take out of service at once")
 		metricsAddr    = fs.String("metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 to disable)")
 		probeAddr      = fs.String("health-probe-bind-address", ":8081", "address of /healthz and /readyz")
-		leaderElect    = fs.Bool("leader-elect", true, "elect one active replica with a Lease in the operator namespace")
 		kubeconfig     = fs.String("kubeconfig", "", "kubeconfig file (default: in-cluster config, then $KUBECONFIG, then ~/.kube/config)")
 		showVersion    = fs.Bool("version", false, "print the version and exit")
 		nodeAddrCIDRs  = fs.String("node-address-cidrs", "", csrapproval.NodeAddressCIDRsHelp)
@@ -83,12 +82,13 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		joinCreds      = fs.String("join-credentials", string(bootstrap.ModeAuto), "the kubelets' join credentials: auto (a bootstrap token when the API server accepts one, else a token of a ServiceAccount in the operator namespace), bootstrap-token or service-account")
 		pullJoin       = fs.Duration("pull-join-timeout", capibootstrap.DefaultJoinTimeout, pullJoinTimeoutHelp)
 	)
+	leader := bindLeaderElection(fs)
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	joinMode, plat, hybridClusterCIDR, err := checkFlags(*joinCreds, *network, *platformFlag, *hybridCIDR, *maxUnavailable, *maxConcurrent, *pullJoin)
+	joinMode, plat, hybridClusterCIDR, err := checkFlags(*joinCreds, *network, *platformFlag, *hybridCIDR, *maxUnavailable, *maxConcurrent, *pullJoin, leader)
 	if err != nil {
 		return err
 	}
@@ -118,7 +118,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 
 	// The scheme and the cache (namespaced objects in the operator namespace
 	// only) are controller.NewManager's.
-	mgr, err := controller.NewManager(cfg, managerOptions(*metricsAddr, *probeAddr, *leaderElect, *namespace), controller.Options{
+	mgr, err := controller.NewManager(cfg, managerOptions(*metricsAddr, *probeAddr, leader, *namespace), controller.Options{
 		Namespace:          *namespace,
 		PayloadDir:         *payloadDir,
 		MaxConcurrent:      *maxConcurrent,
@@ -163,11 +163,10 @@ func addProbes(mgr ctrl.Manager) error {
 
 // managerOptions are the manager's endpoints and its leader election (a
 // Lease in the operator namespace).
-func managerOptions(metricsAddr, probeAddr string, leaderElect bool, namespace string) ctrl.Options {
-	return ctrl.Options{
+func managerOptions(metricsAddr, probeAddr string, leader leaderElection, namespace string) ctrl.Options {
+	o := ctrl.Options{
 		Metrics:                 metricsserver.Options{BindAddress: metricsAddr},
 		HealthProbeBindAddress:  probeAddr,
-		LeaderElection:          leaderElect,
 		LeaderElectionID:        LeaderElectionID,
 		LeaderElectionNamespace: namespace,
 		// On shutdown the manager first stops its controllers, then gives up
@@ -175,6 +174,8 @@ func managerOptions(metricsAddr, probeAddr string, leaderElect bool, namespace s
 		// a configuration still running here.
 		LeaderElectionReleaseOnCancel: true,
 	}
+	leader.apply(&o) // leader.go
+	return o
 }
 
 // restConfig is the cluster to talk to: --kubeconfig, else in-cluster, else
@@ -202,9 +203,13 @@ func envOr(name, def string) string {
 
 // checkFlags checks the flags that take one of a few values or a bound
 // (--max-unavailable, --max-concurrent-configurations,
-// --pull-join-timeout), and returns the join credentials' mode, the
-// platform and the canonical --hybrid-cluster-cidr.
-func checkFlags(joinCreds, network, platformFlag, hybridCIDR string, maxUnavailable, maxConcurrent int, pullJoin time.Duration) (bootstrap.Mode, platform.Platform, string, error) {
+// --pull-join-timeout) and the leader election's timings (leader.go), and
+// returns the join credentials' mode, the platform and the canonical
+// --hybrid-cluster-cidr.
+func checkFlags(joinCreds, network, platformFlag, hybridCIDR string, maxUnavailable, maxConcurrent int, pullJoin time.Duration, leader leaderElection) (bootstrap.Mode, platform.Platform, string, error) {
+	if err := leader.check(); err != nil {
+		return "", "", "", err
+	}
 	joinMode, err := bootstrap.ParseMode(joinCreds)
 	if err != nil {
 		return "", "", "", fmt.Errorf("--join-credentials: %w", err)

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -227,5 +228,30 @@ func TestMaxConcurrentConfigurationsIsACap(t *testing.T) {
 		if err := run(context.Background(), []string{"--max-concurrent-configurations", v, "--version"}, io.Discard); err != nil {
 			t.Errorf("--max-concurrent-configurations %s: %v", v, err)
 		}
+	}
+}
+
+// The leader election's timings are checked as client-go's leader
+// election checks them, naming the flags, before anything starts.
+func TestLeaderElectionFlagsAreChecked(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string // "" : accepted
+	}{
+		{nil, ""},
+		{[]string{"--leader-elect-lease-duration=15s", "--leader-elect-renew-deadline=10s", "--leader-elect-retry-period=2s"}, ""},
+		{[]string{"--leader-elect-lease-duration=100s"}, "--leader-elect-lease-duration"},
+		{[]string{"--leader-elect-renew-deadline=30s"}, "--leader-elect-renew-deadline"},
+		{[]string{"--leader-elect-retry-period=0s"}, "--leader-elect-retry-period"},
+	} {
+		err := run(context.Background(), append(c.args, "--version"), io.Discard)
+		if (c.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("run with %v: %v; want an error naming %q (none: accepted)", c.args, err, c.want)
+		}
+	}
+	o := managerOptions("0", "0", bindLeaderElection(flag.NewFlagSet("t", flag.ContinueOnError)), "ns")
+	if !o.LeaderElection || *o.LeaseDuration != DefaultLeaseDuration || *o.RenewDeadline != DefaultRenewDeadline || *o.RetryPeriod != DefaultRetryPeriod {
+		t.Errorf("the manager's leader election by default: on %v, %v/%v/%v; want on, %v/%v/%v", o.LeaderElection,
+			*o.LeaseDuration, *o.RenewDeadline, *o.RetryPeriod, DefaultLeaseDuration, DefaultRenewDeadline, DefaultRetryPeriod)
 	}
 }

@@ -144,6 +144,12 @@ type Configurer struct {
 	// those of the same cluster. Nil: there are no others (winnodectl add).
 	// What it returns may be shared with a cache: read only.
 	Instances func(ctx context.Context) ([]winnodev1.WindowsInstance, error)
+	// Peers, when set, lists the WindowsInstances filed under any of keys
+	// (the keys of inventory.EndpointKeys and identity.Keys: an index of
+	// the operator's cache), in place of Instances: each check reads the
+	// few instances that can conflict rather than the whole fleet. Read
+	// only, like Instances.
+	Peers func(ctx context.Context, keys []string) ([]winnodev1.WindowsInstance, error)
 	// Resolve resolves DNS names for the address conflict check (a name
 	// and an IP of one host are one host). Nil: names are compared as
 	// written.
@@ -438,7 +444,7 @@ func (c *Configurer) fail(ctx context.Context, inst *winnodev1.WindowsInstance, 
 	if errors.As(err, &se) {
 		reason = se.Reason
 	}
-	msg := truncate(hosttext.Clean(redact(err.Error())), 2000)
+	msg := ErrorMessage(err)
 	// The same failure again (a host still down, retried with backoff) is
 	// already in the status and was already an event: recording it again
 	// would write to the API server on every retry, and keep an event
@@ -448,15 +454,22 @@ func (c *Configurer) fail(ctx context.Context, inst *winnodev1.WindowsInstance, 
 		c.saved != nil && c.saved.Phase == winnodev1.PhaseFailed && c.saved.LastError == msg
 	inst.Status.LastError = msg
 	c.setPhase(inst, winnodev1.PhaseFailed)
-	if repeated {
-		c.Log.Info("failed again, as before", "instance", inst.Name, "reason", reason, "error", msg)
-	} else {
-		c.event(inst, corev1.EventTypeWarning, reason, "%s", msg)
+	// The failure is logged once, by the caller that gets it (the
+	// operator's reconciler logs each failed pass with its retry).
+	if !repeated && c.Event != nil {
+		c.Event(inst, corev1.EventTypeWarning, reason, msg)
 	}
 	if serr := c.save(context.WithoutCancel(ctx), inst); serr != nil {
 		return errors.Join(err, serr)
 	}
 	return err
+}
+
+// ErrorMessage is err as the status, an event or a log line may show it:
+// tokens redacted, control characters a host may have sent cleaned, at
+// most 2,000 bytes.
+func ErrorMessage(err error) string {
+	return truncate(hosttext.Clean(redact(err.Error())), 2000)
 }
 
 var tokenPattern = regexp.MustCompile(`\b([a-z0-9]{6})\.[a-z0-9]{16}\b`)

@@ -66,11 +66,7 @@ func (c *Configurer) connect(ctx context.Context, inst *winnodev1.WindowsInstanc
 	if err := c.Addresses.CheckAddress(inst.Spec.Address); err != nil {
 		return nil, c.addressNotAllowed(inst, err)
 	}
-	others, err := c.instances(ctx)
-	if err != nil {
-		return nil, stepErr(StepConnect, winnodev1.ReasonUnreachable, fmt.Errorf("listing WindowsInstances to compare WindowsInstance %s with: %w", inst.Name, err))
-	}
-	if err := c.checkAddressConflict(ctx, inst, others); err != nil {
+	if err := c.checkAddressConflict(ctx, inst); err != nil {
 		return nil, err
 	}
 	expectFingerprint(inst)
@@ -82,7 +78,7 @@ func (c *Configurer) connect(ctx context.Context, inst *winnodev1.WindowsInstanc
 	if err != nil {
 		return nil, c.connectFailed(inst, err)
 	}
-	if err := c.checkHostKeyConflict(inst, cl, others); err != nil {
+	if err := c.checkHostKeyConflict(ctx, inst, cl); err != nil {
 		cl.Close()
 		return nil, err
 	}
@@ -168,7 +164,11 @@ func (c *Configurer) connected(inst *winnodev1.WindowsInstance, cl *host.Client)
 // reaches the host of another instance that keeps it
 // (identity.HostOwner with inventory.SameHost: a DNS name and an IP of one
 // host are one host).
-func (c *Configurer) checkAddressConflict(ctx context.Context, inst *winnodev1.WindowsInstance, others []winnodev1.WindowsInstance) error {
+func (c *Configurer) checkAddressConflict(ctx context.Context, inst *winnodev1.WindowsInstance) error {
+	others, err := c.peers(ctx, inventory.LookupKeys(ctx, endpoint(inst), c.Resolve)...)
+	if err != nil {
+		return listErr(inst, err)
+	}
 	same := func(a, b *winnodev1.WindowsInstance) bool {
 		return inventory.SameHost(ctx, endpoint(a), endpoint(b), c.Resolve)
 	}
@@ -185,7 +185,11 @@ func (c *Configurer) checkAddressConflict(ctx context.Context, inst *winnodev1.W
 // checkHostKeyConflict refuses a host whose key another instance pinned
 // and keeps (identity.HostKeyOwner): the same host under another address,
 // or a VM cloned with its SSH keys. Nothing is run on it.
-func (c *Configurer) checkHostKeyConflict(inst *winnodev1.WindowsInstance, cl *host.Client, others []winnodev1.WindowsInstance) error {
+func (c *Configurer) checkHostKeyConflict(ctx context.Context, inst *winnodev1.WindowsInstance, cl *host.Client) error {
+	others, err := c.peers(ctx, identity.HostKeyKey(cl.HostKey()))
+	if err != nil {
+		return listErr(inst, err)
+	}
 	owner := identity.HostKeyOwner(inst, cl.HostKey(), others)
 	if owner == "" {
 		meta.RemoveStatusCondition(&inst.Status.Conditions, winnodev1.ConditionHostKeyConflict)
@@ -195,6 +199,12 @@ func (c *Configurer) checkHostKeyConflict(inst *winnodev1.WindowsInstance, cl *h
 		"If it is the same host, delete one of the two instances; if it is a VM cloned with its SSH keys, give it keys of its own "+
 		"(delete C:\\ProgramData\\ssh\\ssh_host_* and restart sshd, as winnode's user data does at first boot)", inst.Name, cl.Address(), cl.HostKeyFingerprint(), owner)
 	return c.hostConflict(inst, winnodev1.ConditionHostKeyConflict, winnodev1.ReasonHostKeyConflict, msg)
+}
+
+// listErr is the step error of a conflict check whose instances do not
+// list.
+func listErr(inst *winnodev1.WindowsInstance, err error) error {
+	return stepErr(StepConnect, winnodev1.ReasonUnreachable, fmt.Errorf("listing WindowsInstances to compare WindowsInstance %s with: %w", inst.Name, err))
 }
 
 // hostConflict records a conflict over a host and returns the step error.

@@ -141,7 +141,7 @@ func (c *Configurer) nameAllowed(ctx context.Context, inst *winnodev1.WindowsIns
 		c.event(inst, corev1.EventTypeWarning, winnodev1.ReasonNodeNameNotAllowed, "%s", msg)
 		return stepErr(orString(inst.Status.Step, StepInfo), winnodev1.ReasonNodeNameNotAllowed, fmt.Errorf("%w: %s", errNodeNameConflict, msg))
 	}
-	others, err := c.instances(ctx)
+	others, err := c.peers(ctx, identity.NodeNameKey(inst.Spec.Cluster, identity.NodeNameOf(inst)))
 	if err != nil {
 		return fmt.Errorf("looking for other WindowsInstances named %s: %w", name, err)
 	}
@@ -192,6 +192,15 @@ func (c *Configurer) instances(ctx context.Context) ([]winnodev1.WindowsInstance
 		return nil, nil
 	}
 	return c.Instances(ctx)
+}
+
+// peers lists the instances filed under any of keys (Configurer.Peers),
+// or, without an index, every instance (the checks filter them).
+func (c *Configurer) peers(ctx context.Context, keys ...string) ([]winnodev1.WindowsInstance, error) {
+	if c.Peers == nil {
+		return c.instances(ctx)
+	}
+	return c.Peers(ctx, keys)
 }
 
 // apiServerNames are the names of the API server's serving certificate

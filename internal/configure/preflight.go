@@ -219,12 +219,12 @@ func (c *Configurer) nodeNameRefusal(ctx context.Context, inst *winnodev1.Window
 	if err := identity.CheckNodeName(name, facts); err != nil {
 		return err
 	}
-	others, err := c.instances(ctx)
+	probe := inst.DeepCopy()
+	probe.Status.NodeName = name
+	others, err := c.peers(ctx, identity.NodeNameKey(probe.Spec.Cluster, identity.NodeNameOf(probe)))
 	if err != nil {
 		return fmt.Errorf("the other WindowsInstances do not list (%v)", err)
 	}
-	probe := inst.DeepCopy()
-	probe.Status.NodeName = name
 	if owner := identity.NodeNameOwner(probe, others); owner != "" {
 		return fmt.Errorf("node name %s is already the node name of WindowsInstance %s", name, owner)
 	}

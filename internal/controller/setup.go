@@ -196,8 +196,9 @@ func (o Options) complete() (Options, error) {
 //
 //   - the scheme: client-go's types, winnode.io/v1alpha1, and the API types
 //     of the optional parts that are on;
-//   - the cache: namespaced objects (the windows-instances ConfigMap, the
-//     key Secrets) in opts.Namespace only, cluster-scoped ones
+//   - the cache: without managedFields; namespaced objects (the
+//     windows-instances ConfigMap, the key Secrets) in opts.Namespace
+//     only, cluster-scoped ones
 //     (WindowsInstances, Nodes, CSRs) everywhere, and what the optional
 //     parts that are on watch elsewhere (optional.Part.Cache). Bootstrap
 //     token Secrets in kube-system are read and written directly, never
@@ -227,6 +228,12 @@ func NewManager(cfg *rest.Config, mo ctrl.Options, opts Options) (ctrl.Manager, 
 		return nil, err
 	}
 	mo.Cache.DefaultNamespaces = map[string]cache.Config{opts.Namespace: {}}
+	// No controller reads managedFields, and they are often the largest
+	// part of a small object: a fleet's WindowsInstances are cached
+	// without them. An update of an object read from the cache leaves
+	// them as they are (the API server keeps managedFields a write does
+	// not set).
+	mo.Cache.DefaultTransform = cache.TransformStripManagedFields()
 	// Cluster API Machines join their own workload clusters: the
 	// connections to them, used by the parts and controllers below.
 	workloads := &workload.Clusters{Namespace: opts.Namespace}

@@ -15,12 +15,12 @@ import (
 	"github.com/go-logr/logr"
 	"golang.org/x/crypto/ssh"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -35,6 +35,7 @@ import (
 	"github.com/winnode/winnode/internal/bootstrap"
 	"github.com/winnode/winnode/internal/configure"
 	"github.com/winnode/winnode/internal/controller/report"
+	"github.com/winnode/winnode/internal/identity"
 	"github.com/winnode/winnode/internal/inventory"
 	"github.com/winnode/winnode/internal/logrotate"
 	"github.com/winnode/winnode/internal/metricstls"
@@ -54,9 +55,10 @@ import (
 type Reconciler struct {
 	// Client is the manager's client (WindowsInstances through the cache).
 	Client client.Client
-	// Reader reads an instance afresh from the API server at the start of
-	// each reconcile, so that a reconcile never starts from a status older
-	// than the one it last wrote (default: the manager's API reader).
+	// Reader reads from the API server (default: the manager's API
+	// reader): an instance when the cache may be behind the last version
+	// a pass wrote or read (fresh.go), a stored instance for a save that
+	// met a conflict, and the rollout's count.
 	Reader client.Reader
 	// Kube talks to the API server directly (Nodes, Secrets, Pods).
 	Kube     kubernetes.Interface
@@ -149,6 +151,10 @@ type Reconciler struct {
 	// passes are the configuration passes running now, which a deletion
 	// stops (deconfigure.go).
 	passes passes
+	// reads reads each pass's instance from the cache unless the cache
+	// may be behind (fresh.go); retries counts failed passes (retry.go).
+	reads   *freshReads
+	retries *retries
 }
 
 // SetupWithManager registers the reconciler.
@@ -160,15 +166,20 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.Reader = mgr.GetAPIReader()
 	}
 	r.rollout = &configure.Rollout{Reader: r.Reader, MaxUnavailable: r.MaxUnavailable}
+	r.reads = newFreshReads(r.Client, r.Reader)
+	r.retries = newRetries(time.Second, retryMax(r.RetryMax))
+	if err := IndexPeers(context.Background(), mgr); err != nil {
+		return fmt.Errorf("indexing WindowsInstances by endpoint, host key and node name: %w", err)
+	}
 	workers, why := r.workers()
 	mgr.GetLogger().WithName("windowsinstance").Info("hosts configured at once", "configurations", workers, "why", why)
+	// Retries are the reconciler's own (retry.go): a pass returns no
+	// error to controller-runtime, whose rate limiter is then unused.
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("windowsinstance").
-		For(&winnodev1.WindowsInstance{}, builder.WithPredicates(instanceChanged{})).
-		WithOptions(controller.Options{
-			MaxConcurrentReconciles: workers,
-			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](time.Second, retryMax(r.RetryMax)),
-		})
+		// Not For(): its handler queues the first list last (retry.go).
+		Watches(&winnodev1.WindowsInstance{}, &enqueueByState{}, builder.WithPredicates(instanceChanged{})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers})
 	// A Node that stops (or starts again) being Ready gets its instance
 	// checked at once rather than at the next periodic check.
 	b = b.Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.instanceOfNode), builder.WithPredicates(nodeReadinessChanged{}))
@@ -259,11 +270,12 @@ func (r *Reconciler) allInstances(ctx context.Context, _ client.Object) []reconc
 // the operator's own cluster (the instances of workload clusters are woken
 // by their cluster's Nodes: workload.go).
 func (r *Reconciler) instanceOfNode(ctx context.Context, o client.Object) []reconcile.Request {
-	var list winnodev1.WindowsInstanceList
-	if err := r.Client.List(ctx, &list); err != nil {
+	// The instances of that node name (index.go), not the whole fleet.
+	named, err := peers(ctx, r.Client, []string{identity.NodeNameKey(winnodev1.ClusterRef{}, o.GetName())})
+	if err != nil {
 		return nil
 	}
-	for _, i := range list.Items {
+	for _, i := range named {
 		if i.Spec.Cluster.IsZero() && i.Status.NodeName != "" && i.Status.NodeName == o.GetName() {
 			return []reconcile.Request{{NamespacedName: client.ObjectKeyFromObject(&i)}}
 		}
@@ -297,7 +309,7 @@ func (instanceChanged) Update(e event.UpdateEvent) bool {
 	}
 	switch {
 	case o.Generation != n.Generation:
-		return true
+		return !runtimeModeSet(o, n)
 	case (o.DeletionTimestamp == nil) != (n.DeletionTimestamp == nil):
 		return true
 	case o.Status.HostKey != "" && n.Status.HostKey == "":
@@ -308,22 +320,59 @@ func (instanceChanged) Update(e event.UpdateEvent) bool {
 	return false
 }
 
+// runtimeModeSet reports whether the only change of the spec is
+// spec.containerRuntime given its mode: a pass sets it on its first pass
+// (runtime.go) and goes on with it, so the update is no news. Passed
+// through, it queued a second pass at once at the priority of events,
+// ahead of every instance not tried yet (retry.go).
+func runtimeModeSet(o, n *winnodev1.WindowsInstance) bool {
+	if o.Spec.ContainerRuntime != "" || n.Spec.ContainerRuntime == "" {
+		return false
+	}
+	spec := o.Spec
+	spec.ContainerRuntime = n.Spec.ContainerRuntime
+	return equality.Semantic.DeepEqual(spec, n.Spec)
+}
+
 func (instanceChanged) Create(event.CreateEvent) bool   { return true }
 func (instanceChanged) Delete(event.DeleteEvent) bool   { return true }
 func (instanceChanged) Generic(event.GenericEvent) bool { return true }
 
-// Reconcile configures or checks one instance. An instance being deleted
-// is the deconfiguration controller's (deconfigure.go), whose workers are
-// its own: a deletion never waits behind configurations.
+// Reconcile configures or checks one instance (pass), and decides when it
+// is reconciled again (retry.go): a failed pass is logged once, here, and
+// retried with backoff, never returned to controller-runtime.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	res, err := r.pass(ctx, req)
+	if err == nil {
+		r.retries.succeeded(req.Name)
+		return nextPass(false, res.RequeueAfter, 0), nil
+	}
+	retryIn, failures := r.retries.failed(req.Name)
+	reason := ""
+	if se := (*configure.StepError)(nil); errors.As(err, &se) {
+		reason = se.Reason
+	}
+	logr.FromContextOrDiscard(ctx).Info("configuration pass failed; retrying", "instance", req.Name, "reason", reason,
+		"failures", failures, "retryIn", retryIn.Round(time.Millisecond).String(), "error", configure.ErrorMessage(err))
+	return nextPass(true, 0, retryIn), nil
+}
+
+// pass is one pass over an instance: read it (fresh.go), then configure
+// or check it. An instance being deleted is the deconfiguration
+// controller's (deconfigure.go), whose workers are their own: a deletion
+// never waits behind configurations.
+func (r *Reconciler) pass(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	log := logr.FromContextOrDiscard(ctx)
 	inst := &winnodev1.WindowsInstance{}
-	if err := r.Reader.Get(ctx, req.NamespacedName, inst); err != nil {
+	if err := r.reads.get(ctx, req.NamespacedName, inst); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if inst.DeletionTimestamp != nil {
 		return ctrl.Result{}, nil
 	}
+	// The pass's writes update inst's resourceVersion: the next pass
+	// reads the cache once it holds that version.
+	defer r.reads.saw(inst)
 	ctx, done := r.passes.begin(ctx, inst.Name)
 	defer done()
 
@@ -404,15 +453,10 @@ func (r *Reconciler) configurer(ctx context.Context, inst *winnodev1.WindowsInst
 		SSHFailed:  r.SSHFailed,
 		Configured: r.Configured,
 		Log:        log,
-		Instances: func(ctx context.Context) ([]winnodev1.WindowsInstance, error) {
-			// Read only (the conflict checks of internal/identity): not
-			// copied. Every connect lists every instance, so a copy cost
-			// each retry of an unreachable host the whole fleet's objects.
-			var all winnodev1.WindowsInstanceList
-			if err := r.Client.List(ctx, &all, client.UnsafeDisableDeepCopy); err != nil {
-				return nil, err
-			}
-			return all.Items, nil
+		// The conflict checks (internal/identity) read only the instances
+		// filed under their keys in the cache's index (index.go), uncopied.
+		Peers: func(ctx context.Context, keys []string) ([]winnodev1.WindowsInstance, error) {
+			return peers(ctx, r.Client, keys)
 		},
 		Resolve:           r.Resolve,
 		APIServerNames:    r.APIServerNames,

@@ -23,18 +23,34 @@ func TestInstanceChangedPredicate(t *testing.T) {
 	deleting.DeletionTimestamp = &metav1.Time{}
 	cleared := base()
 	cleared.Status.HostKey = ""
+	modeSet := base()
+	modeSet.Generation = 2
+	modeSet.Spec.ContainerRuntime = winnodev1.ContainerRuntimeManaged
+	modeAndAddress := modeSet.DeepCopy()
+	modeAndAddress.Spec.Address = "10.9.9.9"
+	modeChanged := modeSet.DeepCopy()
+	modeChanged.Generation = 3
+	modeChanged.Spec.ContainerRuntime = winnodev1.ContainerRuntimeExisting
 	cases := []struct {
 		name string
+		old  *winnodev1.WindowsInstance
 		new  *winnodev1.WindowsInstance
 		want bool
 	}{
-		{"the reconciler's own status write", statusOnly, false},
-		{"spec changed", spec, true},
-		{"deletion started", deleting, true},
-		{"host key cleared by an administrator", cleared, true},
+		{"the reconciler's own status write", nil, statusOnly, false},
+		{"the reconciler giving spec.containerRuntime its mode", nil, modeSet, false},
+		{"the mode given with another spec change", nil, modeAndAddress, true},
+		{"an administrator changing the mode", modeSet, modeChanged, true},
+		{"spec changed", nil, spec, true},
+		{"deletion started", nil, deleting, true},
+		{"host key cleared by an administrator", nil, cleared, true},
 	}
 	for _, c := range cases {
-		if got := (instanceChanged{}).Update(event.UpdateEvent{ObjectOld: base(), ObjectNew: c.new}); got != c.want {
+		old := c.old
+		if old == nil {
+			old = base()
+		}
+		if got := (instanceChanged{}).Update(event.UpdateEvent{ObjectOld: old, ObjectNew: c.new}); got != c.want {
 			t.Errorf("%s: %v, want %v", c.name, got, c.want)
 		}
 	}

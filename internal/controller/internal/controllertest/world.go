@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -92,7 +93,15 @@ func (w *World) StartManager(t *testing.T, register func(mgr ctrl.Manager) error
 // StartManagerAs is StartManager with the manager talking as cfg's user.
 func (w *World) StartManagerAs(t *testing.T, cfg *rest.Config, register func(mgr ctrl.Manager) error) ctrl.Manager {
 	t.Helper()
+	return w.StartManagerLogged(t, cfg, logr.Logger{}, register)
+}
+
+// StartManagerLogged is StartManagerAs with the manager and its
+// controllers logging to log (the zero Logger: controller-runtime's).
+func (w *World) StartManagerLogged(t *testing.T, cfg *rest.Config, log logr.Logger, register func(mgr ctrl.Manager) error) ctrl.Manager {
+	t.Helper()
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Logger:                 log,
 		Scheme:                 Scheme,
 		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{w.Namespace: {}}},
 		Metrics:                metricsserver.Options{BindAddress: "0"},
