@@ -94,7 +94,7 @@ func (s *ServiceCA) read(ctx context.Context) (certPEM, keyPEM []byte, err error
 	}
 	certPEM, keyPEM = sec.Data[corev1.TLSCertKey], sec.Data[corev1.TLSPrivateKeyKey]
 	if err := CheckServingPair(certPEM, keyPEM, ServiceServerName(s.Service, s.Namespace)); err != nil {
-		return nil, nil, fmt.Errorf("Secret %s/%s (OpenShift's service CA): %w (delete it: the service-ca controller writes it again)", s.Namespace, ServiceCASecretName, err)
+		return nil, nil, fmt.Errorf("the Secret %s/%s (OpenShift's service CA): %w (delete it: the service-ca controller writes it again)", s.Namespace, ServiceCASecretName, err)
 	}
 	return certPEM, keyPEM, nil
 }

@@ -227,8 +227,6 @@ func findService(t *testing.T, p *Plan, name string) Service {
 	return Service{}
 }
 
-func hasService(p *Plan, name string) bool { return slices.Contains(serviceNames(p), name) }
-
 func serviceNames(p *Plan) []string {
 	var names []string
 	for _, s := range p.Services {
