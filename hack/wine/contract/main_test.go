@@ -53,7 +53,7 @@ func TestWrite(t *testing.T) {
 		data, _ := os.ReadFile(f)
 		cases = append(cases, string(data))
 	}
-	for _, want := range []string{"flannel/kubernetes/2019/byoh/subnet=true/kubelet", "flannel/kubernetes/2019/byoh/subnet=true/containerd"} {
+	for _, want := range []string{"flannel/kubernetes/2019/byoh/kubelet", "flannel/kubernetes/2019/byoh/containerd"} {
 		if !strings.Contains(strings.Join(cases, ""), want) {
 			t.Errorf("no command line is written for case %s", want)
 		}
