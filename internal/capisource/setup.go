@@ -49,7 +49,9 @@ func Part(workloads Workloads) optional.Part {
 func setup(mgr ctrl.Manager, workloads Workloads) error {
 	recorder := mgr.GetEventRecorder("winnode-capi-source")
 	r := &MachineReconciler{Client: mgr.GetClient(), Machines: mgr.GetClient(), Workloads: workloads,
-		Instances: &machinesource.Instances{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder, Source: machinesource.SourceClusterAPI}}
+		Instances: &machinesource.Instances{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder, Source: machinesource.SourceClusterAPI,
+			// Pull Machines have no WindowsInstance; their addresses count too.
+			HostsWithoutInstance: (&capibootstrap.PullMachines{Configs: mgr.GetClient(), Machines: mgr.GetAPIReader()}).Instances}}
 	ofMachine := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		_, ok := machinesource.MachineOf(o)
 		return ok

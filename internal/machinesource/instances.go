@@ -42,6 +42,12 @@ type Instances struct {
 	// Source names the source in metrics: SourceMachineAPI or
 	// SourceClusterAPI.
 	Source string
+	// HostsWithoutInstance lists the hosts that join a cluster with no
+	// WindowsInstance of their own: Cluster API's Pull Machines, as the
+	// instance forms the CSR approver judges (their status.addresses are
+	// their Machines'). An address one of them reports is taken as much as
+	// an instance's. Nil: there are none (OpenShift's Machines).
+	HostsWithoutInstance func(ctx context.Context, cluster winnodev1.ClusterRef) ([]winnodev1.WindowsInstance, error)
 }
 
 // Machine is one Machine as the sources see it.
@@ -219,6 +225,29 @@ func (s *Instances) conflict(ctx context.Context, instance, machine, address str
 		}
 		if got, err := inventory.NormalizeAddress(wi.Spec.Address); err == nil && got == want && wi.Spec.Cluster == cluster {
 			return fmt.Sprintf("host %s of Machine %s is already managed by WindowsInstance %s (source %s, in %s); nothing is run on the host: delete that instance, or correct the Machine's address, to configure the Machine", address, machine, wi.Name, wi.Spec.Source.Kind, clusterName(cluster)), nil
+		}
+	}
+	return s.conflictWithoutInstance(ctx, machine, address, want, cluster)
+}
+
+// conflictWithoutInstance is conflict's check against the hosts that join
+// cluster with no WindowsInstance (HostsWithoutInstance): a Push Machine
+// reporting a Pull Machine's address would otherwise get an instance, and
+// the operator would run programs on the Pull Machine's host.
+func (s *Instances) conflictWithoutInstance(ctx context.Context, machine, address, want string, cluster winnodev1.ClusterRef) (string, error) {
+	if s.HostsWithoutInstance == nil {
+		return "", nil
+	}
+	hosts, err := s.HostsWithoutInstance(ctx, cluster)
+	if err != nil {
+		return "", fmt.Errorf("listing the hosts that join %s with no WindowsInstance, before configuring Machine %s: %w", clusterName(cluster), machine, err)
+	}
+	for _, h := range hosts {
+		for _, a := range h.Status.Addresses {
+			if got, err := inventory.NormalizeAddress(a); err == nil && got == want {
+				src := h.Spec.Source
+				return fmt.Sprintf("host %s of Machine %s is also reported by Machine %s/%s, whose host joins %s by itself (Pull mode); nothing is run on the host: correct the Machine's address, or delete one of the two Machines", address, machine, src.Namespace, src.Name, clusterName(cluster)), nil
+			}
 		}
 	}
 	return "", nil

@@ -21,6 +21,7 @@ import (
 	bootstrapv1 "github.com/winnode/winnode/api/bootstrap/v1alpha1"
 	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/capibootstrap"
+	"github.com/winnode/winnode/internal/capisource"
 	"github.com/winnode/winnode/internal/image"
 	"github.com/winnode/winnode/internal/joinconfig"
 	"github.com/winnode/winnode/internal/plan"
@@ -348,4 +349,41 @@ func (w *world) checkPullDuplicateRefused(t *testing.T, dup *clusterv1.MachineDe
 		t.Errorf("Machine %s, whose address the duplicate reports: %v, nodeRef %q", owner, err, o.Status.NodeRef.Name)
 	}
 	w.scaleMachineDeployment(t, dup, 0)
+}
+
+// checkPushDuplicateOfPull creates MachineDeployment workload-push-dup of
+// cluster, of one Push Machine whose simulated infrastructure reports the
+// address of Pull Machine owner, joined (a Push Machine and a Pull Machine
+// reporting the same address): it gets no WindowsInstance but a Warning
+// event InstanceConflict naming owner, and its host (the one winnode would
+// reach at that address) sees no SSH connection. Then it is scaled to 0.
+func (w *world) checkPushDuplicateOfPull(t *testing.T, cluster string, owner *clusterv1.Machine) {
+	t.Helper()
+	var addr string
+	for _, a := range owner.Status.Addresses {
+		if a.Type == clusterv1.MachineInternalIP && addr == "" {
+			addr = a.Address
+		}
+	}
+	const name = "workload-push-dup"
+	capiCloud.c.MisreportAddresses(name+"-", addr)
+	w.createWinnodeConfigTemplateOf(t, testenv.CAPINamespace, name, "wq", bootstrapv1.ModePush)
+	md := w.createMachineDeploymentFrom(t, testenv.CAPINamespace, cluster, name+"-md-0", name, "")
+	w.scaleMachineDeployment(t, md, 1)
+	var machine clusterv1.Machine
+	testkit.Eventually(t, 3*time.Minute, "event InstanceConflict on the Push Machine reporting a Pull Machine's address", func() (bool, string) {
+		machines := w.capiMachinesOf(t, md)
+		if len(machines) != 1 {
+			return false, fmt.Sprintf("%d Machines", len(machines))
+		}
+		machine = machines[0]
+		msgs := w.eventMessages(t, machine.Namespace, machine.Name, "InstanceConflict")
+		return slices.ContainsFunc(msgs, func(m string) bool { return strings.Contains(m, owner.Name) }), fmt.Sprint(msgs)
+	})
+	err := w.client.Get(context.Background(), client.ObjectKey{Name: capisource.InstanceName(machine.Namespace, machine.Name)}, &winnodev1.WindowsInstance{})
+	if !apierrors.IsNotFound(err) {
+		t.Errorf("Push Machine %s, reporting the address of Pull Machine %s, has a WindowsInstance: %v", machine.Name, owner.Name, err)
+	}
+	checkHostUntouched(t, capiCloud, machine.Name)
+	w.scaleMachineDeployment(t, md, 0)
 }

@@ -129,6 +129,7 @@ func TestClusterAPIPullMode(t *testing.T) {
 	w.waitPullNodes(t, md, wlKube, 3)
 	w.checkPullMidJoinGone(t, doomed, wlKube)
 	w.checkPullDuplicateRefused(t, dup, owner.Name, wlKube)
+	w.checkPushDuplicateOfPull(t, "workload-pull", &owner)
 	w.scaleMachineDeployment(t, md, 1)
 	left := w.waitPullNodes(t, md, wlKube, 1)
 
