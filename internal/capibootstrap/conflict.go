@@ -53,11 +53,12 @@ func (r *Reconciler) checkAddressConflict(ctx context.Context, cfg *bootstrapv1.
 }
 
 // addressConflict is csrapproval.PullAddressConflict for cfg's Machine,
-// against the WindowsInstances joining cluster and its other Pull
-// Machines, all read from the management cluster.
+// against the WindowsInstances joining cluster (the manager's cache, as
+// the CSR approver reads them: this runs on every pass of a Machine not
+// joined yet) and its other Pull Machines, all of the management cluster.
 func (r *Reconciler) addressConflict(ctx context.Context, cfg *bootstrapv1.WinnodeConfig, machine *clusterv1.Machine, cluster winnodev1.ClusterRef) (string, error) {
 	var list winnodev1.WindowsInstanceList
-	if err := r.Reader.List(ctx, &list); err != nil {
+	if err := r.Cache.List(ctx, &list); err != nil {
 		return "", fmt.Errorf("listing WindowsInstances to check Machine %s/%s's addresses: %w", machine.Namespace, machine.Name, err)
 	}
 	var all []winnodev1.WindowsInstance
