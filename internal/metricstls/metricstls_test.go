@@ -9,7 +9,10 @@ import (
 	"time"
 )
 
-var t0 = time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+// t0 is now: NewCA signs its certificate from the clock (client-go's
+// NewSelfSignedCACert), so a fixed date would make every chain check fail
+// once the clock passes it.
+var t0 = time.Now().UTC().Truncate(time.Second)
 
 // A certificate Issue makes verifies against the CA for the node's name
 // and address, as a scraper checks it, and is good for server auth only.
