@@ -3,18 +3,19 @@
 #   1. OpenSSH's clients (installed by the project's own script);
 #   2. at once: the tools the tests need, built from source by the
 #      project's own scripts and cached (the control plane, the Machine
-#      API's and Cluster API's controllers, Prometheus), the Windows payload
-#      (cached likewise), make lint (hack/lint.sh: gofmt, go vet for Linux
-#      and Windows and of the hack/ modules, staticcheck, generated files)
-#      and the Windows cross-build;
-#   3. go test with the race detector (unit, fuzz seeds, integration against
+#      API's and Cluster API's controllers, Prometheus), and the Windows
+#      payload (cached likewise);
+#   3. make lint (hack/lint.sh: gofmt, go vet for Linux and Windows and of
+#      the hack/ modules, staticcheck, generated files), and the Windows
+#      cross-build;
+#   4. go test with the race detector (unit, fuzz seeds, integration against
 #      the real control plane, manifests against the API server, the
 #      payload's checks);
-#   4. at once (step 4's comment says why): end to end with simulated
+#   5. at once (step 5's comment says why): end to end with simulated
 #      Windows hosts, without the race detector, as a few test processes
 #      (hack/test-e2e.sh); the tests of the hack/ modules that have some;
 #      the Wine tier (the Windows-only code run under Wine);
-#   5. no test control-plane process left behind.
+#   6. no test control-plane process left behind.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -58,7 +59,7 @@ wait_all() {
 	fi
 }
 
-step "the test world's programs and the Windows payload, built at once; make lint and the Windows cross-build beside them"
+step "the test world's programs and the Windows payload, built at once"
 # Each program is built from source through the module proxy once, then
 # cached (~/.cache/winnode): the control plane (etcd, kube-apiserver,
 # kube-controller-manager, kube-scheduler), the Machine API's controllers
@@ -66,9 +67,13 @@ step "the test world's programs and the Windows payload, built at once; make lin
 # Prometheus (the node-metrics end-to-end test) and the Windows payload
 # (make payload). On a warm machine each prints its cached path at once.
 # On a cold one they run side by side, because one build alone leaves
-# cores idle while it downloads modules and links (one process): one after
-# the other, these steps took 4,235 CPU-seconds in the first cold run
-# (docs/performance.md, "A cold make test"), over 35 minutes of 2 cores.
+# cores idle while it downloads modules and links (one process). They are
+# separate modules with their own versions of the Kubernetes libraries, so
+# they share next to no compiled package. make lint and the cross-build
+# come after them, not beside them: go vet of the hack/ modules and of the
+# agent for Windows compiles the same packages as the tools' and the
+# payload's builds (same flags, so Go's build cache shares them), which
+# run side by side would each compile.
 # Each script takes its own lock, so two runs on one machine do not build
 # the same program twice.
 run_bg control-plane bash hack/tools/build-control-plane.sh
@@ -76,9 +81,7 @@ run_bg machine-api bash hack/tools/build-machine-api.sh
 run_bg capi-world bash hack/tools/build-capi-world.sh
 run_bg prometheus bash hack/tools/build-prometheus.sh
 run_bg payload bash hack/payload/build.sh
-run_bg lint bash hack/lint.sh
-run_bg cross-build env GOOS=windows GOARCH=amd64 go build -o bin/windows-amd64/winnode-agent.exe ./cmd/winnode-agent
-wait_all control-plane machine-api capi-world prometheus payload lint cross-build
+wait_all control-plane machine-api capi-world prometheus payload
 export WINNODE_K8S_BIN WINNODE_MACHINE_API_BIN WINNODE_CAPI_WORLD_BIN WINNODE_PROMETHEUS_BIN WINNODE_PAYLOAD_DIR
 WINNODE_K8S_BIN=$(tail -n1 "$logs/control-plane.out")
 WINNODE_MACHINE_API_BIN=$(tail -n1 "$logs/machine-api.out")
@@ -86,12 +89,26 @@ WINNODE_CAPI_WORLD_BIN=$(tail -n1 "$logs/capi-world.out")
 WINNODE_PROMETHEUS_BIN=$(tail -n1 "$logs/prometheus.out")
 WINNODE_PAYLOAD_DIR=$(tail -n1 "$logs/payload.out")
 
+step "make lint (gofmt, go vet, staticcheck, generated files)"
+bash hack/lint.sh
+
+step "Windows cross-build"
+GOOS=windows GOARCH=amd64 go build -o bin/windows-amd64/winnode-agent.exe ./cmd/winnode-agent
+
 # One folder of compressed simulated-payload copies for every test process
 # of this run (testenv.PayloadCache): each content is compressed once, not
 # once per test (a minute each under the race detector).
 export WINNODE_SIMPAYLOAD_CACHE
 WINNODE_SIMPAYLOAD_CACHE=$(mktemp -d "${TMPDIR:-/tmp}/winnode-simpayload-cache-XXXXXX")
 trap 'rm -rf "$WINNODE_SIMPAYLOAD_CACHE" "$logs"' EXIT
+
+# The tests' programs are linked without DWARF (-w): nothing in a test run
+# reads it (panics, the race detector's reports and pprof symbolize from
+# the binary's own tables), and linking the race tier's test binary of
+# internal/configure took 12.5 CPU-seconds with -w against 18.7 without
+# (2026-11-27), for each of some 95 test binaries on a cold run. A
+# command line's own -ldflags (testenv's -X for a version) still wins.
+export GOFLAGS="${GOFLAGS:+$GOFLAGS }-ldflags=-w"
 
 step "go test -race (unit, fuzz seeds, integration)"
 # The race detector needs cgo (the Makefile's default is CGO_ENABLED=0).
