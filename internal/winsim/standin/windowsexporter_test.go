@@ -56,7 +56,7 @@ func exporterTLS(t *testing.T, h *winsim.Host, ip string) *x509.CertPool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	web, err := plan.WindowsExporterWebConfig()
+	web, err := plan.WindowsExporterWebConfig(false)
 	if err != nil {
 		t.Fatal(err)
 	}
