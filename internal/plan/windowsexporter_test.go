@@ -168,7 +168,7 @@ func TestRenderRefusesBadMetricsFacts(t *testing.T) {
 		"no exporter in the payload": func(in *RenderInput) {
 			in.Payload.Files = in.Payload.Files[:len(in.Payload.Files)-1]
 		},
-		"payload over the key": func(in *RenderInput) { in.Payload.Files[0].HostPath = WindowsExporterKeyPath },
+		"payload over the key":                     func(in *RenderInput) { in.Payload.Files[0].HostPath = WindowsExporterKeyPath },
 		"kubelet's and the operator's certificate": func(in *RenderInput) { in.Metrics.KubeletServing = true },
 	}
 	for name, change := range cases {
