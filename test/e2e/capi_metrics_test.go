@@ -1,0 +1,79 @@
+package e2e
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/winnode/winnode/internal/plan"
+	"github.com/winnode/winnode/internal/testkit"
+)
+
+// checkWorkloadNodeMetrics: the windows_exporter of node, a Ready Windows
+// node of a Cluster API workload cluster (Push or Pull), answers an HTTPS
+// GET of https://<InternalIP>:9182/metrics with windows_exporter's series,
+// its certificate (the kubelet's serving certificate) verified as a
+// scraper of the workload cluster verifies it: against that cluster's CA
+// as every Pod finds it (ConfigMap kube-root-ca.crt), with the node's name
+// as the server name. A client that does not trust that CA is refused.
+func checkWorkloadNodeMetrics(t *testing.T, wlKube kubernetes.Interface, node string) {
+	t.Helper()
+	ctx := context.Background()
+	n, err := wlKube.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ip string
+	for _, a := range n.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP {
+			ip = a.Address
+		}
+	}
+	root, err := wlKube.CoreV1().ConfigMaps("default").Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the workload cluster's CA (ConfigMap default/kube-root-ca.crt): %v", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM([]byte(root.Data["ca.crt"])) {
+		t.Fatal("ConfigMap default/kube-root-ca.crt of the workload cluster holds no CA certificate")
+	}
+	url := "https://" + net.JoinHostPort(ip, fmt.Sprint(plan.WindowsExporterPort)) + "/metrics?collect[]=cs"
+	scrape := func(pool *x509.CertPool) (string, error) {
+		c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+			TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: node, MinVersion: tls.VersionTLS12}}}
+		resp, err := c.Get(url)
+		if err != nil {
+			return "", err
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			return "", fmt.Errorf("HTTP %d: %s", resp.StatusCode, body)
+		}
+		return string(body), err
+	}
+	var body string
+	start := time.Now()
+	testkit.Eventually(t, 2*time.Minute, "node "+node+"'s windows_exporter at "+url, func() (bool, string) {
+		body, err = scrape(pool)
+		return err == nil, fmt.Sprint(err)
+	})
+	t.Logf("node %s's windows_exporter answered over TLS %s after the node was Ready", node, time.Since(start).Round(time.Millisecond))
+	if !strings.Contains(body, "windows_cs_logical_processors ") {
+		t.Errorf("node %s's metrics lack windows_cs_logical_processors:\n%s", node, body)
+	}
+	if _, err := scrape(x509.NewCertPool()); err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Errorf("node %s: a client without the workload cluster's CA: %v, want a certificate error", node, err)
+	}
+}
