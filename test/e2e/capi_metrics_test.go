@@ -8,14 +8,17 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/winnode/winnode/internal/controller/exporter"
 	"github.com/winnode/winnode/internal/plan"
 	"github.com/winnode/winnode/internal/testkit"
 )
@@ -76,4 +79,57 @@ func checkWorkloadNodeMetrics(t *testing.T, wlKube kubernetes.Interface, node st
 	if _, err := scrape(x509.NewCertPool()); err == nil || !strings.Contains(err.Error(), "certificate") {
 		t.Errorf("node %s: a client without the workload cluster's CA: %v, want a certificate error", node, err)
 	}
+}
+
+// checkWorkloadSlices: in the workload cluster, winnode's namespace has
+// the Service windows-exporter without a selector, and its EndpointSlices
+// list each of nodes at its InternalIP when that is routable
+// (hack/test-e2e.sh gives the simulated hosts addresses of
+// $WINSIM_NETWORK); a loopback InternalIP (a plain go test run), which the
+// API server refuses in an EndpointSlice, is left out.
+func checkWorkloadSlices(t *testing.T, wlKube kubernetes.Interface, nodes []string) {
+	t.Helper()
+	ctx := context.Background()
+	testkit.Eventually(t, time.Minute, "the Service "+exporter.ServiceName+" in the workload cluster", func() (bool, string) {
+		svc, err := wlKube.CoreV1().Services(Namespace).Get(ctx, exporter.ServiceName, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return svc.Spec.Selector == nil && len(svc.Spec.Ports) == 1 && svc.Spec.Ports[0].Port == plan.WindowsExporterPort, fmt.Sprintf("%+v", svc.Spec)
+	})
+	want := map[string]string{} // node → the address the slice must list ("": none)
+	for _, name := range nodes {
+		n, err := wlKube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range n.Status.Addresses {
+			if a.Type == corev1.NodeInternalIP && !netip.MustParseAddr(a.Address).IsLoopback() {
+				want[name] = a.Address
+			}
+		}
+	}
+	testkit.Eventually(t, 2*time.Minute, "the workload cluster's EndpointSlices of "+exporter.ServiceName+" listing "+strings.Join(nodes, ", "), func() (bool, string) {
+		list, err := wlKube.DiscoveryV1().EndpointSlices(Namespace).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + exporter.ServiceName})
+		if err != nil {
+			return false, err.Error()
+		}
+		listed := map[string]string{}
+		for _, s := range list.Items {
+			for _, e := range s.Endpoints {
+				if e.NodeName != nil && len(e.Addresses) == 1 {
+					listed[*e.NodeName] = e.Addresses[0]
+				}
+			}
+		}
+		if len(list.Items) == 0 {
+			return false, "no EndpointSlice"
+		}
+		for _, name := range nodes {
+			if listed[name] != want[name] {
+				return false, fmt.Sprintf("lists %v, want %v", listed, want)
+			}
+		}
+		return true, ""
+	})
 }

@@ -40,7 +40,9 @@ import (
 //   - a Ready node's windows_exporter serves its metrics over HTTPS on 9182
 //     with the kubelet's serving certificate, verified against the
 //     workload cluster's CA with the node's name as the server name
-//     (checkWorkloadNodeMetrics);
+//     (checkWorkloadNodeMetrics), and the workload cluster's Service
+//     windows-exporter has EndpointSlices listing the Ready nodes
+//     (checkWorkloadSlices);
 //   - Machines of a second MachineDeployment whose infrastructure reports
 //     addresses the address policy refuses (unspecified, link-local, the
 //     workload cluster's Service range) are refused by name, as a
@@ -74,6 +76,7 @@ func TestClusterAPIWorkloadCluster(t *testing.T) {
 	w.scaleMachineDeployment(t, md, 2)
 	joined := w.checkWorkloadNodes(t, md, wlKube, 2, mgmtBefore)
 	checkWorkloadNodeMetrics(t, wlKube, joined[0])
+	checkWorkloadSlices(t, wlKube, joined)
 	if _, err := wlKube.CoreV1().ServiceAccounts(Namespace).Get(ctx, workload.ServiceAccount, metav1.GetOptions{}); err != nil {
 		t.Errorf("winnode's ServiceAccount in the workload cluster: %v", err)
 	}
