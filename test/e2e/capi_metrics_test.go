@@ -29,7 +29,8 @@ import (
 // its certificate (the kubelet's serving certificate) verified as a
 // scraper of the workload cluster verifies it: against that cluster's CA
 // as every Pod finds it (ConfigMap kube-root-ca.crt), with the node's name
-// as the server name. A client that does not trust that CA is refused.
+// as the server name, and with its address, as Prometheus verifies an
+// EndpointSlice's target. A client that does not trust that CA is refused.
 func checkWorkloadNodeMetrics(t *testing.T, wlKube kubernetes.Interface, node string) {
 	t.Helper()
 	ctx := context.Background()
@@ -52,9 +53,9 @@ func checkWorkloadNodeMetrics(t *testing.T, wlKube kubernetes.Interface, node st
 		t.Fatal("ConfigMap default/kube-root-ca.crt of the workload cluster holds no CA certificate")
 	}
 	url := "https://" + net.JoinHostPort(ip, fmt.Sprint(plan.WindowsExporterPort)) + "/metrics?collect[]=cs"
-	scrape := func(pool *x509.CertPool) (string, error) {
+	scrape := func(pool *x509.CertPool, serverName string) (string, error) {
 		c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
-			TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: node, MinVersion: tls.VersionTLS12}}}
+			TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: serverName, MinVersion: tls.VersionTLS12}}}
 		resp, err := c.Get(url)
 		if err != nil {
 			return "", err
@@ -69,14 +70,19 @@ func checkWorkloadNodeMetrics(t *testing.T, wlKube kubernetes.Interface, node st
 	var body string
 	start := time.Now()
 	testkit.Eventually(t, 2*time.Minute, "node "+node+"'s windows_exporter at "+url, func() (bool, string) {
-		body, err = scrape(pool)
+		body, err = scrape(pool, node)
 		return err == nil, fmt.Sprint(err)
 	})
 	t.Logf("node %s's windows_exporter answered over TLS %s after the node was Ready", node, time.Since(start).Round(time.Millisecond))
 	if !strings.Contains(body, "windows_cs_logical_processors ") {
 		t.Errorf("node %s's metrics lack windows_cs_logical_processors:\n%s", node, body)
 	}
-	if _, err := scrape(x509.NewCertPool()); err == nil || !strings.Contains(err.Error(), "certificate") {
+	// As Prometheus scrapes an EndpointSlice's address: the certificate
+	// names the node's InternalIP too.
+	if _, err := scrape(pool, ""); err != nil {
+		t.Errorf("node %s's windows_exporter verified by its address %s: %v", node, ip, err)
+	}
+	if _, err := scrape(x509.NewCertPool(), node); err == nil || !strings.Contains(err.Error(), "certificate") {
 		t.Errorf("node %s: a client without the workload cluster's CA: %v, want a certificate error", node, err)
 	}
 }
