@@ -311,7 +311,7 @@ func setupControllers(mgr ctrl.Manager, kube kubernetes.Interface, opts Options,
 		approver.Pull, pull = p, p
 	}
 	csr.WatchWorkloads(mgr, workloads, approver)
-	exporter.WatchWorkloads(mgr, workloads, pull)
+	watchWorkloadExporters(mgr, workloads, pull)
 	if err := mgr.Add(&csr.AutoApprovalWarner{Kube: kube, Recorder: mgr.GetEventRecorder("winnode-csr-approver")}); err != nil {
 		return fmt.Errorf("setting up the auto-approval check: %w", err)
 	}
