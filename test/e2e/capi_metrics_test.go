@@ -116,7 +116,9 @@ func checkWorkloadSlices(t *testing.T, wlKube kubernetes.Interface, nodes []stri
 		}
 	}
 	start := time.Now()
-	defer func() { t.Logf("the workload cluster's slices listed %v %s after the check began", nodes, time.Since(start).Round(time.Millisecond)) }()
+	defer func() {
+		t.Logf("the workload cluster's slices listed %v %s after the check began", nodes, time.Since(start).Round(time.Millisecond))
+	}()
 	testkit.Eventually(t, 2*time.Minute, "the workload cluster's EndpointSlices of "+exporter.ServiceName+" listing "+strings.Join(nodes, ", "), func() (bool, string) {
 		list, err := wlKube.DiscoveryV1().EndpointSlices(Namespace).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + exporter.ServiceName})
 		if err != nil {
