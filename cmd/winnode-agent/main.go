@@ -112,6 +112,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	root.AddCommand(logsCommand(ctx, withAgent))
 	root.AddCommand(joinCommand(ctx, withAgent))
 	root.AddCommand(podNetworkCommand(ctx, withAgent))
+	root.AddCommand(waitCertificateCommand(ctx, withAgent))
 	root.AddCommand(rebootCommand(ctx, withAgent))
 
 	root.AddCommand(versionCommand(stdout))

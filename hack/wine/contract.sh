@@ -179,19 +179,22 @@ containerd_config() {
 # windows_exporter_config LOG FILE: the payload's windows_exporter.exe
 # serves TLS with FILE as its --web.config.file (exporter-toolkit's own
 # strict loading): FILE and the contract's test certificate and key are put
-# where FILE names them (C:\k\windows_exporter in the Wine prefix, one run
-# at a time: the prefix is shared), the exporter listens on a port of
+# where FILE names them (C:\k\windows_exporter in the Wine prefix, and
+# both in one file where the kubelet keeps its serving certificate,
+# C:\var\lib\kubelet\pki\kubelet-server-current.pem; one run at a time:
+# the prefix is shared), the exporter listens on a port of
 # 127.0.0.1 the system picks (its log says which), and an HTTPS scrape of
 # the cs collector verified against the certificate must return
 # windows_cs_ series (under Wine the perflib collectors fail: cs reads WMI).
 # Output in LOG.
 windows_exporter_config() {
-	local log=$1 file=$2 dir="$WINEPREFIX/drive_c/k/windows_exporter" pid address rc=1 i
+	local log=$1 file=$2 dir="$WINEPREFIX/drive_c/k/windows_exporter" pki="$WINEPREFIX/drive_c/var/lib/kubelet/pki" pid address rc=1 i
 	exec 7>"$WINEPREFIX/.winnode-windows-exporter.lock"
 	flock 7
-	mkdir -p "$dir"
+	mkdir -p "$dir" "$pki"
 	cp "$file" "$dir/web-config.yml"
 	cp "$contract_dir/windows_exporter-tls/tls.crt" "$contract_dir/windows_exporter-tls/tls.key" "$dir/"
+	cat "$contract_dir/windows_exporter-tls/tls.crt" "$contract_dir/windows_exporter-tls/tls.key" >"$pki/kubelet-server-current.pem"
 	"$wine" "$WINNODE_PAYLOAD_DIR/windows_exporter.exe" --web.listen-address=127.0.0.1:0 \
 		'--web.config.file=C:\k\windows_exporter\web-config.yml' --collectors.enabled=cs >"$log" 2>&1 &
 	pid=$!
@@ -214,7 +217,7 @@ windows_exporter_config() {
 	fi
 	kill "$pid" 2>/dev/null || true
 	wait "$pid" 2>/dev/null || true
-	rm -rf "$dir"
+	rm -rf "$dir" "$pki/kubelet-server-current.pem"
 	flock -u 7
 	return "$rc"
 }

@@ -98,7 +98,23 @@ func (r *joinRun) renderInput() plan.RenderInput {
 		// join config carries none (docs/cluster-api.md).
 		Runtime:         plan.RuntimeFacts{Mode: plan.RuntimeManaged},
 		OperatorVersion: r.cfg.OperatorVersion,
+		Metrics:         r.metrics(),
 	}
+}
+
+// metrics are the node metrics of a Pull host: windows_exporter, from the
+// image, serving with the kubelet's own serving certificate (signed by the
+// workload cluster's CA once winnode's approver checked it, renewed by the
+// kubelet), since no operator reaches the host to give it one and the
+// bootstrap data carries no key. An image without windows_exporter.exe
+// (baked from a payload before it had one) serves no metrics, which the
+// log says.
+func (r *joinRun) metrics() *plan.MetricsFacts {
+	if _, ok := r.manifest.Lookup(plan.PayloadWindowsExporter); !ok {
+		r.log("plan").Info("no node metrics: the image's payload has no " + plan.PayloadWindowsExporter)
+		return nil
+	}
+	return &plan.MetricsFacts{KubeletServing: true}
 }
 
 // stage writes files into the staging folder as blobs named by the sha256

@@ -77,8 +77,14 @@ type Configurer struct {
 	// Metrics, when set, gives each node windows_exporter's serving
 	// certificate (internal/metricstls: the operator's own CA, or
 	// OpenShift's service CA): each host then runs windows_exporter on
-	// 9182 with TLS (metrics.go). Nil: no exporter.
+	// 9182 with TLS (metrics.go). Nil: no exporter, unless
+	// KubeletServingMetrics.
 	Metrics MetricsCertificates
+	// KubeletServingMetrics runs windows_exporter with the kubelet's own
+	// serving certificate instead (plan.MetricsFacts.KubeletServing): for
+	// nodes of Cluster API workload clusters, whose scrapers trust that
+	// cluster's CA, not the operator's (metrics.go). Metrics is then nil.
+	KubeletServingMetrics bool
 	// Kube talks to the API server directly (no cache): Nodes, Secrets,
 	// ConfigMaps, Pods, evictions, RBAC.
 	Kube kubernetes.Interface

@@ -32,8 +32,14 @@ type MetricsCertificates interface {
 // and issued again before it expires, and its key, which the plan names
 // by digest and sync uploads. A host whose kubelet picks its own address
 // gets no exporter: its certificate could not name the address scrapers
-// use.
+// use. With KubeletServingMetrics the exporter serves with the kubelet's
+// serving certificate: nothing to issue or upload, and that certificate
+// names whatever address the kubelet reports (winnode's approver checks
+// it, internal/csrapproval).
 func (c *Configurer) metricsFacts(ctx context.Context, inst *winnodev1.WindowsInstance, info *plan.Info) (*plan.MetricsFacts, []byte, error) {
+	if c.KubeletServingMetrics {
+		return &plan.MetricsFacts{KubeletServing: true}, nil, nil
+	}
 	if c.Metrics == nil {
 		return nil, nil, nil
 	}

@@ -283,7 +283,8 @@ func optionalParts(opts Options, plat platform.Platform, workloads *workload.Clu
 }
 
 // setupControllers registers the controllers other than the instance
-// reconciler; the CSR approver also approves in each workload cluster.
+// reconciler; the CSR approver also approves in each workload cluster,
+// where the windows-exporter Service and slices are kept too.
 func setupControllers(mgr ctrl.Manager, kube kubernetes.Interface, opts Options, workloads *workload.Clusters, apiCert *csrapproval.APIServerCertificate) error {
 	if err := (&keys.Reconciler{
 		Client: mgr.GetClient(), Namespace: opts.Namespace,
@@ -302,11 +303,15 @@ func setupControllers(mgr ctrl.Manager, kube kubernetes.Interface, opts Options,
 	if err := approver.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the CSR approver: %w", err)
 	}
+	var pull exporter.PullNodes
 	if workloads.On() {
-		// Pull Machines' CSRs, in their workload clusters only.
-		approver.Pull = &capibootstrap.PullMachines{Configs: mgr.GetClient(), Machines: mgr.GetAPIReader()}
+		// Pull Machines' CSRs, in their workload clusters only; and their
+		// nodes in those clusters' windows-exporter slices.
+		p := &capibootstrap.PullMachines{Configs: mgr.GetClient(), Machines: mgr.GetAPIReader()}
+		approver.Pull, pull = p, p
 	}
 	csr.WatchWorkloads(mgr, workloads, approver)
+	watchWorkloadExporters(mgr, workloads, pull)
 	if err := mgr.Add(&csr.AutoApprovalWarner{Kube: kube, Recorder: mgr.GetEventRecorder("winnode-csr-approver")}); err != nil {
 		return fmt.Errorf("setting up the auto-approval check: %w", err)
 	}

@@ -330,7 +330,7 @@ func (in RenderInput) files(generated []GeneratedFile) []File {
 		files = append(files, File{Path: g.HostPath, SHA256: d.SHA256, Size: d.Size})
 	}
 	files = append(files, File{Path: BootstrapKubeconfigPath, SHA256: in.Cluster.BootstrapKubeconfig.SHA256, Size: in.Cluster.BootstrapKubeconfig.Size})
-	if in.Metrics != nil {
+	if in.Metrics != nil && !in.Metrics.KubeletServing {
 		files = append(files, File{Path: WindowsExporterKeyPath, SHA256: in.Metrics.Key.SHA256, Size: in.Metrics.Key.Size})
 	}
 	slices.SortFunc(files, func(a, b File) int { return strings.Compare(strings.ToLower(a.Path), strings.ToLower(b.Path)) })

@@ -84,23 +84,79 @@ func TestRenderWindowsExporter(t *testing.T) {
 
 // The web configuration is exporter-toolkit's: tls_server_config with the
 // certificate and key paths, TLS 1.2 at least (the real program loads it
-// in the Wine tier, hack/wine/contract.sh).
+// in the Wine tier, hack/wine/contract.sh): the operator's files, or the
+// kubelet's serving certificate, which holds both in one file.
 func TestWindowsExporterWebConfig(t *testing.T) {
-	out, err := WindowsExporterWebConfig()
+	for _, tc := range []struct {
+		kubeletServing bool
+		cert, key      string
+	}{
+		{false, WindowsExporterCertPath, WindowsExporterKeyPath},
+		{true, `C:\var\lib\kubelet\pki\kubelet-server-current.pem`, `C:\var\lib\kubelet\pki\kubelet-server-current.pem`},
+	} {
+		out, err := WindowsExporterWebConfig(tc.kubeletServing)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got map[string]map[string]string
+		if err := yaml.UnmarshalStrict(out, &got); err != nil {
+			t.Fatalf("%s: %v", out, err)
+		}
+		want := map[string]string{"cert_file": tc.cert, "key_file": tc.key, "min_version": "TLS12"}
+		if len(got) != 1 || len(got["tls_server_config"]) != 3 {
+			t.Fatalf("web config %v", got)
+		}
+		for k, v := range want {
+			if got["tls_server_config"][k] != v {
+				t.Errorf("kubelet serving %v: %s = %q, want %q", tc.kubeletServing, k, got["tls_server_config"][k], v)
+			}
+		}
+	}
+}
+
+// With the kubelet's serving certificate the plan writes only the web
+// configuration (no certificate, no key to upload), and the service waits
+// for the kubelet's file with the agent before windows_exporter starts.
+func TestRenderWindowsExporterKubeletServing(t *testing.T) {
+	in := metricsInput()
+	in.Metrics = &MetricsFacts{KubeletServing: true}
+	r, err := Render(in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got map[string]map[string]string
-	if err := yaml.UnmarshalStrict(out, &got); err != nil {
-		t.Fatalf("%s: %v", out, err)
+	for _, f := range r.Plan.Files {
+		if f.Path == WindowsExporterKeyPath || f.Path == WindowsExporterCertPath {
+			t.Errorf("plan file %s: the exporter serves with the kubelet's certificate", f.Path)
+		}
 	}
-	want := map[string]string{"cert_file": WindowsExporterCertPath, "key_file": WindowsExporterKeyPath, "min_version": "TLS12"}
-	if len(got) != 1 || len(got["tls_server_config"]) != 3 {
-		t.Fatalf("web config %v", got)
+	if web := string(findGenerated(t, r, WindowsExporterWebConfigPath)); !strings.Contains(web, "kubelet-server-current.pem") {
+		t.Errorf("web config %q does not name the kubelet's certificate", web)
 	}
-	for k, v := range want {
-		if got["tls_server_config"][k] != v {
-			t.Errorf("%s = %q, want %q", k, got["tls_server_config"][k], v)
+	var svc *Service
+	for i := range r.Plan.Services {
+		if r.Plan.Services[i].Name == WindowsExporterService {
+			svc = &r.Plan.Services[i]
+		}
+	}
+	if svc == nil {
+		t.Fatal("no windows_exporter service")
+	}
+	wantBefore := []string{"--before", `C:\k\winnode-agent.exe`, "--before-arg", "wait-certificate",
+		"--before-arg", `--file=C:\var\lib\kubelet\pki\kubelet-server-current.pem`, "--"}
+	i := slices.Index(svc.Args, "--before")
+	if i < 0 || !slices.Equal(svc.Args[i:i+len(wantBefore)], wantBefore) {
+		t.Errorf("windows_exporter's service args %q, want %q before the program", svc.Args, wantBefore)
+	}
+	if !slices.Contains(r.Plan.FirewallPorts, FirewallPort{Name: "windows-exporter", Protocol: TCP, Port: 9182}) {
+		t.Errorf("firewall ports %v: no 9182", r.Plan.FirewallPorts)
+	}
+	op, err := Render(metricsInput())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range op.Plan.Services {
+		if s.Name == WindowsExporterService && slices.Contains(s.Args, "--before") {
+			t.Errorf("with the operator's certificate windows_exporter waits for nothing: %q", s.Args)
 		}
 	}
 }
@@ -112,7 +168,8 @@ func TestRenderRefusesBadMetricsFacts(t *testing.T) {
 		"no exporter in the payload": func(in *RenderInput) {
 			in.Payload.Files = in.Payload.Files[:len(in.Payload.Files)-1]
 		},
-		"payload over the key": func(in *RenderInput) { in.Payload.Files[0].HostPath = WindowsExporterKeyPath },
+		"payload over the key":                     func(in *RenderInput) { in.Payload.Files[0].HostPath = WindowsExporterKeyPath },
+		"kubelet's and the operator's certificate": func(in *RenderInput) { in.Metrics.KubeletServing = true },
 	}
 	for name, change := range cases {
 		in := metricsInput()

@@ -46,6 +46,12 @@ import (
 //     is replaced; it is gone with its config, and its token and any Node
 //     its host registered are gone from the workload cluster;
 //   - no WindowsInstance exists for a Pull Machine;
+//   - a Ready node's windows_exporter, installed by the join from the
+//     image, serves its metrics over HTTPS on 9182 with the kubelet's
+//     serving certificate, verified against the workload cluster's CA with
+//     the node's name as the server name (checkWorkloadNodeMetrics), and
+//     the workload cluster's Service windows-exporter has EndpointSlices
+//     listing the Ready nodes (checkWorkloadSlices);
 //   - each host's SSH server saw no connection and refuses the operator's
 //     key (the data authorizes none).
 //
@@ -95,6 +101,8 @@ func TestClusterAPIPullMode(t *testing.T) {
 
 	w.scaleMachineDeployment(t, md, 2)
 	nodes := w.waitPullNodes(t, md, wlKube, 2)
+	checkWorkloadNodeMetrics(t, wlKube, nodes[0])
+	checkWorkloadSlices(t, wlKube, nodes)
 	for _, name := range nodes {
 		if _, err := w.kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			t.Errorf("Node %s exists in the management cluster: %v", name, err)

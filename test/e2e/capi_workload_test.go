@@ -37,6 +37,12 @@ import (
 //   - the management cluster gets no Windows Node: its Node list is the
 //     same before, at each step and after;
 //   - in the workload cluster, winnode has its namespace and ServiceAccount;
+//   - a Ready node's windows_exporter serves its metrics over HTTPS on 9182
+//     with the kubelet's serving certificate, verified against the
+//     workload cluster's CA with the node's name as the server name
+//     (checkWorkloadNodeMetrics), and the workload cluster's Service
+//     windows-exporter has EndpointSlices listing the Ready nodes
+//     (checkWorkloadSlices);
 //   - Machines of a second MachineDeployment whose infrastructure reports
 //     addresses the address policy refuses (unspecified, link-local, the
 //     workload cluster's Service range) are refused by name, as a
@@ -68,7 +74,9 @@ func TestClusterAPIWorkloadCluster(t *testing.T) {
 	bad := w.createMisreportedMachines(t, cluster.Name, "workload-a-misreported", "workload-a-workers")
 
 	w.scaleMachineDeployment(t, md, 2)
-	w.checkWorkloadNodes(t, md, wlKube, 2, mgmtBefore)
+	joined := w.checkWorkloadNodes(t, md, wlKube, 2, mgmtBefore)
+	checkWorkloadNodeMetrics(t, wlKube, joined[0])
+	checkWorkloadSlices(t, wlKube, joined)
 	if _, err := wlKube.CoreV1().ServiceAccounts(Namespace).Get(ctx, workload.ServiceAccount, metav1.GetOptions{}); err != nil {
 		t.Errorf("winnode's ServiceAccount in the workload cluster: %v", err)
 	}
@@ -99,10 +107,11 @@ func TestClusterAPIWorkloadCluster(t *testing.T) {
 // checkWorkloadNodes waits until the MachineDeployment has n Machines,
 // each a Ready node of the workload cluster (waitWorkloadNodes), and checks
 // that none of them is a Node of the management cluster, whose Node list
-// is still mgmtBefore.
-func (w *world) checkWorkloadNodes(t *testing.T, md *clusterv1.MachineDeployment, wlKube kubernetes.Interface, n int, mgmtBefore []string) {
+// is still mgmtBefore; it returns those Nodes' names, sorted.
+func (w *world) checkWorkloadNodes(t *testing.T, md *clusterv1.MachineDeployment, wlKube kubernetes.Interface, n int, mgmtBefore []string) []string {
 	t.Helper()
-	for _, name := range w.waitWorkloadNodes(t, md, wlKube, n) {
+	names := w.waitWorkloadNodes(t, md, wlKube, n)
+	for _, name := range names {
 		if _, err := w.kube.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			t.Errorf("Node %s exists in the management cluster: %v", name, err)
 		}
@@ -110,6 +119,7 @@ func (w *world) checkWorkloadNodes(t *testing.T, md *clusterv1.MachineDeployment
 	if got := w.nodeNames(t, w.kube); !slices.Equal(got, mgmtBefore) {
 		t.Errorf("the management cluster's Nodes changed: %v, were %v", got, mgmtBefore)
 	}
+	return names
 }
 
 // startWorkloadControlPlane starts a second control plane (etcd,

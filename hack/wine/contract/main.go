@@ -156,7 +156,10 @@ func renderCases(m *payload.Manifest) []renderCase {
 	for _, mode := range []string{plan.NetworkFlannel, plan.NetworkOVNHybrid, plan.NetworkExternal} {
 		for _, platform := range []string{"kubernetes", "openshift"} {
 			for _, release := range slices.Sorted(mapsKeys(windowsBuilds)) {
-				for _, source := range []string{"byoh", "machine"} {
+				for _, source := range []string{"byoh", "machine", "workload"} {
+					if source == "workload" && platform != "kubernetes" {
+						continue // Cluster API workload clusters are Kubernetes
+					}
 					in := renderInput(m, mode, platform, windowsBuilds[release], source)
 					name := fmt.Sprintf("%s/%s/%s/%s", mode, platform, release, source)
 					cases = append(cases, renderCase{name: name, in: in, negative: len(cases) == 0})
@@ -223,6 +226,12 @@ func renderInput(m *payload.Manifest, mode, platform, build, source string) plan
 		in.Cluster.KubeletCAData = []byte("-----BEGIN CERTIFICATE-----\nMIIC\n-----END CERTIFICATE-----\n")
 		in.Cluster.CloudProvider = "external"
 		in.Cluster.PlatformClusterID = "contract"
+	}
+	if source == "workload" {
+		// A node of a Cluster API workload cluster: windows_exporter
+		// serves with the kubelet's serving certificate, certificate and
+		// key in one file (contract.sh puts the test pair there).
+		in.Metrics = &plan.MetricsFacts{KubeletServing: true}
 	}
 	if source == "machine" {
 		in.Host.ProviderID = "aws:///us-east-1a/i-0123456789abcdef0"
@@ -455,8 +464,9 @@ func (w *writer) flush() error {
 // exporterTLS writes a serving certificate for 127.0.0.1 and its key
 // (windows_exporter-tls/tls.crt, tls.key), which contract.sh installs where
 // the web configuration names them before the real windows_exporter.exe
-// serves with them; the certificate verifies itself (client-go's
-// self-signed pair carries its CA).
+// serves with them (the operator's two files, and the kubelet's one file
+// holding both); the certificate verifies itself (client-go's self-signed
+// pair carries its CA).
 func exporterTLS(w *writer) error {
 	cert, key, err := certutil.GenerateSelfSignedCertKey("localhost", []net.IP{net.ParseIP("127.0.0.1")}, nil)
 	if err != nil {

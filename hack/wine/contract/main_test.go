@@ -58,6 +58,20 @@ func TestWrite(t *testing.T) {
 			t.Errorf("no command line is written for case %s", want)
 		}
 	}
+	webs, _ := filepath.Glob(filepath.Join(out, "configs", "windows_exporter", "*.yml"))
+	var webAll []string
+	for _, f := range webs {
+		data, _ := os.ReadFile(f)
+		webAll = append(webAll, string(data))
+	}
+	for _, want := range []string{`cert_file: C:\k\windows_exporter\tls.crt`, `key_file: C:\var\lib\kubelet\pki\kubelet-server-current.pem`} {
+		if !strings.Contains(strings.Join(webAll, ""), want) {
+			t.Errorf("no windows_exporter web configuration has %q: %q", want, webAll)
+		}
+	}
+	if !strings.Contains(joined, `--before C:\k\winnode-agent.exe --before-arg wait-certificate`) {
+		t.Errorf("no windows_exporter service waits for the kubelet's certificate:\n%s", joined)
+	}
 	for _, kind := range []string{"kubelet", "kube-proxy", "cni", "containerd", "windows_exporter"} {
 		if files, _ := filepath.Glob(filepath.Join(out, "configs", kind, "*.cases")); len(files) == 0 {
 			t.Errorf("no %s configuration written", kind)

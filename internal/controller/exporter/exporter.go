@@ -92,8 +92,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	for _, s := range skipped {
 		log.Info("a Windows node is left out of the windows-exporter EndpointSlices", "node", s.Node, "reason", s.Reason)
 	}
-	owner := metav1.OwnerReference{APIVersion: "v1", Kind: "Service", Name: svc.Name, UID: svc.UID}
-	return reconcile.Result{}, r.applySlices(ctx, DesiredSlices(r.Namespace, owner, eps))
+	return reconcile.Result{}, r.applySlices(ctx, OwnSlices(), DesiredSlices(r.Namespace, ownerOf(svc), eps))
+}
+
+// ownerOf is the slices' owner reference to their Service: they go with it.
+func ownerOf(svc *corev1.Service) metav1.OwnerReference {
+	return metav1.OwnerReference{APIVersion: "v1", Kind: "Service", Name: svc.Name, UID: svc.UID}
 }
 
 // windowsNodes are the Nodes of the WindowsInstances (status.nodeName):
@@ -173,12 +177,11 @@ func (r *Reconciler) service(ctx context.Context) (*corev1.Service, error) {
 	return got, nil
 }
 
-// applySlices creates or updates the desired slices and deletes winnode's
-// others.
-func (r *Reconciler) applySlices(ctx context.Context, want []*discoveryv1.EndpointSlice) error {
+// applySlices creates or updates the desired slices and deletes the
+// others of set (listed by its labels).
+func (r *Reconciler) applySlices(ctx context.Context, set SliceSet, want []*discoveryv1.EndpointSlice) error {
 	var have discoveryv1.EndpointSliceList
-	if err := r.Client.List(ctx, &have, client.InNamespace(r.Namespace),
-		client.MatchingLabels{discoveryv1.LabelServiceName: ServiceName, discoveryv1.LabelManagedBy: ManagedBy}); err != nil {
+	if err := r.Client.List(ctx, &have, client.InNamespace(r.Namespace), client.MatchingLabels(set.Labels)); err != nil {
 		return err
 	}
 	byName := map[string]*discoveryv1.EndpointSlice{}

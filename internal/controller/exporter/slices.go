@@ -2,6 +2,7 @@ package exporter
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 	"github.com/winnode/winnode/internal/plan"
 )
 
@@ -100,22 +102,58 @@ func internalIP(n *corev1.Node) (string, string) {
 	return "", "it has no IPv4 InternalIP"
 }
 
+// SliceSet is one keeper's slices of the Service: their names (Prefix-0,
+// -1, ...) and the labels they are found by. The operator's own cluster
+// has one keeper; each Cluster API Cluster has its own (ClusterSlices), so
+// that keepers sharing one cluster (a self-hosted Cluster beside the
+// operator's own nodes, two Clusters whose kubeconfigs reach the same
+// cluster) each keep only their own slices of the same Service.
+type SliceSet struct {
+	Prefix string
+	Labels map[string]string
+}
+
+// LabelCluster names, on a workload cluster's slices, the Cluster API
+// Cluster ("<namespace>.<name>", winnodev1.LabelValue) whose nodes they list.
+const LabelCluster = "winnode.io/cluster"
+
+// OwnSlices are the slices of the operator's own cluster's nodes:
+// windows-exporter-0, -1, ...
+func OwnSlices() SliceSet {
+	return SliceSet{Prefix: ServiceName, Labels: map[string]string{
+		discoveryv1.LabelServiceName: ServiceName, discoveryv1.LabelManagedBy: ManagedBy}}
+}
+
+// ClusterSlices are the slices of the nodes of Cluster ref in its workload
+// cluster: windows-exporter-<namespace>-<name>-0, -1, ..., labelled with
+// the Cluster, and with a managed-by of their own, so that the keeper of
+// the operator's own cluster (OwnSlices, which lists by managed-by) never
+// takes them for its own.
+func ClusterSlices(ref winnodev1.ClusterRef) SliceSet {
+	return SliceSet{Prefix: ServiceName + "-" + ref.Namespace + "-" + ref.Name, Labels: map[string]string{
+		discoveryv1.LabelServiceName: ServiceName, discoveryv1.LabelManagedBy: ManagedBy + "-cluster-api",
+		LabelCluster: winnodev1.LabelValue(ref.Namespace + "." + ref.Name)}}
+}
+
 // DesiredSlices are the Service's EndpointSlices for these endpoints:
 // windows-exporter-0, -1, ... of at most MaxEndpointsPerSlice each, at
 // least one (an empty slice says "no node" to a reader, as Kubernetes'
 // controller keeps one for a Service with no endpoints).
 func DesiredSlices(namespace string, owner metav1.OwnerReference, eps []discoveryv1.Endpoint) []*discoveryv1.EndpointSlice {
+	return OwnSlices().Desired(namespace, owner, eps)
+}
+
+// Desired are the set's EndpointSlices for these endpoints: Prefix-0, -1,
+// ... of at most MaxEndpointsPerSlice each, at least one.
+func (set SliceSet) Desired(namespace string, owner metav1.OwnerReference, eps []discoveryv1.Endpoint) []*discoveryv1.EndpointSlice {
 	var out []*discoveryv1.EndpointSlice
 	for i := 0; i == 0 || i*MaxEndpointsPerSlice < len(eps); i++ {
 		part := eps[i*MaxEndpointsPerSlice : min(len(eps), (i+1)*MaxEndpointsPerSlice)]
 		out = append(out, &discoveryv1.EndpointSlice{
 			ObjectMeta: metav1.ObjectMeta{
-				Name:      fmt.Sprintf("%s-%d", ServiceName, i),
-				Namespace: namespace,
-				Labels: map[string]string{
-					discoveryv1.LabelServiceName: ServiceName,
-					discoveryv1.LabelManagedBy:   ManagedBy,
-				},
+				Name:            fmt.Sprintf("%s-%d", set.Prefix, i),
+				Namespace:       namespace,
+				Labels:          maps.Clone(set.Labels),
 				OwnerReferences: []metav1.OwnerReference{owner},
 			},
 			AddressType: discoveryv1.AddressTypeIPv4,

@@ -8,6 +8,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	winnodev1 "github.com/winnode/winnode/api/v1alpha1"
 )
 
 func node(name, ip string, ready corev1.ConditionStatus) *corev1.Node {
@@ -82,5 +86,32 @@ func TestDesiredSlices(t *testing.T) {
 		if total != n {
 			t.Errorf("%d nodes: %d endpoints in all", n, total)
 		}
+	}
+}
+
+// A Cluster's slices have names and labels of their own, so that keepers
+// sharing one cluster's Service (the operator's own, a self-hosted
+// Cluster, two Clusters reaching one cluster) never list, update or delete
+// each other's; a long Cluster name still makes a valid label.
+func TestClusterSlices(t *testing.T) {
+	owner := metav1.OwnerReference{APIVersion: "v1", Kind: "Service", Name: ServiceName, UID: "u"}
+	a := ClusterSlices(winnodev1.ClusterRef{Namespace: "capi", Name: "a"})
+	b := ClusterSlices(winnodev1.ClusterRef{Namespace: "capi", Name: strings.Repeat("b", 63)})
+	own := OwnSlices()
+	got := a.Desired("winnode-system", owner, nil)
+	if len(got) != 1 || got[0].Name != "windows-exporter-capi-a-0" || got[0].Labels[discoveryv1.LabelServiceName] != ServiceName ||
+		got[0].Labels[LabelCluster] != "capi.a" {
+		t.Errorf("Cluster capi/a's slices: %+v", got)
+	}
+	for _, set := range []SliceSet{a, b} {
+		if labels.SelectorFromSet(own.Labels).Matches(labels.Set(set.Labels)) || labels.SelectorFromSet(set.Labels).Matches(labels.Set(own.Labels)) {
+			t.Errorf("the operator's own slices and %s's are listed by the same labels: %v, %v", set.Prefix, own.Labels, set.Labels)
+		}
+		if errs := validation.IsValidLabelValue(set.Labels[LabelCluster]); len(errs) > 0 {
+			t.Errorf("%s: label %q: %v", set.Prefix, set.Labels[LabelCluster], errs)
+		}
+	}
+	if labels.SelectorFromSet(a.Labels).Matches(labels.Set(b.Labels)) {
+		t.Errorf("two Clusters' slices are listed by the same labels")
 	}
 }

@@ -68,9 +68,11 @@ func (r *Reconciler) inWorkloadCluster(ctx context.Context, inst *winnodev1.Wind
 		c.APIServerNames = wc.APIServer.Names
 	}
 	c.Platform, c.PlatformReason, c.OpenShift = platform.Kubernetes, "a Cluster API workload cluster", nil
-	// The windows-exporter Service and CA are the operator's cluster's:
-	// a workload cluster's nodes run no exporter (not done yet).
-	c.Metrics = nil
+	// The metrics CA and the windows-exporter Service of the operator's
+	// cluster are not the workload cluster's: its nodes' windows_exporter
+	// serves with the kubelet's serving certificate, signed by the
+	// workload cluster's CA, which its scrapers trust (docs/metrics.md).
+	c.Metrics, c.KubeletServingMetrics = nil, true
 	// Cluster API's kubeadm bootstrap provider's tokens: short-lived,
 	// refreshed until the Node registers.
 	c.TokenTTL, c.RefreshTokens = bootstrap.ClusterAPITokenTTL, true

@@ -108,6 +108,8 @@ type exporter struct {
 	addresses  []string
 	certFile   string // Linux paths on the simulated host
 	keyFile    string
+	certName   string // the same as the web configuration names them
+	keyName    string
 	hostIP     string
 	boot       time.Time
 	diskRoot   string
@@ -178,10 +180,11 @@ func (e *exporter) readWebConfig(file string) error {
 		return errors.New("missing one of cert_file or key_file (simulated: inline cert and key are not)")
 	}
 	// exporter-toolkit joins relative paths with the file's folder.
-	if e.certFile, err = hostPath(joinRelative(file, t.CertFile)); err != nil {
+	e.certName, e.keyName = joinRelative(file, t.CertFile), joinRelative(file, t.KeyFile)
+	if e.certFile, err = hostPath(e.certName); err != nil {
 		return err
 	}
-	if e.keyFile, err = hostPath(joinRelative(file, t.KeyFile)); err != nil {
+	if e.keyFile, err = hostPath(e.keyName); err != nil {
 		return err
 	}
 	_, err = e.certificate(nil)
@@ -196,13 +199,40 @@ func joinRelative(configFile, p string) string {
 	return configFile[:strings.LastIndexAny(configFile, `\/`)+1] + p
 }
 
-// certificate reads the certificate and key files for each handshake.
+// certificate reads the certificate and key files for each handshake, as
+// exporter-toolkit v0.11.0 does (web/tls_config.go, ConfigToTLSConfig's
+// loadCert, called at start and again from GetConfigForClient on every
+// connection): each file read whole, then tls.X509KeyPair, which takes
+// the CERTIFICATE blocks of the first and the first private key block of
+// the second and skips the other blocks, so cert_file and key_file may
+// name one file holding both (the kubelet's kubelet-server-current.pem).
+// Its errors are exporter-toolkit's words: a file that does not exist yet
+// (the kubelet's, before its serving CSR is approved) is "failed to read
+// cert_file (PATH): ...", which at start ends windows_exporter (main
+// logs "cannot start windows_exporter" and exits 1) and on a later
+// handshake fails that handshake only.
 func (e *exporter) certificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
-	c, err := tls.LoadX509KeyPair(e.certFile, e.keyFile)
+	certPEM, err := os.ReadFile(e.certFile)
+	if err != nil {
+		return nil, fmt.Errorf("failed to read cert_file (%s): %s (simulated)", e.certName, windowsNotFound(err))
+	}
+	keyPEM, err := os.ReadFile(e.keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("failed to read key_file (%s): %s (simulated)", e.keyName, windowsNotFound(err))
+	}
+	c, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
 		return nil, fmt.Errorf("failed to load X509KeyPair: %w", err)
 	}
 	return &c, nil
+}
+
+// windowsNotFound is os.ReadFile's error as Windows words a missing file.
+func windowsNotFound(err error) string {
+	if errors.Is(err, os.ErrNotExist) {
+		return "The system cannot find the file specified."
+	}
+	return err.Error()
 }
 
 // serve listens on each address until stopped.

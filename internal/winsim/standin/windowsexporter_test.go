@@ -56,7 +56,7 @@ func exporterTLS(t *testing.T, h *winsim.Host, ip string) *x509.CertPool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	web, err := plan.WindowsExporterWebConfig()
+	web, err := plan.WindowsExporterWebConfig(false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +154,8 @@ func TestWindowsExporterRefusesABadWebConfig(t *testing.T) {
 	for name, tc := range map[string]struct{ content, want string }{
 		"unknown key":  {"tls_server_config:\n  cert_file: tls.crt\n  key_file: tls.key\n  certfile: x\n", `unknown field "certfile"`},
 		"no TLS":       {"http_server_config:\n  http2: true\n", "TLS config is not present"},
-		"missing file": {"tls_server_config:\n  cert_file: nothere.crt\n  key_file: tls.key\n", "failed to load X509KeyPair"},
+		"missing file": {"tls_server_config:\n  cert_file: nothere.crt\n  key_file: tls.key\n", `failed to read cert_file (C:\k\windows_exporter\nothere.crt)`},
+		"key as cert":  {"tls_server_config:\n  cert_file: tls.key\n  key_file: tls.key\n", "failed to load X509KeyPair"},
 	} {
 		writeHostFile(t, h, `C:\k\windows_exporter\bad.yml`, []byte(tc.content))
 		e := &exporter{}
@@ -171,5 +172,41 @@ func TestWindowsExporterRefusesABadWebConfig(t *testing.T) {
 	_ = f.parse([]string{"--collectors.enabled=cpu,memroy"})
 	if err := e.configure(context.Background(), f); err == nil || !strings.Contains(err.Error(), `"memroy"`) {
 		t.Errorf("an unknown collector: %v", err)
+	}
+}
+
+// With the kubelet's serving certificate (certificate and key in one PEM,
+// named as both cert_file and key_file, as winnode configures workload
+// clusters' nodes), the exporter ends at start, exit 1, while the file
+// does not exist (the serving CSR not approved yet), as the real one
+// does, and starts once it holds both.
+func TestWindowsExporterWithTheKubeletsCertificate(t *testing.T) {
+	h, _ := fixture.SimHost(t, winsim.Options{})
+	t.Setenv(simscm.EnvRoot, h.Root())
+	t.Setenv(simscm.EnvSocket, h.SCMSocket())
+	web, err := plan.WindowsExporterWebConfig(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeHostFile(t, h, plan.WindowsExporterWebConfigPath, web)
+	args := []string{"--web.listen-address=:" + freePort(t, h.IP()), "--web.config.file=" + plan.WindowsExporterWebConfigPath}
+	if code := runWindowsExporter(context.Background(), args); code != 1 {
+		t.Errorf("started without the kubelet's certificate: exit %d, want 1", code)
+	}
+	e := &exporter{}
+	f, _ := newKingpinFlags(WindowsExporter)
+	if err := f.parse(args); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.configure(context.Background(), f); err == nil || !strings.Contains(err.Error(), `failed to read cert_file (C:\var\lib\kubelet\pki\kubelet-server-current.pem)`) {
+		t.Errorf("no kubelet certificate yet: %v", err)
+	}
+	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey("win-1", []net.IP{net.ParseIP(h.IP())}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeHostFile(t, h, plan.KubeletServingCertPath, append(certPEM, keyPEM...))
+	if err := e.configure(context.Background(), f); err != nil {
+		t.Errorf("the kubelet's certificate and key in one file: %v", err)
 	}
 }
