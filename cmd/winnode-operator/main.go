@@ -25,11 +25,8 @@ import (
 	"github.com/winnode/winnode/internal/capibootstrap"
 	"github.com/winnode/winnode/internal/configure"
 	"github.com/winnode/winnode/internal/controller"
-	"github.com/winnode/winnode/internal/csrapproval"
-	"github.com/winnode/winnode/internal/host"
 	"github.com/winnode/winnode/internal/inventory"
 	"github.com/winnode/winnode/internal/logrotate"
-	"github.com/winnode/winnode/internal/plan"
 	"github.com/winnode/winnode/internal/platform"
 	"github.com/winnode/winnode/internal/preflight"
 )
@@ -54,102 +51,40 @@ func main() {
 // ends (SIGINT/SIGTERM in main) or the manager fails.
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("winnode-operator", flag.ContinueOnError)
-	var (
-		namespace      = fs.String("namespace", envOr("WATCH_NAMESPACE", controller.DefaultNamespace), "operator namespace: the windows-instances ConfigMap and the cloud-private-key and windows-user-data Secrets (env WATCH_NAMESPACE)")
-		payloadDir     = fs.String("payload-dir", "/payload", "folder with the Windows payload files and their manifest.json")
-		maxConcurrent  = fs.Int("max-concurrent-configurations", 0, "caps the hosts configured at once (0: no cap; the operator configures as many as its cores and memory allow, 16 per core, and logs how many; deconfigurations are not counted)")
-		maxUnavailable = fs.Int("max-unavailable", controller.DefaultMaxUnavailable, "Ready Windows nodes that upgrades restarting their services (cordon, drain, restart) take out of service at once")
-		metricsAddr    = fs.String("metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 to disable)")
-		probeAddr      = fs.String("health-probe-bind-address", ":8081", "address of /healthz and /readyz")
-		kubeconfig     = fs.String("kubeconfig", "", "kubeconfig file (default: in-cluster config, then $KUBECONFIG, then ~/.kube/config)")
-		showVersion    = fs.Bool("version", false, "print the version and exit")
-		nodeAddrCIDRs  = fs.String("node-address-cidrs", "", csrapproval.NodeAddressCIDRsHelp)
-		nodeDNSDomains = fs.String("node-dns-domains", "", csrapproval.NodeDNSDomainsHelp)
-		maxAnswer      = fs.Int("max-host-answer", host.DefaultMaxOutput, "the most bytes read of a host's answer (the agent's info, apply and remove documents); more is an error naming the host")
-		minRate        = fs.Int("min-transfer-rate", host.DefaultMinTransferRate, "bytes per second an upload to a host must keep up over --slow-transfer-grace; slower fails the step with SlowHost and the host is retried with backoff (negative: no minimum)")
-		slowGrace      = fs.Duration("slow-transfer-grace", host.DefaultSlowTransferGrace, "the period over which --min-transfer-rate is judged, once an upload has run that long")
-		serviceCIDR    = fs.String("service-cidr", csrapproval.DefaultServiceCIDR, csrapproval.ServiceCIDRHelp)
-		allowAddrs     = fs.String("allow-addresses", "", inventory.AllowAddressesHelp)
-		network        = fs.String("network", configure.NetworkAuto, configure.NetworkHelp)
-		platformFlag   = fs.String("platform", string(platform.Auto), platform.Help)
-		hybridCIDR     = fs.String("hybrid-cluster-cidr", "", configure.HybridClusterCIDRHelp)
-		logFileSize    = fs.String("log-file-size", logrotate.FormatSize(logrotate.Defaults.Size), logrotate.SizeHelp)
-		logFileAge     = fs.Duration("log-file-age", logrotate.Defaults.Age, logrotate.AgeHelp)
-		runtimeFlag    = fs.String("container-runtime", "managed", inventory.ContainerRuntimeHelp+"; the mode of new instances (an instance's spec.containerRuntime says its own)")
-		trustedCA      = fs.String("trusted-ca-configmap", "", "on Kubernetes, a ConfigMap of the operator namespace whose ca-bundle.crt (PEM) the cluster's proxy needs trusted: added to each host's Trusted Root store (on OpenShift: the Proxy's spec.trustedCA)")
-		skipPreflight  = fs.String("skip-preflight", "", "pre-flight checks to skip for every instance, comma-separated (e.g. clock,dns; docs/troubleshooting.md lists them); an instance's annotation winnode.io/skip-preflight adds its own")
-		minFreeDisk    = fs.Int("min-free-disk-gib", plan.DefaultMinFreeGiB, "free space (GiB) the pre-flight disk check asks of each host's system drive")
-		joinCreds      = fs.String("join-credentials", string(bootstrap.ModeAuto), "the kubelets' join credentials: auto (a bootstrap token when the API server accepts one, else a token of a ServiceAccount in the operator namespace), bootstrap-token or service-account")
-		pullJoin       = fs.Duration("pull-join-timeout", capibootstrap.DefaultJoinTimeout, pullJoinTimeoutHelp)
-	)
-	leader := bindLeaderElection(fs)
-	zapOpts := zap.Options{}
-	zapOpts.BindFlags(fs)
+	f := bindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	joinMode, plat, hybridClusterCIDR, err := checkFlags(*joinCreds, *network, *platformFlag, *hybridCIDR, *maxUnavailable, *maxConcurrent, *pullJoin, leader)
+	opts, err := f.controllerOptions()
 	if err != nil {
 		return err
 	}
-	logs, runtimeMode, skipped, err := hostFlags(*logFileSize, *logFileAge, *runtimeFlag, *skipPreflight, *minFreeDisk)
-	if err != nil {
-		return err
-	}
-	csrPolicy, err := csrapproval.PolicyFromFlags(*nodeAddrCIDRs, *serviceCIDR, *nodeDNSDomains)
-	if err != nil {
-		return err
-	}
-	allowed, err := inventory.ParseCIDRs("allow-addresses", *allowAddrs)
-	if err != nil {
-		return err
-	}
-	if *showVersion {
+	if *f.showVersion {
 		fmt.Fprintln(stdout, version)
 		return nil
 	}
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
-	log := ctrl.Log.WithName("setup")
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&f.zap)))
+	return start(ctx, f, opts)
+}
 
-	cfg, err := restConfig(*kubeconfig)
+// start makes the manager of the controllers with opts, its endpoints and
+// leader election from f, and runs it until ctx ends.
+func start(ctx context.Context, f *operatorFlags, opts controller.Options) error {
+	log := ctrl.Log.WithName("setup")
+	cfg, err := restConfig(*f.kubeconfig)
 	if err != nil {
 		return err
 	}
-
 	// The scheme and the cache (namespaced objects in the operator namespace
 	// only) are controller.NewManager's.
-	mgr, err := controller.NewManager(cfg, managerOptions(*metricsAddr, *probeAddr, leader, *namespace), controller.Options{
-		Namespace:          *namespace,
-		PayloadDir:         *payloadDir,
-		MaxConcurrent:      *maxConcurrent,
-		MaxUnavailable:     *maxUnavailable,
-		Version:            version,
-		CSRPolicy:          csrPolicy,
-		JoinCredentials:    joinMode,
-		Addresses:          inventory.AddressPolicy{Allowed: allowed},
-		Network:            *network,
-		Platform:           plat,
-		HybridClusterCIDR:  hybridClusterCIDR,
-		Logs:               &logs,
-		MaxAnswer:          *maxAnswer,
-		MinTransferRate:    *minRate,
-		SlowTransferGrace:  *slowGrace,
-		ContainerRuntime:   runtimeMode,
-		TrustedCAConfigMap: *trustedCA,
-		SkipPreflight:      skipped,
-		MinFreeDiskGiB:     *minFreeDisk,
-		PullJoinTimeout:    *pullJoin,
-		// On Kubernetes, the cluster's proxy is the operator's own
-		// environment (OLM sets it from the cluster's proxy).
-		Proxy: configure.ProxyFromEnvironment(os.Getenv),
-	})
+	mgr, err := controller.NewManager(cfg, managerOptions(*f.metricsAddr, *f.probeAddr, f.leader, *f.namespace), opts)
 	if err != nil {
 		return err
 	}
 	if err := addProbes(mgr); err != nil {
 		return err
 	}
-	log.Info("starting", "version", version, "namespace", *namespace, "payloadDir", *payloadDir, "joinCredentials", joinMode)
+	log.Info("starting", "version", version, "namespace", opts.Namespace, "payloadDir", opts.PayloadDir, "joinCredentials", opts.JoinCredentials)
 	return mgr.Start(ctx)
 }
 

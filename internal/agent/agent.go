@@ -4,6 +4,8 @@ import (
 	"log/slog"
 	"time"
 
+	"k8s.io/client-go/transport"
+
 	"github.com/winnode/winnode/internal/plan"
 )
 
@@ -34,6 +36,9 @@ type Agent struct {
 	// Preflight, when set, makes Info run the host-side pre-flight checks
 	// with what the operator handed (`info --preflight`: preflight.go).
 	Preflight *plan.PreflightRequest
+	// nodeTransport, when set, wraps the transport of every request made
+	// with the node's credentials (nodeClient): tests count them.
+	nodeTransport transport.WrapperFunc
 }
 
 // roots is a.Roots, or plan.Roots by default.

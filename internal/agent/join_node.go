@@ -125,6 +125,7 @@ func (a *Agent) nodeClient() (*rest.RESTClient, string) {
 	rc.APIPath = "/api"
 	rc.GroupVersion = &corev1.SchemeGroupVersion
 	rc.NegotiatedSerializer = serializer.NewCodecFactory(coreV1).WithoutConversion()
+	rc.WrapTransport = a.nodeTransport
 	c, err := rest.RESTClientFor(rc)
 	if err != nil {
 		return nil, fmt.Sprintf("%s: %v", plan.KubeconfigPath, err)

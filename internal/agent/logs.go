@@ -60,8 +60,8 @@ func (a *Agent) Logs(ctx context.Context, o LogsOptions) (*plan.LogsDocument, er
 	return doc, nil
 }
 
-// logFileOf is where a service logs: the --log-file of winnode-service.exe
-// (or hybrid-overlay-node's --logfile) in its installed command line, else
+// logFileOf is where a service logs: hybrid-overlay-node's --logfile, or
+// the --log-file of winnode-service.exe, in its installed command line, else
 // C:\var\log\<service>\<service>.log. It must be in a log folder: under
 // C:\var\log, or a log folder of the applied plan (the bootstrap's).
 func (a *Agent) logFileOf(ctx context.Context, service string) (winpath.Path, error) {
@@ -86,21 +86,31 @@ func (a *Agent) logFileOf(ctx context.Context, service string) (winpath.Path, er
 }
 
 // logFileInCommandLine is the log file a service's command line names:
-// winnode-service.exe's --log-file, or a --logfile flag (hybrid-overlay-node).
+// a --logfile flag of its program (hybrid-overlay-node writes its own log,
+// wrapped or not), else winnode-service.exe's --log-file.
 func logFileInCommandLine(cmdline string) string {
 	args := wincmd.Split(cmdline)
 	if len(args) < 2 {
 		return ""
 	}
-	if isWrapper(args[0]) {
-		if c, _, err := svcwrap.Parse(args[1:]); err == nil {
-			return c.LogFile
-		}
+	if !isWrapper(args[0]) {
+		return logfileFlag(args[1:])
+	}
+	c, _, err := svcwrap.Parse(args[1:])
+	if err != nil {
 		return ""
 	}
-	for i, arg := range args[1 : len(args)-1] {
-		if arg == "--logfile" || arg == "-logfile" {
-			return args[i+2]
+	if f := logfileFlag(c.Args); f != "" {
+		return f
+	}
+	return c.LogFile
+}
+
+// logfileFlag is the value of a --logfile flag among args, "" if none.
+func logfileFlag(args []string) string {
+	for i := 0; i+1 < len(args); i++ {
+		if args[i] == "--logfile" || args[i] == "-logfile" {
+			return args[i+1]
 		}
 	}
 	return ""

@@ -7,10 +7,6 @@ import (
 	"os"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/rest"
-
 	"github.com/winnode/winnode/internal/plan"
 )
 
@@ -18,8 +14,10 @@ import (
 type PodNetworkOptions struct {
 	// ConfigFile is the pod network's settings (plan.PodNetworkPath).
 	ConfigFile string
-	// PollInterval is how often the Node is read while it has no subnet
-	// (default 500ms).
+	// PollInterval is how often the node's kubeconfig (plan.KubeconfigPath,
+	// a local file) is looked for while the kubelet has not written it
+	// (default 500ms). The Node itself is watched, not polled
+	// (podnetwork_wait.go).
 	PollInterval time.Duration
 	// WaitOnly waits for the subnet and writes nothing: flanneld's
 	// service, whose flanneld exits without the node's credentials.
@@ -42,7 +40,8 @@ type PodNetworkDocument struct {
 // them). It reads the settings the plan put in o.ConfigFile; waits, with
 // the node's own credentials (the kubeconfig the kubelet writes after its
 // TLS bootstrap), until the Node has its subnet (flannel: spec.podCIDR;
-// ovn-hybrid: the hybrid overlay's annotation); and writes each file whose
+// ovn-hybrid: the hybrid overlay's annotation), watching that one Node
+// rather than polling it (podnetwork_wait.go); and writes each file whose
 // content differs. It waits until ctx ends (the service's stop): kube-proxy
 // on an overlay cannot start without its source VIP, and the node stays
 // NotReady without its CNI configuration, which the operator reports.
@@ -104,40 +103,6 @@ func (a *Agent) readPodNetwork(path string) (*plan.PodNetwork, error) {
 		return nil, &plan.Error{Code: plan.ErrPlanInvalid, File: path, Message: err.Error()}
 	}
 	return p, nil
-}
-
-// waitForSubnet polls the Node, as the node, until it has its pod subnet
-// in the network's mode, saying in the log what it waits for each time
-// that changes.
-func (a *Agent) waitForSubnet(ctx context.Context, p *plan.PodNetwork, every time.Duration) (string, error) {
-	var nodes *rest.RESTClient
-	var subnet string
-	last := ""
-	err := wait.PollUntilContextCancel(ctx, every, true, func(ctx context.Context) (bool, error) {
-		var state string
-		if nodes == nil {
-			nodes, state = a.nodeClient()
-		}
-		var node *corev1.Node
-		if nodes != nil {
-			node, state = getNode(ctx, nodes, p.NodeName)
-		}
-		if node != nil {
-			if subnet = plan.NodeSubnet(p.Network.Mode, node.Spec.PodCIDR, node.Annotations); subnet != "" {
-				return true, nil
-			}
-			state = "Node " + node.Name + " has no pod subnet yet (" + subnetSource(p.Network.Mode) + ")"
-		}
-		if state != last {
-			a.Log.Info("waiting", "for", state)
-			last = state
-		}
-		return false, nil
-	})
-	if err != nil {
-		return "", plan.Errorf(plan.ErrNotJoined, "stopped while waiting: %s", last)
-	}
-	return subnet, nil
 }
 
 // subnetSource says where a Node's pod subnet comes from in a mode.

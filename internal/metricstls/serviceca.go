@@ -58,6 +58,14 @@ type ServiceCA struct {
 	// lastCert and lastKey are the last good pair read: given while the
 	// Secret is missing or being rewritten.
 	lastCert, lastKey []byte
+	// checked is the resourceVersion of the Secret last checked, and
+	// checkErr what the check found: the Secret is parsed once per
+	// version, not on every pass for every host (the API server gives a
+	// changed Secret a new resourceVersion).
+	checked  string
+	checkErr error
+	// checks counts the checks made (tests).
+	checks int
 }
 
 // Serving returns the certificate and key the service-ca controller wrote,
@@ -93,10 +101,23 @@ func (s *ServiceCA) read(ctx context.Context) (certPEM, keyPEM []byte, err error
 		return nil, nil, fmt.Errorf("reading Secret %s/%s (OpenShift's service CA): %w", s.Namespace, ServiceCASecretName, err)
 	}
 	certPEM, keyPEM = sec.Data[corev1.TLSCertKey], sec.Data[corev1.TLSPrivateKeyKey]
-	if err := CheckServingPair(certPEM, keyPEM, ServiceServerName(s.Service, s.Namespace)); err != nil {
+	if err := s.check(sec.ResourceVersion, certPEM, keyPEM); err != nil {
 		return nil, nil, fmt.Errorf("the Secret %s/%s (OpenShift's service CA): %w (delete it: the service-ca controller writes it again)", s.Namespace, ServiceCASecretName, err)
 	}
 	return certPEM, keyPEM, nil
+}
+
+// check is CheckServingPair of the Secret's pair, made once per version
+// of the Secret (a version "" is always checked).
+func (s *ServiceCA) check(version string, certPEM, keyPEM []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if version != "" && version == s.checked {
+		return s.checkErr
+	}
+	s.checks++
+	s.checked, s.checkErr = version, CheckServingPair(certPEM, keyPEM, ServiceServerName(s.Service, s.Namespace))
+	return s.checkErr
 }
 
 // CheckServingPair checks that certPEM's first certificate names name and

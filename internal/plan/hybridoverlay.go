@@ -31,31 +31,43 @@ const (
 // hybridOverlayService runs hybrid-overlay-node with the node's own
 // credentials (the kubeconfig the kubelet writes after its TLS bootstrap),
 // after the kubelet, with the flags the Windows Machine Config Operator
-// gives it. Unlike flanneld it answers the service control manager itself
-// (--windows-service; ovn-kubernetes, hybrid-overlay/pkg/windows/service),
-// so it runs without winnode-service.exe. It waits for its Node's
-// hybrid subnet, creates the HNS network HybridOverlayNetwork on it and
-// annotates the Node with the network's gateway MAC.
+// gives it but --windows-service: it runs through winnode-service.exe
+// (wrapped.go), as flanneld does, for the same reason. At its start
+// hybrid-overlay-node needs the kubeconfig (ovn-kubernetes'
+// go-controller/pkg/config: "kubernetes kubeconfig file ... not found")
+// and its registered Node (hybrid-overlay/pkg/controller/node_windows.go,
+// newNodeController reads it), and exits without them; Windows starts it
+// again only after its recovery delay (2 s, then 5, then 10), and the
+// kubelet's TLS bootstrap and registration take that long. So the service
+// first runs `winnode-agent pod-network --wait-only`, which waits, with
+// the node's credentials, until the Node has its hybrid subnet: what the
+// Windows Machine Config Operator waits for before it starts
+// hybrid-overlay-node (pkg/nodeconfig, configureNetwork: "Otherwise the
+// hybrid-overlay will fail to start"). Then hybrid-overlay-node creates
+// the HNS network HybridOverlayNetwork on the subnet and annotates the
+// Node with the network's gateway MAC. It still writes and rotates its own
+// log (--logfile); the service's log, LogFile(HybridOverlayService), holds
+// the wait and what hybrid-overlay-node writes to standard error.
 func (in RenderInput) hybridOverlayService() Service {
 	ho, _ := in.Payload.Lookup(PayloadHybridOverlay)
-	return Service{
-		Name:        HybridOverlayService,
-		DisplayName: "OVN-Kubernetes hybrid overlay (hybrid-overlay-node)",
-		Binary:      ho.HostPath,
-		// The flags of go-controller/hybrid-overlay/cmd/hybrid-overlay-node
-		// (--node, --windows-service) and of go-controller/pkg/config
-		// (--k8s-kubeconfig, --logfile).
-		Args: append([]string{
-			"--node", NodeName(in.Host.Info.Hostname),
-			"--k8s-kubeconfig", KubeconfigPath,
-			"--windows-service",
-			"--logfile", HybridOverlayLogFile,
-		}, hybridOverlayLogLimits(in.logLimits())...),
+	agent, _ := in.Payload.Lookup(PayloadAgent)
+	s := in.wrap(Service{
+		Name:         HybridOverlayService,
+		DisplayName:  "OVN-Kubernetes hybrid overlay (hybrid-overlay-node)",
 		Dependencies: []string{KubeletService},
 		StartType:    StartAuto,
 		Recovery:     serviceRecovery,
 		Environment:  in.proxyEnvironment(nil),
-	}
+		// The flags of go-controller/hybrid-overlay/cmd/hybrid-overlay-node
+		// (--node) and of go-controller/pkg/config (--k8s-kubeconfig,
+		// --logfile).
+	}, ho.HostPath, append([]string{
+		"--node", NodeName(in.Host.Info.Hostname),
+		"--k8s-kubeconfig", KubeconfigPath,
+		"--logfile", HybridOverlayLogFile,
+	}, hybridOverlayLogLimits(in.logLimits())...)...)
+	s.Args = withBefore(s.Args, agent.HostPath, PodNetworkCommand, "--config="+PodNetworkPath, "--"+PodNetworkWaitOnly)
+	return s
 }
 
 // hybridOverlayLogLimits are the plan's log limits as hybrid-overlay-node

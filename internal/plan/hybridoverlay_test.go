@@ -51,12 +51,15 @@ func TestHybridOverlayServices(t *testing.T) {
 		t.Errorf("services %v", names)
 	}
 	ho := findService(t, r.Plan, HybridOverlayService)
+	// Through winnode-service.exe, which waits for the Node's subnet
+	// first (TestServicesWaitForThePodSubnet), without --windows-service.
 	// The default limits, 100M and 168h, as lumberjack takes them: 96
 	// megabytes (95.4, rounded up) and 7 days.
-	wantArgs := []string{"--node", "win-abc123", "--k8s-kubeconfig", KubeconfigPath, "--windows-service", "--logfile", `C:\var\log\hybrid-overlay\hybrid-overlay.log`,
+	wantArgs := []string{`C:\k\hybrid-overlay-node.exe`, "--node", "win-abc123", "--k8s-kubeconfig", KubeconfigPath, "--logfile", `C:\var\log\hybrid-overlay\hybrid-overlay.log`,
 		"--logfile-maxsize", "96", "--logfile-maxage", "7"}
-	if ho.Binary != `C:\k\hybrid-overlay-node.exe` || !slices.Equal(ho.Args, wantArgs) {
-		t.Errorf("hybrid-overlay-node: %s %v, want %v", ho.Binary, ho.Args, wantArgs)
+	if i := slices.Index(ho.Args, "--"); ho.Binary != `C:\k\winnode-service.exe` || i < 0 || !slices.Equal(ho.Args[i+1:], wantArgs) ||
+		!slices.Contains(ho.Uses, `C:\k\hybrid-overlay-node.exe`) {
+		t.Errorf("hybrid-overlay-node: %s %v (uses %v), want winnode-service.exe running %v", ho.Binary, ho.Args, ho.Uses, wantArgs)
 	}
 	proxy := findService(t, r.Plan, KubeProxyService)
 	checkOverlayProxy(t, r, "10.132.2.0/24", "OVNKubernetesHybridOverlayNetwork", "10.132.2.2", "10.132.0.0/14")
@@ -76,7 +79,7 @@ func TestHybridOverlayServices(t *testing.T) {
 	for _, d := range r.Plan.Directories {
 		dirs = append(dirs, d.Path)
 	}
-	if !slices.Contains(dirs, HybridOverlayLogDir) || slices.Contains(dirs, FlannelDir) {
+	if !slices.Contains(dirs, HybridOverlayLogDir) || !slices.Contains(dirs, LogDir(HybridOverlayService)) || slices.Contains(dirs, FlannelDir) {
 		t.Errorf("directories %v", dirs)
 	}
 }

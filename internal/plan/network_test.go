@@ -257,3 +257,56 @@ func checkOverlayProxy(t *testing.T, r *Rendered, subnet, network, sourceVIP, cl
 		t.Errorf("kube-proxy configuration %+v, want kernelspace on %s, source VIP %s, cluster CIDR %s, no DSR", c, network, sourceVIP, clusterCIDR)
 	}
 }
+
+// What each network mode's services run before their program, at each
+// start (winnode-service.exe's --before): the overlay program (flanneld,
+// hybrid-overlay-node), which exits without the node's credentials and
+// its Node, waits for the Node's pod subnet and writes nothing;
+// kube-proxy's service waits for it and writes the files that depend on
+// it; every other service runs its program at once.
+func TestServicesWaitForThePodSubnet(t *testing.T) {
+	waitOnly := []string{`C:\k\winnode-agent.exe`, PodNetworkCommand, "--config=" + PodNetworkPath, "--" + PodNetworkWaitOnly}
+	writes := []string{`C:\k\winnode-agent.exe`, PodNetworkCommand, "--config=" + PodNetworkPath}
+	external := renderInput()
+	external.Network = NetworkFacts{Mode: NetworkExternal}
+	for _, tc := range []struct {
+		name   string
+		in     RenderInput
+		before map[string][]string // by service; nil: runs its program at once
+	}{
+		{"flannel", renderInput(), map[string][]string{FlanneldService: waitOnly, KubeProxyService: writes}},
+		{"ovn-hybrid", hybridInput(), map[string][]string{HybridOverlayService: waitOnly, KubeProxyService: writes}},
+		{"external", external, nil},
+	} {
+		r, err := Render(tc.in)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		for _, s := range r.Plan.Services {
+			var before []string
+			if s.Binary == `C:\k\winnode-service.exe` {
+				before = beforeOf(s.Args)
+			}
+			if !slices.Equal(before, tc.before[s.Name]) {
+				t.Errorf("%s: service %s runs %q before its program, want %q", tc.name, s.Name, before, tc.before[s.Name])
+			}
+		}
+		for name := range tc.before {
+			findService(t, r.Plan, name)
+		}
+	}
+}
+
+// beforeOf is the program and arguments winnode-service.exe's arguments
+// args run before the service's program (--before, --before-arg: each of
+// its flags before "--" takes a value; internal/svcwrap parses them, but
+// imports this package's simulator through simscm).
+func beforeOf(args []string) []string {
+	var before []string
+	for i := 0; i+1 < len(args) && args[i] != "--"; i += 2 {
+		if args[i] == "--before" || args[i] == "--before-arg" {
+			before = append(before, args[i+1])
+		}
+	}
+	return before
+}

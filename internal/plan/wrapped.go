@@ -21,7 +21,8 @@ import (
 // | csi-proxy           | winnode-service.exe             | its child                 | C:\var\log\csi-proxy\csi-proxy.log, same              |
 // | containerd (Managed)| winnode-service.exe             | its child                 | C:\var\log\containerd\containerd.log, same            |
 // | windows_exporter    | winnode-service.exe             | its child                 | C:\var\log\windows_exporter\windows_exporter.log, same|
-// | hybrid-overlay-node | hybrid-overlay-node.exe itself  | the service's process     | C:\var\log\hybrid-overlay\hybrid-overlay.log, its own |
+// | hybrid-overlay-node | winnode-service.exe             | its child                 | C:\var\log\hybrid-overlay\hybrid-overlay.log, its own;|
+// |                     |                                 |                           | its wait and stderr: C:\var\log\hybrid-overlay-node\...|
 // | (the agent)         | not a service: run over SSH     |                           | C:\var\log\winnode-agent\winnode-agent.log, its own   |
 //
 // Why the wrapper (winnode-service.exe, internal/svcwrap) for the first
@@ -46,10 +47,12 @@ import (
 // windows_exporter could answer the SCM itself too, and is wrapped for
 // its log (windowsexporter.go says why).
 //
-// hybrid-overlay-node answers the SCM itself (--windows-service) and
+// hybrid-overlay-node could answer the SCM itself (--windows-service), and
 // writes and rotates its own log file (--logfile, --logfile-maxsize in
 // megabytes, --logfile-maxage in days: lumberjack in ovn-kubernetes'
-// go-controller/pkg/config), hybridoverlay.go.
+// go-controller/pkg/config). It is wrapped for what it needs at its start,
+// as flanneld is: the wrapper runs `winnode-agent pod-network --wait-only`
+// before it (hybridoverlay.go says why).
 //
 // containerd, where winnode manages it (RuntimeManaged), is wrapped too,
 // although it can answer the SCM itself: `containerd.exe --run-service`,
@@ -77,7 +80,7 @@ import (
 const PayloadService = "winnode-service.exe"
 
 // Wrapped are the services that winnode-service.exe runs.
-var Wrapped = []string{KubeletService, KubeProxyService, FlanneldService, CSIProxyService, ContainerdService, WindowsExporterService}
+var Wrapped = []string{KubeletService, KubeProxyService, FlanneldService, CSIProxyService, ContainerdService, WindowsExporterService, HybridOverlayService}
 
 // IsWrapped says whether a service is one of Wrapped.
 func IsWrapped(name string) bool {

@@ -405,6 +405,13 @@ func checkHybridOverlayHost(t *testing.T, h *winsim.Host, node *corev1.Node, sub
 	if err != nil || !strings.Contains(ho.Config.BinaryPathName, "--node "+node.Name) || !slices.Contains(ho.Config.Dependencies, plan.KubeletService) {
 		t.Errorf("hybrid-overlay-node: %v %s after %v", err, ho.Config.BinaryPathName, ho.Config.Dependencies)
 	}
+	// It exits at its start without its kubeconfig or its Node, which its
+	// service waits for first (pod-network --wait-only): it never failed.
+	if err == nil && ho.Status.Failures > 0 {
+		log, _ := h.Path(plan.LogFile(plan.HybridOverlayService))
+		text, _ := os.ReadFile(log)
+		t.Errorf("hybrid-overlay-node failed %d times before it ran; its service's log:\n%s", ho.Status.Failures, text)
+	}
 }
 
 // An ltsc2022 image does not run on a Windows Server 2019 node; the

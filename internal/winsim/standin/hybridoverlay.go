@@ -75,7 +75,8 @@ func parseHybridOverlayFlags(args []string) (*hybridOverlayFlags, error) {
 }
 
 // runHybridOverlayNode is the simulated hybrid-overlay-node on Windows: it
-// creates the base network, waits for its Node's hybrid subnet (set by
+// exits without its kubeconfig or its Node, creates the base network,
+// waits for its Node's hybrid subnet (set by
 // the cluster's hybrid overlay controller), creates the Overlay HNS network
 // OVNKubernetesHybridOverlayNetwork on it (reusing a matching one after a
 // restart, as the real program does), annotates its Node with the
@@ -123,6 +124,13 @@ func hybridOverlayNode(ctx context.Context, log *logger, f *hybridOverlayFlags) 
 	}
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
+		return err
+	}
+	// The real node controller reads its Node once at start and ends the
+	// program when it cannot (hybrid-overlay/pkg/controller/
+	// node_windows.go, newNodeController: kube.GetNode), before it creates
+	// the base network: a Node not registered yet is an exit, not a wait.
+	if _, err := client.CoreV1().Nodes().Get(ctx, f.node, metav1.GetOptions{}); err != nil {
 		return err
 	}
 	hns, err := simhns.FromEnv()

@@ -2,8 +2,13 @@ package standin
 
 import (
 	"context"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/winnode/winnode/internal/testenv"
 )
 
 // The stand-in takes the command line winnode's plan gives the real
@@ -28,5 +33,25 @@ func TestHybridOverlayFlags(t *testing.T) {
 	}
 	if err := hybridOverlayNode(context.Background(), newLogger("hybrid-overlay-node"), &hybridOverlayFlags{}); err == nil || err.Error() != "missing node name; use the 'node' flag to provide one" {
 		t.Errorf("without --node: %v", err)
+	}
+}
+
+// As the real program, the stand-in exits at its start without its
+// kubeconfig or without its registered Node (it does not wait for them):
+// what winnode's plan waits for before it starts it.
+func TestHybridOverlayExitsWithoutItsNode(t *testing.T) {
+	ctx := context.Background()
+	log := newLogger("hybrid-overlay-node")
+	f := &hybridOverlayFlags{node: "win-ho-unregistered", kubeconfig: filepath.Join(t.TempDir(), "kubeconfig")}
+	if err := hybridOverlayNode(ctx, log, f); err == nil || !strings.Contains(err.Error(), "reading kubeconfig") {
+		t.Errorf("without its kubeconfig: %v", err)
+	}
+	kubeconfig, err := testenv.Get(t).UserKubeconfig("system:node:"+f.node, "system:nodes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.kubeconfig = kubeconfig
+	if err := hybridOverlayNode(ctx, log, f); !apierrors.IsNotFound(err) {
+		t.Errorf("without its Node: %v, want the API server's NotFound", err)
 	}
 }
