@@ -23,6 +23,8 @@ import (
 	"github.com/winnode/winnode/internal/testenv"
 	"github.com/winnode/winnode/internal/testkit"
 	"github.com/winnode/winnode/internal/testkit/builder"
+	"github.com/winnode/winnode/internal/winsim"
+	"github.com/winnode/winnode/internal/winsim/filestore"
 )
 
 // BenchmarkFleet is the operator at fleet scale: winnode-operator, run as
@@ -217,13 +219,26 @@ func (op *operatorProcess) sshFailures(b *testing.B) float64 {
 // fleetInstances starts ready simulated hosts and creates total
 // instances: one per host, the rest at loopback addresses (127.1.x.y) whose
 // SSH port refuses connections.
+//
+// The hosts share one file store (winsim Options.Store): each configured
+// host holds about 400 MB of programs, the same bytes on every host, and
+// 100 hosts with copies of their own took 40 GB of this machine's disk.
+// Sharing them keeps what the fleet measures unchanged: each host is still
+// sent and decodes the whole payload as any host is (the operator's work,
+// its memory while settling, the wire bytes), and runs its own processes;
+// only the copy on this machine's disk is one, which a host cannot tell
+// (filestore's package comment).
 func (w *world) fleetInstances(b *testing.B, total, ready int) []string {
 	b.Helper()
+	store, err := filestore.New(b.TempDir(), 0)
+	if err != nil {
+		b.Fatal(err)
+	}
 	names := make([]string, total)
 	for i := range total {
 		names[i] = fmt.Sprintf("fleet-%04d", i)
 		if i < ready {
-			w.instanceFor(b, names[i], w.newHost(b))
+			w.instanceFor(b, names[i], w.newHostTuned(b, true, func(o *winsim.Options) { o.Store = store }))
 			continue
 		}
 		inst := builder.Instance(names[i]).Host(fmt.Sprintf("127.1.%d.%d", i/250, i%250+1), "Administrator").
