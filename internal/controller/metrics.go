@@ -69,7 +69,9 @@ func (c instanceCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	var list winnodev1.WindowsInstanceList
-	if err := c.reader.List(ctx, &list); err != nil {
+	// Counted, not changed: the cache's objects, not a copy of the fleet
+	// at every scrape.
+	if err := c.reader.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
 		ch <- prometheus.NewInvalidMetric(instancesDesc, err)
 		return
 	}

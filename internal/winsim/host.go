@@ -40,6 +40,7 @@ import (
 	"github.com/winnode/winnode/internal/simscm"
 	"github.com/winnode/winnode/internal/wincmd"
 	"github.com/winnode/winnode/internal/winpath"
+	"github.com/winnode/winnode/internal/winsim/filestore"
 	"github.com/winnode/winnode/internal/winsim/scm"
 	"github.com/winnode/winnode/internal/winsim/winexec"
 )
@@ -130,6 +131,12 @@ type Options struct {
 	ServiceStartTimeout time.Duration
 	// Logger receives the host's log lines. Default slog.Default().
 	Logger *slog.Logger
+	// Store, when set, keeps one copy of each program file that hosts
+	// sharing it hold at the same path with the same content (package
+	// filestore): a fleet of configured hosts then takes the disk of one.
+	// Writes over SFTP copy a shared file first; nothing a host or winnode
+	// observes changes.
+	Store *filestore.Store
 }
 
 // identity is what host.json keeps between runs.
@@ -651,7 +658,7 @@ func (h *Host) hostInfo() simscm.HostInfo {
 }
 
 func (h *Host) execHost() winexec.Host {
-	return winexec.Host{Root: h.root, SCMSocket: h.scmSock, Hostname: h.id.Hostname, User: h.opts.User}
+	return winexec.Host{Root: h.root, SCMSocket: h.scmSock, Hostname: h.id.Hostname, User: h.opts.User, Store: h.opts.Store}
 }
 
 // installContainerd prepares a foreign containerd (Options.ForeignContainerd):

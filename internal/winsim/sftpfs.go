@@ -12,6 +12,7 @@ import (
 	"github.com/pkg/sftp"
 
 	"github.com/winnode/winnode/internal/winpath"
+	"github.com/winnode/winnode/internal/winsim/filestore"
 )
 
 // hostFS serves SFTP requests over the host's filesystem, the way Windows
@@ -108,8 +109,13 @@ func (f *hostFS) open(r *sftp.Request) (*os.File, error) {
 	if fi, err := os.Stat(lp); err == nil && fi.IsDir() {
 		return nil, &os.PathError{Op: "open", Path: r.Filepath, Err: syscall.EISDIR}
 	}
-	if flags&(os.O_WRONLY|os.O_RDWR) != 0 && f.host.inUse(lp) {
-		return nil, errInUse(r.Filepath)
+	if flags&(os.O_WRONLY|os.O_RDWR) != 0 {
+		if f.host.inUse(lp) {
+			return nil, errInUse(r.Filepath)
+		}
+		if err := f.host.unshare(lp); err != nil {
+			return nil, err
+		}
 	}
 	return os.OpenFile(lp, flags, 0o644)
 }
@@ -186,6 +192,14 @@ func (f *hostFS) rename(r *sftp.Request, lp string, wp winpath.Path) error {
 func (f *hostFS) setstat(r *sftp.Request, lp string) error {
 	flags := r.AttrFlags()
 	attrs := r.Attributes()
+	// A running program's file stays the one it runs from (its in-use
+	// check follows the file): only its times or mode can change, which
+	// other hosts sharing it then see too.
+	if !f.host.inUse(lp) {
+		if err := f.host.unshare(lp); err != nil {
+			return err
+		}
+	}
 	if flags.Size {
 		if err := os.Truncate(lp, int64(attrs.Size)); err != nil {
 			return err
@@ -292,3 +306,13 @@ type renamed struct {
 }
 
 func (r renamed) Name() string { return r.name }
+
+// unshare gives the host its own copy of a file the hosts' file store
+// shares (Options.Store) before it is changed, so that no other host's
+// file changes with it.
+func (h *Host) unshare(linuxPath string) error {
+	if h.opts.Store == nil {
+		return nil
+	}
+	return filestore.Unshare(linuxPath)
+}

@@ -23,6 +23,8 @@ import (
 	"github.com/winnode/winnode/internal/testenv"
 	"github.com/winnode/winnode/internal/testkit"
 	"github.com/winnode/winnode/internal/testkit/builder"
+	"github.com/winnode/winnode/internal/winsim"
+	"github.com/winnode/winnode/internal/winsim/filestore"
 )
 
 // BenchmarkFleet is the operator at fleet scale: winnode-operator, run as
@@ -51,11 +53,16 @@ func BenchmarkFleet(b *testing.B) {
 		// Every unreachable instance's retries reach the backoff's cap
 		// (2 minutes, reached after 8 failures) before the window.
 		time.Sleep(time.Duration(benchEnv(b, "WINNODE_BENCH_SETTLE_SECONDS", 150)) * time.Second)
-		failuresBefore, cpuBefore := op.sshFailures(b), op.cpuSeconds(b)
+		failuresBefore, cpuBefore, reconcilesBefore := op.sshFailures(b), op.cpuSeconds(b), op.reconciles(b)
 		since := time.Now()
 		time.Sleep(window)
 		rss, hwm := op.memory(b)
 		failures, cpu := op.sshFailures(b)-failuresBefore, op.cpuSeconds(b)-cpuBefore
+		for name, n := range op.reconciles(b) {
+			if d := n - reconcilesBefore[name]; d > 0 {
+				b.Logf("steady-state reconciles of controller %s: %.0f (%.1f/min)", name, d, d/time.Since(since).Minutes())
+			}
+		}
 		writes, err := w.env.Writes(operatorUser, since)
 		if err != nil {
 			b.Fatal(err)
@@ -194,6 +201,30 @@ func (op *operatorProcess) cpuSeconds(b *testing.B) float64 {
 // sshFailures is the operator's winnode_ssh_failures_total, all reasons.
 func (op *operatorProcess) sshFailures(b *testing.B) float64 {
 	b.Helper()
+	sum := 0.0
+	for _, v := range op.series(b, "winnode_ssh_failures_total{") {
+		sum += v
+	}
+	return sum
+}
+
+// reconciles is controller-runtime's controller_runtime_reconcile_total
+// of each controller, all results: what the operator did in the window.
+func (op *operatorProcess) reconciles(b *testing.B) map[string]float64 {
+	b.Helper()
+	out := map[string]float64{}
+	for labels, v := range op.series(b, "controller_runtime_reconcile_total{") {
+		_, rest, _ := strings.Cut(labels, `controller="`)
+		name, _, _ := strings.Cut(rest, `"`)
+		out[name] += v
+	}
+	return out
+}
+
+// series reads the operator's metrics: each series whose line starts with
+// prefix (name and "{"), by its labels, with its value.
+func (op *operatorProcess) series(b *testing.B, prefix string) map[string]float64 {
+	b.Helper()
 	res, err := http.Get(op.metrics)
 	if err != nil {
 		b.Fatalf("the operator's metrics: %v", err)
@@ -203,27 +234,40 @@ func (op *operatorProcess) sshFailures(b *testing.B) float64 {
 	if err != nil {
 		b.Fatal(err)
 	}
-	sum := 0.0
+	out := map[string]float64{}
 	for _, line := range strings.Split(string(data), "\n") {
-		if strings.HasPrefix(line, "winnode_ssh_failures_total{") {
+		if strings.HasPrefix(line, prefix) {
 			fields := strings.Fields(line)
 			v, _ := strconv.ParseFloat(fields[len(fields)-1], 64)
-			sum += v
+			out[strings.Join(fields[:len(fields)-1], " ")] = v
 		}
 	}
-	return sum
+	return out
 }
 
 // fleetInstances starts ready simulated hosts and creates total
 // instances: one per host, the rest at loopback addresses (127.1.x.y) whose
 // SSH port refuses connections.
+//
+// The hosts share one file store (winsim Options.Store): each configured
+// host holds about 400 MB of programs, the same bytes on every host, and
+// 100 hosts with copies of their own took 40 GB of this machine's disk.
+// Sharing them keeps what the fleet measures unchanged: each host is still
+// sent and decodes the whole payload as any host is (the operator's work,
+// its memory while settling, the wire bytes), and runs its own processes;
+// only the copy on this machine's disk is one, which a host cannot tell
+// (filestore's package comment).
 func (w *world) fleetInstances(b *testing.B, total, ready int) []string {
 	b.Helper()
+	store, err := filestore.New(b.TempDir(), 0)
+	if err != nil {
+		b.Fatal(err)
+	}
 	names := make([]string, total)
 	for i := range total {
 		names[i] = fmt.Sprintf("fleet-%04d", i)
 		if i < ready {
-			w.instanceFor(b, names[i], w.newHost(b))
+			w.instanceFor(b, names[i], w.newHostTuned(b, true, func(o *winsim.Options) { o.Store = store }))
 			continue
 		}
 		inst := builder.Instance(names[i]).Host(fmt.Sprintf("127.1.%d.%d", i/250, i%250+1), "Administrator").

@@ -105,7 +105,8 @@ func ownerOf(svc *corev1.Service) metav1.OwnerReference {
 // the names of all of them, registered or not (whose certificates stay).
 func (r *Reconciler) windowsNodes(ctx context.Context) ([]*corev1.Node, map[string]bool, error) {
 	var insts winnodev1.WindowsInstanceList
-	if err := r.Client.List(ctx, &insts); err != nil {
+	// Read only: the cache's objects, not a copy of the whole fleet.
+	if err := r.Client.List(ctx, &insts, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, nil, err
 	}
 	var nodes []*corev1.Node
@@ -224,10 +225,15 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	ours := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		return o.GetNamespace() == r.Namespace && (o.GetName() == ServiceName || o.GetLabels()[discoveryv1.LabelServiceName] == ServiceName)
 	})
+	endpointChanged := predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		o, ok1 := e.ObjectOld.(*corev1.Node)
+		n, ok2 := e.ObjectNew.(*corev1.Node)
+		return !ok1 || !ok2 || EndpointChanged(o, n)
+	}}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("windows-exporter").
 		WatchesRawSource(source.Channel(start, one)).
-		Watches(&corev1.Node{}, one, builder.WithPredicates(windows)).
+		Watches(&corev1.Node{}, one, builder.WithPredicates(windows, endpointChanged)).
 		Watches(&winnodev1.WindowsInstance{}, one).
 		Watches(&corev1.Service{}, one, builder.WithPredicates(ours)).
 		Watches(&discoveryv1.EndpointSlice{}, one, builder.WithPredicates(ours)).

@@ -165,3 +165,20 @@ func (set SliceSet) Desired(namespace string, owner metav1.OwnerReference, eps [
 	}
 	return out
 }
+
+// EndpointChanged says whether a Node's update can change what Endpoints
+// makes of it, or whether it is a Windows node: its Ready condition's
+// status, its InternalIP, its kubernetes.io/os label. A Ready
+// node's kubelet rewrites its status every minute (its conditions'
+// heartbeat times), and a fleet's hundred nodes would otherwise recompute
+// the slices, reading every WindowsInstance, a hundred times a minute
+// with nothing to change. A pure decision.
+func EndpointChanged(old, updated *corev1.Node) bool {
+	if old == nil || updated == nil {
+		return true
+	}
+	oldIP, oldWhy := internalIP(old)
+	newIP, newWhy := internalIP(updated)
+	return ready(old) != ready(updated) || oldIP != newIP || oldWhy != newWhy || old.UID != updated.UID ||
+		old.Labels[corev1.LabelOSStable] != updated.Labels[corev1.LabelOSStable]
+}

@@ -115,3 +115,41 @@ func TestClusterSlices(t *testing.T) {
 		t.Errorf("two Clusters' slices are listed by the same labels")
 	}
 }
+
+// A node's update recomputes the slices only when it can change them: a
+// heartbeat (new condition times, the same status and address) does not.
+func TestEndpointChanged(t *testing.T) {
+	beat := func(n *corev1.Node) *corev1.Node {
+		n = n.DeepCopy()
+		for i := range n.Status.Conditions {
+			n.Status.Conditions[i].LastHeartbeatTime = metav1.Now()
+		}
+		n.ResourceVersion = "2"
+		return n
+	}
+	relabeled := node("a", "10.0.0.1", "True")
+	relabeled.Labels = map[string]string{"team": "x"}
+	windows := node("a", "10.0.0.1", "True")
+	windows.Labels = map[string]string{corev1.LabelOSStable: "windows"}
+	recreated := node("a", "10.0.0.1", "True")
+	recreated.UID = "another"
+	for name, tc := range map[string]struct {
+		old, updated *corev1.Node
+		want         bool
+	}{
+		"heartbeat":              {node("a", "10.0.0.1", "True"), beat(node("a", "10.0.0.1", "True")), false},
+		"another label":          {node("a", "10.0.0.1", "True"), relabeled, false},
+		"turns NotReady":         {node("a", "10.0.0.1", "True"), node("a", "10.0.0.1", "False"), true},
+		"turns Ready":            {node("a", "10.0.0.1", "Unknown"), node("a", "10.0.0.1", "True"), true},
+		"new address":            {node("a", "10.0.0.1", "True"), node("a", "10.0.0.2", "True"), true},
+		"loses its address":      {node("a", "10.0.0.1", "True"), node("a", "", "True"), true},
+		"loopback to link-local": {node("a", "127.0.0.1", "True"), node("a", "169.254.0.9", "True"), true},
+		"labeled Windows":        {node("a", "10.0.0.1", "True"), windows, true},
+		"deleted and recreated":  {node("a", "10.0.0.1", "True"), recreated, true},
+		"no old object":          {nil, node("a", "10.0.0.1", "True"), true},
+	} {
+		if got := EndpointChanged(tc.old, tc.updated); got != tc.want {
+			t.Errorf("%s: EndpointChanged %v, want %v", name, got, tc.want)
+		}
+	}
+}

@@ -256,7 +256,7 @@ func (r *Reconciler) watchServiceCACertificate(b *builder.Builder) *builder.Buil
 // allInstances enqueues every WindowsInstance (the key changed).
 func (r *Reconciler) allInstances(ctx context.Context, _ client.Object) []reconcile.Request {
 	var list winnodev1.WindowsInstanceList
-	if err := r.Client.List(ctx, &list); err != nil {
+	if err := r.Client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil { // read only: no copy of the fleet
 		return nil
 	}
 	reqs := make([]reconcile.Request, 0, len(list.Items))

@@ -21,7 +21,7 @@ import (
 // waitingUpgrades enqueues the instances whose upgrade waits for its turn.
 func (r *Reconciler) waitingUpgrades(ctx context.Context, _ client.Object) []reconcile.Request {
 	var list winnodev1.WindowsInstanceList
-	if err := r.Client.List(ctx, &list); err != nil {
+	if err := r.Client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil { // read only: no copy of the fleet
 		return nil
 	}
 	var reqs []reconcile.Request

@@ -129,7 +129,7 @@ func (r *Reconciler) watchWorkloadNodes(ctl controller.Controller) {
 // Node name.
 func (r *Reconciler) instancesOfNode(ctx context.Context, ref winnodev1.ClusterRef, name string) []reconcile.Request {
 	var list winnodev1.WindowsInstanceList
-	if err := r.Client.List(ctx, &list); err != nil {
+	if err := r.Client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil { // read only: no copy of the fleet
 		return nil
 	}
 	for _, i := range list.Items {

@@ -13,6 +13,7 @@ import (
 	"github.com/winnode/winnode/internal/simscm"
 	"github.com/winnode/winnode/internal/wincmd"
 	"github.com/winnode/winnode/internal/winpath"
+	"github.com/winnode/winnode/internal/winsim/filestore"
 )
 
 // SearchPath is the simulated host's PATH (the folders cmd.exe searches for
@@ -56,6 +57,9 @@ type Host struct {
 	Hostname  string
 	User      string   // "Administrator"
 	Extra     []string // more environment, "NAME=value"
+	// Store, when set, shares each program's file with the other hosts'
+	// of the same path and content before it runs (package filestore).
+	Store *filestore.Store
 }
 
 // LookPath finds the program named by name as cmd.exe would: a name with a
@@ -165,7 +169,7 @@ func Command(h Host, cwd winpath.Path, cmdline string, extraEnv []string) (*exec
 	if len(args) == 0 {
 		return nil, &NotRecognizedError{Name: ""}
 	}
-	_, prog, err := LookPath(h.Root, cwd, args[0])
+	wp, prog, err := LookPath(h.Root, cwd, args[0])
 	if err != nil {
 		return nil, err
 	}
@@ -183,6 +187,9 @@ func Command(h Host, cwd winpath.Path, cmdline string, extraEnv []string) (*exec
 			return nil, fmt.Errorf("simulated host: making %s executable: %w", args[0], err)
 		}
 	}
+	if err := shareProgramFiles(h, wp, prog, args[1:]); err != nil {
+		return nil, fmt.Errorf("simulated host: %w", err)
+	}
 	dir, err := winpath.Resolve(h.Root, cwd)
 	if err != nil {
 		return nil, err
@@ -196,6 +203,38 @@ func Command(h Host, cwd winpath.Path, cmdline string, extraEnv []string) (*exec
 	c.Env = append(Environ(h), extraEnv...)
 	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	return c, nil
+}
+
+// shareProgramFiles shares, through the host's file store (Host.Store),
+// the program's file and those of the programs its arguments name by an
+// absolute Windows path (the program a service wrapper runs as its child:
+// `winnode-service.exe ... -- C:\k\kubelet.exe`), before any of them
+// runs. The store shares programs only, so an argument naming a data file
+// leaves it as it is.
+func shareProgramFiles(h Host, wp winpath.Path, prog string, args []string) error {
+	if h.Store == nil {
+		return nil
+	}
+	if err := h.Store.Share(wp, prog); err != nil {
+		return err
+	}
+	for _, a := range args {
+		p, err := winpath.Parse(a)
+		if err != nil {
+			continue // not an absolute Windows path
+		}
+		lp, err := winpath.Resolve(h.Root, p)
+		if err != nil {
+			continue
+		}
+		if fi, err := os.Stat(lp); err != nil || !fi.Mode().IsRegular() {
+			continue
+		}
+		if err := h.Store.Share(p, lp); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // KillGroup ends the process and every process in its group.
