@@ -483,10 +483,9 @@ func checkPrometheusScrapes(t *testing.T, p *testenv.Prometheus, nodes []string)
 
 // target is one of Prometheus' active targets, as its targets API says.
 type target struct {
-	ScrapeURL  string    `json:"scrapeUrl"`
-	Health     string    `json:"health"`
-	LastError  string    `json:"lastError"`
-	LastScrape time.Time `json:"lastScrape"`
+	ScrapeURL string `json:"scrapeUrl"`
+	Health    string `json:"health"`
+	LastError string `json:"lastError"`
 }
 
 func activeTargets(ctx context.Context, p *testenv.Prometheus) ([]target, error) {

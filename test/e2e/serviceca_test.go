@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/netip"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/winnode/winnode/internal/controller/exporter"
 	"github.com/winnode/winnode/internal/metricstls"
 	"github.com/winnode/winnode/internal/plan"
+	"github.com/winnode/winnode/internal/testenv"
 	"github.com/winnode/winnode/internal/testkit"
 	"github.com/winnode/winnode/internal/winsim"
 )
@@ -110,8 +112,8 @@ func waitServiceCAServed(t *testing.T, h *winsim.Host, bundle []byte, not *x509.
 // copies the new pair to the host with a new plan (Ready → Upgrading →
 // Ready, never Failed), and once Prometheus' CA file is the new bundle
 // (syncCAFiles: as the mounted ConfigMap changes in a cluster) a scrape
-// that started after that succeeds: on a new connection (the CA file
-// changed), verified with the new bundle alone.
+// succeeds, verified with the new bundle alone (after one failed with an
+// unrelated CA, which shows that Prometheus verifies anew).
 func (w *world) checkServiceCAScrapes(t *testing.T, h *winsim.Host, pr *phaseRecorder, inst string) {
 	t.Helper()
 	ctx := context.Background()
@@ -131,18 +133,32 @@ func (w *world) checkServiceCAScrapes(t *testing.T, h *winsim.Host, pr *phaseRec
 	if after := pr.of(inst)[phases:]; slices.Contains(after, winnodev1.PhaseFailed) {
 		t.Errorf("instance %s went through phases %v while the service CA was rotated", inst, after)
 	}
-	replaced := time.Now()
+	// First a CA file of an unrelated CA: the scrapes fail, which shows
+	// that a changed CA file makes Prometheus verify the host anew rather
+	// than keep a connection verified with the old bundle, so that the
+	// success below is the new bundle's.
+	for file := range p.caFiles {
+		writeFileAtomically(t, file, newCA(t))
+	}
+	waitTarget(t, p.Prometheus, "refused with an unrelated CA", func(tg target) bool {
+		return tg.Health == "down" && strings.Contains(tg.LastError, "x509")
+	})
+	// A target's scrapes run one after the other: once one has failed
+	// with the unrelated CA, the next that succeeds read the new bundle.
 	p.syncCAFiles(t, w)
-	testkit.Eventually(t, time.Minute, "a scrape of "+node+" with the new bundle", func() (bool, string) {
-		targets, err := activeTargets(ctx, p.Prometheus)
+	waitTarget(t, p.Prometheus, "up with the new bundle", func(tg target) bool { return tg.Health == "up" })
+	checkPrometheusScrapes(t, p.Prometheus, []string{node})
+}
+
+// waitTarget waits until Prometheus has one active target and it is as ok
+// says.
+func waitTarget(t *testing.T, p *testenv.Prometheus, what string, ok func(target) bool) {
+	t.Helper()
+	testkit.Eventually(t, time.Minute, "Prometheus' target "+what, func() (bool, string) {
+		targets, err := activeTargets(context.Background(), p)
 		if err != nil {
 			return false, err.Error()
 		}
-		// Ordered by the machine's one clock (the targets API's lastScrape
-		// is when a scrape started): a scrape started after the file was
-		// replaced, not a duration.
-		ok := len(targets) == 1 && targets[0].Health == "up" && targets[0].LastScrape.After(replaced)
-		return ok, fmt.Sprintf("targets %+v, want one up, scraped after %s", targets, replaced)
+		return len(targets) == 1 && ok(targets[0]), fmt.Sprintf("targets %+v", targets)
 	})
-	checkPrometheusScrapes(t, p.Prometheus, []string{node})
 }
