@@ -6,6 +6,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"sort"
@@ -18,6 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/winnode/winnode/internal/controller/exporter"
+	"github.com/winnode/winnode/internal/metricstls"
 	"github.com/winnode/winnode/internal/testenv"
 	"github.com/winnode/winnode/internal/testkit"
 )
@@ -531,5 +533,27 @@ func TestServiceMonitorTranslationRefusesUnknownFields(t *testing.T) {
 	}
 	if _, err := scrapeConfigsFromServiceMonitor([]byte(changed), "/certs", 0); err == nil || !strings.Contains(err.Error(), "honorLabels") {
 		t.Errorf("a ServiceMonitor with honorLabels: %v, want an error naming the field", err)
+	}
+}
+
+// TestOpenShiftServiceMonitorTranslation: the scrape configuration of
+// config/prometheus-openshift's ServiceMonitor verifies with the service CA
+// bundle (the ConfigMap's service-ca.crt, where prometheus-operator mounts
+// it) and the Service's name, which TestOpenShiftBYOH's Prometheus then
+// runs; checked here too because a plain go test run skips that scrape.
+func TestOpenShiftServiceMonitorTranslation(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	monitor, _ := kustomizedMonitoring(ctx, t, "prometheus-openshift")
+	scrapes, err := scrapeConfigsFromServiceMonitor(monitor, "/etc/prometheus/certs", 0)
+	if err != nil || len(scrapes) != 1 {
+		t.Fatalf("config/prometheus-openshift: %d scrape configurations, %v", len(scrapes), err)
+	}
+	want := map[string]any{
+		"ca_file":     "/etc/prometheus/certs/configmap_" + Namespace + "_" + metricstls.CAConfigMapName + "_" + metricstls.ServiceCAKey,
+		"server_name": metricstls.ServiceServerName(exporter.ServiceName, Namespace),
+	}
+	if got := scrapes[0]["tls_config"]; !reflect.DeepEqual(got, want) {
+		t.Errorf("config/prometheus-openshift's tls_config %v, want %v", got, want)
 	}
 }
