@@ -48,10 +48,6 @@ const (
 	fieldOwner     = client.FieldOwner("winnode-config-test")
 )
 
-// KustomizeEnv names a kustomize binary to use instead of the one pinned in
-// hack/tools/dev (which the tests otherwise build through the module proxy).
-const KustomizeEnv = "KUSTOMIZE"
-
 func repoRoot(t *testing.T) string {
 	t.Helper()
 	root, err := testenv.RepoRoot()
@@ -61,34 +57,14 @@ func repoRoot(t *testing.T) string {
 	return root
 }
 
-// kustomizeBinary returns $KUSTOMIZE, or builds the kustomize pinned in
-// hack/tools/dev/go.mod (`go tool` keeps the built program in Go's build cache).
-func kustomizeBinary(t *testing.T) string {
-	t.Helper()
-	if k := os.Getenv(KustomizeEnv); k != "" {
-		return k
-	}
-	cmd := exec.Command("go", "-C", filepath.Join(repoRoot(t), "hack/tools/dev"), "tool", "-n", "kustomize")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("building kustomize from hack/tools/dev: %v\n%s", err, stderr.String())
-	}
-	return strings.TrimSpace(string(out))
-}
-
 // build runs `kustomize build config/<dir>` and decodes every object.
 func build(t *testing.T, dir string) []*unstructured.Unstructured {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, kustomizeBinary(t), "build", filepath.Join(repoRoot(t), "config", dir))
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	out, err := testenv.KustomizeBuild(ctx, dir)
 	if err != nil {
-		t.Fatalf("kustomize build config/%s: %v\n%s", dir, err, stderr.String())
+		t.Fatal(err)
 	}
 	var objs []*unstructured.Unstructured
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)

@@ -54,6 +54,7 @@ type OpenShift struct {
 	// simulated service-ca controller signs with (serviceca.go).
 	ServiceCA []byte
 
+	serviceCA *serviceCA
 	client    client.Client
 	bootstrap []byte // the kubeconfig with the node-bootstrapper token
 	last      time.Time
@@ -272,6 +273,23 @@ func (e *Env) startOpenShiftServiceCA() error {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	e.stopControllers = func() { cancel(); _ = log.Close() }
-	e.OpenShift.ServiceCA, err = startServiceCA(ctx, e.Config, log)
+	e.OpenShift.serviceCA, err = startServiceCA(ctx, e.Config, log)
+	if err == nil {
+		e.OpenShift.ServiceCA = e.OpenShift.serviceCA.bundle()
+	}
 	return err
+}
+
+// RotateServiceCA replaces the service CA, as deleting OpenShift's signing
+// key does (no grace period: serviceca.go), writes the new bundle into the
+// annotated ConfigMaps and new certificates into the serving Secrets, and
+// sets ServiceCA to the new CA's certificate. Not to be called from
+// parallel goroutines.
+func (o *OpenShift) RotateServiceCA(ctx context.Context) error {
+	ca, err := o.serviceCA.rotate(ctx)
+	if err != nil {
+		return fmt.Errorf("rotating the simulated service CA: %w", err)
+	}
+	o.ServiceCA = ca
+	return nil
 }

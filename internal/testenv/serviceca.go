@@ -12,6 +12,7 @@ import (
 	"io"
 	"math/big"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -45,6 +46,13 @@ import (
 //     service.beta.openshift.io/serving-cert-generation-error.
 //   - a ConfigMap annotated service.beta.openshift.io/inject-cabundle=true
 //     gets the CA bundle as its only data, under service-ca.crt.
+//   - rotate makes a new CA as deleting the operator's signing key (Secret
+//     openshift-service-ca/signing-key) does, the manual rotation OpenShift
+//     documents: at once and with no grace period, so the bundle becomes
+//     the new CA alone (the cross-signed certificates that bridge old and
+//     new belong to the automated rotation before expiry, which the
+//     stand-in does not make), and every serving Secret is written again,
+//     its certificate's AuthorityKeyId no longer the CA's SubjectKeyId.
 //
 // The CA is named openshift-service-serving-signer@<unix time>, as the
 // operator names it.
@@ -66,21 +74,21 @@ const (
 
 // serviceCA is the simulated service-ca controller's state.
 type serviceCA struct {
-	cert   *x509.Certificate
-	certPE []byte
-	key    *rsa.PrivateKey
+	// signer is the current CA; each sync reads it once, so that a
+	// rotation meanwhile never mixes two CAs in one object.
+	signer atomic.Pointer[signer]
 	client kubernetes.Interface
 	log    io.Writer
 }
 
-// startServiceCA runs the simulated service-ca controller against the API
-// server of cfg until ctx ends, logging to log; it returns the CA's
-// certificate in PEM.
-func startServiceCA(ctx context.Context, cfg *rest.Config, log io.Writer) ([]byte, error) {
-	client, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
+// signer is a service CA: its certificate (also in PEM) and key.
+type signer struct {
+	cert   *x509.Certificate
+	certPE []byte
+	key    *rsa.PrivateKey
+}
+
+func newSigner() (*signer, error) {
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		return nil, err
@@ -89,7 +97,26 @@ func startServiceCA(ctx context.Context, cfg *rest.Config, log io.Writer) ([]byt
 	if err != nil {
 		return nil, err
 	}
-	s := &serviceCA{cert: ca, certPE: pemCert(ca.Raw), key: key, client: client, log: log}
+	return &signer{cert: ca, certPE: pemCert(ca.Raw), key: key}, nil
+}
+
+// bundle is the current CA's certificate in PEM: what annotated
+// ConfigMaps get.
+func (s *serviceCA) bundle() []byte { return s.signer.Load().certPE }
+
+// startServiceCA runs the simulated service-ca controller against the API
+// server of cfg until ctx ends, logging to log.
+func startServiceCA(ctx context.Context, cfg *rest.Config, log io.Writer) (*serviceCA, error) {
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	sg, err := newSigner()
+	if err != nil {
+		return nil, err
+	}
+	s := &serviceCA{client: client, log: log}
+	s.signer.Store(sg)
 	// A resync every few seconds retries what could not be written, as
 	// the real controllers' queues retry failed keys.
 	factory := informers.NewSharedInformerFactory(client, 5*time.Second)
@@ -111,9 +138,36 @@ func startServiceCA(ctx context.Context, cfg *rest.Config, log io.Writer) ([]byt
 			return nil, err
 		}
 	}
-	s.logf("started; service CA %s", ca.Subject.CommonName)
+	s.logf("started; service CA %s", sg.cert.Subject.CommonName)
 	factory.Start(ctx.Done())
-	return s.certPE, nil
+	return s, nil
+}
+
+// rotate replaces the CA (the manual rotation: see above) and writes the
+// new bundle and serving certificates at once, rather than at the next
+// resync, and returns the new CA's certificate in PEM.
+func (s *serviceCA) rotate(ctx context.Context) ([]byte, error) {
+	sg, err := newSigner()
+	if err != nil {
+		return nil, err
+	}
+	s.signer.Store(sg)
+	s.logf("signing key replaced (manual rotation, no grace period); service CA %s", sg.cert.Subject.CommonName)
+	cms, err := s.client.CoreV1().ConfigMaps(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	for i := range cms.Items {
+		s.syncConfigMap(ctx, &cms.Items[i])
+	}
+	svcs, err := s.client.CoreV1().Services(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	for i := range svcs.Items {
+		s.syncService(ctx, &svcs.Items[i])
+	}
+	return sg.certPE, nil
 }
 
 func (s *serviceCA) logf(format string, args ...any) {
@@ -123,12 +177,13 @@ func (s *serviceCA) logf(format string, args ...any) {
 // syncConfigMap writes the CA bundle into an annotated ConfigMap.
 func (s *serviceCA) syncConfigMap(ctx context.Context, obj any) {
 	cm, ok := obj.(*corev1.ConfigMap)
+	bundle := s.bundle()
 	if !ok || cm.Annotations[annotationInjectCABundle] != "true" ||
-		(len(cm.Data) == 1 && cm.Data[serviceCABundleKey] == string(s.certPE)) {
+		(len(cm.Data) == 1 && cm.Data[serviceCABundleKey] == string(bundle)) {
 		return
 	}
 	cm = cm.DeepCopy()
-	cm.Data = map[string]string{serviceCABundleKey: string(s.certPE)}
+	cm.Data = map[string]string{serviceCABundleKey: string(bundle)}
 	if _, err := s.client.CoreV1().ConfigMaps(cm.Namespace).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
 		s.logf("injecting the CA bundle into ConfigMap %s/%s: %v", cm.Namespace, cm.Name, err)
 		return
@@ -158,6 +213,7 @@ func (s *serviceCA) syncService(ctx context.Context, obj any) {
 	if name == "" {
 		return
 	}
+	sg := s.signer.Load()
 	secrets := s.client.CoreV1().Secrets(svc.Namespace)
 	old, err := secrets.Get(ctx, name, metav1.GetOptions{})
 	found := err == nil
@@ -168,10 +224,10 @@ func (s *serviceCA) syncService(ctx context.Context, obj any) {
 	case found && old.Annotations[annotationOriginUID] != string(svc.UID):
 		s.annotate(ctx, svc, annotationGenerationError, fmt.Sprintf("secret %s/%s does not have corresponding service UID %v", svc.Namespace, name, svc.UID))
 		return
-	case found && s.current(old, svc):
+	case found && current(sg, old, svc):
 		return
 	}
-	secret, err := s.servingSecret(svc, name)
+	secret, err := servingSecret(sg, svc, name)
 	if err == nil && !found {
 		_, err = secrets.Create(ctx, secret, metav1.CreateOptions{})
 	} else if err == nil {
@@ -183,14 +239,14 @@ func (s *serviceCA) syncService(ctx context.Context, obj any) {
 		return
 	}
 	s.logf("issued the serving certificate of Service %s/%s into Secret %s", svc.Namespace, svc.Name, name)
-	s.annotate(ctx, svc, annotationSignedBy, s.cert.Subject.CommonName)
+	s.annotate(ctx, svc, annotationSignedBy, sg.cert.Subject.CommonName)
 }
 
-// current says whether a Secret holds a certificate of this CA naming
+// current says whether a Secret holds a certificate of the CA sg naming
 // the Service's names.
-func (s *serviceCA) current(sec *corev1.Secret, svc *corev1.Service) bool {
+func current(sg *signer, sec *corev1.Secret, svc *corev1.Service) bool {
 	certs, err := certutil.ParseCertsPEM(sec.Data[corev1.TLSCertKey])
-	if err != nil || !bytes.Equal(certs[0].AuthorityKeyId, s.cert.SubjectKeyId) {
+	if err != nil || !bytes.Equal(certs[0].AuthorityKeyId, sg.cert.SubjectKeyId) {
 		return false
 	}
 	for _, n := range serviceNames(svc) {
@@ -206,8 +262,9 @@ func serviceNames(svc *corev1.Service) []string {
 	return []string{host, host + ".cluster.local"}
 }
 
-// servingSecret issues the Service's certificate into a Secret named name.
-func (s *serviceCA) servingSecret(svc *corev1.Service, name string) (*corev1.Secret, error) {
+// servingSecret issues the Service's certificate, signed by sg, into a
+// Secret named name.
+func servingSecret(sg *signer, svc *corev1.Service, name string) (*corev1.Secret, error) {
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		return nil, err
@@ -224,7 +281,7 @@ func (s *serviceCA) servingSecret(svc *corev1.Service, name string) (*corev1.Sec
 		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, s.cert, &key.PublicKey, s.key)
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, sg.cert, &key.PublicKey, sg.key)
 	if err != nil {
 		return nil, err
 	}
@@ -239,7 +296,7 @@ func (s *serviceCA) servingSecret(svc *corev1.Service, name string) (*corev1.Sec
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Service", Name: svc.Name, UID: svc.UID}},
 		},
 		Type: corev1.SecretTypeTLS,
-		Data: map[string][]byte{corev1.TLSCertKey: append(pemCert(der), s.certPE...), corev1.TLSPrivateKeyKey: keyPEM},
+		Data: map[string][]byte{corev1.TLSCertKey: append(pemCert(der), sg.certPE...), corev1.TLSPrivateKeyKey: keyPEM},
 	}, nil
 }
 

@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"bytes"
 	"context"
 	"crypto/x509"
 	"fmt"
@@ -23,7 +24,8 @@ import (
 // the CA after it, owned by the Service), a garbled or deleted one is
 // written again,
 // a Secret of another Service is left alone with an error on the Service,
-// and an annotated ConfigMap gets the bundle as its only data.
+// an annotated ConfigMap gets the bundle as its only data, and a rotation
+// replaces both with the new CA's.
 func TestSimulatedServiceCA(t *testing.T) {
 	env := Get(t)
 	c := admin(t, env)
@@ -35,10 +37,11 @@ func TestSimulatedServiceCA(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = c.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
 	var log syncWriter
-	caPEM, err := startServiceCA(ctx, env.Config, &log)
+	sca, err := startServiceCA(ctx, env.Config, &log)
 	if err != nil {
 		t.Fatal(err)
 	}
+	caPEM := sca.bundle()
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(caPEM)
 	service := func(name string) *corev1.Service {
@@ -107,6 +110,23 @@ func TestSimulatedServiceCA(t *testing.T) {
 		}
 		return len(got.Data) == 1 && got.Data[serviceCABundleKey] == string(caPEM), fmt.Sprint(got.Data)
 	})
+
+	// A rotation (the manual one): the bundle is the new CA alone, and the
+	// Secret a certificate of the new CA, written by the time rotate returns.
+	before, err := c.CoreV1().Secrets(ns).Get(ctx, "serving", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rotated, err := sca.rotate(ctx)
+	if err != nil || bytes.Equal(rotated, caPEM) {
+		t.Fatalf("rotate: %v; a new CA: %v", err, !bytes.Equal(rotated, caPEM))
+	}
+	pool = x509.NewCertPool()
+	pool.AppendCertsFromPEM(rotated)
+	servingCert(before.Data[corev1.TLSCertKey])
+	if got, err := c.CoreV1().ConfigMaps(ns).Get(ctx, cm.Name, metav1.GetOptions{}); err != nil || len(got.Data) != 1 || got.Data[serviceCABundleKey] != string(rotated) {
+		t.Errorf("ConfigMap %s after the rotation (%v): %v, want the new CA alone", cm.Name, err, got.Data)
+	}
 	if !strings.Contains(log.String(), "simulated") {
 		t.Errorf("the controller's log does not say simulated:\n%s", log.String())
 	}

@@ -138,7 +138,7 @@ func TestNodeMetricsOverTLS(t *testing.T) {
 		return
 	}
 	nodes := []string{node.Name, w.waitReady(t, "metrics-2", 3*time.Minute).Status.NodeName}
-	checkPrometheusScrapes(t, w.startPrometheus(t), nodes)
+	checkPrometheusScrapes(t, w.startPrometheus(t, "prometheus").Prometheus, nodes)
 }
 
 // TestMetricsCertificateRenewed: a node's windows_exporter certificate with

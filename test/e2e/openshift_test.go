@@ -52,6 +52,10 @@ import (
 //   - so does a new kubelet CA in the ControllerConfig;
 //   - its windows_exporter serves the certificate OpenShift's service CA
 //     issued for the Service windows-exporter (checkServiceCAServing);
+//   - a real Prometheus with the scrape configuration of
+//     config/prometheus-openshift's ServiceMonitor scrapes it, verifying
+//     with the service CA, before and after a rotation of the service CA
+//     (checkServiceCAScrapes);
 //   - no bootstrap-token Secret is created anywhere, at any time.
 func TestOpenShiftBYOH(t *testing.T) {
 	w := getWorldOf(t, kindOpenShift)
@@ -94,6 +98,7 @@ func TestOpenShiftBYOH(t *testing.T) {
 	}
 	checkKubeletDNS(t, h, ocp.ClusterDNS)
 	t.Run("exporter certificate from the service CA", func(t *testing.T) { w.checkServiceCAServing(t, h, pr, name) })
+	t.Run("Prometheus scrapes with the service CA, rotated", func(t *testing.T) { w.checkServiceCAScrapes(t, h, pr, name) })
 	facts := w.eventMessages(t, metav1.NamespaceDefault, name, configure.EventReasonClusterFacts)
 	if len(facts) == 0 || !strings.Contains(facts[0], "platform openshift (the API group config.openshift.io is served") || !strings.Contains(facts[0], "MachineConfig "+ocp.RenderedWorker) {
 		t.Errorf("ClusterFacts events %q do not say platform openshift, why, and MachineConfig %s", facts, ocp.RenderedWorker)

@@ -3,8 +3,10 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"sort"
@@ -16,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/winnode/winnode/internal/controller/exporter"
 	"github.com/winnode/winnode/internal/metricstls"
 	"github.com/winnode/winnode/internal/testenv"
 	"github.com/winnode/winnode/internal/testkit"
@@ -23,11 +26,11 @@ import (
 
 // What a real Prometheus (testenv.StartPrometheus) is given to scrape the
 // simulated Windows nodes: the scrape configuration prometheus-operator
-// generates from the ServiceMonitor winnode ships
-// (config/prometheus/servicemonitor.yaml), and the rule groups of the
-// PrometheusRule it ships (config/prometheus/prometheusrule.yaml) as a rule
-// file, both read from those files so that what Prometheus runs here is
-// what a cluster gets.
+// generates from the ServiceMonitor winnode ships, and the rule groups of
+// the PrometheusRule it ships as a rule file, both taken from
+// `kustomize build` of config/prometheus (Kubernetes: the operator's CA) or
+// config/prometheus-openshift (OpenShift: the service CA), so that what
+// Prometheus runs here is what a cluster gets.
 
 // The ServiceMonitor's fields this translation knows; the file is decoded
 // strictly, so a field added to it fails the test until the translation
@@ -56,11 +59,9 @@ type serviceMonitorEndpoint struct {
 	Interval  string `json:"interval"`
 	TLSConfig struct {
 		CA struct {
-			ConfigMap struct {
-				Name string `json:"name"`
-				Key  string `json:"key"`
-			} `json:"configMap"`
+			ConfigMap configMapKey `json:"configMap"`
 		} `json:"ca"`
+		ServerName string `json:"serverName"`
 	} `json:"tlsConfig"`
 	Relabelings []struct {
 		Action       string   `json:"action"`
@@ -70,6 +71,12 @@ type serviceMonitorEndpoint struct {
 		Replacement  string   `json:"replacement"`
 		TargetLabel  string   `json:"targetLabel"`
 	} `json:"relabelings"`
+}
+
+// configMapKey is a key of a ConfigMap in the ServiceMonitor's namespace.
+type configMapKey struct {
+	Name string `json:"name"`
+	Key  string `json:"key"`
 }
 
 // relabel is one entry of a scrape configuration's relabel_configs.
@@ -90,8 +97,9 @@ type relabel map[string]any
 // name); then the endpoint's own relabelings; then the sharding pair
 // (hashmod of __address__, keep shard 0: the one shard keeps every
 // target). A ConfigMap's CA is a file the operator mounts at
-// /etc/prometheus/certs/configmap_<namespace>_<name>_<key>; here certDir
-// takes that place. scrapeInterval, when not zero, replaces the
+// /etc/prometheus/certs/configmap_<namespace>_<name>_<key> (here certDir
+// takes that place: caFile), and tlsConfig.serverName is the
+// tls_config's server_name (promcfg.go's addTLStoYaml). scrapeInterval, when not zero, replaces the
 // endpoint's interval (the test's only departure: its rules need two
 // samples, which at 30 s would take a minute).
 func scrapeConfigsFromServiceMonitor(data []byte, certDir string, scrapeInterval time.Duration) ([]map[string]any, error) {
@@ -122,12 +130,26 @@ func scrapeConfigsFromServiceMonitor(data []byte, certDir string, scrapeInterval
 		if scrapeInterval != 0 {
 			cfg["scrape_interval"] = scrapeInterval.String()
 		}
+		tlsConfig := map[string]any{}
 		if cm := ep.TLSConfig.CA.ConfigMap; cm.Name != "" {
-			cfg["tls_config"] = map[string]any{"ca_file": filepath.Join(certDir, "configmap_"+sm.Metadata.Namespace+"_"+cm.Name+"_"+cm.Key)}
+			tlsConfig["ca_file"] = caFile(certDir, sm.Metadata.Namespace, cm)
+		}
+		if ep.TLSConfig.ServerName != "" {
+			tlsConfig["server_name"] = ep.TLSConfig.ServerName
+		}
+		if len(tlsConfig) > 0 {
+			cfg["tls_config"] = tlsConfig
 		}
 		configs = append(configs, cfg)
 	}
 	return configs, nil
+}
+
+// caFile is where prometheus-operator mounts the key of a ConfigMap in
+// namespace that a tlsConfig names, certDir standing for
+// /etc/prometheus/certs.
+func caFile(certDir, namespace string, cm configMapKey) string {
+	return filepath.Join(certDir, "configmap_"+namespace+"_"+cm.Name+"_"+cm.Key)
 }
 
 // serviceMonitorRelabels is the relabel_configs of one endpoint's job
@@ -206,76 +228,155 @@ func ruleFileFromPrometheusRule(data []byte) ([]byte, error) {
 // OpenShift's Prometheus in winnode-system.
 const prometheusUser = "winnode-e2e-prometheus"
 
+// prometheusRig is a real Prometheus the test started, and where its
+// scrape configuration's CA files come from.
+type prometheusRig struct {
+	*testenv.Prometheus
+	// caFiles maps each CA file of the scrape configuration to the
+	// ConfigMap key (in Namespace) it is a copy of.
+	caFiles map[string]configMapKey
+}
+
 // startPrometheus starts a real Prometheus on the world's control plane
-// that scrapes what config/prometheus's ServiceMonitor selects, with the
-// rules of its PrometheusRule, every second, and evaluates them every
-// second. It discovers targets as prometheusUser, with the shipped Role.
-func (w *world) startPrometheus(t *testing.T) *testenv.Prometheus {
+// that scrapes what the ServiceMonitor windows-exporter of `kustomize
+// build config/<dir>` selects, with the rules of its PrometheusRule, every
+// second, and evaluates them every second; its CA files are the
+// ConfigMaps' keys as they are now. It discovers targets as
+// prometheusUser, with the shipped Role.
+func (w *world) startPrometheus(t *testing.T, dir string) *prometheusRig {
 	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	work := t.TempDir()
+	certDir := filepath.Join(work, "certs")
+	monitor, rule := kustomizedMonitoring(ctx, t, dir)
+	scrapes, err := scrapeConfigsFromServiceMonitor(monitor, certDir, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules, err := ruleFileFromPrometheusRule(rule)
+	if err != nil {
+		t.Fatal(err)
+	}
 	root, err := testenv.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	certDir := filepath.Join(dir, "certs")
-	read := func(path string) []byte {
-		data, err := os.ReadFile(filepath.Join(root, path))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return data
-	}
-	scrapes, err := scrapeConfigsFromServiceMonitor(read("config/prometheus/servicemonitor.yaml"), certDir, time.Second)
+	rbac, err := os.ReadFile(filepath.Join(root, "config/openshift/prometheus_rbac.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	rules, err := ruleFileFromPrometheusRule(read("config/prometheus/prometheusrule.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	kube := w.grantPrometheusRole(t, read("config/openshift/prometheus_rbac.yaml"))
+	kube := w.grantPrometheusRole(t, rbac)
 	for _, sc := range scrapes {
 		sd := sc["kubernetes_sd_configs"].([]map[string]any)[0]
 		sd["api_server"] = kube.Host
 		sd["tls_config"] = map[string]any{"ca_file": kube.CAFile, "cert_file": kube.CertFile, "key_file": kube.KeyFile}
 	}
-	ca, err := w.kube.CoreV1().ConfigMaps(Namespace).Get(context.Background(), metricstls.CAConfigMapName, metav1.GetOptions{})
-	if err != nil {
-		t.Fatalf("the published CA: %v", err)
-	}
 	config, err := yaml.Marshal(map[string]any{
 		"global":         map[string]any{"scrape_interval": "1s", "evaluation_interval": "1s"},
-		"rule_files":     []string{filepath.Join(dir, "rules.yaml")},
+		"rule_files":     []string{filepath.Join(work, "rules.yaml")},
 		"scrape_configs": scrapes,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, data := range map[string][]byte{
-		"rules.yaml":      rules,
-		"prometheus.yaml": config,
-		"certs/configmap_" + Namespace + "_" + metricstls.CAConfigMapName + "_" + metricstls.CAKey: []byte(ca.Data[metricstls.CAKey]),
-	} {
-		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	p, err := w.env.StartPrometheus(ctx, "prometheus", filepath.Join(dir, "prometheus.yaml"))
+	writeFileAtomically(t, filepath.Join(work, "rules.yaml"), rules)
+	writeFileAtomically(t, filepath.Join(work, "prometheus.yaml"), config)
+	rig := &prometheusRig{caFiles: caFilesOf(t, monitor, certDir)}
+	rig.syncCAFiles(t, w)
+	rig.Prometheus, err = w.env.StartPrometheus(ctx, "prometheus", filepath.Join(work, "prometheus.yaml"))
 	if err != nil {
-		t.Fatalf("Prometheus with the ServiceMonitor's scrape configuration and the PrometheusRule's rules:\n%s\n%v", config, err)
+		t.Fatalf("Prometheus with the scrape configuration of config/%s's ServiceMonitor and its PrometheusRule's rules:\n%s\n%v", dir, config, err)
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("Prometheus' configuration:\n%s\nits log:\n%s", config, p.Log(40))
+			t.Logf("Prometheus' configuration:\n%s\nits log:\n%s", config, rig.Log(40))
 		}
-		p.Stop()
+		rig.Stop()
 	})
-	return p
+	return rig
+}
+
+// kustomizedMonitoring is the ServiceMonitor windows-exporter and the
+// PrometheusRule of `kustomize build config/<dir>`, each a YAML document.
+func kustomizedMonitoring(ctx context.Context, t *testing.T, dir string) (monitor, rule []byte) {
+	t.Helper()
+	out, err := testenv.KustomizeBuild(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, doc := range strings.Split(string(out), "\n---\n") {
+		var head struct {
+			Kind     string `json:"kind"`
+			Metadata struct {
+				Name string `json:"name"`
+			} `json:"metadata"`
+		}
+		if err := yaml.Unmarshal([]byte(doc), &head); err != nil {
+			t.Fatalf("kustomize build config/%s: %v", dir, err)
+		}
+		switch {
+		case head.Kind == "ServiceMonitor" && head.Metadata.Name == exporter.ServiceName:
+			monitor = []byte(doc)
+		case head.Kind == "PrometheusRule":
+			rule = []byte(doc)
+		}
+	}
+	if monitor == nil || rule == nil {
+		t.Fatalf("kustomize build config/%s: no ServiceMonitor %s (%t) or no PrometheusRule (%t)", dir, exporter.ServiceName, monitor != nil, rule != nil)
+	}
+	return monitor, rule
+}
+
+// caFilesOf is each CA file the ServiceMonitor monitor's scrape
+// configuration names (certDir standing for prometheus-operator's
+// /etc/prometheus/certs), and the ConfigMap key it is a copy of.
+func caFilesOf(t *testing.T, monitor []byte, certDir string) map[string]configMapKey {
+	t.Helper()
+	var sm serviceMonitor
+	if err := yaml.Unmarshal(monitor, &sm); err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]configMapKey{}
+	for _, ep := range sm.Spec.Endpoints {
+		if cm := ep.TLSConfig.CA.ConfigMap; cm.Name != "" {
+			files[caFile(certDir, sm.Metadata.Namespace, cm)] = cm
+		}
+	}
+	return files
+}
+
+// syncCAFiles writes each CA file from its ConfigMap's key as it is now,
+// as a cluster's Prometheus gets a changed ConfigMap: prometheus-operator
+// copies the ConfigMaps a ServiceMonitor's tlsConfig names into the Secret
+// it mounts in the Prometheus pod, the kubelet swaps the mounted files
+// atomically, and Prometheus reads a changed CA file at its next scrape
+// (prometheus/common's TLS round tripper compares the file's hash on each
+// request, and makes new connections when it changed), with no reload.
+func (r *prometheusRig) syncCAFiles(t *testing.T, w *world) {
+	t.Helper()
+	for file, key := range r.caFiles {
+		cm, err := w.kube.CoreV1().ConfigMaps(Namespace).Get(context.Background(), key.Name, metav1.GetOptions{})
+		if err != nil || cm.Data[key.Key] == "" {
+			t.Fatalf("the CA of the scrape configuration, ConfigMap %s key %s: %v (keys %v)", key.Name, key.Key, err, slices.Sorted(maps.Keys(cm.Data)))
+		}
+		writeFileAtomically(t, file, []byte(cm.Data[key.Key]))
+	}
+}
+
+// writeFileAtomically writes data to path (making its folder) through a
+// rename, so that a reader never sees half of it.
+func writeFileAtomically(t *testing.T, path string, data []byte) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path+".new", data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(path+".new", path); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // grantPrometheusRole creates the Role of rbacYAML (a Role and its
@@ -382,21 +483,30 @@ func checkPrometheusScrapes(t *testing.T, p *testenv.Prometheus, nodes []string)
 	}
 }
 
+// target is one of Prometheus' active targets, as its targets API says.
+type target struct {
+	ScrapeURL string `json:"scrapeUrl"`
+	Health    string `json:"health"`
+	LastError string `json:"lastError"`
+}
+
+func activeTargets(ctx context.Context, p *testenv.Prometheus) ([]target, error) {
+	var data struct {
+		ActiveTargets []target `json:"activeTargets"`
+	}
+	err := p.API(ctx, "/api/v1/targets", nil, &data)
+	return data.ActiveTargets, err
+}
+
 // targetHealth is each active target's address, health and last error,
 // for a failing wait.
 func targetHealth(ctx context.Context, p *testenv.Prometheus) string {
-	var data struct {
-		ActiveTargets []struct {
-			ScrapeURL string `json:"scrapeUrl"`
-			Health    string `json:"health"`
-			LastError string `json:"lastError"`
-		} `json:"activeTargets"`
-	}
-	if err := p.API(ctx, "/api/v1/targets", nil, &data); err != nil {
+	targets, err := activeTargets(ctx, p)
+	if err != nil {
 		return err.Error()
 	}
 	var out []string
-	for _, a := range data.ActiveTargets {
+	for _, a := range targets {
 		out = append(out, fmt.Sprintf("%s %s %s", a.ScrapeURL, a.Health, a.LastError))
 	}
 	return fmt.Sprintf("%q", out)
@@ -423,5 +533,27 @@ func TestServiceMonitorTranslationRefusesUnknownFields(t *testing.T) {
 	}
 	if _, err := scrapeConfigsFromServiceMonitor([]byte(changed), "/certs", 0); err == nil || !strings.Contains(err.Error(), "honorLabels") {
 		t.Errorf("a ServiceMonitor with honorLabels: %v, want an error naming the field", err)
+	}
+}
+
+// TestOpenShiftServiceMonitorTranslation: the scrape configuration of
+// config/prometheus-openshift's ServiceMonitor verifies with the service CA
+// bundle (the ConfigMap's service-ca.crt, where prometheus-operator mounts
+// it) and the Service's name, which TestOpenShiftBYOH's Prometheus then
+// runs; checked here too because a plain go test run skips that scrape.
+func TestOpenShiftServiceMonitorTranslation(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	monitor, _ := kustomizedMonitoring(ctx, t, "prometheus-openshift")
+	scrapes, err := scrapeConfigsFromServiceMonitor(monitor, "/etc/prometheus/certs", 0)
+	if err != nil || len(scrapes) != 1 {
+		t.Fatalf("config/prometheus-openshift: %d scrape configurations, %v", len(scrapes), err)
+	}
+	want := map[string]any{
+		"ca_file":     "/etc/prometheus/certs/configmap_" + Namespace + "_" + metricstls.CAConfigMapName + "_" + metricstls.ServiceCAKey,
+		"server_name": metricstls.ServiceServerName(exporter.ServiceName, Namespace),
+	}
+	if got := scrapes[0]["tls_config"]; !reflect.DeepEqual(got, want) {
+		t.Errorf("config/prometheus-openshift's tls_config %v, want %v", got, want)
 	}
 }
