@@ -2,12 +2,9 @@ package e2e
 
 import (
 	"context"
-	"crypto/tls"
 	"crypto/x509"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"net/netip"
 	"strings"
 	"testing"
@@ -53,20 +50,7 @@ func checkWorkloadNodeMetrics(t *testing.T, wlKube kubernetes.Interface, node st
 		t.Fatal("ConfigMap default/kube-root-ca.crt of the workload cluster holds no CA certificate")
 	}
 	url := "https://" + net.JoinHostPort(ip, fmt.Sprint(plan.WindowsExporterPort)) + "/metrics?collect[]=cs"
-	scrape := func(pool *x509.CertPool, serverName string) (string, error) {
-		c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
-			TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: serverName, MinVersion: tls.VersionTLS12}}}
-		resp, err := c.Get(url)
-		if err != nil {
-			return "", err
-		}
-		defer resp.Body.Close()
-		body, err := io.ReadAll(resp.Body)
-		if resp.StatusCode != http.StatusOK {
-			return "", fmt.Errorf("HTTP %d: %s", resp.StatusCode, body)
-		}
-		return string(body), err
-	}
+	scrape := func(pool *x509.CertPool, serverName string) (string, error) { return scrapeTLS(url, pool, serverName) }
 	var body string
 	start := time.Now()
 	testkit.Eventually(t, 2*time.Minute, "node "+node+"'s windows_exporter at "+url, func() (bool, string) {

@@ -74,19 +74,7 @@ func TestNodeMetricsOverTLS(t *testing.T) {
 		t.Fatalf("ConfigMap %s has no CA certificate under %s", cm.Name, metricstls.CAKey)
 	}
 	url := "https://" + net.JoinHostPort(ip, fmt.Sprint(plan.WindowsExporterPort)) + "/metrics"
-	scrape := func(pool *x509.CertPool) (string, error) {
-		c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
-		resp, err := c.Get(url)
-		if err != nil {
-			return "", err
-		}
-		defer resp.Body.Close()
-		body, err := io.ReadAll(resp.Body)
-		if resp.StatusCode != http.StatusOK {
-			return "", fmt.Errorf("HTTP %d: %s", resp.StatusCode, body)
-		}
-		return string(body), err
-	}
+	scrape := func(pool *x509.CertPool) (string, error) { return scrapeTLS(url, pool, "") }
 	var body string
 	testkit.Eventually(t, time.Minute, "windows_exporter's metrics at "+url, func() (bool, string) {
 		body, err = scrape(pool)
@@ -210,4 +198,21 @@ func TestMetricsCertificateRenewed(t *testing.T) {
 		}
 		return false, fmt.Sprintf("events %q", notes)
 	})
+}
+
+// scrapeTLS GETs url over TLS verified with pool (and serverName, "": the
+// URL's host), as a scraper does, returning the body of a 200 answer.
+func scrapeTLS(url string, pool *x509.CertPool, serverName string) (string, error) {
+	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: serverName, MinVersion: tls.VersionTLS12}}}
+	resp, err := c.Get(url)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("HTTP %d: %s", resp.StatusCode, body)
+	}
+	return string(body), err
 }
