@@ -435,10 +435,13 @@ func stepErr(step, reason string, err error) error {
 // retries with backoff.
 func (c *Configurer) fail(ctx context.Context, inst *winnodev1.WindowsInstance, err error) error {
 	var crash *crashError
-	if ctx.Err() != nil || apierrors.IsConflict(err) || errors.As(err, &crash) {
+	if ctx.Err() != nil || errors.Is(err, context.Canceled) || apierrors.IsConflict(err) || errors.As(err, &crash) {
 		// Stopped (operator shutting down), or the status was written
 		// meanwhile: not the host's fault. Record nothing; the next call
-		// resumes at the persisted step.
+		// resumes at the persisted step. A step can see its context
+		// canceled before this pass's ctx reports it (the shutdown
+		// cancels contexts one after another), hence errors.Is as well:
+		// a pass cut short that way was recorded as CredentialsFailed.
 		return err
 	}
 	reason := winnodev1.ReasonInProgress

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"testing"
 
@@ -63,5 +64,26 @@ func TestFailureNamesItsStepOnce(t *testing.T) {
 				t.Errorf("events:\n%s\nwant:\n%s", strings.Join(events, "\n"), strings.Join(want, "\n"))
 			}
 		})
+	}
+}
+
+// A step cut short by a canceled context (the operator stopping) is not
+// the host's failure, also when the pass's own context does not say so
+// yet: nothing is recorded, no event, and the error goes back as it is.
+func TestCanceledStepIsNotRecorded(t *testing.T) {
+	canceled := stepErr(StepCredentials, winnodev1.ReasonCredentialsFailed,
+		fmt.Errorf("reading the API server's serving certificate from 127.0.0.1:6443: %w",
+			&net.OpError{Op: "dial", Net: "tcp", Err: context.Canceled}))
+	var events []string
+	cfg := &Configurer{Log: logr.Discard(), Event: func(_ *winnodev1.WindowsInstance, typ, reason, msg string) {
+		events = append(events, typ+" "+reason+" "+msg)
+	}}
+	inst := &winnodev1.WindowsInstance{}
+	inst.Status.Phase, inst.Status.Step = winnodev1.PhaseReady, StepCredentials
+	if err := cfg.fail(context.Background(), inst, canceled); !errors.Is(err, context.Canceled) {
+		t.Errorf("returned %v, want the canceled error", err)
+	}
+	if inst.Status.Phase != winnodev1.PhaseReady || inst.Status.LastError != "" || len(events) != 0 {
+		t.Errorf("recorded: phase %s, lastError %q, events %v", inst.Status.Phase, inst.Status.LastError, events)
 	}
 }
